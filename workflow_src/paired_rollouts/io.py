@@ -1,0 +1,125 @@
+"""File I/O shared by every stage: atomic writes, JSON Lines, hashes, settings.
+
+Every output is written to a temporary file in the same folder and renamed into place, so a job that
+dies never leaves a half-written file that Snakemake or a later stage could mistake for a result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts.errors import UserError
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (temp file + fsync + rename)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def dumps_json(obj: Any) -> str:
+    """The one JSON style for registers: sorted keys, indent 2, trailing newline."""
+    return json.dumps(obj, sort_keys=True, indent=2, allow_nan=False) + "\n"
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
+    return atomic_write_text(path, dumps_json(obj))
+
+
+def jsonl_line(record: dict[str, Any]) -> str:
+    """One JSON Lines record: sorted keys, compact, so equal records give equal bytes."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def atomic_write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> Path:
+    return atomic_write_text(path, "".join(jsonl_line(r) for r in records))
+
+
+def iter_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    """Yield the records of a JSON Lines file; a malformed line is a UserError naming file and line."""
+    source = Path(path)
+    if not source.is_file():
+        raise UserError(f"{source}: file not found")
+    with source.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"{source}:{number}: not valid JSON ({exc.msg}); regenerate the file") from exc
+            if not isinstance(record, dict):
+                raise UserError(f"{source}:{number}: expected a JSON object per line")
+            yield record
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
+    return list(iter_jsonl(path))
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    source = Path(path)
+    if not source.is_file():
+        raise UserError(f"{source}: file not found")
+    try:
+        return json.loads(source.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def load_settings(value: str | None) -> dict[str, Any]:
+    """Parse a ``--settings`` argument: inline JSON, or ``@path`` to a JSON/YAML file, or None -> {}."""
+    if value is None or value == "":
+        return {}
+    if value.startswith("@"):
+        path = Path(value[1:])
+        if not path.is_file():
+            raise UserError(f"settings file {path} not found")
+        text = path.read_text(encoding="utf-8")
+        if path.suffix in {".yaml", ".yml"}:
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    else:
+        try:
+            data = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"--settings is not valid JSON: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise UserError("--settings must be a JSON object")
+    return data

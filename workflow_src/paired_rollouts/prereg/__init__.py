@@ -1,0 +1,1 @@
+"""prereg sub-package."""

@@ -1,0 +1,1 @@
+"""stats sub-package."""
