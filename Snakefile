@@ -1,0 +1,43 @@
+# paired-rollouts: "Luck Is Not Skill: When Do Paired Rollouts Help Group-Relative RL of LLM Agents?"
+#
+# Run with a profile, which sets the accelerator and the scale:
+#   snakemake --profile cpu            # the whole study at stand-in scale on one CPU machine
+#   snakemake --profile h100 all       # the paper's scale on one H100 node (slurm-h100 for a cluster)
+# Every stage is a rule in rules/<stage>.smk calling the `paired-rollouts` CLI; helpers are in
+# rules/common.smk. Stage boundaries are files whose schemas are documented in docs/records.md.
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+if "accelerator" not in config or "scale" not in config:
+    raise WorkflowError(
+        "No profile given: run with `--profile cpu` (stand-in scale on this machine), `--profile h100`, "
+        "`--profile mi300x`, or a slurm-* profile. Profiles set `accelerator` and `scale`."
+    )
+
+validate(config, "config/schema.json")
+
+
+include: "rules/common.smk"
+include: "rules/tasks.smk"
+include: "rules/prereg.smk"
+include: "rules/models.smk"
+include: "rules/train.smk"
+include: "rules/evaluate.smk"
+include: "rules/diagnostics.smk"
+include: "rules/decide.smk"
+include: "rules/probe.smk"
+include: "rules/render.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        "results/paper/tables.pdf",
+        "results/reference/scripted_reference.json",

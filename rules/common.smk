@@ -1,0 +1,414 @@
+# Shared helpers: the run matrix, paths, per-stage settings (as JSON for the CLI's --settings), and
+# the package sources each rule executes (declared as inputs so code edits rerun exactly the stages
+# that run that code).
+
+import json
+from pathlib import Path
+
+SCALE_NAME = config["scale"]
+SCALE = config["scales"][SCALE_NAME]
+ACCELERATOR = config["accelerator"]
+TASKS_DIR = config["tasks_dir"]
+POOLS = ["train", "validation", "test", "diagnostic"]
+ARMS = {"C2": ["paired", "independent"], "C4": ["paired", "independent"], "C0": ["clean"]}
+PACKAGE = Path("workflow_src/paired_rollouts")
+# Periodic evaluation regimes (validation pool) and final regimes (test pool).
+PERIODIC_REGIMES = ["clean", "at_training", "challenge"]
+FINAL_REGIMES = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge"]
+
+
+def run_name(condition, arm, seed):
+    return f"{condition.lower()}-{arm}-s{seed}"
+
+
+def parse_run(run):
+    """'c2-paired-s1' -> ('C2', 'paired', 1)."""
+    condition, arm, seed = run.split("-")
+    return condition.upper(), arm, int(seed[1:])
+
+
+def runs_of(condition):
+    return [run_name(condition, arm, seed) for seed in SCALE["seeds"][condition] for arm in ARMS[condition]]
+
+
+RUNS = runs_of("C2") + runs_of("C4") + runs_of("C0")
+DECISION_CONDITIONS = ["c2", "c4"]
+
+
+def sources(*modules):
+    """The package files a stage executes: whole sub-packages ('noise') or single modules ('episode.py')."""
+    files = [PACKAGE / "io.py", PACKAGE / "errors.py", PACKAGE / "cli.py"]
+    for module in modules:
+        path = PACKAGE / module
+        files.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path])
+    return [str(f) for f in files]
+
+
+SIMULATOR_SOURCES = sources("backoffice", "noise", "episode.py")
+# Templates and other data shipped inside the render package are code too.
+RENDER_SOURCES = sources("render") + sorted(str(p) for p in (PACKAGE / "render").rglob("*.j2"))
+
+
+def pool_files():
+    return [f"{TASKS_DIR}/{pool}.jsonl" for pool in POOLS]
+
+
+# ---------------------------------------------------------------- steps -----------------------------
+
+
+def training_steps():
+    return SCALE["training"]["steps"]
+
+
+def periodic_steps():
+    """Checkpoints evaluated on the validation pool: 0, every checkpoint_every steps, and the last."""
+    every = SCALE["training"]["checkpoint_every"]
+    last = training_steps()
+    return sorted(set(range(0, last + 1, every)) | {last})
+
+
+def diagnostic_steps(run):
+    _, _, seed = parse_run(run)
+    steps = SCALE["diagnostics"]["steps"]
+    return steps["seed0"] if seed == 0 else steps["other"]
+
+
+def checkpoint_steps():
+    """Every step any stage needs weights for: periodic, diagnostic and probe steps."""
+    steps = set(periodic_steps())
+    steps |= set(SCALE["diagnostics"]["steps"]["seed0"]) | set(SCALE["diagnostics"]["steps"]["other"])
+    for trajectory in SCALE["probe"]["trajectories"].values():
+        steps |= set(trajectory["steps"])
+    return sorted(s for s in steps if s <= training_steps())
+
+
+def final_step():
+    return training_steps()
+
+
+# ---------------------------------------------------------------- paths -----------------------------
+
+
+def checkpoint_marker(run, step):
+    return f"results/runs/{run}/checkpoints/step{int(step):04d}/COMPLETE"
+
+
+def final_regimes(run):
+    """C4 (grader flips) is none of the final regimes, so it adds its own `at_training` set."""
+    condition, _, _ = parse_run(run)
+    return FINAL_REGIMES + (["at_training"] if condition == "C4" else [])
+
+
+def eval_files(run):
+    periodic = [
+        f"results/evals/{run}/periodic-step{step}-{regime}.jsonl"
+        for step in periodic_steps()
+        for regime in PERIODIC_REGIMES
+    ]
+    final = [f"results/evals/{run}/final-step{final_step()}-{regime}.jsonl" for regime in final_regimes(run)]
+    return periodic + final
+
+
+def diagnostic_episode_files(run):
+    return [f"results/diagnostics/{run}/diag-step{step}.jsonl" for step in diagnostic_steps(run)]
+
+
+def luck_files(run):
+    return [f"results/diagnostics/{run}/luck-step{step}.json" for step in diagnostic_steps(run)]
+
+
+def verification_file():
+    return "results/prereg/verification.json"
+
+
+def freeze_dir():
+    """cpu: a local test-authority freeze under results/; GPU profiles: the public freeze in prereg/."""
+    if ACCELERATOR == "cpu":
+        return config["prereg"]["local_freeze_dir"]
+    return config["prereg"]["public_freeze_dir"]
+
+
+def model_dir():
+    if SCALE["model"]["kind"] == "standin":
+        return f"results/models/standin-{SCALE_NAME}"
+    return SCALE["model"]["name_or_path"]
+
+
+def model_inputs():
+    """The stand-in is built by rules; a hub/path model is given, never built."""
+    if SCALE["model"]["kind"] == "standin":
+        return [f"{model_dir()}/model/config.json", f"{model_dir()}/tokenizer/tokenizer.json"]
+    return []
+
+
+# ---------------------------------------------------------------- settings --------------------------
+
+
+def as_json(obj):
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def run_settings(wildcards):
+    """Everything the trainer needs for one run; a change here reruns that run (params trigger)."""
+    condition, arm, seed = parse_run(wildcards.run)
+    noise = config["conditions"][condition]
+    settings = dict(SCALE["training"])
+    settings.update(
+        condition=condition,
+        arm=arm,
+        seed=seed,
+        p=noise["p"],
+        q=noise["q"],
+        checkpoint_steps=checkpoint_steps(),
+        accelerator=ACCELERATOR,
+        scale=SCALE_NAME,
+        model=SCALE["model"],
+    )
+    return as_json(settings)
+
+
+def eval_settings():
+    settings = dict(SCALE["evaluation"])
+    settings.update(
+        accelerator=ACCELERATOR,
+        max_tool_calling_iterations=SCALE["training"]["max_tool_calling_iterations"],
+        max_completion_length=SCALE["training"]["max_completion_length"],
+        temperature=SCALE["training"]["temperature"],
+    )
+    return as_json(settings)
+
+
+def diagnostic_settings():
+    settings = {k: SCALE["diagnostics"][k] for k in ("tasks", "schedules", "samples")}
+    settings.update(
+        accelerator=ACCELERATOR,
+        max_tool_calling_iterations=SCALE["training"]["max_tool_calling_iterations"],
+        max_completion_length=SCALE["training"]["max_completion_length"],
+        temperature=SCALE["training"]["temperature"],
+    )
+    return as_json(settings)
+
+
+def model_settings():
+    return as_json(SCALE["model"])
+
+
+def probe_settings(wildcards):
+    settings = {k: v for k, v in SCALE["probe"].items() if k != "trajectories"}
+    settings.update(
+        accelerator=ACCELERATOR,
+        max_tool_calling_iterations=SCALE["training"]["max_tool_calling_iterations"],
+        max_completion_length=SCALE["training"]["max_completion_length"],
+        temperature=SCALE["training"]["temperature"],
+    )
+    return as_json(settings)
+
+
+def expected_evidence(run):
+    """What a complete run must contain (read by the completeness check)."""
+    condition, arm, seed = parse_run(run)
+    return as_json(
+        {
+            "run": run,
+            "periodic_steps": periodic_steps(),
+            "periodic_regimes": PERIODIC_REGIMES,
+            "final_step": final_step(),
+            "final_regimes": final_regimes(run),
+            "eval_tasks": SCALE["evaluation"]["eval_tasks"],
+            "final_tasks": SCALE["evaluation"]["final_tasks"],
+            "training_steps": training_steps(),
+            "prompts_per_step": SCALE["training"]["prompts_per_step"],
+            "num_generations": SCALE["training"]["num_generations"],
+            "diagnostic_steps": diagnostic_steps(run),
+        }
+    )
+
+
+def checkpoint_dir(wildcards):
+    return f"results/runs/{wildcards.run}/checkpoints/step{int(wildcards.step):04d}"
+
+
+def eval_files_of(wildcards):
+    return eval_files(wildcards.run)
+
+
+def expected_evidence_of(wildcards):
+    return expected_evidence(wildcards.run)
+
+
+# ---------------------------------------------------------------- decisions -------------------------
+
+
+def upper_condition(wildcards):
+    return wildcards.condition.upper()
+
+
+def decision_runs(wildcards):
+    return runs_of(wildcards.condition.upper())
+
+
+def decision_eval_files(wildcards):
+    return [f for run in decision_runs(wildcards) for f in eval_files(run)]
+
+
+def decision_eval_dirs(wildcards):
+    return " ".join(f"results/evals/{run}" for run in decision_runs(wildcards))
+
+
+def decision_group_files(wildcards):
+    return [f"results/runs/{run}/groups.jsonl" for run in decision_runs(wildcards)]
+
+
+def decision_complete_files(wildcards):
+    return [f"results/runs/{run}/complete.json" for run in decision_runs(wildcards)]
+
+
+def decision_luck_files(wildcards):
+    """H1a under C2 uses the step-0 luck share of every run."""
+    return [f"results/diagnostics/{run}/luck-step0.json" for run in decision_runs(wildcards)]
+
+
+def reference_eval_files(wildcards):
+    """The clean-trained reference (C0) for the descriptive comparisons."""
+    return [f for run in runs_of("C0") for f in eval_files(run)]
+
+
+def reference_eval_dirs(wildcards):
+    return " ".join(f"results/evals/{run}" for run in runs_of("C0")) or "''"
+
+
+# ---------------------------------------------------------------- probe -----------------------------
+
+TRAJECTORIES = sorted(SCALE["probe"]["trajectories"])
+
+
+def trajectory_of(wildcards):
+    try:
+        return SCALE["probe"]["trajectories"][wildcards.trajectory]
+    except KeyError:
+        raise WorkflowError(
+            f"unknown probe trajectory {wildcards.trajectory!r}; config/config.yaml scales.{SCALE_NAME}."
+            f"probe.trajectories defines {TRAJECTORIES}"
+        )
+
+
+def probe_run_dir(wildcards):
+    return f"results/runs/{trajectory_of(wildcards)['run']}"
+
+
+def probe_run_manifest(wildcards):
+    return f"{probe_run_dir(wildcards)}/manifest.json"
+
+
+def probe_steps(wildcards):
+    return " ".join(str(s) for s in trajectory_of(wildcards)["steps"])
+
+
+# ---------------------------------------------------------------- rendering -------------------------
+
+
+def git_commit():
+    """The commit the pipeline runs from (shown on the PDF's title page)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out + ("-dirty" if dirty else "")
+
+
+def all_eval_files():
+    return [f for run in RUNS for f in eval_files(run)]
+
+
+def run_manifests():
+    return [f"results/runs/{run}/manifest.json" for run in RUNS]
+
+
+def decision_files():
+    return [f"results/decisions/{c}.json" for c in DECISION_CONDITIONS]
+
+
+def probe_files():
+    return [f"results/probe/{t}.json" for t in TRAJECTORIES]
+
+
+def all_luck_files():
+    return [f for run in RUNS for f in luck_files(run)]
+
+
+def group_stat_files():
+    return [f"results/runs/{run}/group_stats.json" for run in RUNS]
+
+
+def seed_pair_eval_files():
+    """Table 9 shows the per-step curves of the first C2 seed pair."""
+    seed = SCALE["seeds"]["C2"][0]
+    return [f for arm in ARMS["C2"] for f in eval_files(run_name("C2", arm, seed))]
+
+
+def decision_rules_file():
+    return [config["decision_rules"]]
+
+
+def c2_decision():
+    return ["results/decisions/c2.json"]
+
+
+def c4_decision():
+    return ["results/decisions/c4.json"]
+
+
+# Which registers each table reads (keys are the render CLI's --input names).
+TABLE_SOURCES = {
+    1: {"manifests": run_manifests},
+    2: {"decisions": decision_files, "probe": probe_files, "rules": decision_rules_file},
+    3: {"decisions": c2_decision},
+    4: {"decisions": c4_decision},
+    5: {"probe": probe_files},
+    6: {"decisions": decision_files, "probe": probe_files, "luck": all_luck_files,
+        "rules": decision_rules_file},
+    7: {"decisions": c2_decision, "episodes": all_eval_files},
+    8: {"episodes": all_eval_files},
+    9: {"episodes": seed_pair_eval_files},
+    10: {"group_stats": group_stat_files},
+    11: {"manifests": run_manifests, "episodes": all_eval_files},
+    12: {"probe": probe_files},
+}
+
+FIGURE_SOURCES = {
+    "curves_c2": {"episodes": all_eval_files},
+    "curves_c4": {"episodes": all_eval_files},
+    "luck_share": {"luck": all_luck_files},
+    "spurious_variance": {"group_stats": group_stat_files},
+    "probe_ratios": {"probe": probe_files},
+}
+
+
+def _inputs(sources_by_key):
+    return {key: make() for key, make in sources_by_key.items()}
+
+
+def _input_args(sources_by_key):
+    return " ".join(f"--input {key}={path}" for key, make in sources_by_key.items() for path in make())
+
+
+def table_inputs(wildcards):
+    return _inputs(TABLE_SOURCES[int(wildcards.number)])
+
+
+def table_input_args(wildcards):
+    return _input_args(TABLE_SOURCES[int(wildcards.number)])
+
+
+def figure_inputs(wildcards):
+    return _inputs(FIGURE_SOURCES[wildcards.figure])
+
+
+def figure_input_args(wildcards):
+    return _input_args(FIGURE_SOURCES[wildcards.figure])

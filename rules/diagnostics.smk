@@ -1,0 +1,60 @@
+# Stage 6: the luck-share diagnostic (K schedules x M samples per diagnostic task at a checkpoint) and
+# the per-run completeness check that gates the decisions.
+
+
+rule diagnose:
+    """Diagnostic roll-outs: each diagnostic task under K paired schedules, M samples each."""
+    input:
+        pools=pool_files(),
+        run_manifest="results/runs/{run}/manifest.json",
+        model=model_inputs(),
+        code=SIMULATOR_SOURCES + sources("training", "evaluation"),
+    output:
+        "results/diagnostics/{run}/diag-step{step}.jsonl",
+    params:
+        settings=diagnostic_settings(),
+        model=model_dir(),
+        checkpoint=checkpoint_dir,
+    log:
+        "results/logs/diagnose/{run}/step{step}.log",
+    shell:
+        "paired-rollouts diagnose --run {wildcards.run} --step {wildcards.step} --tasks-dir {TASKS_DIR} "
+        "--checkpoint {params.checkpoint} --model-dir {params.model} --settings {params.settings:q} "
+        "--out {output} > {log} 2>&1"
+
+
+rule luck_share:
+    """One-way random-effects luck share per task, averaged and pooled, with a task bootstrap."""
+    input:
+        episodes="results/diagnostics/{run}/diag-step{step}.jsonl",
+        code=sources("stats"),
+    output:
+        "results/diagnostics/{run}/luck-step{step}.json",
+    params:
+        resamples=SCALE["diagnostics"]["resamples"],
+    log:
+        "results/logs/luck_share/{run}/step{step}.log",
+    shell:
+        "paired-rollouts luck-share --episodes {input.episodes} --resamples {params.resamples} "
+        "--out {output} > {log} 2>&1"
+
+
+rule completeness:
+    """Every expected episode and group present, pool hashes equal, one code version across attempts."""
+    input:
+        evals=eval_files_of,
+        groups="results/runs/{run}/groups.jsonl",
+        run_manifest="results/runs/{run}/manifest.json",
+        pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
+        code=sources("stats"),
+    output:
+        "results/runs/{run}/complete.json",
+    params:
+        expected=expected_evidence_of,
+        evals_dir="results/evals/{run}",
+    log:
+        "results/logs/completeness/{run}.log",
+    shell:
+        "paired-rollouts completeness --run {wildcards.run} --expected {params.expected:q} "
+        "--evals-dir {params.evals_dir} --groups {input.groups} --run-manifest {input.run_manifest} "
+        "--pool-manifest {input.pool_manifest} --out {output} > {log} 2>&1"

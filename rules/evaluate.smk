@@ -1,0 +1,27 @@
+# Stage 5: evaluations of saved checkpoints, one job per (run, checkpoint step, regime), so a change to
+# one regime reruns only its own jobs. Schedules are identical across arms and checkpoints.
+
+wildcard_constraints:
+    phase=r"periodic|final",
+    regime=r"clean|at_training|challenge|noisy_p010|noisy_p025|heldout_types",
+
+
+rule evaluate:
+    """Roll out one checkpoint on the validation (periodic) or test (final) pool under one regime."""
+    input:
+        pools=pool_files(),
+        run_manifest="results/runs/{run}/manifest.json",
+        model=model_inputs(),
+        code=SIMULATOR_SOURCES + sources("training", "evaluation"),
+    output:
+        "results/evals/{run}/{phase}-step{step}-{regime}.jsonl",
+    params:
+        settings=eval_settings(),
+        model=model_dir(),
+        checkpoint=checkpoint_dir,
+    log:
+        "results/logs/evaluate/{run}/{phase}-step{step}-{regime}.log",
+    shell:
+        "paired-rollouts evaluate --run {wildcards.run} --step {wildcards.step} --phase {wildcards.phase} "
+        "--regime {wildcards.regime} --tasks-dir {TASKS_DIR} --checkpoint {params.checkpoint} "
+        "--model-dir {params.model} --settings {params.settings:q} --out {output} > {log} 2>&1"

@@ -1,0 +1,38 @@
+# Stage 3 (cpu scales only): the stand-in model's offline tokenizer and its supervised warm start on
+# transcripts of the scripted reference agent. GPU scales load the real model from `model.name_or_path`.
+
+
+rule tokenizer:
+    """Train a byte-level BPE tokenizer on rendered scripted-reference transcripts (no download)."""
+    input:
+        pools=pool_files(),
+        code=SIMULATOR_SOURCES + sources("agents", "training"),
+    output:
+        f"{model_dir()}/tokenizer/tokenizer.json",
+    params:
+        folder=f"{model_dir()}/tokenizer",
+        settings=model_settings(),
+    log:
+        "results/logs/tokenizer.log",
+    shell:
+        "paired-rollouts tokenizer --tasks-dir {TASKS_DIR} --settings {params.settings:q} "
+        "--out {params.folder} > {log} 2>&1"
+
+
+rule warm_start:
+    """Build the tiny Qwen3.5-family model from config and warm-start it on scripted transcripts."""
+    input:
+        tokenizer=f"{model_dir()}/tokenizer/tokenizer.json",
+        pools=pool_files(),
+        code=SIMULATOR_SOURCES + sources("agents", "training"),
+    output:
+        f"{model_dir()}/model/config.json",
+    params:
+        tokenizer=f"{model_dir()}/tokenizer",
+        folder=f"{model_dir()}/model",
+        settings=model_settings(),
+    log:
+        "results/logs/warm_start.log",
+    shell:
+        "paired-rollouts warm-start --tokenizer {params.tokenizer} --tasks-dir {TASKS_DIR} "
+        "--settings {params.settings:q} --out {params.folder} > {log} 2>&1"

@@ -1,0 +1,68 @@
+# Stage 2: freeze the protocol with RFC 3161 time stamps and verify it offline (analysis_spec section 5).
+# Every training job depends on the verification, so a changed protocol or a bad token stops the
+# pipeline before anything trains.
+
+# Time-stamping talks to TSAs; compute nodes often have no network.
+localrules:
+    prereg_freeze_local,
+    prereg_public_freeze_missing,
+    prereg_verify,
+
+
+if ACCELERATOR == "cpu":
+
+    rule prereg_freeze_local:
+        """Freeze against a local *test* authority that the job starts and stops itself (cpu profile only).
+
+        The documents are `ancient` inputs: the freeze is made once; later edits make verification fail
+        instead of silently re-freezing. To re-freeze, delete the freeze folder."""
+        input:
+            documents=[ancient(doc) for doc in config["prereg"]["documents"]],
+            code=ancient(sources("prereg")),
+        output:
+            freeze=f"{config['prereg']['local_freeze_dir']}/freeze.json",
+        params:
+            folder=config["prereg"]["local_freeze_dir"],
+            documents=" ".join(config["prereg"]["documents"]),
+        log:
+            "results/logs/prereg_freeze_local.log",
+        shell:
+            "rm -rf {params.folder} && "
+            "paired-rollouts prereg freeze-local --out {params.folder} --documents {params.documents} > {log} 2>&1"
+
+else:
+
+    rule prereg_public_freeze_missing:
+        """GPU profiles never freeze on their own: they stop here, with instructions, when the public
+        freeze is missing (a dry run lists this job so the gap is visible before anything runs)."""
+        output:
+            f"{config['prereg']['public_freeze_dir']}/freeze.json",
+        params:
+            folder=config["prereg"]["public_freeze_dir"],
+            tsas=" ".join(f"--tsa {name}={url}" for name, url in config["prereg"]["tsas"].items()),
+            documents=" ".join(config["prereg"]["documents"]),
+        log:
+            "results/logs/prereg_public_freeze_missing.log",
+        shell:
+            "echo '{params.folder}/freeze.json is missing. GPU profiles only run a protocol frozen against "
+            "public time-stamp authorities. On a machine with internet run: paired-rollouts prereg freeze "
+            "--out {params.folder} --documents {params.documents} {params.tsas} ; then commit {params.folder} "
+            "(README: Verifying the pre-registration).' | tee {log} >&2; exit 1"
+
+
+rule prereg_verify:
+    """Check the documents' hashes and every token with rfc3161-client and `openssl ts -verify`."""
+    input:
+        documents=config["prereg"]["documents"],
+        freeze=f"{freeze_dir()}/freeze.json",
+        code=sources("prereg"),
+    output:
+        verification_file(),
+    params:
+        folder=freeze_dir(),
+        test_authority="--allow-test-authority" if ACCELERATOR == "cpu" else "",
+    log:
+        "results/logs/prereg_verify.log",
+    shell:
+        "paired-rollouts prereg verify --freeze {params.folder} {params.test_authority} --out {output} > {log} 2>&1 "
+        "|| {{ cat {log} >&2; exit 1; }}"

@@ -1,0 +1,27 @@
+# Stage 8: the gradient-covariance probe (H1b) over the checkpoints of one trajectory
+# (analysis_spec section 4): exact grader-mask enumeration and transition-noise resampling.
+
+wildcard_constraints:
+    trajectory=r"[a-z0-9_]+",
+
+
+rule probe:
+    """Score vectors at each checkpoint of a trajectory, then the outcome- and transition-noise traces."""
+    input:
+        pools=pool_files(),
+        run_manifest=probe_run_manifest,
+        model=model_inputs(),
+        code=SIMULATOR_SOURCES + sources("training", "evaluation", "probe"),
+    output:
+        "results/probe/{trajectory}.json",
+    params:
+        run_dir=probe_run_dir,
+        steps=probe_steps,
+        model=model_dir(),
+        settings=probe_settings,
+    log:
+        "results/logs/probe/{trajectory}.log",
+    shell:
+        "paired-rollouts probe run --trajectory {wildcards.trajectory} --run-dir {params.run_dir} "
+        "--steps {params.steps} --model-dir {params.model} --tasks-dir {TASKS_DIR} "
+        "--settings {params.settings:q} --out {output} > {log} 2>&1"

@@ -1,0 +1,66 @@
+# Stage 9: the paper's tables and figures, rendered from the registers through LaTeX templates, and
+# compiled into one PDF. Each table and figure is its own job and lists exactly the files it reads,
+# so a changed input (or template) reruns only what shows it.
+
+TABLES = list(range(1, 13))
+FIGURES = ["curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios"]
+
+wildcard_constraints:
+    number=r"\d+",
+    figure="|".join(FIGURES),
+
+
+rule render_table:
+    """One LaTeX table (booktabs) from its source registers."""
+    input:
+        unpack(table_inputs),
+        code=RENDER_SOURCES,
+    output:
+        "results/tables/table{number}.tex",
+    params:
+        inputs=table_input_args,
+        scale=SCALE["label"],
+    log:
+        "results/logs/render/table{number}.log",
+    shell:
+        "paired-rollouts render table --number {wildcards.number} {params.inputs} --scale {params.scale:q} "
+        "--out {output} > {log} 2>&1"
+
+
+rule render_figure:
+    """One figure as PDF (for LaTeX) and PNG (for a quick look)."""
+    input:
+        unpack(figure_inputs),
+        code=RENDER_SOURCES,
+    output:
+        pdf="results/figures/{figure}.pdf",
+        png="results/figures/{figure}.png",
+    params:
+        inputs=figure_input_args,
+        scale=SCALE["label"],
+    log:
+        "results/logs/render/{figure}.log",
+    shell:
+        "paired-rollouts render figure --name {wildcards.figure} {params.inputs} --scale {params.scale:q} "
+        "--out {output.pdf} > {log} 2>&1"
+
+
+rule render_document:
+    """Every table and figure in one document, compiled with latexmk/pdflatex."""
+    input:
+        tables=expand("results/tables/table{number}.tex", number=TABLES),
+        figures=expand("results/figures/{figure}.pdf", figure=FIGURES),
+        verification=verification_file(),
+        code=RENDER_SOURCES,
+    output:
+        "results/paper/tables.pdf",
+    params:
+        commit=git_commit(),
+        profile=ACCELERATOR,
+        scale=SCALE["label"],
+    log:
+        "results/logs/render/document.log",
+    shell:
+        "paired-rollouts render document --tables {input.tables} --figures {input.figures} "
+        "--verification {input.verification} --profile {params.profile} --scale {params.scale:q} "
+        "--commit {params.commit} --out {output} > {log} 2>&1"

@@ -1,0 +1,209 @@
+"""``paired-rollouts prereg freeze|freeze-local|amend|verify``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from paired_rollouts.errors import UserError
+
+_FREEZE_EPILOG = """\
+Example (the paper's two public authorities; needs the network):
+  paired-rollouts prereg freeze --out prereg/freeze \\
+      --tsa freetsa=https://freetsa.org/tsr --cafile freetsa=freetsa_cacert.pem \\
+      --tsa digicert=http://timestamp.digicert.com
+Without --tsa the defaults are exactly those two. A TSA without --cafile must chain to a root in the
+system store (%s). The output folder must not exist yet (or be empty); a failure writes nothing.
+"""
+
+
+def _echo(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--document",
+        action="append",
+        metavar="PATH",
+        help="document to freeze, relative to --root (repeatable; default: "
+        "prereg/PREREGISTRATION.md and prereg/decision_rules.yaml)",
+    )
+    parser.add_argument(
+        "--documents",
+        dest="document",
+        action="extend",
+        nargs="+",
+        metavar="PATH",
+        help="several documents at once (same as repeating --document)",
+    )
+    parser.add_argument(
+        "--root",
+        default=".",
+        metavar="DIR",
+        help="repository root; manifest paths are relative to it (default: .)",
+    )
+    parser.add_argument("--timeout", type=float, default=30.0, metavar="S", help="HTTP timeout per TSA (s)")
+
+
+def register(subparsers) -> None:
+    from paired_rollouts.prereg.tsp import SYSTEM_CA_BUNDLE
+
+    top = subparsers.add_parser(
+        "prereg",
+        help="freeze the pre-registration with RFC 3161 time stamps, and verify a freeze",
+        description="Freeze the protocol documents under trusted time stamps (RFC 3161) and verify them "
+        "offline. See docs/prereg.md.",
+    )
+    sub = top.add_subparsers(dest="prereg_command", required=True, metavar="ACTION")
+
+    p = sub.add_parser(
+        "freeze",
+        help="hash the documents and time-stamp the hash list at two or more TSAs",
+        description="Hash the documents into a sha256sum manifest, send one time-stamp query (SHA-256, "
+        "nonce, certReq) to every TSA, and store query, raw replies, certificates and freeze.json.",
+        epilog=_FREEZE_EPILOG % SYSTEM_CA_BUNDLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--out", required=True, metavar="DIR", help="new freeze folder (refused if it holds files)"
+    )
+    p.add_argument(
+        "--tsa", action="append", metavar="NAME=URL", help="time-stamp authority (repeatable, >= 2)"
+    )
+    p.add_argument(
+        "--cafile",
+        action="append",
+        metavar="NAME=PEM",
+        help="PEM root (plus intermediates) for TSA NAME, copied into the freeze",
+    )
+    p.add_argument(
+        "--test-authority",
+        action="store_true",
+        help="mark the freeze as made against a test authority (verify then refuses it by default)",
+    )
+    _add_common(p)
+    p.set_defaults(handler=_freeze)
+
+    p = sub.add_parser(
+        "freeze-local",
+        help="freeze against a throw-away local test TSA (two keys, one test root)",
+        description="Start the local RFC 3161 test authority on 127.0.0.1, freeze against its two keys, stop "
+        "it. The freeze is marked test_authority: true. Used by the cpu profile.",
+    )
+    p.add_argument(
+        "--out", required=True, metavar="DIR", help="new freeze folder (refused if it holds files)"
+    )
+    _add_common(p)
+    p.set_defaults(handler=_freeze_local)
+
+    p = sub.add_parser(
+        "amend",
+        help="append a time-stamped amendment to an existing freeze",
+        description="Hash the current documents plus the reason, chained to the previous record's imprint, "
+        "and time-stamp them as DIR/amendments/NNN/. Reuses the freeze's TSAs and roots unless "
+        "--tsa is given.",
+    )
+    p.add_argument("--out", required=True, metavar="DIR", help="the existing freeze folder")
+    p.add_argument("--reason", required=True, help="why the protocol changes (time-stamped with it)")
+    p.add_argument("--tsa", action="append", metavar="NAME=URL", help="override the TSAs (repeatable, >= 2)")
+    p.add_argument("--cafile", action="append", metavar="NAME=PEM", help="PEM root bundle for TSA NAME")
+    _add_common(p)
+    p.set_defaults(handler=_amend)
+
+    p = sub.add_parser(
+        "verify",
+        help="verify a freeze offline (documents, manifest, every token two ways)",
+        description="Check the documents against the frozen hashes and every token with rfc3161-client and "
+        "with 'openssl ts -verify -attime <genTime>'. Writes the report only if everything passes; "
+        "otherwise removes a stale report and exits 1.",
+    )
+    p.add_argument("--freeze", required=True, metavar="DIR", help="folder holding freeze.json")
+    p.add_argument("--out", required=True, metavar="FILE", help="verification report (JSON)")
+    p.add_argument("--root", default=".", metavar="DIR", help="repository root of the documents (default: .)")
+    p.add_argument(
+        "--allow-test-authority",
+        action="store_true",
+        help="accept a freeze made against the local test authority (cpu profile only)",
+    )
+    p.set_defaults(handler=_verify)
+
+
+def _freeze(args) -> int:
+    from paired_rollouts.prereg import freeze as fz
+
+    kwargs = {"documents": args.document} if args.document else {}
+    record = fz.freeze(
+        args.out,
+        fz.authorities(args.tsa, args.cafile),
+        root=args.root,
+        test_authority=args.test_authority,
+        timeout=args.timeout,
+        **kwargs,
+    )
+    _report_record(args.out, record)
+    return 0
+
+
+def _freeze_local(args) -> int:
+    from paired_rollouts.prereg import freeze as fz
+    from paired_rollouts.prereg.local_tsa import KeySpec, LocalTSA
+
+    kwargs = {"documents": args.document} if args.document else {}
+    with (
+        tempfile.TemporaryDirectory(prefix="prereg-test-tsa-") as tmp,
+        LocalTSA(tmp, [KeySpec("test-a"), KeySpec("test-b")]) as tsa,
+    ):
+        auths = [fz.Authority(name, url, tsa.root_pem) for name, url in tsa.tsa_args().items()]
+        record = fz.freeze(
+            args.out, auths, root=args.root, test_authority=True, timeout=args.timeout, **kwargs
+        )
+    _report_record(args.out, record)
+    return 0
+
+
+def _amend(args) -> int:
+    from paired_rollouts.prereg import freeze as fz
+
+    auths = fz.authorities(args.tsa, args.cafile) if args.tsa else None
+    if args.cafile and not args.tsa:
+        raise UserError("--cafile needs --tsa (without --tsa the freeze's own TSAs and roots are reused)")
+    record = fz.amend(
+        args.out, args.reason, auths=auths, documents=args.document, root=args.root, timeout=args.timeout
+    )
+    _report_record(Path(args.out) / fz.AMENDMENTS / f"{record['amendment']['number']:03d}", record)
+    return 0
+
+
+def _report_record(out, record: dict) -> None:
+    _echo(
+        f"froze {len(record['documents'])} document(s) in {out}: imprint sha256 {record['imprint']}"
+        + (" [TEST AUTHORITY]" if record["test_authority"] else "")
+    )
+    for token in record["tokens"]:
+        _echo(f"  {token['name']} <{token['url']}> genTime {token['gen_time']} serial {token['serial']}")
+
+
+def _verify(args) -> int:
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.prereg.verify import run_verification
+
+    out = Path(args.out)
+    try:
+        report = run_verification(
+            args.freeze, root=args.root, allow_test_authority=args.allow_test_authority, echo=_echo
+        )
+    except UserError:
+        out.unlink(missing_ok=True)
+        raise
+    if not report["passes"]:
+        out.unlink(missing_ok=True)
+        lines = "\n  - ".join(report["failures"])
+        raise UserError(
+            f"freeze {args.freeze} does NOT verify ({len(report['failures'])} problem(s)):\n  - {lines}"
+        )
+    atomic_write_json(out, report)
+    _echo(f"freeze {args.freeze} verifies: imprint {report['imprint']}; report {out}")
+    return 0

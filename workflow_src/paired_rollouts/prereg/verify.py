@@ -1,0 +1,263 @@
+"""Verify a freeze offline: document hashes, the stamped manifest, and every token, two ways.
+
+Each token is checked by rfc3161-client (the trust decision: chain to the *stored* roots at genTime,
+pinned TSA certificate, nonce, imprint) and, independently, by the ``openssl`` CLI at ``-attime
+<genTime>``. Both verdicts are recorded; a token passes only if both pass. Failures are collected so
+that one run names every broken file, and the caller turns them into a UserError (exit 1).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from paired_rollouts.errors import UserError
+from paired_rollouts.io import read_json, sha256_bytes
+from paired_rollouts.prereg import freeze as fz
+from paired_rollouts.prereg import tsp
+
+REFREEZE = "restore the file from version control; if it is truly lost, make a new freeze or amendment"
+
+
+def _read(path: Path, what: str, failures: list[str]) -> bytes | None:
+    if not path.is_file():
+        failures.append(f"{path}: {what} is missing; {REFREEZE}")
+        return None
+    return path.read_bytes()
+
+
+def _certs(path: Path, what: str, expected: list[str], failures: list[str]) -> list | None:
+    """Load a stored PEM bundle and check it against the fingerprints recorded at freeze time."""
+    if not path.is_file():
+        failures.append(f"{path}: {what} is missing; {REFREEZE}")
+        return None
+    try:
+        certs = tsp.load_pem_bundle(path, what)
+    except UserError as exc:
+        failures.append(str(exc))
+        return None
+    got = [tsp.fingerprint(c) for c in certs]
+    if got != list(expected):
+        failures.append(
+            f"{path}: {what} does not match the fingerprint(s) recorded in the freeze; {REFREEZE}"
+        )
+        return None
+    return certs
+
+
+def verify_record(record_dir: Path, root: Path, kind: str, record: dict, record_files: dict) -> dict:
+    """Check one record (the base freeze or one amendment). Returns {"tokens": [...], "failures": [...]}."""
+    failures: list[str] = []
+    tokens_out: list[dict] = []
+    manifest_path = record_dir / record.get("manifest", {}).get("file", fz.MANIFEST)
+    manifest = _read(manifest_path, "the stamped manifest", failures)
+    imprint = record.get("imprint")
+    if manifest is not None:
+        if sha256_bytes(manifest) != imprint:
+            failures.append(f"{manifest_path}: its SHA-256 is not the frozen imprint {imprint}; {REFREEZE}")
+        entries = fz.parse_manifest(manifest.decode("utf-8", errors="replace"), str(manifest_path))
+        expected = [(d["path"], d["sha256"]) for d in record.get("documents", [])]
+        amendment = record.get("amendment")
+        if amendment:
+            text = _read(record_dir / amendment["text_file"], "the amendment text", failures)
+            if text is not None:
+                expected.append((amendment["text_path"], sha256_bytes(text)))
+        if entries != expected:
+            failures.append(
+                f"{manifest_path}: does not list the documents and hashes recorded in "
+                f"{fz.RECORD[kind]}; {REFREEZE}"
+            )
+    query_path = record_dir / record.get("request", {}).get("file", fz.QUERY)
+    query = _read(query_path, "the time-stamp query", failures)
+    nonce = int(record["request"]["nonce"])
+    if query is not None:
+        if sha256_bytes(query) != record["request"].get("sha256"):
+            failures.append(f"{query_path}: differs from the query recorded in the freeze; {REFREEZE}")
+        try:
+            parsed = tsp.parse_query(query, str(query_path))
+            if parsed.message_imprint.message.hex() != imprint or int(parsed.nonce or -1) != nonce:
+                failures.append(
+                    f"{query_path}: its imprint or nonce differs from the freeze record; {REFREEZE}"
+                )
+        except UserError as exc:
+            failures.append(str(exc))
+    if not record.get("tokens"):
+        failures.append(f"{record_dir / fz.RECORD[kind]}: lists no tokens; {REFREEZE}")
+    for token in record.get("tokens", []):
+        tsr_path = record_dir / token["file"]
+        where = f"{tsr_path} (TSA {token['name']})"
+        row = {
+            "name": token["name"],
+            "url": token["url"],
+            "file": str(tsr_path),
+            "gen_time": token.get("gen_time"),
+            "serial": token.get("serial"),
+            "policy": token.get("policy"),
+            "tsa_certificate_sha256": token["tsa_certificate"]["sha256"],
+            "tsa_subject": token["tsa_certificate"]["subject"],
+        }
+        tokens_out.append(row)
+        raw = _read(tsr_path, "the time-stamp reply", failures)
+        leaf = _certs(
+            record_dir / token["tsa_certificate"]["file"],
+            f"TSA certificate of {token['name']}",
+            [token["tsa_certificate"]["sha256"]],
+            failures,
+        )
+        roots = _certs(
+            record_dir / token["roots"]["file"],
+            f"root bundle of {token['name']}",
+            token["roots"]["sha256"],
+            failures,
+        )
+        inter: list | None = []
+        if token.get("intermediates"):
+            inter = _certs(
+                record_dir / token["intermediates"]["file"],
+                f"intermediates of {token['name']}",
+                token["intermediates"]["sha256"],
+                failures,
+            )
+        if raw is None or leaf is None or roots is None or inter is None or manifest is None or query is None:
+            row["rfc3161_client"] = {"ok": False, "detail": "not run: a stored file is missing or altered"}
+            row["openssl"] = {"ok": False, "detail": "not run: a stored file is missing or altered"}
+            continue
+        if sha256_bytes(raw) != token.get("sha256"):
+            failures.append(
+                f"{tsr_path}: its bytes differ from the reply recorded at freeze time; {REFREEZE}"
+            )
+        ok_c, detail_c = tsp.verify_with_client(raw, manifest, roots, inter, leaf[0], nonce, where)
+        # genTime for -attime comes from the token itself (the freeze record's copy is not trusted here).
+        epoch = int(token.get("gen_time_epoch", 0))
+        try:
+            info = tsp.token_info(tsp.parse_reply(raw, where))
+            epoch = int(info.gen_time.timestamp())
+            row["gen_time"] = tsp.iso_utc(info.gen_time)
+            if row["gen_time"] != token.get("gen_time") or str(info.serial) != token.get("serial"):
+                failures.append(f"{tsr_path}: genTime/serial differ from the freeze record; {REFREEZE}")
+        except UserError as exc:
+            failures.append(str(exc))
+        chain = [record_dir / token["intermediates"]["file"]] if token.get("intermediates") else []
+        ok_o, detail_o = tsp.verify_with_openssl(
+            tsr_path,
+            manifest_path,
+            query_path,
+            record_dir / token["roots"]["file"],
+            chain,
+            record_dir / token["tsa_certificate"]["file"],
+            epoch,
+        )
+        row["rfc3161_client"] = {"ok": ok_c, "detail": detail_c}
+        row["openssl"] = {"ok": ok_o, "detail": detail_o}
+        if not ok_c:
+            failures.append(f"{where}: rejected by rfc3161-client ({detail_c})")
+        if not ok_o:
+            failures.append(f"{where}: rejected by openssl ({detail_o})")
+        if not record.get("test_authority") and (
+            fz._is_test_certificate(leaf[0]) or any(fz._is_test_certificate(r) for r in roots)
+        ):
+            failures.append(
+                f"{where}: signed by the local test authority but the freeze is not marked "
+                "test_authority; re-freeze against public TSAs"
+            )
+    return {"tokens": tokens_out, "failures": failures}
+
+
+def run_verification(
+    freeze_dir: str | os.PathLike,
+    root: str | os.PathLike = ".",
+    allow_test_authority: bool = False,
+    echo=None,
+) -> dict:
+    """Verify the freeze and every amendment; return the report (``passes`` false => see ``failures``)."""
+    freeze_path, root_path = Path(freeze_dir), Path(root)
+    record_file = freeze_path / fz.RECORD["freeze"]
+    if not record_file.is_file():
+        raise UserError(
+            f"{record_file}: no freeze record; run 'paired-rollouts prereg freeze' (or freeze-local) "
+            "or point --freeze at the folder holding freeze.json"
+        )
+    base = read_json(record_file)
+    if base.get("format") != fz.FORMAT or base.get("kind") != "freeze":
+        raise UserError(f"{record_file}: not a {fz.FORMAT} freeze record; restore it from version control")
+    if base.get("test_authority") and not allow_test_authority:
+        raise UserError(
+            f"{record_file}: this freeze was made against the local TEST authority (test_authority: true), "
+            "which proves nothing about when the protocol was fixed; make the real freeze against public TSAs "
+            "(docs/prereg.md) or pass --allow-test-authority for the cpu stand-in run"
+        )
+    records = [("freeze", freeze_path, base)]
+    for number, folder in enumerate(fz.list_amendments(freeze_path), start=1):
+        if folder.name != f"{number:03d}":
+            raise UserError(f"{folder}: amendments must be numbered 001, 002, ... without gaps; restore them")
+        amendment_file = folder / fz.RECORD["amendment"]
+        if not amendment_file.is_file():
+            raise UserError(f"{amendment_file}: amendment record missing; {REFREEZE}")
+        records.append(("amendment", folder, read_json(amendment_file)))
+    failures: list[str] = []
+    report_records = []
+    previous_imprint = None
+    for kind, folder, record in records:
+        if record.get("test_authority") != base.get("test_authority"):
+            failures.append(f"{folder}: test_authority differs from the base freeze; {REFREEZE}")
+        if kind == "amendment":
+            prev = record.get("amendment", {}).get("previous", {})
+            if prev.get("imprint") != previous_imprint:
+                failures.append(
+                    f"{folder / fz.RECORD[kind]}: does not chain to the previous record's imprint; {REFREEZE}"
+                )
+        try:
+            result = verify_record(folder, root_path, kind, record, {})
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise UserError(
+                f"{folder / fz.RECORD[kind]}: malformed record ({exc.__class__.__name__}: {exc}); {REFREEZE}"
+            ) from exc
+        failures.extend(result["failures"])
+        label = "freeze" if kind == "freeze" else f"amendments/{folder.name}"
+        for row in result["tokens"]:
+            if echo is not None:
+                verdicts = " ".join(
+                    f"{k}={'OK' if row.get(k, {}).get('ok') else 'FAIL'}"
+                    for k in ("rfc3161_client", "openssl")
+                )
+                echo(
+                    f"{label}: {row['name']} <{row['url']}> genTime {row['gen_time']} serial {row['serial']} "
+                    f"TSA '{row['tsa_subject']}' {verdicts}"
+                )
+        report_records.append(
+            {"record": label, "imprint": record.get("imprint"), "kind": kind, "tokens": result["tokens"]}
+        )
+        previous_imprint = record.get("imprint")
+    latest = records[-1][2]
+    documents = []
+    for doc in latest.get("documents", []):
+        path = root_path / doc["path"]
+        if not path.is_file():
+            failures.append(f"{path}: frozen document missing; restore it (git checkout -- {doc['path']})")
+            documents.append({**doc, "matches": False})
+            continue
+        actual = sha256_bytes(path.read_bytes())
+        if actual != doc["sha256"]:
+            failures.append(
+                f"{path}: SHA-256 {actual} differs from the frozen {doc['sha256']}; the protocol changed after "
+                "the freeze - restore the frozen text (git checkout) or record the change with 'prereg amend'"
+            )
+        documents.append(
+            {
+                "path": doc["path"],
+                "sha256": doc["sha256"],
+                "actual_sha256": actual,
+                "matches": actual == doc["sha256"],
+            }
+        )
+    return {
+        "format": "paired-rollouts-prereg-verification/1",
+        "freeze": str(freeze_path),
+        "passes": not failures,
+        "failures": failures,
+        "test_authority": bool(base.get("test_authority")),
+        "imprint": latest.get("imprint"),
+        "documents": documents,
+        "records": report_records,
+        "verifiers": {"rfc3161-client": fz._software()["rfc3161-client"], "openssl": tsp.openssl_version()},
+    }
