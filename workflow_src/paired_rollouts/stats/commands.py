@@ -1,0 +1,142 @@
+"""CLI: ``luck-share``, ``group-stats``, ``completeness`` and ``decide``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from paired_rollouts.errors import UserError
+
+
+def _luck_share(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json, read_jsonl, sha256_file
+    from paired_rollouts.stats.luck_share import luck_share_file, single_value, step_from_path
+
+    records = [r for r in read_jsonl(args.episodes) if r.get("phase", "diagnostic") == "diagnostic"]
+    if not records:
+        raise UserError(f"{args.episodes}: no diagnostic episode records; run the diagnostic evaluation first")
+    run = single_value(records, "run", args.episodes)
+    step = single_value(records, "step", args.episodes)
+    if step is None:
+        step = step_from_path(args.episodes)
+    out = luck_share_file(records, run=run, step=step, source=str(args.episodes),
+                          source_sha256=sha256_file(args.episodes), resamples=args.resamples, seed=args.seed,
+                          schedules=args.schedules, samples=args.samples, tasks=args.tasks)
+    atomic_write_json(args.out, out)
+    lam = out["lam"]
+    print(f"{run} step {step}: lam={lam if lam is None else round(lam, 4)} "
+          f"({out['tasks_defined']}/{out['tasks']} tasks defined, {len(out['defects'])} defects) -> {args.out}")
+    return 0
+
+
+def _group_stats(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json, read_jsonl, sha256_file
+    from paired_rollouts.stats.groups import group_statistics
+
+    out = group_statistics(read_jsonl(args.groups), source=str(args.groups),
+                           source_sha256=sha256_file(args.groups), q=args.q)
+    atomic_write_json(args.out, out)
+    print(f"{out['run']}: {out['groups']} groups, zero-variance {out['zero_variance_frac']:.4f}, "
+          f"spurious {out['spurious_groups']}/{out['all_correct_groups']} all-correct -> {args.out}")
+    return 0
+
+
+def _completeness(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json, load_settings
+    from paired_rollouts.stats.completeness import check_run
+
+    out = check_run(args.run, load_settings(args.settings), evals_dir=args.evals,
+                    diagnostics_dir=args.diagnostics, groups_path=args.groups,
+                    run_manifest_path=args.run_manifest, data_manifest_path=args.manifest,
+                    tasks_dir=args.tasks_dir)
+    atomic_write_json(args.out, out)
+    print(f"{args.run}: complete={out['complete']} ({len(out['missing'])} missing, {len(out['defects'])} defects, "
+          f"{out['episodes_found']}/{out['episodes_expected']} episodes) -> {args.out}")
+    if args.strict and not out["complete"]:
+        return 2
+    return 0
+
+
+def _decide(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json, read_json
+    from paired_rollouts.stats.decisions import decide, load_episodes, load_groups, load_inputs
+    from paired_rollouts.stats.rules import load_rules
+
+    rules = load_rules(args.rules)
+    manifest = read_json(args.manifest)
+    complete, luck = load_inputs(args.complete, args.luck)
+    sources = [p for p in [*args.episodes, *args.reference_episodes] if p]
+    register = decide(args.condition, load_episodes(sources), rules, manifest,
+                      groups=load_groups(args.groups), luck=luck, complete=complete,
+                      expected_seeds=args.seeds)
+    atomic_write_json(args.out, register)
+    verdicts = ", ".join(f"{k}={register[k]['passes']}" for k in ("H1a", "H2a", "H2b", "H3", "H5") if k in register)
+    print(f"{register['condition']}: {verdicts}; complete={register['complete']} -> {args.out}")
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "luck-share", help="luck share (schedule share of outcome variance) of one diagnostic checkpoint",
+        description="One-way random-effects luck share per diagnostic task (K schedules x M samples), "
+                    "its mean over tasks, the pooled ratio and a task-bootstrap 95 percent interval.",
+        epilog="Output shape: docs/records.md section 1.")
+    p.add_argument("--episodes", required=True, type=Path, help="results/diagnostics/RUN/diag-stepN.jsonl")
+    p.add_argument("--out", required=True, type=Path, help="results/diagnostics/RUN/luck-stepN.json")
+    p.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
+    p.add_argument("--seed", type=int, default=20260911, help="bootstrap seed (default 20260911)")
+    p.add_argument("--schedules", type=int, default=None, help="expected K (default: the largest found)")
+    p.add_argument("--samples", type=int, default=None, help="expected M (default: the largest found)")
+    p.add_argument("--tasks", type=int, default=None, help="expected number of diagnostic tasks")
+    p.set_defaults(handler=_luck_share)
+
+    p = subparsers.add_parser(
+        "group-stats", help="training-group statistics: zero variance, spurious variance, seed sharing",
+        description="Summarise a run's training-group register (groups.jsonl).",
+        epilog="Output shape: docs/records.md section 2.")
+    p.add_argument("--groups", required=True, type=Path, help="results/runs/RUN/groups.jsonl")
+    p.add_argument("--out", required=True, type=Path, help="results/runs/RUN/group_stats.json")
+    p.add_argument("--q", type=float, default=None, help="outcome-noise rate for the expected spurious rate")
+    p.set_defaults(handler=_group_stats)
+
+    from paired_rollouts.stats.completeness import SETTINGS_HELP
+
+    p = subparsers.add_parser(
+        "completeness", help="check that a run's evidence is complete and consistent",
+        description="Compare a run's episode files, diagnostic files, training groups and manifests "
+                    "with the evidence its design calls for; writes complete.json.",
+        epilog=SETTINGS_HELP + "\nOutput shape: docs/records.md section 3.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--run", required=True, help="run name, e.g. c2-paired-s0")
+    p.add_argument("--settings", "--expected", dest="settings", required=True,
+                   help="expected evidence: inline JSON or @file.json")
+    p.add_argument("--evals", "--evals-dir", dest="evals", required=True, type=Path, help="results/evals/RUN")
+    p.add_argument("--diagnostics", type=Path, default=None, help="results/diagnostics/RUN")
+    p.add_argument("--groups", type=Path, default=None, help="results/runs/RUN/groups.jsonl")
+    p.add_argument("--run-manifest", type=Path, default=None, help="results/runs/RUN/manifest.json")
+    p.add_argument("--manifest", "--pool-manifest", dest="manifest", required=True, type=Path,
+                   help="data/tasks/MANIFEST.json")
+    p.add_argument("--tasks-dir", type=Path, default=None, help="task pools (default: the manifest's folder)")
+    p.add_argument("--out", required=True, type=Path, help="results/runs/RUN/complete.json")
+    p.add_argument("--strict", action="store_true", help="exit 2 when the run is incomplete")
+    p.set_defaults(handler=_completeness)
+
+    p = subparsers.add_parser(
+        "decide", help="the pre-registered decisions (H1a, H2a/H2b, H3, H5) of one condition",
+        description="Compute a decision register from episode records (plus optional training groups, "
+                    "luck-share files and completeness files). Runs are paired by seed; a run enters only "
+                    "if its completeness file passes and its evidence is unchanged.",
+        epilog="Output shape: docs/records.md sections 4 and 5.")
+    p.add_argument("--condition", required=True, type=str.upper, choices=["C2", "C4"])
+    p.add_argument("--episodes", required=True, nargs="+", help="episode files or folders (results/evals/...)")
+    p.add_argument("--reference-episodes", nargs="*", default=[],
+                   help="clean-reference (C0) episode folders for the secondary comparisons")
+    p.add_argument("--groups", nargs="*", default=[], help="results/runs/RUN/groups.jsonl files")
+    p.add_argument("--luck", nargs="*", default=[], help="results/diagnostics/RUN/luck-stepN.json files")
+    p.add_argument("--complete", nargs="*", default=[], help="results/runs/RUN/complete.json files")
+    p.add_argument("--seeds", nargs="*", type=int, default=None, help="the design's seeds (names missing runs)")
+    p.add_argument("--rules", required=True, type=Path, help="prereg/decision_rules.yaml")
+    p.add_argument("--manifest", "--pool-manifest", dest="manifest", required=True, type=Path,
+                   help="data/tasks/MANIFEST.json")
+    p.add_argument("--out", required=True, type=Path, help="results/decisions/{c2,c4}.json")
+    p.set_defaults(handler=_decide)

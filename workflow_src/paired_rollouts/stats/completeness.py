@@ -1,0 +1,375 @@
+"""Completeness of a run's evidence: exactly the episodes, groups and pools the design calls for.
+
+The decision rules may only see a run whose evidence is whole: a run that lost an evaluation file, or
+was evaluated on a different task pool, or whose attempts ran different code, is refused. The check
+rebuilds the expected multiset of (task_id, schedule_index) per (phase, step, regime) from the
+settings and the frozen pools and compares it item by item, listing what is missing and what is wrong.
+It also records the sha256 of every file it read so that ``decide`` can refuse evidence edited later.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts.errors import UserError
+from paired_rollouts.io import iter_jsonl, read_json, sha256_file
+from paired_rollouts.stats.curves import parse_run_name
+
+SETTINGS_KEYS = {"periodic", "final", "diagnostic", "training", "run"}
+FLAT_KEYS = {"run", "periodic_steps", "periodic_regimes", "final_step", "final_regimes", "eval_tasks",
+             "final_tasks", "training_steps", "prompts_per_step", "num_generations", "diagnostic_steps",
+             "diagnostic_tasks", "diagnostic_schedules", "diagnostic_samples"}
+# Schedule indices of the evaluation sets (analysis spec 0) when a flat settings object names only regimes.
+PERIODIC_INDICES = {"clean": [1, 2], "at_training": [1, 2], "challenge": [1]}
+FINAL_INDICES = {"clean": [1, 2, 3, 4], "noisy_p010": [1, 2, 3, 4], "noisy_p025": [1, 2, 3, 4],
+                 "heldout_types": [1, 2, 3, 4], "challenge": [1], "at_training": [1, 2, 3, 4]}
+SETTINGS_HELP = """\
+settings keys (JSON object):
+  periodic:   {steps: [0, 20, ...], pool: validation, tasks: 64,
+               regimes: {clean: [1, 2], at_training: [1, 2], challenge: [1]}}
+  final:      {step: 100, pool: test, tasks: 200, regimes: {clean: [1, 2, 3, 4], ..., challenge: [1]}}
+  diagnostic: {steps: [0, 50, 100], pool: diagnostic, tasks: 16, schedules: 8, samples: 8}
+  training:   {steps: 100, prompts: 24, generations: 8}
+  run:        optional; must equal --run
+(regime lists are schedule indices; tasks are the first N task_ids of data/tasks/{pool}.jsonl)
+The flat form is accepted too: {run, periodic_steps, periodic_regimes, final_step, final_regimes,
+eval_tasks, final_tasks, training_steps, prompts_per_step, num_generations, diagnostic_steps
+[, diagnostic_tasks, diagnostic_schedules, diagnostic_samples]}; regimes given as a list of names get
+the standard schedule indices (periodic 1-2, final 1-4, challenge 1)."""
+MAX_LISTED = 20
+
+
+def _require(d: dict[str, Any], key: str, where: str) -> Any:
+    if not isinstance(d, dict) or key not in d:
+        raise UserError(f"completeness settings: '{where}.{key}' is required\n{SETTINGS_HELP}")
+    return d[key]
+
+
+def _indices(regimes: Any, table: dict[str, list[int]], where: str) -> dict[str, list[int]]:
+    if isinstance(regimes, dict):
+        return {str(k): [int(i) for i in v] for k, v in regimes.items()}
+    unknown = [r for r in regimes if r not in table]
+    if unknown:
+        raise UserError(f"completeness settings: {where} has unknown regimes {unknown}; give their schedule "
+                        "indices as a mapping")
+    return {r: list(table[r]) for r in regimes}
+
+
+def normalize_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """Accept the nested form (documented) or the flat form that the Snakemake rules build."""
+    if not (set(settings) & (FLAT_KEYS - {"run"})):
+        return settings
+    unknown = set(settings) - FLAT_KEYS
+    if unknown:
+        raise UserError(f"completeness settings: unknown keys {sorted(unknown)}\n{SETTINGS_HELP}")
+    try:
+        out: dict[str, Any] = {}
+        if "run" in settings:
+            out["run"] = settings["run"]
+        if "periodic_steps" in settings:
+            out["periodic"] = {"steps": settings["periodic_steps"], "pool": "validation",
+                               "tasks": settings["eval_tasks"],
+                               "regimes": _indices(settings["periodic_regimes"], PERIODIC_INDICES, "periodic_regimes")}
+        if "final_step" in settings:
+            out["final"] = {"step": settings["final_step"], "pool": "test", "tasks": settings["final_tasks"],
+                            "regimes": _indices(settings["final_regimes"], FINAL_INDICES, "final_regimes")}
+        if settings.get("diagnostic_steps"):
+            out["diagnostic"] = {"steps": settings["diagnostic_steps"], "pool": "diagnostic",
+                                 "tasks": settings.get("diagnostic_tasks"),
+                                 "schedules": settings.get("diagnostic_schedules"),
+                                 "samples": settings.get("diagnostic_samples")}
+        if "training_steps" in settings:
+            out["training"] = {"steps": settings["training_steps"], "prompts": settings["prompts_per_step"],
+                               "generations": settings["num_generations"]}
+    except KeyError as exc:
+        raise UserError(f"completeness settings: '{exc.args[0]}' is required\n{SETTINGS_HELP}") from exc
+    return out
+
+
+def validate_settings(settings: dict[str, Any]) -> None:
+    unknown = set(settings) - SETTINGS_KEYS
+    if unknown:
+        raise UserError(f"completeness settings: unknown keys {sorted(unknown)}\n{SETTINGS_HELP}")
+    for block, keys in {"periodic": ("steps", "pool", "tasks", "regimes"),
+                        "final": ("step", "pool", "tasks", "regimes"),
+                        "diagnostic": ("steps", "pool", "tasks", "schedules", "samples"),
+                        "training": ("steps", "prompts", "generations")}.items():
+        if block in settings:
+            for key in keys:
+                _require(settings[block], key, block)
+            extra = set(settings[block]) - set(keys)
+            if extra:
+                raise UserError(f"completeness settings: unknown keys {sorted(extra)} in '{block}'\n{SETTINGS_HELP}")
+
+
+def pool_task_ids(tasks_dir: Path, pool: str, count: int) -> list[str]:
+    path = tasks_dir / f"{pool}.jsonl"
+    ids: list[str] = []
+    for rec in iter_jsonl(path):
+        ids.append(str(rec["task_id"]))
+        if len(ids) == count:
+            break
+    if len(ids) < count:
+        raise UserError(f"{path}: has {len(ids)} tasks, the settings need {count}")
+    return ids
+
+
+def _pool_hashes(manifest: dict[str, Any]) -> dict[str, str]:
+    """{name: sha256} from a data or run manifest (several accepted shapes)."""
+    pools = next((manifest[k] for k in ("pools", "task_pools", "pools_sha256", "files") if k in manifest), None)
+    if not isinstance(pools, dict):
+        return {}
+    out = {}
+    for name, value in pools.items():
+        if isinstance(value, dict) and "sha256" in value:
+            out[name] = str(value["sha256"])
+        elif isinstance(value, str):
+            out[name] = value
+    return out
+
+
+def _code_of(node: dict[str, Any]) -> str | None:
+    """A code version from a manifest or attempt entry: code_version, code.sources_sha256, git_commit."""
+    if node.get("code_version") is not None:
+        return str(node["code_version"])
+    code = node.get("code")
+    if isinstance(code, dict) and (code.get("sources_sha256") or code.get("version")):
+        return str(code.get("sources_sha256") or code.get("version"))
+    if isinstance(code, str):
+        return code
+    return str(node["git_commit"]) if node.get("git_commit") is not None else None
+
+
+def _code_versions(manifest: dict[str, Any]) -> list[str]:
+    """Distinct code versions over the run's attempts (top-level entry if attempts record none)."""
+    versions = [v for a in manifest.get("attempts") or [] if isinstance(a, dict) and (v := _code_of(a))]
+    if not versions and (top := _code_of(manifest)):
+        versions.append(top)
+    return sorted(set(versions))
+
+
+class _Checker:
+    def __init__(self, run: str) -> None:
+        self.run = run
+        self.ident = parse_run_name(run)
+        self.missing: list[dict[str, Any]] = []
+        self.defects: list[dict[str, Any]] = []
+        self.files: dict[str, str] = {}
+        self.episodes_found = 0
+        self.seen_seeds: dict[tuple[str, str, int], int] = {}
+
+    def identity(self, rec: dict[str, Any], rel: str, line: int, **expected: Any) -> None:
+        want = {"run": self.run, "condition": self.ident["condition"], "arm": self.ident["arm"],
+                "seed": self.ident["seed"], **expected}
+        for key, value in want.items():
+            if rec.get(key) != value:
+                self.defects.append({"kind": "identity", "path": rel, "line": line,
+                                     "problem": f"{key} is {rec.get(key)!r}, expected {value!r}"})
+                return
+
+    def eval_file(self, path: Path, rel: str, phase: str, step: int, regime: str,
+                  task_ids: list[str], indices: list[int]) -> None:
+        expected = Counter((t, int(k)) for t in task_ids for k in indices)
+        if not path.is_file():
+            self.missing.append({"kind": "file", "path": rel, "expected": sum(expected.values())})
+            return
+        self.files[rel] = sha256_file(path)
+        found: Counter = Counter()
+        for line, rec in enumerate(iter_jsonl(path), start=1):
+            self.episodes_found += 1
+            self.identity(rec, rel, line, phase=phase, step=step, regime=regime)
+            item = (str(rec.get("task_id")), int(rec.get("schedule_index", -1)))
+            found[item] += 1
+            key = (regime, *item)
+            seed = rec.get("schedule_seed")
+            if key in self.seen_seeds and self.seen_seeds[key] != seed:
+                self.defects.append({"kind": "schedule_seed", "item": list(item), "path": rel,
+                                     "problem": f"seeds {self.seen_seeds[key]} and {seed} for one schedule"})
+            self.seen_seeds.setdefault(key, seed)
+        self._compare(rel, expected, found, "episodes")
+
+    def _compare(self, rel: str, expected: Counter, found: Counter, kind: str) -> None:
+        absent = sorted((expected - found).elements())
+        extra = sorted((found - expected).elements())
+        if absent:
+            self.missing.append({"kind": kind, "path": rel, "expected": sum(expected.values()),
+                                 "found": sum(found.values()), "absent": [list(a) for a in absent[:MAX_LISTED]]})
+        for item in extra[:MAX_LISTED]:
+            kind_extra = "duplicate" if item in expected else "unexpected"
+            self.defects.append({"kind": kind_extra, "path": rel, "item": list(item)})
+
+    def diag_file(self, path: Path, rel: str, step: int, task_ids: list[str], schedules: int, samples: int) -> None:
+        if not path.is_file():
+            self.missing.append({"kind": "file", "path": rel, "expected": len(task_ids) * schedules * samples})
+            return
+        self.files[rel] = sha256_file(path)
+        per_task: dict[str, Counter] = {}
+        for line, rec in enumerate(iter_jsonl(path), start=1):
+            self.episodes_found += 1
+            self.identity(rec, rel, line, phase="diagnostic", step=step, regime="diag")
+            per_task.setdefault(str(rec.get("task_id")), Counter())[rec.get("schedule_seed")] += 1
+        for task in task_ids:
+            seeds = per_task.get(task)
+            if seeds is None:
+                self.missing.append({"kind": "diagnostic", "path": rel, "task_id": task, "problem": "no episodes"})
+                continue
+            problems = []
+            if len(seeds) != schedules:
+                problems.append(f"{len(seeds)} schedules, expected {schedules}")
+            short = sorted(str(s) for s, n in seeds.items() if n != samples)
+            if short:
+                problems.append(f"schedules {short[:5]} do not have {samples} samples")
+            if problems:
+                self.missing.append({"kind": "diagnostic", "path": rel, "task_id": task,
+                                     "problem": "; ".join(problems)})
+        for task in sorted(set(per_task) - set(task_ids)):
+            self.defects.append({"kind": "unexpected", "path": rel, "item": [task]})
+
+    def groups_file(self, path: Path, steps: int, prompts: int, generations: int) -> tuple[int, int]:
+        rel = "groups.jsonl"
+        if not path.is_file():
+            self.missing.append({"kind": "file", "path": rel, "expected": steps * prompts})
+            return 0, 0
+        self.files[rel] = sha256_file(path)
+        by_step: dict[int, Counter] = {}
+        groups = rollouts = 0
+        for line, rec in enumerate(iter_jsonl(path), start=1):
+            groups += 1
+            if rec.get("run") != self.run:
+                self.defects.append({"kind": "identity", "path": rel, "line": line,
+                                     "problem": f"run is {rec.get('run')!r}, expected {self.run!r}"})
+            step, group = rec.get("step"), rec.get("group")
+            lengths = {len(rec.get(k) or []) for k in ("schedule_seeds", "true_success", "observed_reward",
+                                                      "advantages")}
+            rollouts += max(lengths)
+            if lengths != {generations}:
+                self.defects.append({"kind": "group", "step": step, "group": group,
+                                     "problem": f"list lengths {sorted(lengths)}, expected {generations}"})
+            if not isinstance(step, int) or not 0 <= step < steps:
+                self.defects.append({"kind": "group", "step": step, "group": group, "problem": "step out of range"})
+                continue
+            by_step.setdefault(step, Counter())[group] += 1
+        for step in range(steps):
+            got = by_step.get(step, Counter())
+            expected = Counter(range(prompts))
+            if got != expected:
+                absent = sorted((expected - got).elements())
+                extra = sorted((got - expected).elements())
+                if absent:
+                    self.missing.append({"kind": "groups", "step": step, "expected": prompts,
+                                         "found": sum(got.values()), "absent": absent[:MAX_LISTED]})
+                for g in extra[:MAX_LISTED]:
+                    self.defects.append({"kind": "duplicate" if g in expected else "unexpected",
+                                         "path": rel, "item": [step, g]})
+        return groups, rollouts
+
+
+def check_run(
+    run: str,
+    settings: dict[str, Any],
+    *,
+    evals_dir: str | Path,
+    diagnostics_dir: str | Path | None,
+    groups_path: str | Path | None,
+    run_manifest_path: str | Path | None,
+    data_manifest_path: str | Path,
+    tasks_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """The content of ``complete.json`` (docs/records.md section 3)."""
+    settings = normalize_settings(settings)
+    validate_settings(settings)
+    if settings.get("run", run) != run:
+        raise UserError(f"completeness settings name run {settings['run']!r}, not {run!r}")
+    data_manifest = read_json(data_manifest_path)
+    tasks_root = Path(tasks_dir) if tasks_dir else Path(data_manifest_path).parent
+    chk = _Checker(run)
+    evals = Path(evals_dir)
+    expected_episodes = 0
+    periodic = settings.get("periodic")
+    if periodic:
+        ids = pool_task_ids(tasks_root, periodic["pool"], int(periodic["tasks"]))
+        for step in periodic["steps"]:
+            for regime, indices in sorted(periodic["regimes"].items()):
+                expected_episodes += len(ids) * len(indices)
+                name = f"periodic-step{int(step)}-{regime}.jsonl"
+                chk.eval_file(evals / name, f"evals/{name}", "periodic", int(step), regime, ids, indices)
+    final = settings.get("final")
+    if final:
+        ids = pool_task_ids(tasks_root, final["pool"], int(final["tasks"]))
+        for regime, indices in sorted(final["regimes"].items()):
+            expected_episodes += len(ids) * len(indices)
+            name = f"final-step{int(final['step'])}-{regime}.jsonl"
+            chk.eval_file(evals / name, f"evals/{name}", "final", int(final["step"]), regime, ids, indices)
+    diag = settings.get("diagnostic")
+    skipped: list[str] = []
+    if diag and diag["steps"] and diagnostics_dir is None:
+        skipped.append("diagnostic episodes: no --diagnostics folder given")
+    elif diag and diag["steps"] and None in (diag["tasks"], diag["schedules"], diag["samples"]):
+        skipped.append("diagnostic episodes: settings lack diagnostic_tasks/schedules/samples")
+    elif diag and diag["steps"]:
+        ids = pool_task_ids(tasks_root, diag["pool"], int(diag["tasks"]))
+        k, m = int(diag["schedules"]), int(diag["samples"])
+        for step in diag["steps"]:
+            expected_episodes += len(ids) * k * m
+            name = f"diag-step{int(step)}.jsonl"
+            chk.diag_file(Path(diagnostics_dir) / name, f"diagnostics/{name}", int(step), ids, k, m)
+    training = settings.get("training")
+    groups_expected = rollouts_expected = groups_found = rollouts_found = 0
+    if training:
+        if groups_path is None:
+            raise UserError("the settings expect training groups; pass --groups results/runs/RUN/groups.jsonl")
+        steps, prompts, gens = int(training["steps"]), int(training["prompts"]), int(training["generations"])
+        groups_expected, rollouts_expected = steps * prompts, steps * prompts * gens
+        groups_found, rollouts_found = chk.groups_file(Path(groups_path), steps, prompts, gens)
+
+    expected_pools = _pool_hashes(data_manifest)
+    if not expected_pools:
+        raise UserError(f"{data_manifest_path}: no 'pools' with sha256 values; regenerate with 'paired-rollouts tasks'")
+    task_pools: dict[str, Any] = {}
+    code_versions: list[str] = []
+    if run_manifest_path is None or not Path(run_manifest_path).is_file():
+        chk.missing.append({"kind": "file", "path": "manifest.json"})
+    else:
+        run_manifest = read_json(run_manifest_path)
+        run_pools = _pool_hashes(run_manifest)
+        if not run_pools:
+            chk.defects.append({"kind": "pool", "name": None, "problem": "run manifest records no task-pool hashes"})
+        for name in sorted(set(expected_pools) | set(run_pools)):
+            got, want = run_pools.get(name), expected_pools.get(name)
+            task_pools[name] = {"sha256": got, "expected_sha256": want, "match": got == want}
+            if run_pools and got != want:
+                chk.defects.append({"kind": "pool", "name": name,
+                                    "problem": "run manifest sha256 differs from the data manifest"})
+        code_versions = _code_versions(run_manifest)
+        if not code_versions:
+            chk.defects.append({"kind": "code_version", "problem": "run manifest records no code version"})
+        elif len(code_versions) > 1:
+            chk.defects.append({"kind": "code_version",
+                                "problem": f"attempts ran different code: {', '.join(code_versions)}"})
+    for name, want in sorted(expected_pools.items()):
+        pool_file = tasks_root / f"{name}.jsonl"
+        if pool_file.is_file() and sha256_file(pool_file) != want:
+            chk.defects.append({"kind": "pool", "name": name,
+                                "problem": f"{pool_file} sha256 differs from the data manifest"})
+    return {
+        "run": run,
+        **chk.ident,
+        "complete": not chk.missing and not chk.defects,
+        "settings": settings,
+        "episodes_expected": expected_episodes,
+        "episodes_found": chk.episodes_found,
+        "groups_expected": groups_expected,
+        "groups_found": groups_found,
+        "rollouts_expected": rollouts_expected,
+        "rollouts_found": rollouts_found,
+        "files": chk.files,
+        "task_pools": task_pools,
+        "task_pools_match": bool(task_pools) and all(v["match"] for v in task_pools.values()),
+        "code_versions": code_versions,
+        "code_consistent": len(code_versions) == 1,
+        "missing": chk.missing,
+        "defects": chk.defects,
+        "skipped": skipped,
+    }

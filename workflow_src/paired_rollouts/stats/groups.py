@@ -1,0 +1,133 @@
+"""Training-group statistics: zero-variance groups, spurious variance, seed sharing.
+
+Under outcome noise an all-correct group of G independent rollouts shows reward variance unless all
+G or none of its rewards flip: 1 - (1-q)^G - q^G of them carry a spurious learning signal. A paired
+group flips as one, so it never does. The seed-sharing check proves the arms were run as designed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from paired_rollouts.errors import UserError
+from paired_rollouts.stats.curves import parse_run_name
+
+ZERO_VAR_TOL = 1e-12
+
+
+def spurious_rate_closed_form(q: float, group_size: int) -> float:
+    """Share of all-correct groups whose observed rewards still differ: 1-(1-q)^G-q^G."""
+    if group_size < 2:
+        return 0.0
+    return 1.0 - (1.0 - q) ** group_size - q**group_size
+
+
+def group_flags(true_success: list[Any], observed: list[float]) -> dict[str, bool]:
+    """zero_variance (ddof-1 std of observed == 0), all_correct, spurious (all correct yet varying)."""
+    obs = [float(x) for x in observed]
+    n = len(obs)
+    if n < 2:
+        zero_var = True
+    else:  # sample std (ddof 1) in plain Python: groups are small and there are thousands of them
+        mean = sum(obs) / n
+        zero_var = math.sqrt(sum((x - mean) ** 2 for x in obs) / (n - 1)) <= ZERO_VAR_TOL
+    all_correct = bool(all(bool(t) for t in true_success))
+    return {"zero_variance": zero_var, "all_correct": all_correct, "spurious": all_correct and not zero_var}
+
+
+def seed_sharing(groups: Iterable[dict[str, Any]], arm: str) -> dict[str, Any]:
+    """Count groups by distinct resolved seeds and judge them against the arm's design."""
+    n = one = several = 0
+    for g in groups:
+        n += 1
+        if len({int(s) for s in g["schedule_seeds"]}) == 1:
+            one += 1
+        else:
+            several += 1
+    if arm == "paired":
+        passes: bool | None = n > 0 and several == 0
+    elif arm == "independent":
+        passes = n > 0 and one == 0
+    else:
+        passes = None
+    return {"arm": arm, "groups": n, "groups_sharing_one_seed": one, "groups_with_several_seeds": several,
+            "passes": passes}
+
+
+REQUIRED = ("run", "step", "group", "task_id", "schedule_seeds", "true_success", "observed_reward", "advantages")
+
+
+def group_statistics(records: list[dict[str, Any]], *, source: str = "", source_sha256: str = "",
+                     q: float | None = None) -> dict[str, Any]:
+    """The content of ``group_stats.json`` (docs/records.md section 2)."""
+    if not records:
+        raise UserError(f"{source or 'groups'}: no training-group records")
+    runs = {r.get("run") for r in records}
+    if len(runs) != 1:
+        raise UserError(f"{source}: records of several runs {sorted(map(str, runs))}; one groups.jsonl per run")
+    run = str(next(iter(runs)))
+    ident = parse_run_name(run)
+    defects: list[dict[str, Any]] = []
+    sizes = set()
+    zero = all_correct = spurious = 0
+    max_adv: list[float] = []
+    by_step: dict[int, dict[str, int]] = {}
+    for line, rec in enumerate(records, start=1):
+        missing = [k for k in REQUIRED if k not in rec]
+        if missing:
+            raise UserError(f"{source}:{line}: group record lacks {missing}; see CONTRACT.md")
+        lengths = {len(rec[k]) for k in ("schedule_seeds", "true_success", "observed_reward", "advantages")}
+        if len(lengths) != 1:
+            defects.append({"step": rec["step"], "group": rec["group"], "problem": "lists of unequal length"})
+            continue
+        sizes.add(lengths.pop())
+        flags = group_flags(rec["true_success"], rec["observed_reward"])
+        for key in ("zero_variance", "spurious"):
+            if key in rec and bool(rec[key]) != flags[key]:
+                defects.append({"step": rec["step"], "group": rec["group"],
+                                "problem": f"{key} flag {bool(rec[key])}, recomputed {flags[key]}"})
+        row = by_step.setdefault(int(rec["step"]), {"groups": 0, "zero_variance_groups": 0,
+                                                    "all_correct_groups": 0, "spurious_groups": 0})
+        row["groups"] += 1
+        zero += flags["zero_variance"]
+        row["zero_variance_groups"] += flags["zero_variance"]
+        all_correct += flags["all_correct"]
+        row["all_correct_groups"] += flags["all_correct"]
+        spurious += flags["spurious"]
+        row["spurious_groups"] += flags["spurious"]
+        adv = np.abs(np.asarray(rec["advantages"], dtype=float))
+        max_adv.append(float(adv.max()) if adv.size else 0.0)
+    if len(sizes) > 1:
+        defects.append({"step": None, "group": None, "problem": f"groups of several sizes {sorted(sizes)}"})
+    group_size = max(sizes) if sizes else 0
+    n = len(records)
+    steps = sorted(by_step)
+    return {
+        "run": run,
+        "condition": ident["condition"],
+        "arm": ident["arm"],
+        "seed": ident["seed"],
+        "source": source,
+        "source_sha256": source_sha256,
+        "groups": n,
+        "rollouts": int(sum(len(r["true_success"]) for r in records)),
+        "G": group_size,
+        "steps": len(steps),
+        "step_range": [steps[0], steps[-1]] if steps else None,
+        "zero_variance_groups": zero,
+        "zero_variance_frac": zero / n,
+        "all_correct_groups": all_correct,
+        "spurious_groups": spurious,
+        "spurious_among_all_correct": spurious / all_correct if all_correct else None,
+        "mean_max_abs_advantage": float(np.mean(max_adv)) if max_adv else None,
+        "expected_spurious_rate": (
+            {"q": q, "G": group_size, "rate": spurious_rate_closed_form(q, group_size)} if q is not None else None
+        ),
+        "seed_sharing": seed_sharing(records, ident["arm"]),
+        "by_step": [{"step": s, **by_step[s]} for s in steps],
+        "defects": defects,
+    }
