@@ -1,0 +1,48 @@
+"""Shared pytest fixtures. Simulator fixtures are prefixed ``sim_``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def sim_tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with the four frozen pools and MANIFEST.json.
+
+    Reuses ``data/tasks`` when its files match the paper's hashes; otherwise generates the pools once per
+    session (a few seconds) into a temporary folder.
+    """
+    from paired_rollouts.backoffice.tasks import verify_pools, write_pools
+    from paired_rollouts.errors import UserError
+
+    committed = REPO_ROOT / "data" / "tasks"
+    if (committed / "MANIFEST.json").is_file():
+        try:
+            verify_pools(committed)
+            return committed
+        except UserError:
+            pass
+    out = tmp_path_factory.mktemp("sim_tasks")
+    write_pools(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def sim_pools(sim_tasks_dir: Path) -> dict[str, list[dict]]:
+    """The four pools by file name (train, validation, test, diagnostic), hash-checked."""
+    from paired_rollouts.backoffice.tasks import POOL_ORDER, load_pool
+
+    return {name: load_pool(sim_tasks_dir / f"{name}.jsonl") for name in POOL_ORDER}
+
+
+@pytest.fixture()
+def sim_task_0(sim_pools: dict[str, list[dict]]) -> dict:
+    """test-00000: world 126704, cancel O0011 / new address for O0038 / ship O0009 (spec 3.4, 8.2)."""
+    return sim_pools["test"][0]

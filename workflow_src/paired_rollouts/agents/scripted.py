@@ -1,0 +1,177 @@
+"""The scripted reference agent (spec section 6): it knows the task's oracle plan and only has to
+survive the noise. ``naive`` makes each planned call once; ``recovering`` retries, waits out rate limits
+and verifies writes that timed out. It is a strong reference, not a proven ceiling.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from paired_rollouts.backoffice.grader import grade, observe
+from paired_rollouts.backoffice.tasks import budget_for
+from paired_rollouts.backoffice.world import World, order_refunded, reserved_on_order
+from paired_rollouts.noise.config import NoiseConfig
+from paired_rollouts.noise.noisy_api import NoisyToolAPI
+from paired_rollouts.noise.schedule import NoiseSchedule
+
+POLICIES: tuple[str, ...] = ("naive", "recovering")
+MAX_ATTEMPTS = 5
+VERIFY_READS = 2
+DEFAULT_WAIT = 30
+
+
+class _OutOfBudget(Exception):
+    pass
+
+
+def lookup_calls(task: dict[str, Any], world: World) -> list[dict[str, Any]]:
+    """Reads the reference makes first: find the customer by exact name, then open each named order."""
+    calls = [{"tool": "search_customers", "args": {"query": world.customers[task["customer_id"]]["name"]}}]
+    seen: set[str] = set()
+    for step in task["oracle_plan"]:
+        order_id = step["args"].get("order_id")
+        if order_id and order_id not in seen:
+            seen.add(order_id)
+            calls.append({"tool": "get_order", "args": {"order_id": order_id}})
+    return calls
+
+
+def _before(call: dict[str, Any], world: World) -> int:
+    """The live quantity a timed-out write is verified against (refunded cents / reserved units)."""
+    args = call["args"]
+    order = world.orders.get(args.get("order_id"))
+    if order is None:
+        return 0
+    if call["tool"] == "issue_refund":
+        return order_refunded(order)
+    if call["tool"] == "reserve_stock":
+        return reserved_on_order(order, args["sku"])
+    return 0
+
+
+def _verified(call: dict[str, Any], order: dict[str, Any], before: int) -> bool | None:
+    """True/False when the read settles whether the write happened; None when the read lacks the field."""
+    tool, args = call["tool"], call["args"]
+    if tool == "update_shipping_address":
+        address = order.get("shipping_address")
+        if not isinstance(address, dict):
+            return None
+        return address == {"street": args["street"], "city": args["city"], "postal_code": args["postal_code"]}
+    if tool in ("cancel_order", "schedule_shipment"):
+        if "status" not in order:
+            return None
+        return order["status"] == ("cancelled" if tool == "cancel_order" else "shipped")
+    if tool == "issue_refund":
+        if "refunded_cents" not in order:
+            return None
+        return order["refunded_cents"] >= before + args["amount_cents"]
+    if tool == "reserve_stock":
+        if not isinstance(order.get("reservations"), list):
+            return None
+        have = sum(r["quantity"] for r in order["reservations"] if r["sku"] == args["sku"])
+        return have >= before + args["quantity"]
+    return None  # create_ticket: undecidable (tickets never time out)
+
+
+class _Runner:
+    __slots__ = ("api", "budget", "used")
+
+    def __init__(self, api: NoisyToolAPI, budget: int) -> None:
+        self.api = api
+        self.budget = budget
+        self.used = 0
+
+    def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        """The parsed response, or None for a success (tool responses with errors start '{"error"')."""
+        if self.used >= self.budget:
+            raise _OutOfBudget
+        self.used += 1
+        text = self.api.invoke(tool, dict(args))
+        return json.loads(text) if text.startswith('{"error"') else None
+
+    def read(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        if self.used >= self.budget:
+            raise _OutOfBudget
+        self.used += 1
+        return json.loads(self.api.invoke(tool, dict(args)))
+
+
+def _error_code(response: dict[str, Any]) -> str | None:
+    error = response.get("error")
+    return error.get("code") if isinstance(error, dict) else None
+
+
+def _recover(runner: _Runner, call: dict[str, Any], world: World, is_write: bool) -> None:
+    before = _before(call, world) if is_write else 0
+    for _ in range(MAX_ATTEMPTS):
+        response = runner.call(call["tool"], call["args"])
+        if response is None:
+            return
+        code = _error_code(response)
+        if code == "RATE_LIMITED":
+            seconds = response["error"].get("retry_after_seconds", DEFAULT_WAIT)
+            runner.call("wait", {"seconds": seconds})
+            continue
+        if code == "SERVICE_UNAVAILABLE":
+            continue
+        if code == "TIMEOUT":
+            order_id = call["args"].get("order_id")
+            verdict = None
+            for _ in range(VERIFY_READS):
+                read = runner.read("get_order", {"order_id": order_id})
+                if "error" in read:
+                    continue
+                verdict = _verified(call, read, before)
+                if verdict is not None:
+                    break
+            if verdict:
+                return
+            continue
+        return  # any other error: give up on this call
+
+
+def run_scripted(task: dict[str, Any], config: NoiseConfig | None = None, schedule_seed: int | None = None,
+                 policy: str = "recovering", lookups: bool = True, budget: int | None = None,
+                 keep_log: bool = False) -> dict[str, Any]:
+    """One scripted episode; returns success, observed_reward, flipped, calls, faults, exposed, ..."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, not {policy!r}")
+    config = NoiseConfig.clean() if config is None else config
+    schedule = None if config.is_clean else NoiseSchedule(int(schedule_seed), config)  # type: ignore[arg-type]
+    world = World.generate(int(task["world_seed"]))
+    api = NoisyToolAPI(world, schedule)
+    runner = _Runner(api, budget_for(task) if budget is None else budget)
+    plan = (lookup_calls(task, world) if lookups else []) + [dict(s, write=True) for s in task["oracle_plan"]]
+    budget_exceeded = False
+    try:
+        for call in plan:
+            if policy == "naive":
+                runner.call(call["tool"], call["args"])
+            else:
+                _recover(runner, call, world, call.get("write", False))
+    except _OutOfBudget:
+        budget_exceeded = True
+    api.invoke("finish", {"summary": "done"})
+    result = grade(task, world, initial=None)
+    observed, flipped = observe(result.success, schedule)
+    counts = api.exposure_counts
+    out = {
+        "task_id": task["task_id"],
+        "policy": policy,
+        "schedule_seed": schedule_seed,
+        "success": result.success,
+        "observed_reward": observed,
+        "flipped": flipped,
+        "calls": len(api.call_log),
+        "budget": runner.budget,
+        "budget_exceeded": budget_exceeded,
+        "faults": {kind: counts[kind] for kind in sorted(counts)},
+        "exposed": api.exposed,
+        "outage_hit": any(kind.startswith("outage") for kind in counts),
+    }
+    if keep_log:
+        out["call_log"] = api.call_log
+        out["fault_log"] = api.fault_log
+        out["diffs"] = result.diffs
+    return out

@@ -1,0 +1,179 @@
+"""State-based grading (spec section 4): replay the oracle plan on a fresh world, normalise both states
+and diff them. Refund reasons, ticket ids/summaries and shipment ids are dropped by the normalisation, so
+only the *effects* the task asked for count, in any order.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from paired_rollouts.backoffice.world import State, World
+
+MAX_DIFFS = 20
+
+
+class GradingError(RuntimeError):
+    """The task's own oracle plan does not replay cleanly: the task record is corrupt."""
+
+
+@dataclass
+class GradeResult:
+    success: bool
+    diffs: list[str] = field(default_factory=list)
+    changed_from_initial: bool = True
+
+
+def _norm_order(order: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in order.items() if k not in ("refunds", "reservations", "shipment_id")}
+    out["refunds"] = sorted(r["amount_cents"] for r in order["refunds"])
+    out["reservations"] = sorted([r["sku"], r["quantity"]] for r in order["reservations"])
+    out["has_shipment"] = order["shipment_id"] is not None
+    return out
+
+
+def _norm_shipments(state: State) -> list[list[Any]]:
+    return sorted([s["order_id"], s["carrier"], s["scheduled_day"], s["status"]]
+                  for s in state.shipments.values())
+
+
+def _norm_tickets(state: State) -> list[list[Any]]:
+    return sorted([t["customer_id"], t["order_id"] or "", t["category"], t["priority"], t["status"]]
+                  for t in state.tickets.values())
+
+
+def normalise(state: State | dict[str, Any]) -> dict[str, Any]:
+    """The graded view of a state (a ``State`` or a ``snapshot()`` dict)."""
+    if isinstance(state, dict):
+        state = State(state["today_day"], state.get("clock_seconds", 0), state.get("version", 0),
+                      state["customers"], state["products"], state["orders"], state["shipments"],
+                      state["tickets"])
+    return {
+        "today_day": state.today_day,
+        "customers": {k: state.customers[k] for k in sorted(state.customers)},
+        "products": {k: state.products[k] for k in sorted(state.products)},
+        "orders": {k: _norm_order(state.orders[k]) for k in sorted(state.orders)},
+        "shipments": _norm_shipments(state),
+        "tickets": _norm_tickets(state),
+    }
+
+
+def diff(expected: Any, actual: Any, path: str = "", out: list[str] | None = None,
+         limit: int = MAX_DIFFS) -> list[str]:
+    """Recursive diff over dicts (sorted union of keys); other values are compared whole."""
+    if out is None:
+        out = []
+    if len(out) >= limit:
+        return out
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in sorted(set(expected) | set(actual)):
+            if len(out) >= limit:
+                break
+            if key not in expected:
+                out.append(f"{path}/{key}: unexpected")
+            elif key not in actual:
+                out.append(f"{path}/{key}: missing")
+            else:
+                diff(expected[key], actual[key], f"{path}/{key}", out, limit)
+    elif expected != actual:
+        out.append(f"{path}: expected {json.dumps(expected, sort_keys=True)}, got "
+                   f"{json.dumps(actual, sort_keys=True)}")
+    return out
+
+
+def replay_plan(world_seed: int, plan: list[dict[str, Any]]) -> World:
+    """Apply the plan with the plain API on a fresh world; GradingError if any call fails."""
+    from paired_rollouts.backoffice.tools import ToolAPI
+
+    world = World.generate(world_seed)
+    api = ToolAPI(world)
+    for step in plan:
+        payload, code = api.execute(step["tool"], dict(step["args"]))
+        if code is not None:
+            raise GradingError(f"oracle plan step {step['tool']} failed on world {world_seed}: "
+                               f"{payload['error']['message']}")
+    return world
+
+
+@lru_cache(maxsize=1024)
+def _expected_state(world_seed: int, plan_json: str) -> State:
+    return replay_plan(world_seed, json.loads(plan_json)).frozen()
+
+
+def expected_state(task: dict[str, Any]) -> State:
+    """The state the task asks for (cached per world seed and plan)."""
+    return _expected_state(int(task["world_seed"]), json.dumps(task["oracle_plan"], sort_keys=True))
+
+
+def _changed_keys(expected: dict, actual: dict) -> list[str]:
+    """Sorted keys whose records are not the very same object in both collections."""
+    keys = [key for key, rec in actual.items() if expected.get(key) is not rec]
+    if len(expected) != len(actual) or any(key not in actual for key in expected):
+        keys.extend(key for key in expected if key not in actual)
+    keys.sort()
+    return keys
+
+
+def _identity(record: dict[str, Any]) -> dict[str, Any]:
+    return record
+
+
+def _candidate_keys(name: str, expected: State, actual: State) -> list[str]:
+    """Keys of ``name`` that may differ: the touched ones when both states know them, else by identity."""
+    if expected.touched is not None and actual.touched is not None:
+        keys = {key for coll, key in expected.touched if coll == name}
+        keys.update(key for coll, key in actual.touched if coll == name)
+        return sorted(keys)
+    return _changed_keys(getattr(expected, name), getattr(actual, name))
+
+
+def _fast_diff(expected: State, actual: State, limit: int) -> list[str]:
+    """``diff(normalise(expected), normalise(actual))`` that skips records shared by both states.
+
+    Worlds are copy-on-write from one cached initial state, so records the episode did not touch are the
+    very same objects in both states; identical objects normalise identically.
+    """
+    out: list[str] = []
+    for name in ("customers", "orders", "products"):  # the sorted order of the normalised keys
+        exp_coll, act_coll = getattr(expected, name), getattr(actual, name)
+        norm = _norm_order if name == "orders" else _identity
+        for key in _candidate_keys(name, expected, actual):
+            if len(out) >= limit:
+                return out
+            exp_rec, act_rec = exp_coll.get(key), act_coll.get(key)
+            if exp_rec is act_rec:
+                continue
+            if exp_rec is None:
+                out.append(f"/{name}/{key}: unexpected")
+            elif act_rec is None:
+                out.append(f"/{name}/{key}: missing")
+            else:
+                diff(norm(exp_rec), norm(act_rec), f"/{name}/{key}", out, limit)
+    for name, norm_list in (("shipments", _norm_shipments), ("tickets", _norm_tickets)):
+        if len(out) >= limit:
+            return out
+        if not _candidate_keys(name, expected, actual):
+            continue
+        exp_l, act_l = norm_list(expected), norm_list(actual)
+        if exp_l != act_l:
+            diff(exp_l, act_l, f"/{name}", out, limit)
+    if len(out) < limit and expected.today_day != actual.today_day:
+        diff(expected.today_day, actual.today_day, "/today_day", out, limit)
+    return out[:limit]
+
+
+def grade(task: dict[str, Any], final: State, initial: State | None = None,
+          limit: int = MAX_DIFFS) -> GradeResult:
+    """Compare ``final`` with the task's expected state; success iff there is no difference."""
+    expected = expected_state(task)
+    diffs = _fast_diff(expected, final, limit)
+    changed = True if initial is None else bool(_fast_diff(initial, final, 1))
+    return GradeResult(success=not diffs, diffs=diffs, changed_from_initial=changed)
+
+
+def observe(true_success: bool, schedule: Any) -> tuple[float, bool]:
+    """Apply one-sided outcome noise: returns (observed reward, flipped)."""
+    flipped = bool(schedule is not None and true_success and schedule.outcome_flip())
+    return (0.0 if flipped or not true_success else 1.0), flipped

@@ -1,0 +1,525 @@
+"""The 13 back-office tools (spec section 2): validation order, messages, effects and responses.
+
+Every tool returns a compact JSON string (sorted keys, no spaces). ``ToolAPI.invoke(name, kwargs)`` is
+the one entry point that the noise layer and the episode session use; the public methods with the exact
+spec signatures exist so that frameworks (TRL) can build tool schemas from them, and they delegate to
+``invoke``. ``TOOL_SIGNATURES`` exposes those signatures programmatically.
+
+Deliberately no ``from __future__ import annotations`` here: the signatures must carry real types.
+"""
+
+import inspect
+import json
+from typing import Any
+
+from paired_rollouts.backoffice import words
+from paired_rollouts.backoffice.world import (
+    PAGE_SIZE,
+    SHIPPING_WINDOW_DAYS,
+    TODAY_DAY,
+    State,
+    World,
+    fully_reserved,
+    order_balance,
+    order_refunded,
+    order_total,
+    reserved_on_order,
+)
+
+READ_TOOLS: tuple[str, ...] = (
+    "search_customers", "get_customer", "list_orders", "get_order", "check_inventory",
+)
+WRITE_TOOLS: tuple[str, ...] = (
+    "update_shipping_address", "cancel_order", "issue_refund", "reserve_stock", "schedule_shipment",
+    "create_ticket",
+)
+CONTROL_TOOLS: tuple[str, ...] = ("wait", "finish")
+LIST_TOOLS: tuple[str, ...] = ("search_customers", "list_orders")
+TOOL_NAMES: tuple[str, ...] = READ_TOOLS + WRITE_TOOLS + CONTROL_TOOLS
+
+MSG_EPISODE_FINISHED = "the episode is over; do not call any more tools; reply with one short sentence"
+MAX_WAIT_SECONDS = 600
+
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
+def dumps_compact(obj: Any) -> str:
+    """The tool-response JSON style: sorted keys, separators ',' and ':'."""
+    return _ENCODER.encode(obj)
+
+
+def error_payload(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, **extra}}
+
+
+def error_response(code: str, message: str, **extra: Any) -> str:
+    return dumps_compact(error_payload(code, message, **extra))
+
+
+class ToolFailure(Exception):
+    """Raised inside a tool implementation; turned into an error response by ``ToolAPI``."""
+
+    def __init__(self, code: str, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.extra = extra
+
+    def payload(self) -> dict[str, Any]:
+        return error_payload(self.code, self.message, **self.extra)
+
+
+class UnknownToolError(ValueError):
+    """A tool name that is not one of the 13 tools."""
+
+
+# --------------------------------------------------------------------------------------------------
+# argument coercion (spec 2.1)
+# --------------------------------------------------------------------------------------------------
+def as_text(name: str, value: Any) -> str:
+    """Text argument: ints and integral floats become their integer string; else a non-empty str."""
+    if isinstance(value, bool):
+        raise ToolFailure("INVALID_ARGUMENT", f"{name} must be a non-empty string")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped:
+            return stripped
+    raise ToolFailure("INVALID_ARGUMENT", f"{name} must be a non-empty string")
+
+
+def as_int(name: str, value: Any, minimum: int | None = None) -> int:
+    """Integer argument: ints, or strings of (optionally negative) ASCII digits; never bools/floats."""
+    if isinstance(value, bool):
+        raise ToolFailure("INVALID_ARGUMENT", f"{name} must be an integer")
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str):
+        text = value.strip()
+        digits = text[1:] if text.startswith("-") else text
+        if not (digits.isascii() and digits.isdigit()):
+            raise ToolFailure("INVALID_ARGUMENT", f"{name} must be an integer")
+        number = int(text)
+    else:
+        raise ToolFailure("INVALID_ARGUMENT", f"{name} must be an integer")
+    if minimum is not None and number < minimum:
+        raise ToolFailure("INVALID_ARGUMENT", f"{name} must be at least {minimum}")
+    return number
+
+
+def _lookup(collection: dict, key: Any) -> Any:
+    return collection.get(key) if isinstance(key, str) else None
+
+
+def _page(items: list, offset: int) -> dict[str, Any]:
+    total = len(items)
+    return {
+        "results": items[offset:offset + PAGE_SIZE],
+        "total": total,
+        "offset": offset,
+        "next_offset": offset + PAGE_SIZE if offset + PAGE_SIZE < total else None,
+    }
+
+
+def _order_or_fail(state: State, order_id: Any) -> dict:
+    order = _lookup(state.orders, order_id)
+    if order is None:
+        raise ToolFailure("NOT_FOUND", f"order {order_id} does not exist")
+    return order
+
+
+def _customer_or_fail(state: State, customer_id: Any) -> dict:
+    customer = _lookup(state.customers, customer_id)
+    if customer is None:
+        raise ToolFailure("NOT_FOUND", f"customer {customer_id} does not exist")
+    return customer
+
+
+# --------------------------------------------------------------------------------------------------
+# the API
+# --------------------------------------------------------------------------------------------------
+class ToolAPI:
+    """The plain (noise-free) tool API over one live world, with a call log and the finish flag."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.call_log: list[dict[str, Any]] = []
+        self.finished = False
+
+    # -- entry point -------------------------------------------------------------------------------
+    def invoke(self, tool: str, args: dict[str, Any]) -> str:
+        """Call ``tool`` with keyword ``args``; TypeError for missing/unknown arguments (like Python)."""
+        check_arguments(tool, args)
+        if self.finished:
+            self.call_log.append({"tool": tool, "args": args, "ok": False, "code": "EPISODE_FINISHED"})
+            return error_response("EPISODE_FINISHED", MSG_EPISODE_FINISHED)
+        return self._dispatch(tool, args)
+
+    def _dispatch(self, tool: str, args: dict[str, Any]) -> str:
+        payload, code = self.execute(tool, args)
+        self.call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code})
+        return dumps_compact(payload)
+
+    def execute(self, tool: str, args: dict[str, Any], view: State | None = None) -> tuple[dict, str | None]:
+        """Run a tool without logging; return (response object, error code or None).
+
+        ``view`` replaces the live world for read tools (the noise layer's stale reads).
+        """
+        impl = _IMPLS[tool]
+        try:
+            if tool in _READ_SET:
+                return impl(self, view if view is not None else self.world, **args), None
+            return impl(self, self.world, **args), None
+        except ToolFailure as failure:
+            return failure.payload(), failure.code
+
+    # -- implementations -----------------------------------------------------------------------------
+    def _search_customers(self, st: State, query: Any, offset: Any = 0) -> dict:
+        needle = as_text("query", query).lower()
+        start = as_int("offset", offset, 0)
+        hits = [
+            {"customer_id": c["customer_id"], "name": c["name"], "email": c["email"], "phone": c["phone"]}
+            for c in st.customers.values()
+            if needle in c["name"].lower() or needle in c["email"].lower() or needle in c["phone"]
+        ]
+        return _page(hits, start)
+
+    def _get_customer(self, st: State, customer_id: Any) -> dict:
+        return _customer_or_fail(st, customer_id)
+
+    def _list_orders(self, st: State, customer_id: Any, offset: Any = 0) -> dict:
+        _customer_or_fail(st, customer_id)
+        start = as_int("offset", offset, 0)
+        rows = [
+            {
+                "order_id": o["order_id"],
+                "status": o["status"],
+                "total_cents": order_total(o),
+                "placed_on_day": o["placed_on_day"],
+                "item_count": len(o["items"]),
+            }
+            for o in st.orders.values()
+            if o["customer_id"] == customer_id
+        ]
+        rows.sort(key=lambda r: r["order_id"], reverse=True)
+        return _page(rows, start)
+
+    def _get_order(self, st: State, order_id: Any) -> dict:
+        order = _order_or_fail(st, order_id)
+        out = dict(order)
+        out["total_cents"] = order_total(order)
+        out["refunded_cents"] = order_refunded(order)
+        return out
+
+    def _check_inventory(self, st: State, sku: Any) -> dict:
+        product = _lookup(st.products, sku)
+        if product is None:
+            raise ToolFailure("NOT_FOUND", f"sku {sku} does not exist")
+        reserved = st.world_reserved(sku)
+        return {
+            "sku": product["sku"],
+            "name": product["name"],
+            "price_cents": product["price_cents"],
+            "stock": product["stock"],
+            "reserved": reserved,
+            "available": product["stock"] - reserved,
+        }
+
+    def _update_shipping_address(self, w: World, order_id: Any, street: Any, city: Any,
+                                 postal_code: Any) -> dict:
+        order = _order_or_fail(w, order_id)
+        address = {
+            "street": as_text("street", street),
+            "city": as_text("city", city),
+            "postal_code": as_text("postal_code", postal_code),
+        }
+        if order["status"] not in ("pending", "paid"):
+            raise ToolFailure("INVALID_STATE", f"order {order_id} is {order['status']}; the address can only "
+                                               "change before shipment")
+        order = w.mut_order(order_id)
+        order["shipping_address"] = address
+        w.commit()
+        return {"order_id": order_id, "shipping_address": dict(address)}
+
+    def _cancel_order(self, w: World, order_id: Any, reason: Any) -> dict:
+        order = _order_or_fail(w, order_id)
+        as_text("reason", reason)
+        if order["status"] not in ("pending", "paid"):
+            raise ToolFailure("INVALID_STATE", f"order {order_id} is {order['status']} and cannot be cancelled")
+        was_paid = order["status"] == "paid"
+        order = w.mut_order(order_id)
+        order["status"] = "cancelled"
+        order["paid_before_cancel"] = was_paid
+        order["reservations"] = []
+        w.commit()
+        return {"order_id": order_id, "status": "cancelled",
+                "refund_due_cents": order_balance(order) if was_paid else 0}
+
+    def _issue_refund(self, w: World, order_id: Any, amount_cents: Any, reason: Any) -> dict:
+        order = _order_or_fail(w, order_id)
+        amount = as_int("amount_cents", amount_cents, 1)
+        text = as_text("reason", reason)
+        status = order["status"]
+        if status == "pending":
+            raise ToolFailure("RULE_VIOLATION", "nothing has been charged on a pending order")
+        if status == "shipped":
+            raise ToolFailure("RULE_VIOLATION",
+                              "refunds are not allowed while the order is in transit; wait for delivery")
+        if status == "cancelled" and not order["paid_before_cancel"]:
+            raise ToolFailure("RULE_VIOLATION", "the order was cancelled before payment; nothing to refund")
+        balance = order_balance(order)
+        if amount > balance:
+            raise ToolFailure("RULE_VIOLATION", f"amount {amount} exceeds the refundable balance {balance}",
+                              refundable_balance_cents=balance)
+        order = w.mut_order(order_id)
+        order["refunds"].append({"amount_cents": amount, "reason": text})
+        w.commit()
+        return {"order_id": order_id, "refund_cents": amount, "refunded_total_cents": order_refunded(order),
+                "refundable_balance_cents": order_balance(order)}
+
+    def _reserve_stock(self, w: World, sku: Any, quantity: Any, order_id: Any) -> dict:
+        if _lookup(w.products, sku) is None:
+            raise ToolFailure("NOT_FOUND", f"sku {sku} does not exist")
+        order = _order_or_fail(w, order_id)
+        qty = as_int("quantity", quantity, 1)
+        if order["status"] not in ("pending", "paid"):
+            raise ToolFailure("INVALID_STATE", f"order {order_id} is {order['status']}; stock cannot be reserved")
+        needed = sum(item["quantity"] for item in order["items"] if item["sku"] == sku)
+        if not any(item["sku"] == sku for item in order["items"]):
+            raise ToolFailure("RULE_VIOLATION", f"sku {sku} is not on order {order_id}")
+        already = reserved_on_order(order, sku)
+        if already + qty > needed:
+            raise ToolFailure("RULE_VIOLATION", f"order {order_id} needs {needed} of {sku}; {already} already "
+                                                "reserved")
+        available = w.available(sku)
+        if qty > available:
+            raise ToolFailure("RULE_VIOLATION", f"only {available} of {sku} available", available=available)
+        order = w.mut_order(order_id)
+        order["reservations"].append({"sku": sku, "quantity": qty})
+        w.commit()
+        return {"order_id": order_id, "sku": sku, "reserved_quantity": already + qty,
+                "available_after": available - qty}
+
+    def _schedule_shipment(self, w: World, order_id: Any, carrier: Any, day: Any) -> dict:
+        order = _order_or_fail(w, order_id)
+        carrier_name = as_text("carrier", carrier).lower()
+        ship_day = as_int("day", day)
+        if carrier_name not in words.CARRIERS:
+            raise ToolFailure("INVALID_ARGUMENT", f"carrier must be one of {list(words.CARRIERS)}")
+        if not TODAY_DAY <= ship_day <= TODAY_DAY + SHIPPING_WINDOW_DAYS:
+            raise ToolFailure("RULE_VIOLATION",
+                              f"day must be between {TODAY_DAY} and {TODAY_DAY + SHIPPING_WINDOW_DAYS}",
+                              today_day=w.today_day)
+        if order["status"] == "pending":
+            raise ToolFailure("INVALID_STATE", f"order {order_id} is unpaid and cannot ship")
+        if order["status"] != "paid":
+            raise ToolFailure("INVALID_STATE", f"order {order_id} is {order['status']} and cannot be scheduled")
+        if not fully_reserved(order):
+            raise ToolFailure("RULE_VIOLATION", "reserve stock for every item on the order first")
+        shipment_id = w.next_shipment_id()
+        w.add_shipment({"shipment_id": shipment_id, "order_id": order_id, "carrier": carrier_name,
+                        "scheduled_day": ship_day, "status": "scheduled"})
+        for item in order["items"]:
+            w.mut_product(item["sku"])["stock"] -= item["quantity"]
+        order = w.mut_order(order_id)
+        order["reservations"] = []
+        order["status"] = "shipped"
+        order["shipment_id"] = shipment_id
+        w.commit()
+        return {"shipment_id": shipment_id, "order_id": order_id, "carrier": carrier_name,
+                "scheduled_day": ship_day, "status": "scheduled"}
+
+    def _create_ticket(self, w: World, customer_id: Any, order_id: Any, category: Any, priority: Any,
+                       summary: Any) -> dict:
+        _customer_or_fail(w, customer_id)
+        cat = as_text("category", category).lower()
+        prio = as_text("priority", priority).lower()
+        text = as_text("summary", summary)
+        if cat not in words.TICKET_CATEGORIES:
+            raise ToolFailure("INVALID_ARGUMENT", f"category must be one of {list(words.TICKET_CATEGORIES)}")
+        if prio not in words.TICKET_PRIORITIES:
+            raise ToolFailure("INVALID_ARGUMENT", f"priority must be one of {list(words.TICKET_PRIORITIES)}")
+        linked = None
+        if isinstance(order_id, str) and order_id.strip():
+            linked = order_id.strip()
+            order = _order_or_fail(w, linked)
+            if order["customer_id"] != customer_id:
+                raise ToolFailure("RULE_VIOLATION", f"order {linked} belongs to another customer")
+        ticket_id = w.next_ticket_id()
+        w.add_ticket({"ticket_id": ticket_id, "customer_id": customer_id, "order_id": linked,
+                      "category": cat, "priority": prio, "summary": text, "status": "open"})
+        w.commit()
+        return {"ticket_id": ticket_id, "customer_id": customer_id, "order_id": linked, "category": cat,
+                "priority": prio, "status": "open"}
+
+    def _wait(self, w: World, seconds: Any) -> dict:
+        secs = as_int("seconds", seconds, 1)
+        if secs > MAX_WAIT_SECONDS:
+            raise ToolFailure("INVALID_ARGUMENT", f"seconds must be at most {MAX_WAIT_SECONDS}")
+        w.clock_seconds += secs
+        return {"waited_seconds": secs, "clock_seconds": w.clock_seconds}
+
+    def _finish(self, w: World, summary: Any) -> dict:
+        as_text("summary", summary)
+        self.finished = True
+        return {"status": "finished"}
+
+    # -- public tools (exact spec signatures; docstrings feed tool schemas) ----------------------------
+    def search_customers(self, query: str, offset: int = 0) -> str:
+        """Search customers by part of their name, email address or phone number.
+
+        Args:
+            query: Text to look for in the customer's name, email or phone (case-insensitive).
+            offset: Index of the first result to return, for the next page (0 for the first page).
+        """
+        return self.invoke("search_customers", {"query": query, "offset": offset})
+
+    def get_customer(self, customer_id: str) -> str:
+        """Get one customer's full record: contact details, address and tier.
+
+        Args:
+            customer_id: The customer's id, for example C0007.
+        """
+        return self.invoke("get_customer", {"customer_id": customer_id})
+
+    def list_orders(self, customer_id: str, offset: int = 0) -> str:
+        """List a customer's orders, newest id first, five per page.
+
+        Args:
+            customer_id: The customer's id, for example C0007.
+            offset: Index of the first result to return, for the next page (0 for the first page).
+        """
+        return self.invoke("list_orders", {"customer_id": customer_id, "offset": offset})
+
+    def get_order(self, order_id: str) -> str:
+        """Get one order's full record: items, status, address, refunds, reservations and totals.
+
+        Args:
+            order_id: The order's id, for example O0042.
+        """
+        return self.invoke("get_order", {"order_id": order_id})
+
+    def check_inventory(self, sku: str) -> str:
+        """Check a product's stock, the units reserved for orders and the units still available.
+
+        Args:
+            sku: The product's stock-keeping unit, for example SKU-0003.
+        """
+        return self.invoke("check_inventory", {"sku": sku})
+
+    def update_shipping_address(self, order_id: str, street: str, city: str, postal_code: str) -> str:
+        """Change the shipping address of an order that has not shipped yet.
+
+        Args:
+            order_id: The order's id, for example O0042.
+            street: The new street line, for example "12 Lake Avenue".
+            city: The new city.
+            postal_code: The new postal code.
+        """
+        return self.invoke("update_shipping_address", {"order_id": order_id, "street": street, "city": city,
+                                                       "postal_code": postal_code})
+
+    def cancel_order(self, order_id: str, reason: str) -> str:
+        """Cancel an order that is pending or paid; releases its stock reservations.
+
+        Args:
+            order_id: The order's id, for example O0042.
+            reason: Why the order is cancelled.
+        """
+        return self.invoke("cancel_order", {"order_id": order_id, "reason": reason})
+
+    def issue_refund(self, order_id: str, amount_cents: int, reason: str) -> str:
+        """Refund money on a paid, delivered, or paid-then-cancelled order.
+
+        Args:
+            order_id: The order's id, for example O0042.
+            amount_cents: The amount to refund, in cents.
+            reason: Why the money is refunded.
+        """
+        return self.invoke("issue_refund", {"order_id": order_id, "amount_cents": amount_cents,
+                                            "reason": reason})
+
+    def reserve_stock(self, sku: str, quantity: int, order_id: str) -> str:
+        """Reserve units of a product for an order that is pending or paid.
+
+        Args:
+            sku: The product's stock-keeping unit, for example SKU-0003.
+            quantity: How many units to reserve.
+            order_id: The order's id, for example O0042.
+        """
+        return self.invoke("reserve_stock", {"sku": sku, "quantity": quantity, "order_id": order_id})
+
+    def schedule_shipment(self, order_id: str, carrier: str, day: int) -> str:
+        """Schedule the shipment of a paid order whose items are all reserved.
+
+        Args:
+            order_id: The order's id, for example O0042.
+            carrier: The carrier, standard or express.
+            day: The shipping day, between today and seven days from today.
+        """
+        return self.invoke("schedule_shipment", {"order_id": order_id, "carrier": carrier, "day": day})
+
+    def create_ticket(self, customer_id: str, order_id: str, category: str, priority: str, summary: str) -> str:
+        """Open a support ticket for a customer, optionally linked to one of their orders.
+
+        Args:
+            customer_id: The customer's id, for example C0007.
+            order_id: The linked order's id, or an empty string for a ticket linked to no order.
+            category: One of billing, shipping, product, account, other.
+            priority: One of low, normal, high.
+            summary: A one-line summary of the ticket.
+        """
+        return self.invoke("create_ticket", {"customer_id": customer_id, "order_id": order_id,
+                                             "category": category, "priority": priority, "summary": summary})
+
+    def wait(self, seconds: int) -> str:
+        """Wait before the next call, for example when a service asks you to slow down.
+
+        Args:
+            seconds: How long to wait, from 1 to 600 seconds.
+        """
+        return self.invoke("wait", {"seconds": seconds})
+
+    def finish(self, summary: str) -> str:
+        """End the episode once all requested changes are made; call no tools afterwards.
+
+        Args:
+            summary: One sentence saying what was done.
+        """
+        return self.invoke("finish", {"summary": summary})
+
+
+_READ_SET = frozenset(READ_TOOLS)
+_IMPLS = {name: getattr(ToolAPI, f"_{name}") for name in TOOL_NAMES}
+
+
+def _public_signature(name: str) -> inspect.Signature:
+    sig = inspect.signature(getattr(ToolAPI, name))
+    return sig.replace(parameters=list(sig.parameters.values())[1:])
+
+
+#: name -> inspect.Signature (without ``self``): argument names, order, types and defaults of spec 2.2.
+TOOL_SIGNATURES: dict[str, inspect.Signature] = {name: _public_signature(name) for name in TOOL_NAMES}
+
+_PARAM_NAMES: dict[str, frozenset[str]] = {n: frozenset(s.parameters) for n, s in TOOL_SIGNATURES.items()}
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    n: tuple(p.name for p in s.parameters.values() if p.default is inspect.Parameter.empty)
+    for n, s in TOOL_SIGNATURES.items()
+}
+
+
+def check_arguments(tool: str, args: dict[str, Any]) -> None:
+    """Raise UnknownToolError / TypeError exactly where calling the Python method would fail."""
+    names = _PARAM_NAMES.get(tool)
+    if names is None:
+        raise UnknownToolError(f"unknown tool {tool!r}; the tools are: {', '.join(TOOL_NAMES)}")
+    for key in args:
+        if key not in names:
+            raise TypeError(f"{tool}() got an unexpected keyword argument '{key}'")
+    missing = [name for name in _REQUIRED[tool] if name not in args]
+    if missing:
+        quoted = ", ".join(f"'{m}'" for m in missing)
+        raise TypeError(f"{tool}() missing {len(missing)} required keyword argument(s): {quoted}")

@@ -1,0 +1,346 @@
+"""The simulated back office: customers, products, orders, shipments and tickets (spec section 1).
+
+A world is generated from an integer seed with one ``random.Random`` whose draws follow the spec's exact
+order, so a seed always yields the same world. Worlds are *copy-on-write*: every record is a plain dict
+that is never mutated once it is shared with a snapshot; a write first takes a private copy of the record
+(``World.mut_order`` and friends). That makes snapshots (one per committed write, for stale reads) and
+fresh episode worlds (from a per-seed cache) cheap, which the scripted reference and the training loop
+depend on for throughput.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from functools import lru_cache
+from typing import Any
+
+from paired_rollouts.backoffice import words
+
+TODAY_DAY = 100
+PAGE_SIZE = 5
+SHIPPING_WINDOW_DAYS = 7
+N_CUSTOMERS = 40
+N_PRODUCTS = 30
+N_ORDERS = 80
+N_TICKETS = 10
+COLLECTIONS = ("customers", "products", "orders", "shipments", "tickets")
+
+Record = dict[str, Any]
+
+
+# --------------------------------------------------------------------------------------------------
+# record copies and derived quantities
+# --------------------------------------------------------------------------------------------------
+def _copy_customer(rec: Record) -> Record:
+    out = dict(rec)
+    out["address"] = dict(rec["address"])
+    return out
+
+
+def _copy_order(rec: Record) -> Record:
+    out = dict(rec)
+    out["items"] = [dict(item) for item in rec["items"]]
+    out["shipping_address"] = dict(rec["shipping_address"])
+    out["refunds"] = [dict(r) for r in rec["refunds"]]
+    out["reservations"] = [dict(r) for r in rec["reservations"]]
+    return out
+
+
+_COPIERS = {
+    "customers": _copy_customer,
+    "products": dict,
+    "orders": _copy_order,
+    "shipments": dict,
+    "tickets": dict,
+}
+
+
+def order_total(order: Record) -> int:
+    return sum(item["quantity"] * item["unit_price_cents"] for item in order["items"])
+
+
+def order_refunded(order: Record) -> int:
+    return sum(r["amount_cents"] for r in order["refunds"])
+
+
+def order_balance(order: Record) -> int:
+    """What can still be refunded: total minus refunds so far."""
+    return order_total(order) - order_refunded(order)
+
+
+def reserved_on_order(order: Record, sku: str) -> int:
+    return sum(r["quantity"] for r in order["reservations"] if r["sku"] == sku)
+
+
+def fully_reserved(order: Record) -> bool:
+    return all(reserved_on_order(order, item["sku"]) >= item["quantity"] for item in order["items"])
+
+
+# --------------------------------------------------------------------------------------------------
+# states
+# --------------------------------------------------------------------------------------------------
+class State:
+    """The world at one version. Records are shared between states and must be treated as read-only."""
+
+    __slots__ = ("today_day", "clock_seconds", "version", "customers", "products", "orders", "shipments",
+                 "tickets", "touched")
+
+    def __init__(self, today_day: int, clock_seconds: int, version: int, customers: dict, products: dict,
+                 orders: dict, shipments: dict, tickets: dict,
+                 touched: frozenset[tuple[str, str]] | None = None) -> None:
+        self.today_day = today_day
+        self.clock_seconds = clock_seconds
+        self.version = version
+        self.customers = customers
+        self.products = products
+        self.orders = orders
+        self.shipments = shipments
+        self.tickets = tickets
+        # (collection, key) of every record written since the initial world of the seed; None = unknown.
+        # Two states of the same seed can only differ in touched records (the grader relies on it).
+        self.touched = touched
+
+    def world_reserved(self, sku: str) -> int:
+        """Units of ``sku`` reserved over all orders (spec 1.3)."""
+        total = 0
+        for order in self.orders.values():
+            for res in order["reservations"]:
+                if res["sku"] == sku:
+                    total += res["quantity"]
+        return total
+
+    def available(self, sku: str) -> int:
+        return self.products[sku]["stock"] - self.world_reserved(sku)
+
+    def frozen(self) -> State:
+        """A state that shares every record with this one (O(number of records), no record copies)."""
+        touched = None if self.touched is None else frozenset(self.touched)
+        return State(self.today_day, self.clock_seconds, self.version, dict(self.customers),
+                     dict(self.products), dict(self.orders), dict(self.shipments), dict(self.tickets), touched)
+
+    def snapshot(self) -> dict[str, Any]:
+        """A deep, plain-dict copy: {today_day, clock_seconds, version, customers, ...} (spec 1.5)."""
+        out: dict[str, Any] = {
+            "today_day": self.today_day,
+            "clock_seconds": self.clock_seconds,
+            "version": self.version,
+        }
+        for name in COLLECTIONS:
+            copier = _COPIERS[name]
+            coll = getattr(self, name)
+            out[name] = {key: copier(coll[key]) for key in sorted(coll)}
+        return out
+
+    def fingerprint(self) -> str:
+        """SHA-256 of ``json.dumps(snapshot(), sort_keys=True)`` (default separators), spec 8.2."""
+        return hashlib.sha256(json.dumps(self.snapshot(), sort_keys=True).encode("utf-8")).hexdigest()
+
+
+class World(State):
+    """The live, mutable world of one episode, with its commit history (spec 1.5)."""
+
+    __slots__ = ("seed", "history", "_owned")
+
+    def __init__(self, base: State, seed: int | None = None) -> None:
+        super().__init__(base.today_day, base.clock_seconds, base.version, dict(base.customers),
+                         dict(base.products), dict(base.orders), dict(base.shipments), dict(base.tickets))
+        self.seed = seed
+        self.history: list[State] = [base]
+        self._owned: set[tuple[str, str]] = set()
+        self.touched: set[tuple[str, str]] | None = None if base.touched is None else set(base.touched)
+
+    # -- construction ------------------------------------------------------------------------------
+    @classmethod
+    def generate(cls, seed: int) -> World:
+        """A fresh world for ``seed``; the initial state is generated once per seed and shared."""
+        return cls(initial_state(seed), seed)
+
+    # -- copy-on-write mutation --------------------------------------------------------------------
+    def _mutable(self, collection: str, key: str) -> Record:
+        coll = getattr(self, collection)
+        if (collection, key) not in self._owned:
+            coll[key] = _COPIERS[collection](coll[key])
+            self._owned.add((collection, key))
+            if self.touched is not None:
+                self.touched.add((collection, key))
+        return coll[key]
+
+    def mut_order(self, order_id: str) -> Record:
+        return self._mutable("orders", order_id)
+
+    def mut_product(self, sku: str) -> Record:
+        return self._mutable("products", sku)
+
+    def add_shipment(self, record: Record) -> None:
+        self.shipments[record["shipment_id"]] = record
+        self._owned.add(("shipments", record["shipment_id"]))
+        if self.touched is not None:
+            self.touched.add(("shipments", record["shipment_id"]))
+
+    def add_ticket(self, record: Record) -> None:
+        self.tickets[record["ticket_id"]] = record
+        self._owned.add(("tickets", record["ticket_id"]))
+        if self.touched is not None:
+            self.touched.add(("tickets", record["ticket_id"]))
+
+    def next_shipment_id(self) -> str:
+        return f"S{len(self.shipments) + 1:04d}"
+
+    def next_ticket_id(self) -> str:
+        return f"T{len(self.tickets) + 1:04d}"
+
+    def commit(self) -> None:
+        """Called by every successful write: bump the version and remember the state."""
+        self.version += 1
+        self.history.append(self.frozen())
+        self._owned.clear()
+
+    # -- history -------------------------------------------------------------------------------------
+    def state_at(self, version: int) -> State:
+        """The (shared, read-only) state right after the ``version``-th write, clamped to the history."""
+        return self.history[min(max(version, 0), len(self.history) - 1)]
+
+    def as_of(self, version: int) -> dict[str, Any]:
+        """A deep copy of ``history[clamp(version)]`` as a plain dict."""
+        return self.state_at(version).snapshot()
+
+
+# --------------------------------------------------------------------------------------------------
+# generation (spec 1.4); draw order is part of the contract
+# --------------------------------------------------------------------------------------------------
+def _random_address(rng: random.Random) -> dict[str, str]:
+    number = rng.randint(1, 250)
+    street = f"{number} {rng.choice(words.STREETS)}"
+    city = rng.choice(words.CITIES)
+    postal = str(rng.randint(1000, 9999))
+    return {"street": street, "city": city, "postal_code": postal}
+
+
+def build_initial_state(seed: int) -> State:
+    """Generate the initial world of ``seed`` exactly as spec 1.4 prescribes."""
+    rng = random.Random(seed)
+    customers: dict[str, Record] = {}
+    used_names: set[str] = set()
+    for i in range(1, N_CUSTOMERS + 1):
+        if i > 1 and rng.random() < 0.3:
+            j = rng.randint(1, i - 1)
+            last = customers[f"C{j:04d}"]["name"].split(" ", 1)[1]
+            first = rng.choice(words.FIRST_NAMES)
+        else:
+            first = rng.choice(words.FIRST_NAMES)
+            last = rng.choice(words.LAST_NAMES)
+        while f"{first} {last}" in used_names:
+            first = rng.choice(words.FIRST_NAMES)
+        name = f"{first} {last}"
+        used_names.add(name)
+        phone = "+880" + "".join(str(rng.randint(0, 9)) for _ in range(10))
+        address = _random_address(rng)
+        cid = f"C{i:04d}"
+        customers[cid] = {
+            "customer_id": cid,
+            "name": name,
+            "email": f"{first.lower()}.{last.lower()}{i}@example.com",
+            "phone": phone,
+            "address": address,
+            "tier": rng.choice(words.CUSTOMER_TIERS),
+        }
+
+    names = list(words.PRODUCT_NAMES)
+    rng.shuffle(names)
+    products: dict[str, Record] = {}
+    for i in range(1, N_PRODUCTS + 1):
+        sku = f"SKU-{i:04d}"
+        price = rng.randrange(500, 50001, 50)
+        stock = rng.choice((0, 0, 2, 5, 10, 20, 50))
+        products[sku] = {"sku": sku, "name": names[i - 1], "price_cents": price, "stock": stock}
+
+    skus = sorted(products)
+    cids = sorted(customers)
+    orders: dict[str, Record] = {}
+    shipments: dict[str, Record] = {}
+    for i in range(1, N_ORDERS + 1):
+        oid = f"O{i:04d}"
+        cid = rng.choice(cids)
+        items = []
+        for sku in rng.sample(skus, rng.randint(1, 3)):
+            items.append({"sku": sku, "quantity": rng.randint(1, 3),
+                          "unit_price_cents": products[sku]["price_cents"]})
+        status = rng.choices(words.ORDER_STATUSES, weights=words.ORDER_STATUS_WEIGHTS)[0]
+        ship_to = dict(customers[cid]["address"]) if rng.random() < 0.8 else _random_address(rng)
+        placed = TODAY_DAY - rng.randint(0, 30)
+        order: Record = {
+            "order_id": oid,
+            "customer_id": cid,
+            "items": items,
+            "status": status,
+            "shipping_address": ship_to,
+            "placed_on_day": placed,
+            "paid_before_cancel": False,
+            "refunds": [],
+            "reservations": [],
+            "shipment_id": None,
+        }
+        if status in ("shipped", "delivered"):
+            sid = f"S{len(shipments) + 1:04d}"
+            shipments[sid] = {
+                "shipment_id": sid,
+                "order_id": oid,
+                "carrier": rng.choice(words.CARRIERS),
+                "scheduled_day": placed + rng.randint(1, 5),
+                "status": "delivered" if status == "delivered" else "in_transit",
+            }
+            order["shipment_id"] = sid
+            if status == "delivered" and rng.random() < 0.3:
+                item = rng.choice(items)
+                order["refunds"].append({"amount_cents": item["unit_price_cents"],
+                                         "reason": rng.choice(words.REFUND_REASONS)})
+        elif status == "paid" and rng.random() < 0.5:
+            order["reservations"] = [{"sku": it["sku"], "quantity": it["quantity"]} for it in items]
+        elif status == "cancelled":
+            order["paid_before_cancel"] = rng.random() < 0.5
+            if order["paid_before_cancel"] and rng.random() < 0.6:
+                order["refunds"].append({"amount_cents": order_total(order), "reason": "cancelled order"})
+        orders[oid] = order
+
+    state = State(TODAY_DAY, 0, 0, customers, products, orders, shipments, {}, frozenset())
+    # 4. stock floor: never less stock than is reserved
+    for sku, product in products.items():
+        product["stock"] = max(product["stock"], state.world_reserved(sku))
+    # 5. stock top-up for paid orders that are not fully reserved (draw only for those: short-circuit)
+    for order in orders.values():
+        if order["status"] == "paid" and not fully_reserved(order) and rng.random() < 0.7:
+            for item in order["items"]:
+                missing = item["quantity"] - reserved_on_order(order, item["sku"])
+                shortfall = missing - state.available(item["sku"])
+                if shortfall > 0:
+                    products[item["sku"]]["stock"] += shortfall
+
+    tickets: dict[str, Record] = {}
+    oids = sorted(orders)
+    for i in range(1, N_TICKETS + 1):
+        oid = rng.choice(oids)
+        linked = oid if rng.random() < 0.7 else None
+        tid = f"T{i:04d}"
+        tickets[tid] = {
+            "ticket_id": tid,
+            "customer_id": orders[oid]["customer_id"],
+            "order_id": linked,
+            "category": rng.choice(words.TICKET_CATEGORIES),
+            "priority": rng.choice(words.TICKET_PRIORITIES),
+            "summary": rng.choice(words.TICKET_SUMMARIES),
+            "status": rng.choice(("open", "closed")),
+        }
+    state.tickets = tickets
+    return state
+
+
+@lru_cache(maxsize=1024)
+def initial_state(seed: int) -> State:
+    """The cached initial state of ``seed``; shared by every world built from it (never mutate it)."""
+    return build_initial_state(int(seed))
+
+
+def generate_world(seed: int) -> World:
+    return World.generate(seed)

@@ -1,0 +1,177 @@
+"""``EpisodeSession``: one framework-free episode of the back office (spec 7.2-7.3).
+
+Training and evaluation code wrap this object (one per concurrent rollout): ``reset`` starts an episode
+on a task with a noise config and a schedule seed, ``call`` is the budgeted tool call path, and
+``finish_and_grade`` grades the final state, applies the grader flip and returns the episode record.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from paired_rollouts.backoffice.grader import grade, observe
+from paired_rollouts.backoffice.tasks import budget_for
+from paired_rollouts.backoffice.tools import (
+    CONTROL_TOOLS,
+    MSG_EPISODE_FINISHED,
+    TOOL_NAMES,
+    UnknownToolError,
+    error_response,
+)
+from paired_rollouts.backoffice.world import World
+from paired_rollouts.noise.config import NoiseConfig
+from paired_rollouts.noise.noisy_api import NoisyToolAPI
+from paired_rollouts.noise.schedule import NoiseSchedule
+
+MSG_NO_EPISODE = "no episode is active; reset the environment before calling tools"
+MSG_POSITIONAL = "tools take keyword arguments only"
+MAX_DIFFS_IN_RECORD = 5
+MAX_FAILED_CALLS_IN_RECORD = 6
+_CONTROL = frozenset(CONTROL_TOOLS)
+
+
+def budget_message(budget: int) -> str:
+    return (f"the budget of {budget} tool calls is exhausted; the episode is over; do not call any more "
+            "tools; reply with one short sentence")
+
+
+class EpisodeSession:
+    """A reusable episode runner. Not thread-safe: use one instance per concurrent rollout."""
+
+    def __init__(self) -> None:
+        self.episode_index = -1  # counts every reset, all phases
+        self.task: dict[str, Any] | None = None
+        self.api: NoisyToolAPI | None = None
+        self.world: World | None = None
+        self.schedule: NoiseSchedule | None = None
+        self.config: NoiseConfig | None = None
+        self.calls = 0
+        self.budget = 0
+        self.budget_exceeded = False
+        self.record: dict[str, Any] | None = None
+        self._meta: dict[str, Any] = {}
+
+    # -- episode start -------------------------------------------------------------------------------
+    def reset(self, task: dict[str, Any], schedule_seed: int | None = None,
+              noise: NoiseConfig | str | dict | None = None, budget: int | None = None,
+              resolved_seed: int | None = None, slot: int = 0, phase: str = "train",
+              condition: str = "", attempt: int = 1) -> None:
+        """Start an episode. ``noise`` None means clean. ``resolved_seed`` None => ``schedule_seed``
+        (paired/clean); independent arms pass ``independent_seed(...)``. ``budget`` None => budget_for."""
+        config = NoiseConfig.clean() if noise is None else NoiseConfig.from_json(noise)
+        if config.is_clean:
+            schedule = None
+            resolved = None
+        else:
+            resolved = schedule_seed if resolved_seed is None else resolved_seed
+            if resolved is None:
+                raise ValueError("a noisy episode needs schedule_seed (or resolved_seed)")
+            schedule = NoiseSchedule(int(resolved), config)
+        self.episode_index += 1
+        self.task = task
+        self.config = config
+        self.schedule = schedule
+        self.world = World.generate(int(task["world_seed"]))
+        self.api = NoisyToolAPI(self.world, schedule)
+        self.calls = 0
+        self.budget = budget_for(task) if budget is None else int(budget)
+        self.budget_exceeded = False
+        self.record = None
+        self._meta = {
+            "task_id": task["task_id"], "phase": phase, "attempt": attempt, "condition": condition,
+            "mode": config.mode, "schedule_seed": schedule_seed, "resolved_seed": resolved, "slot": slot,
+            "episode_index": self.episode_index,
+        }
+
+    @property
+    def active(self) -> bool:
+        return self.api is not None
+
+    @property
+    def finished(self) -> bool:
+        return self.api is not None and self.api.finished
+
+    # -- the call path (spec 7.2) -------------------------------------------------------------------------
+    def call(self, tool: str, *args: Any, **kwargs: Any) -> str:
+        """Call a tool; returns its JSON string. Raises UnknownToolError for names outside the 13 tools
+        and TypeError (after counting the call) for missing or unknown keyword arguments."""
+        if tool not in TOOL_NAMES:
+            raise UnknownToolError(f"unknown tool {tool!r}; the tools are: {', '.join(TOOL_NAMES)}")
+        api = self.api
+        if api is None:
+            return error_response("NO_EPISODE", MSG_NO_EPISODE)
+        if args:
+            return error_response("INVALID_ARGUMENT", MSG_POSITIONAL)
+        if tool != "finish" and not api.finished:
+            self.calls += 1
+            if self.calls > self.budget:
+                self.budget_exceeded = True
+                api.finished = True
+                return error_response("BUDGET_EXCEEDED", budget_message(self.budget))
+        return api.invoke(tool, kwargs)
+
+    def tool(self, name: str):
+        """A bound callable for one tool (``session.tool("get_order")(order_id="O0001")``)."""
+        def _call(*args: Any, **kwargs: Any) -> str:
+            return self.call(name, *args, **kwargs)
+
+        _call.__name__ = name
+        return _call
+
+    # -- the end ----------------------------------------------------------------------------------------
+    def finish_and_grade(self) -> dict[str, Any]:
+        """Grade (once) and return the spec 7.3 episode record; later calls return the same record."""
+        if self.record is not None:
+            return self.record
+        if self.api is None or self.task is None or self.world is None:
+            raise RuntimeError("finish_and_grade() before reset()")
+        api = self.api
+        result = grade(self.task, self.world, initial=self.world.history[0], limit=20)
+        observed, flipped = observe(result.success, self.schedule)
+        clean = self.schedule is None
+        failed = []
+        for entry in api.call_log:
+            if not entry["ok"]:
+                failed.append({"tool": entry["tool"], "code": entry["code"],
+                               "args": json.dumps(entry["args"], sort_keys=True, default=str)[:200]})
+                if len(failed) >= MAX_FAILED_CALLS_IN_RECORD:
+                    break
+        counts = api.exposure_counts
+        self.record = {
+            **self._meta,
+            "true_success": result.success,
+            "observed_reward": observed,
+            "flipped": flipped,
+            "calls": self.calls,
+            "budget": self.budget,
+            "budget_exceeded": self.budget_exceeded,
+            "finished": api.finished and not self.budget_exceeded,
+            "exposed": api.exposed,
+            "faults": {kind: counts[kind] for kind in sorted(counts)},
+            "changed_from_initial": result.changed_from_initial,
+            "diffs": result.diffs[:MAX_DIFFS_IN_RECORD],
+            "tool_sequence": [
+                {"tool": e["tool"], "ok": e["ok"], "code": e["code"],
+                 "event": None if clean or e["tool"] in _CONTROL else e.get("event"),
+                 "repeat": None if clean or e["tool"] in _CONTROL else e.get("repeat")}
+                for e in api.call_log
+            ],
+            "failed_calls": failed,
+            "noise": self.config.to_json() if self.config is not None else None,
+        }
+        return self.record
+
+    @property
+    def reward(self) -> float:
+        """The observed reward of the current episode (grading it if needed); 0.0 without an episode."""
+        if self.api is None:
+            return 0.0
+        return float(self.finish_and_grade()["observed_reward"])
+
+    @property
+    def call_log(self) -> list[dict[str, Any]]:
+        return self.api.call_log if self.api is not None else []
+
+
+__all__ = ["EpisodeSession", "MSG_EPISODE_FINISHED", "budget_message"]

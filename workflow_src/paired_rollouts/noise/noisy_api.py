@@ -1,0 +1,124 @@
+"""The noisy tool API (spec 5.5): the plain API wrapped with a schedule's faults at run time.
+
+Handles ongoing rate limits (a clock-based block on every non-control call), outages (a per tool+resource
+block for the rest of the episode), stale reads (the state before the most recent write), truncated pages,
+timeouts after commit and dropped fields, and records what the agent was exposed to.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from paired_rollouts.backoffice.tools import (
+    CONTROL_TOOLS,
+    ToolAPI,
+    dumps_compact,
+    error_payload,
+)
+from paired_rollouts.backoffice.world import World
+from paired_rollouts.noise.schedule import NoiseSchedule, event_key
+
+MSG_UNAVAILABLE = "temporary failure; the request was not applied, retry it"
+MSG_TIMEOUT = "the request timed out; it may or may not have been applied, check before retrying"
+BLOCKING_KINDS = frozenset({"transient", "outage", "outage_ongoing", "rate_limit", "rate_limit_ongoing"})
+_CONTROL = frozenset(CONTROL_TOOLS)
+
+
+def _rate_limited(seconds: int) -> dict[str, Any]:
+    return error_payload("RATE_LIMITED", f"too many requests; wait {seconds} seconds before calling again",
+                         retry_after_seconds=seconds)
+
+
+class NoisyToolAPI(ToolAPI):
+    """ToolAPI whose calls meet the faults of ``schedule`` (None = clean: plain behaviour, no event keys)."""
+
+    def __init__(self, world: World, schedule: NoiseSchedule | None = None) -> None:
+        super().__init__(world)
+        self.schedule = schedule
+        self.rate_limited_until = 0
+        self.outages: set[tuple[str, str]] = set()
+        self.repeats: dict[tuple[str, str], int] = {}
+        self.fault_log: list[dict[str, Any]] = []
+
+    # -- exposure ------------------------------------------------------------------------------------
+    @property
+    def exposed(self) -> bool:
+        return bool(self.fault_log)
+
+    @property
+    def exposure_counts(self) -> Counter:
+        return Counter(entry["kind"] for entry in self.fault_log)
+
+    # -- the noisy call path -----------------------------------------------------------------------------
+    def _dispatch(self, tool: str, args: dict[str, Any]) -> str:
+        schedule = self.schedule
+        if schedule is None or tool in _CONTROL:
+            return super()._dispatch(tool, args)
+        event = event_key(tool, args)
+        key = (tool, event)
+        k = self.repeats.get(key, 0)
+        self.repeats[key] = k + 1
+        world = self.world
+
+        if world.clock_seconds < self.rate_limited_until:
+            return self._blocked(tool, args, event, k, "rate_limit_ongoing",
+                                 _rate_limited(self.rate_limited_until - world.clock_seconds))
+        if key in self.outages:
+            return self._blocked(tool, args, event, k, "outage_ongoing",
+                                 error_payload("SERVICE_UNAVAILABLE", MSG_UNAVAILABLE))
+
+        fate = schedule.fate(tool, event, k)
+        kind = fate.kind if fate is not None else None
+        if kind == "transient":
+            return self._blocked(tool, args, event, k, kind, error_payload("SERVICE_UNAVAILABLE", MSG_UNAVAILABLE))
+        if kind == "outage":
+            self.outages.add(key)
+            return self._blocked(tool, args, event, k, kind, error_payload("SERVICE_UNAVAILABLE", MSG_UNAVAILABLE))
+        if kind == "rate_limit":
+            self.rate_limited_until = world.clock_seconds + fate.retry_after
+            return self._blocked(tool, args, event, k, kind, _rate_limited(fate.retry_after))
+
+        logged_fault: str | None = None
+        if kind == "stale" and world.version >= 1:
+            payload, code = self.execute(tool, args, view=world.state_at(world.version - 1))
+            logged_fault = "stale"
+        else:
+            payload, code = self.execute(tool, args)
+            if code is None:
+                if kind == "truncate":
+                    payload = self._truncate(payload)
+                    logged_fault = kind
+                elif kind == "timeout_after_commit":
+                    payload = error_payload("TIMEOUT", MSG_TIMEOUT)
+                    logged_fault = kind
+                elif kind == "field_dropout":
+                    keys = sorted(payload)
+                    payload = dict(payload)
+                    del payload[keys[fate.dropped % len(keys)]]
+                    logged_fault = kind
+        if logged_fault is not None:
+            self._log_fault(tool, event, k, logged_fault)
+        self.call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code,
+                              "fault": logged_fault, "event": event, "repeat": k})
+        return dumps_compact(payload)
+
+    def _truncate(self, payload: dict[str, Any]) -> dict[str, Any]:
+        shown = payload["results"][:2]
+        end = payload["offset"] + len(shown)
+        out = dict(payload)
+        out["results"] = shown
+        out["truncated"] = True
+        out["next_offset"] = end if end < payload["total"] else None
+        return out
+
+    def _log_fault(self, tool: str, event: str, k: int, kind: str) -> None:
+        self.fault_log.append({"call_no": len(self.call_log), "tool": tool, "index": k, "kind": kind,
+                               "event": event})
+
+    def _blocked(self, tool: str, args: dict[str, Any], event: str, k: int, kind: str,
+                 payload: dict[str, Any]) -> str:
+        self._log_fault(tool, event, k, kind)
+        self.call_log.append({"tool": tool, "args": args, "ok": False, "code": payload["error"]["code"],
+                              "fault": kind, "event": event, "repeat": k})
+        return dumps_compact(payload)
