@@ -1,0 +1,393 @@
+"""Rendering: every table and figure from the fixture results, the compiled PDF, and the guarantees
+(missing inputs named, LaTeX escaping, numbers equal to their source registers)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from paired_rollouts.cli import main as cli_main
+from paired_rollouts.errors import UserError
+from paired_rollouts.render import document, figures, tables, tex
+from paired_rollouts.render import format as fmt
+from paired_rollouts.render import sources as src
+
+FIX = Path(__file__).parent / "fixtures" / "render"
+RES = FIX / "results"
+HAVE_LATEX = shutil.which("pdflatex") is not None
+REQUIRE_LATEX = bool(os.environ.get("PAIRED_ROLLOUTS_REQUIRE_LATEX"))
+
+
+def need_latex() -> None:
+    if not HAVE_LATEX:
+        if REQUIRE_LATEX:
+            pytest.fail("pdflatex is required (PAIRED_ROLLOUTS_REQUIRE_LATEX is set) but not installed")
+        pytest.skip("pdflatex not installed")
+
+
+def files(pattern: str) -> list[Path]:
+    return sorted(RES.glob(pattern))
+
+
+INPUTS = {
+    "episodes": files("evals/*/*.jsonl"),
+    "manifests": files("runs/*/manifest.json"),
+    "group_stats": files("runs/*/group_stats.json"),
+    "luck": files("diagnostics/*/luck-step*.json"),
+    "probe": files("probe/*.json"),
+    "decisions": [RES / "decisions/c2.json", RES / "decisions/c4.json"],
+    "rules": [Path(__file__).parents[1] / "prereg" / "decision_rules.yaml"],
+}
+
+
+def given_for(number: int) -> dict[str, list[Path]]:
+    keys = tables.table_inputs(number)
+    given = {k: INPUTS[k] for k in keys if k in INPUTS and INPUTS[k] and INPUTS[k][0].exists()}
+    if number == 3:
+        given["decisions"] = [RES / "decisions/c2.json"]
+    if number == 4:
+        given["decisions"] = [RES / "decisions/c4.json"]
+    return given
+
+
+def rows_of(text: str) -> list[list[str]]:
+    """The data rows of a rendered tabular, split into cells (parse-back for the number checks)."""
+    body = text.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0]
+    out = []
+    for line in body.splitlines():
+        line = line.strip()
+        if not line.endswith("\\\\") or line.startswith(("\\multicolumn", "\\midrule", "\\cmidrule")):
+            continue
+        out.append([c.strip() for c in line[:-2].split(" & ")])
+    return out
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("render")
+    paths: dict[str, Path] = {}
+    for number in tables.TABLES:
+        text = tables.render_table(number, given_for(number), "stand-in")
+        path = out / f"table{number}.tex"
+        path.write_text(text)
+        paths[f"table{number}"] = path
+    for name, spec in figures.FIGURES.items():
+        given = {k: INPUTS[k] for k in spec.keys}
+        pdf, png = figures.render_figure(name, given, "stand-in", out / f"{name}.pdf")
+        assert png.is_file() and png.stat().st_size > 1000
+        paths[name] = pdf
+    return paths
+
+
+# ---------------------------------------------------------------- rendering and compiling
+
+
+def test_every_table_renders_with_caption_sources_and_scale(rendered):
+    for number in tables.TABLES:
+        text = rendered[f"table{number}"].read_text()
+        assert "\\toprule" in text and "\\bottomrule" in text, number
+        caption = re.search(r"\\caption\[.*?\]\{(.*)\}\n\\label", text, re.S).group(1)
+        assert "Scale: stand-in." in caption and "Sources:" in caption, number
+        assert "render" in caption or "prereg" in caption or "fixtures" in caption, number
+
+
+def test_document_compiles_without_overfull_boxes(rendered, tmp_path):
+    need_latex()
+    tex_files = [rendered[f"table{n}"] for n in tables.TABLES]
+    figs = [rendered[name] for name in figures.FIGURES]
+    out = tmp_path / "paper" / "tables.pdf"
+    warnings = document.build_document(tex_files, figs, RES / "prereg/verification.json", "cpu", "stand-in",
+                                       "abc123def456", out, strict=True)
+    assert warnings == []
+    data = out.read_bytes()
+    assert data.startswith(b"%PDF") and len(data) > 20000
+    if shutil.which("pdftotext"):
+        text = subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True, check=True).stdout
+        for needle in ("abc123def456", "cpu", "stand-in", "6dc709de6f36f008", "verified",
+                       "Registered outcomes", "Outcome-noise probe traces"):
+            assert needle in text, needle
+
+
+def test_document_is_reproducible(rendered, tmp_path):
+    need_latex()
+    args = ([rendered["table3"], rendered["table5"]], [rendered["spurious_variance"]],
+            RES / "prereg/verification.json", "cpu", "stand-in", "abc")
+    document.build_document(*args, tmp_path / "a.pdf")
+    document.build_document(*args, tmp_path / "b.pdf")
+    assert (tmp_path / "a.pdf").read_bytes() == (tmp_path / "b.pdf").read_bytes()
+
+
+def test_latex_error_shows_log_tail_and_source(tmp_path):
+    need_latex()
+    bad = tmp_path / "table1.tex"
+    bad.write_text("\\begin{table}\\undefinedcommandxyz\\end{table}\n")
+    with pytest.raises(UserError) as err:
+        document.build_document([bad], [], RES / "prereg/verification.json", "cpu", "stand-in", "abc",
+                                tmp_path / "out.pdf")
+    message = str(err.value)
+    assert "LaTeX failed" in message and "main.tex" in message and "undefinedcommandxyz" in message
+    assert not (tmp_path / "out.pdf").exists()
+
+
+def test_figures_are_deterministic(tmp_path):
+    given = {"probe": INPUTS["probe"]}
+    figures.render_figure("probe_ratios", given, "stand-in", tmp_path / "a.pdf")
+    figures.render_figure("probe_ratios", given, "stand-in", tmp_path / "b.pdf")
+    assert (tmp_path / "a.pdf").read_bytes() == (tmp_path / "b.pdf").read_bytes()
+    assert "Gradient-probe variance ratios" in figures.read_caption(tmp_path / "a.pdf")
+
+
+# ---------------------------------------------------------------- numbers equal their sources
+
+
+def test_table3_numbers_equal_the_decision_register(rendered):
+    register = json.loads((RES / "decisions/c2.json").read_text())["H2a"]
+    rows = rows_of(rendered["table3"].read_text())
+    seeds = register["seeds"]
+    for i, seed in enumerate(seeds):
+        cells = rows[i]
+        assert fmt.parse_number(cells[0]) == seed
+        expected = [register["auc_paired"][i], register["auc_independent"][i], register["auc_difference_by_seed"][i],
+                    register["final_paired_by_seed"][i], register["final_independent_by_seed"][i]]
+        got = [fmt.parse_number(c) for c in cells[1:6]]
+        assert got == pytest.approx([round(v, 3) for v in expected], abs=1e-9)
+    mean_row = rows[len(seeds)]
+    assert fmt.parse_number(mean_row[3]) == pytest.approx(round(register["auc_difference_mean"], 3))
+    ci_row = rows[len(seeds) + 1]
+    assert fmt.parse_interval(ci_row[3]) == pytest.approx(tuple(round(v, 3) for v in register["auc_difference_ci95"]))
+
+
+def test_table10_numbers_equal_group_stats(rendered):
+    rows = {r[0]: r for r in rows_of(rendered["table10"].read_text()) if r[0].startswith("\\texttt")}
+    for path in INPUTS["group_stats"]:
+        stats = json.loads(path.read_text())
+        row = rows["\\texttt{" + fmt.escape(stats["run"]) + "}"]
+        assert fmt.parse_number(row[1]) == stats["groups"]
+        assert fmt.parse_number(row[2]) == pytest.approx(round(stats["zero_variance_frac"], 3))
+        assert fmt.parse_number(row[3]) == stats["all_correct_groups"]
+        assert fmt.parse_number(row[4]) == stats["spurious_groups"]
+        assert fmt.parse_number(row[5]) == pytest.approx(round(stats["spurious_among_all_correct"], 3))
+
+
+def test_table9_numbers_equal_the_episode_records(rendered):
+    outcomes: dict[tuple, dict[str, list[bool]]] = {}
+    for path in INPUTS["episodes"]:
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if r["phase"] == "periodic" and r["seed"] == 0 and r["condition"] == "C2":
+                outcomes.setdefault((r["arm"], r["step"], r["regime"]), {}).setdefault(r["task_id"], []).append(
+                    r["true_success"])
+
+    def value(arm, step, regime):
+        tasks = outcomes[(arm, step, regime)]
+        return sum(sum(v) / len(v) for v in tasks.values()) / len(tasks)
+
+    rows = rows_of(rendered["table9"].read_text())
+    for row in rows[:-1]:
+        step = int(fmt.parse_number(row[0]))
+        for k, regime in enumerate(("clean", "at_training", "challenge")):
+            p, i = value("paired", step, regime), value("independent", step, regime)
+            assert fmt.parse_number(row[1 + 3 * k]) == pytest.approx(round(p, 3))
+            assert fmt.parse_number(row[2 + 3 * k]) == pytest.approx(round(i, 3))
+
+
+def test_table5_ratios_equal_the_probe_register(rendered):
+    probe = json.loads((RES / "probe/c2-paired-s0.json").read_text())
+    text = rendered["table5"].read_text()
+    section = text.split("c2-paired-s0}}", 1)[1].split("H1b", 1)[0]
+    rows = [r for r in rows_of("\\midrule\n" + section + "\\bottomrule") if r and r[0].isdigit()]
+    for row in rows:
+        cp = probe["checkpoints"][row[0]]
+        assert fmt.parse_number(row[2]) == pytest.approx(
+            round(cp["outcome"]["mean_centered"]["ratio_paired_over_independent"], 3))
+        assert fmt.parse_number(row[3]) == pytest.approx(
+            round(cp["transition"]["mean_centered"]["ratio_paired_over_independent"], 3))
+
+
+# ---------------------------------------------------------------- errors name the file and key
+
+
+def test_missing_input_file_is_named(tmp_path):
+    missing = tmp_path / "nowhere" / "c2.json"
+    with pytest.raises(UserError, match=re.escape(str(missing))):
+        tables.render_table(3, {"decisions": [missing]}, "stand-in")
+
+
+def test_missing_required_key_is_named_with_its_file(tmp_path):
+    data = json.loads((RES / "decisions/c2.json").read_text())
+    broken = copy.deepcopy(data)
+    del broken["H2a"]["auc_paired"]
+    path = tmp_path / "c2.json"
+    path.write_text(json.dumps(broken))
+    with pytest.raises(UserError) as err:
+        tables.render_table(3, {"decisions": [path]}, "stand-in")
+    assert str(path) in str(err.value) and "H2a.auc_paired" in str(err.value)
+    del data["seeds"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(UserError, match="missing key 'seeds'"):
+        tables.render_table(3, {"decisions": [path]}, "stand-in")
+
+
+def test_missing_episode_key_is_named_with_file_and_line(tmp_path):
+    source = INPUTS["episodes"][0]
+    lines = source.read_text().splitlines()
+    record = json.loads(lines[1])
+    del record["true_success"]
+    lines[1] = json.dumps(record)
+    path = tmp_path / "evals" / "c2-paired-s0" / source.name
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(UserError, match=re.escape(f"{path}:2: missing key 'true_success'")):
+        tables.render_table(8, {"episodes": [path]}, "stand-in")
+
+
+def test_probe_missing_nested_key(tmp_path):
+    data = json.loads((RES / "probe/c2-paired-s1.json").read_text())
+    del data["checkpoints"]["8"]["outcome"]["lhs_mean"]
+    path = tmp_path / "probe.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(UserError, match=r"missing key 'checkpoints\.8\.outcome\.lhs_mean'"):
+        tables.render_table(12, {"probe": [path]}, "stand-in")
+
+
+def test_unknown_and_missing_keys_and_settings():
+    with pytest.raises(UserError, match="unknown --input key"):
+        tables.render_table(5, {"probe": INPUTS["probe"], "bogus": INPUTS["probe"]}, "x")
+    with pytest.raises(UserError, match="missing --input probe"):
+        tables.render_table(5, {}, "x")
+    with pytest.raises(UserError, match="unknown --settings"):
+        tables.render_table(5, {"probe": INPUTS["probe"]}, "x", {"nope": 1})
+    with pytest.raises(UserError, match="tables 1-12"):
+        tables.render_table(13, {}, "x")
+    with pytest.raises(UserError, match="KEY=PATH"):
+        src.parse_input_args(["decisions"])
+
+
+def test_cli_writes_table_and_reports_errors(tmp_path, capsys):
+    out = tmp_path / "tables" / "table3.tex"
+    assert cli_main(["render", "table", "--number", "3", "--input", f"decisions={RES / 'decisions/c2.json'}",
+                     "--scale", "stand-in", "--out", str(out)]) == 0
+    assert "C2 primary endpoints" in out.read_text()
+    bad = tmp_path / "absent.json"
+    assert cli_main(["render", "table", "--number", "3", "--input", f"decisions={bad}", "--scale", "s",
+                     "--out", str(tmp_path / "t.tex")]) == 1
+    assert str(bad) in capsys.readouterr().err
+    assert not (tmp_path / "t.tex").exists()
+
+
+# ---------------------------------------------------------------- escaping
+
+
+SPECIAL = "r&d 50% a_b #1 $x {y} ~z ^w back\\slash"
+
+
+def test_escape_every_special_character():
+    escaped = fmt.escape(SPECIAL)
+    for raw, want in (("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"), ("$", r"\$"), ("{", r"\{"),
+                      ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}"),
+                      ("\\", r"\textbackslash{}")):
+        assert want in escaped, raw
+    assert fmt.escape(escaped) == escaped  # Tex is never escaped twice
+    with pytest.raises(TypeError):
+        fmt.escape(0.5)
+
+
+def test_templates_refuse_unescaped_values(tmp_path):
+    template = tmp_path / "t.tex.j2"
+    template.write_text("\\VAR{value}\n")
+    env = tex.environment(tmp_path)
+    with pytest.raises(TypeError, match="unescaped"):
+        env.get_template("t.tex.j2").render(value="a_b")
+    assert env.get_template("t.tex.j2").render(value=fmt.Tex("ok")) == "ok\n"
+    template.write_text("\\VAR{value|tex} \\VAR{missing_name|tex}\n")
+    with pytest.raises(Exception, match="missing_name"):
+        tex.environment(tmp_path).get_template("t.tex.j2").render(value="x")
+
+
+def test_special_characters_in_run_names_and_scale_compile(tmp_path):
+    manifest = json.loads(INPUTS["manifests"][0].read_text())
+    manifest["run"] = SPECIAL
+    manifest["settings"]["accelerator"] = "gpu & co_1"
+    path = tmp_path / "runs" / "odd" / "manifest.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(manifest))
+    text = tables.render_table(1, {"manifests": [path]}, "stand-in 100% {test} #1")
+    assert fmt.escape(SPECIAL) in text and r"100\% \{test\} \#1" in text
+    assert "gpu \\& co\\_1" in text
+    need_latex()
+    main = tmp_path / "t.tex"
+    main.write_text("\\documentclass{article}\\usepackage[T1]{fontenc}\\usepackage{lmodern,booktabs,array}"
+                    "\\begin{document}\n" + text + "\\end{document}\n")
+    pdf, log = document.compile_latex(tmp_path, "t.tex")
+    assert pdf.is_file() and "! " not in log
+
+
+# ---------------------------------------------------------------- formatting and special cases
+
+
+def test_number_formats():
+    notes = fmt.Notes()
+    assert fmt.prop(0.12345) == "0.123"
+    assert fmt.prop(-0.0004) == "0.000"
+    assert fmt.signed(0.0539) == "$+$0.054" and fmt.signed(-0.0016) == "$-$0.002" and fmt.signed(0.0) == "0.000"
+    assert fmt.pp(0.0539) == "5.4" and fmt.signed_pp(-0.0016) == "$-$0.2"
+    assert fmt.interval([-0.0039, 0.0779]) == "[$-$0.004, $+$0.078]"
+    assert fmt.interval([None, None], notes=notes).startswith("---")
+    assert fmt.integer(19200) == "19{,}200" and fmt.integer(2400) == "2400"
+    assert fmt.censored_steps(None, True, 100) == "$>$100" and fmt.censored_steps(37.5, False, 100) == "37.5"
+    assert fmt.scaled(81906.34, 1e5) == "0.819"
+    assert fmt.missing(notes, "not run") == "---\\textsuperscript{b}"
+    assert fmt.prop(None, notes=notes, reason="not run") == "---\\textsuperscript{b}"
+    assert [m for m, _ in notes.items] == ["a", "b"]
+    assert fmt.parse_number("$-$0.002") == -0.002 and fmt.parse_number("---\\textsuperscript{a}") is None
+
+
+def test_table11_replication_and_not_run(tmp_path):
+    alone = tables.render_table(11, {"manifests": INPUTS["manifests"], "episodes": INPUTS["episodes"]}, "s")
+    assert "not run" in alone
+    replica = FIX / "replica" / "results"
+    text = tables.render_table(11, {
+        "manifests": INPUTS["manifests"] + sorted(replica.glob("runs/*/manifest.json")),
+        "episodes": INPUTS["episodes"] + sorted(replica.glob("evals/*/*.jsonl")),
+    }, "s")
+    rows = rows_of(text)
+    assert [r[0] for r in rows] == ["\\texttt{c4-paired-s1}", "\\texttt{c4-paired-s1}", "\\textit{difference}"]
+    assert "h100" in rows[0][1] + rows[1][1]
+    for k in range(2, 6):
+        a, b, d = (fmt.parse_number(rows[i][k]) for i in range(3))
+        assert d == pytest.approx(round(a - b, 3), abs=0.0015)
+
+
+def test_not_computed_hypothesis_shows_reason(tmp_path):
+    data = json.loads((RES / "decisions/c2.json").read_text())
+    data["H2a"] = {"hypothesis": "H2a", "passes": False, "computed": False, "reason": "no admitted seed pair"}
+    path = tmp_path / "c2.json"
+    path.write_text(json.dumps(data))
+    text = tables.render_table(3, {"decisions": [path]}, "s")
+    assert "no admitted seed pair" in text and "---\\textsuperscript{a}" in text
+    assert "no admitted seed pair" in tables.render_table(2, {"decisions": [path]}, "s")
+
+
+def test_table6_reads_predictions_when_the_rules_have_them(tmp_path):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("predictions:\n"
+                     "  - id: P4\n    text: 'H2b: mean AUC difference below 0.03'\n"
+                     "    quantity: 'decision:C4:H2b.auc_difference_mean'\n    below: 0.03\n"
+                     "  - id: P9\n    text: a prose-only prediction\n")
+    text = tables.render_table(6, {"decisions": INPUTS["decisions"], "rules": [rules]}, "s")
+    rows = rows_of(text)
+    assert rows[0][0] == "P4" and fmt.parse_number(rows[0][3]) == pytest.approx(0.011) and rows[0][4] == "yes"
+    assert rows[1][0] == "P9" and rows[1][3].startswith("---")
+
+
+def test_help_lists_each_tables_inputs(capsys):
+    with pytest.raises(SystemExit):
+        cli_main(["render", "table", "--help"])
+    out = capsys.readouterr().out
+    assert "12 Outcome-probe traces: probe*" in out and "decisions*" in out

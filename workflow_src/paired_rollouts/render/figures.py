@@ -1,0 +1,262 @@
+"""The paper's figures, drawn with matplotlib (Agg): a PDF for LaTeX and a PNG beside it.
+
+Each figure is a :class:`FigureSpec` in :data:`FIGURES` with the ``--input`` keys it reads. Output is
+deterministic (no creation date in the PDF), and the PDF's Subject metadata carries the caption text
+(description, scale, sources) that ``render document`` prints under the figure.
+"""
+
+from __future__ import annotations
+
+import io as _io
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts import io
+from paired_rollouts.errors import UserError
+from paired_rollouts.render import sources as src
+from paired_rollouts.render.sources import Inputs, KeySpec
+
+ARM_COLORS = {"paired": "#1b6ca8", "independent": "#d1495b", "clean": "#3a7d44"}
+CONDITION_STYLES = {"C2": "-", "C4": "--", "C0": ":"}
+REGIME_TITLES = {"clean": "clean validation", "at_training": "at-training noise", "challenge": "challenge set"}
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    name: str
+    description: str
+    keys: dict[str, KeySpec]
+    draw: Callable[[Any, Inputs, str], None]  # (matplotlib Figure, inputs, scale) -> None
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    logging.getLogger("fontTools").setLevel(logging.WARNING)
+    plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "legend.fontsize": 7, "figure.dpi": 100,
+                         "pdf.fonttype": 42, "axes.spines.top": False, "axes.spines.right": False})
+    return plt
+
+
+# ---------------------------------------------------------------- validation curves
+
+
+def _curves(condition: str) -> Callable[[Any, Inputs, str], None]:
+    def draw(fig, inputs: Inputs, scale: str) -> None:
+        runs = src.single_runs(src.load_episodes(inputs.files("episodes"), phases=("periodic",)),
+                               f"figure curves_{condition.lower()}")
+        chosen = [r for r in runs if r.condition in (condition, "C0")]
+        if not any(r.condition == condition for r in chosen):
+            raise UserError(f"figure curves_{condition.lower()}: no periodic episode records of condition "
+                            f"{condition} among the inputs")
+        regimes = [g for g in src.PERIODIC_REGIMES if any(r.curve(g) for r in chosen)]
+        axes = fig.subplots(1, len(regimes), sharey=True, squeeze=False)[0]
+        for ax, regime in zip(axes, regimes, strict=True):
+            by_arm: dict[str, list[list[tuple[int, float]]]] = defaultdict(list)
+            for run in chosen:
+                curve = run.curve(regime)
+                if not curve:
+                    continue
+                by_arm[run.arm].append(curve)
+                xs, ys = zip(*curve, strict=True)
+                ax.plot(xs, ys, color=ARM_COLORS.get(run.arm, "grey"), lw=0.7, alpha=0.35)
+            for arm, curves in sorted(by_arm.items(), key=lambda kv: src.ARM_ORDER.get(kv[0], 9)):
+                steps = sorted(set.intersection(*(set(s for s, _ in c) for c in curves)))
+                mean = [sum(dict(c)[s] for c in curves) / len(curves) for s in steps]
+                label = f"{arm} (C0)" if arm == "clean" else arm
+                ax.plot(steps, mean, color=ARM_COLORS.get(arm, "grey"), lw=2, marker="o", ms=3,
+                        label=f"{label}, mean of {len(curves)}")
+            ax.set_title(REGIME_TITLES.get(regime, regime))
+            ax.set_xlabel("training step")
+            ax.grid(alpha=0.3, lw=0.5)
+        axes[0].set_ylabel("true success")
+        axes[0].legend(loc="lower right", frameon=False)
+        fig.suptitle(f"{condition} validation curves (thin: single seeds) -- {scale} scale", fontsize=9)
+
+    return draw
+
+
+# ---------------------------------------------------------------- luck share
+
+
+def _luck_share(fig, inputs: Inputs, scale: str) -> None:
+    docs = [src.load_luck(p) for p in inputs.files("luck")]
+    if not docs:
+        raise UserError("figure luck_share: no --input luck=PATH given")
+    series: dict[str, list[tuple[int, float, list]]] = defaultdict(list)
+    for doc in docs:
+        lam = doc.number("lam")
+        if lam is None:
+            continue
+        ci = doc.opt("ci95") or [None, None]
+        series[str(doc.req("run"))].append((int(doc.req("step")), lam, ci))
+    conditions = sorted({(src.parse_run(r) or ("?",))[0] for r in series},
+                        key=lambda c: src.CONDITION_ORDER.get(c, 9))
+    axes = fig.subplots(1, max(1, len(conditions)), sharey=True, squeeze=False)[0]
+    for ax, condition in zip(axes, conditions, strict=False):
+        runs = sorted(r for r in series if (src.parse_run(r) or ("?",))[0] == condition)
+        for index, run in enumerate(runs):
+            parsed = src.parse_run(run)
+            arm = parsed[1] if parsed else "?"
+            points = sorted(series[run])
+            offset = (index - (len(runs) - 1) / 2) * 0.6
+            xs = [s + offset for s, _, _ in points]
+            ys = [v for _, v, _ in points]
+            lo = [v - c[0] if c[0] is not None else 0 for _, v, c in points]
+            hi = [c[1] - v if c[1] is not None else 0 for _, v, c in points]
+            ax.errorbar(xs, ys, yerr=[lo, hi], color=ARM_COLORS.get(arm, "grey"), marker="o", ms=3, lw=1,
+                        capsize=2, label=run, alpha=0.9)
+        ax.axhline(0.15, color="black", lw=0.6, ls="--")
+        ax.set_title(f"{condition}")
+        ax.set_xlabel("checkpoint step")
+        ax.grid(alpha=0.3, lw=0.5)
+        ax.legend(frameon=False, fontsize=6)
+    axes[0].set_ylabel(r"luck share $\lambda$ (95% CI)")
+    fig.suptitle(f"Luck share by checkpoint (dashed: registered 0.15) -- {scale} scale", fontsize=9)
+
+
+# ---------------------------------------------------------------- spurious variance
+
+
+def spurious_rate(q: float, g: int) -> float:
+    return 1.0 - (1.0 - q) ** g - q**g
+
+
+def _spurious(fig, inputs: Inputs, scale: str) -> None:
+    docs = [src.load_group_stats(p) for p in inputs.files("group_stats")]
+    if not docs:
+        raise UserError("figure spurious_variance: no --input group_stats=PATH given")
+    ax = fig.subplots()
+    sizes = sorted({int(d.req("G")) for d in docs})
+    qs = [i / 200 for i in range(0, 101)]
+    for g in sizes:
+        ax.plot(qs, [spurious_rate(q, g) for q in qs], color="black", lw=1,
+                label=f"$1-(1-q)^G-q^G$, G={g}")
+    seen = set()
+    for doc in docs:
+        rate = doc.opt("spurious_among_all_correct")
+        if rate is None:
+            continue
+        expected = doc.opt("expected_spurious_rate")
+        q = expected.get("q") if isinstance(expected, dict) else None
+        q = 0.0 if q is None else float(q)  # no --q given to group-stats: no outcome noise in training
+        arm = str(doc.req("arm"))
+        label = arm if arm not in seen else None
+        seen.add(arm)
+        ax.scatter([q], [float(rate)], color=ARM_COLORS.get(arm, "grey"), s=18, zorder=3, label=label,
+                   marker="o" if arm != "paired" else "s")
+    ax.set_xlabel("grader flip probability $q$")
+    ax.set_ylabel("spurious rate among all-correct groups")
+    ax.set_xlim(-0.01, 0.5)
+    ax.set_ylim(-0.02, 1.0)
+    ax.grid(alpha=0.3, lw=0.5)
+    ax.legend(frameon=False)
+    ax.set_title(f"Spurious reward variance vs the closed form -- {scale} scale")
+
+
+# ---------------------------------------------------------------- probe ratios
+
+
+def _probe_ratios(fig, inputs: Inputs, scale: str) -> None:
+    probes = sorted((src.load_probe(p) for p in inputs.files("probe")), key=lambda d: str(d.req("trajectory")))
+    if not probes:
+        raise UserError("figure probe_ratios: no --input probe=PATH given")
+    axes = fig.subplots(1, 2, sharey=True)
+    markers = ["o", "s", "^", "D", "v"]
+    for ax, estimator, title in ((axes[0], "mean_centered", "MC (decision)"), (axes[1], "implemented", "SW (reported)")):
+        for index, probe in enumerate(probes):
+            steps = src.probe_steps(probe)
+            for noise, color in (("outcome", "#1b6ca8"), ("transition", "#d1495b")):
+                ys = [probe.opt("checkpoints", str(s), noise, estimator, "ratio_paired_over_independent")
+                      for s in steps]
+                points = [(s, float(y)) for s, y in zip(steps, ys, strict=True) if y is not None]
+                if points:
+                    xs, vs = zip(*points, strict=True)
+                    ax.plot(xs, vs, color=color, marker=markers[index % len(markers)], ms=3, lw=1,
+                            ls="-" if index == 0 else "--", label=f"{noise}, {probe.req('trajectory')}")
+        ax.axhline(1.0, color="black", lw=0.6)
+        ax.set_title(title)
+        ax.set_xlabel("checkpoint step")
+        ax.grid(alpha=0.3, lw=0.5)
+    axes[0].set_ylabel("Tr Var paired / independent")
+    axes[0].legend(frameon=False, fontsize=6)
+    fig.suptitle(f"Gradient-probe variance ratios (below 1: pairing helps) -- {scale} scale", fontsize=9)
+
+
+_EPISODES = KeySpec("episode records results/evals/RUN/*.jsonl (the condition's runs and the C0 runs)")
+
+FIGURES: dict[str, FigureSpec] = {
+    "curves_c2": FigureSpec("curves_c2", "Validation curves of the C2 runs (transition noise) and the clean-trained "
+                            "C0 reference: mean over seeds (thick) and single seeds (thin)",
+                            {"episodes": _EPISODES}, _curves("C2")),
+    "curves_c4": FigureSpec("curves_c4", "Validation curves of the C4 runs (grader noise) and the clean-trained "
+                            "C0 reference: mean over seeds (thick) and single seeds (thin)",
+                            {"episodes": _EPISODES}, _curves("C4")),
+    "luck_share": FigureSpec("luck_share", "Luck share (share of outcome variance due to the fault schedule) by "
+                             "diagnostic checkpoint, with 95 % task-bootstrap intervals",
+                             {"luck": KeySpec("luck-share files results/diagnostics/RUN/luck-stepN.json")},
+                             _luck_share),
+    "spurious_variance": FigureSpec("spurious_variance", "Observed spurious-variance rates among all-correct "
+                                    "training groups against the closed form for independent grader flips",
+                                    {"group_stats": KeySpec("results/runs/RUN/group_stats.json")}, _spurious),
+    "probe_ratios": FigureSpec("probe_ratios", "Gradient-probe variance ratios (paired over independent) by "
+                               "checkpoint, for outcome and transition noise",
+                               {"probe": KeySpec("probe registers results/probe/TRAJECTORY.json")}, _probe_ratios),
+}
+
+
+def spec_for(name: str) -> FigureSpec:
+    if name not in FIGURES:
+        raise UserError(f"--name {name}: unknown figure; choose from {', '.join(FIGURES)}")
+    return FIGURES[name]
+
+
+def caption_text(spec: FigureSpec, inputs: Inputs, scale: str) -> str:
+    sources = "; ".join(src.describe_sources(inputs.all_files()))
+    return f"{spec.description}. Scale: {scale}. Sources: {sources}."
+
+
+def render_figure(name: str, given: dict[str, list[Path]], scale: str, out: Path) -> tuple[Path, Path]:
+    """Draw figure ``name`` and write ``out`` (PDF) and the PNG beside it, atomically."""
+    spec = spec_for(name)
+    if Path(out).suffix.lower() != ".pdf":
+        raise UserError(f"--out {out}: a figure is written as .pdf (the .png goes beside it)")
+    inputs = Inputs(given, spec.keys, f"figure {name}")
+    plt = _plt()
+    fig = plt.figure(figsize=(7.0, 2.8) if name != "spurious_variance" else (4.6, 3.4), layout="constrained")
+    try:
+        spec.draw(fig, inputs, scale)
+        caption = caption_text(spec, inputs, scale)
+        pdf, png = _io.BytesIO(), _io.BytesIO()
+        fig.savefig(pdf, format="pdf", metadata={"CreationDate": None, "Subject": caption, "Title": name})
+        fig.savefig(png, format="png", dpi=150, metadata={"Software": None})
+    finally:
+        plt.close(fig)
+    out = Path(out)
+    png_path = out.with_suffix(".png")
+    io.atomic_write_bytes(png_path, png.getvalue())
+    io.atomic_write_bytes(out, pdf.getvalue())
+    return out, png_path
+
+
+def read_caption(pdf: Path) -> str | None:
+    """The caption stored in a figure PDF's Subject (None when absent, e.g. a PDF made elsewhere)."""
+    import re
+
+    data = Path(pdf).read_bytes()
+    match = re.search(rb"/Subject\s*\((.*?)(?<!\\)\)", data, re.S)
+    if not match:
+        return None
+    raw = match.group(1)
+    text = re.sub(rb"\\([()\\])", rb"\1", raw)
+    try:
+        return text.decode("latin-1")
+    except UnicodeDecodeError:
+        return None

@@ -1,0 +1,501 @@
+"""Reading the rendering stage's inputs, and every assumption about their shapes, in one place.
+
+The registers are defined in ``docs/records.md`` (luck share, group statistics, decisions, probe) and
+``../shared/CONTRACT.md`` (episode records). Where those are silent (the run manifest written by
+training, ``verification.json`` written by the pre-registration stage, the ``predictions`` block of
+``prereg/decision_rules.yaml``) this module reads leniently and the assumption is marked
+``ASSUMPTION``. A missing file or a missing required key is a :class:`UserError` that names the file
+and the key, so a broken upstream register is fixed upstream, not papered over in a table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts import io
+from paired_rollouts.errors import UserError
+
+_ABSENT = object()
+RUN_RE = re.compile(r"^(?P<condition>c\d+)-(?P<arm>[a-z]+)-s(?P<seed>\d+)(?:-(?P<suffix>[a-z0-9_.-]+))?$")
+CONDITION_ORDER = {"C2": 0, "C4": 1, "C0": 2}
+ARM_ORDER = {"paired": 0, "independent": 1, "clean": 2}
+PERIODIC_REGIMES = ("clean", "at_training", "challenge")
+FINAL_REGIMES = ("clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge", "at_training")
+
+
+# ---------------------------------------------------------------- --input KEY=PATH
+
+
+def parse_input_args(values: Sequence[str] | None) -> dict[str, list[Path]]:
+    """``['decisions=a.json', 'decisions=b.json', 'probe=c.json']`` -> ``{key: [paths]}`` (order kept)."""
+    inputs: dict[str, list[Path]] = {}
+    for value in values or []:
+        key, sep, raw = value.partition("=")
+        key = key.strip()
+        if not sep or not key or not raw:
+            raise UserError(f"--input {value!r}: expected KEY=PATH, e.g. --input decisions=results/decisions/c2.json")
+        inputs.setdefault(key, []).append(Path(raw))
+    return inputs
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """One ``--input`` key a table or figure reads."""
+
+    description: str
+    required: bool = True
+    many: bool = True
+
+
+class Inputs:
+    """The files given for one table/figure, checked against what it declares."""
+
+    def __init__(self, given: dict[str, list[Path]], declared: dict[str, KeySpec], what: str) -> None:
+        unknown = sorted(set(given) - set(declared))
+        if unknown:
+            raise UserError(
+                f"{what}: unknown --input key(s) {', '.join(unknown)}; it reads {', '.join(sorted(declared))} "
+                "(see 'paired-rollouts render --help' or docs/render.md)"
+            )
+        for key, spec in declared.items():
+            paths = given.get(key, [])
+            if spec.required and not paths:
+                raise UserError(f"{what}: missing --input {key}=PATH ({spec.description})")
+            if not spec.many and len(paths) > 1:
+                raise UserError(f"{what}: --input {key} takes one file, got {len(paths)}")
+            for path in paths:
+                if not path.exists():
+                    raise UserError(f"{path}: file not found (given as --input {key}=...); build it first")
+        self.given = given
+        self.declared = declared
+        self.what = what
+
+    def files(self, key: str) -> list[Path]:
+        return list(self.given.get(key, []))
+
+    def all_files(self) -> list[Path]:
+        return [p for key in self.declared for p in self.given.get(key, [])]
+
+
+# ---------------------------------------------------------------- one JSON document
+
+
+class Doc:
+    """A parsed input file; ``req``/``opt`` fetch nested keys and name the file when one is missing."""
+
+    def __init__(self, path: Path, data: Any, kind: str, prefix: str = "") -> None:
+        self.path = Path(path)
+        self.data = data
+        self.kind = kind
+        self.prefix = prefix
+        if not isinstance(data, dict):
+            where = f"key '{prefix}'" if prefix else "the file"
+            raise UserError(f"{self.path}: {where} should be a JSON object ({kind})")
+
+    def _dotted(self, keys: Sequence[str | int]) -> str:
+        return ".".join([self.prefix, *[str(k) for k in keys]] if self.prefix else [str(k) for k in keys])
+
+    def _walk(self, keys: Sequence[str | int], default: Any) -> Any:
+        node: Any = self.data
+        for key in keys:
+            if isinstance(node, dict) and key in node:
+                node = node[key]
+            elif isinstance(node, dict) and isinstance(key, int) and str(key) in node:
+                node = node[str(key)]
+            elif isinstance(node, list) and isinstance(key, int) and -len(node) <= key < len(node):
+                node = node[key]
+            else:
+                return default
+        return node
+
+    def req(self, *keys: str | int) -> Any:
+        value = self._walk(keys, _ABSENT)
+        if value is _ABSENT:
+            raise UserError(f"{self.path}: missing key '{self._dotted(keys)}' in the {self.kind}; regenerate the "
+                            "file with the current pipeline (docs/records.md gives its shape)")
+        return value
+
+    def opt(self, *keys: str | int, default: Any = None) -> Any:
+        return self._walk(keys, default)
+
+    def number(self, *keys: str | int, allow_null: bool = True) -> float | None:
+        value = self.req(*keys)
+        if value is None and allow_null:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise UserError(f"{self.path}: key '{self._dotted(keys)}' should be a number, found {value!r}")
+        return float(value)
+
+    def numbers(self, *keys: str | int) -> list[float | None]:
+        value = self.req(*keys)
+        if not isinstance(value, list):
+            raise UserError(f"{self.path}: key '{self._dotted(keys)}' should be a list of numbers, found {value!r}")
+        for item in value:
+            if item is not None and (isinstance(item, bool) or not isinstance(item, int | float)):
+                raise UserError(f"{self.path}: key '{self._dotted(keys)}' should hold numbers, found {item!r}")
+        return [None if v is None else float(v) for v in value]
+
+    def sub(self, *keys: str | int) -> Doc:
+        """A nested object as its own Doc (errors still name this file and the full key path)."""
+        return Doc(self.path, self.req(*keys), self.kind, self._dotted(keys))
+
+
+def _load_json(path: Path, kind: str) -> Doc:
+    return Doc(path, io.read_json(path), kind)
+
+
+# ---------------------------------------------------------------- registers (docs/records.md)
+
+
+def load_decision(path: Path) -> Doc:
+    """A decision register (records.md section 4)."""
+    doc = _load_json(path, "decision register")
+    condition = doc.req("condition")
+    if condition not in ("C2", "C4"):
+        raise UserError(f"{path}: key 'condition' is {condition!r}; a decision register is for C2 or C4")
+    doc.req("seeds")
+    doc.req("bootstrap")
+    return doc
+
+
+def decision_for(docs: Iterable[Doc], condition: str, what: str) -> Doc:
+    """The one decision register of ``condition`` among the inputs."""
+    found = [d for d in docs if d.req("condition") == condition]
+    if not found:
+        raise UserError(f"{what}: no decision register with condition {condition} among "
+                        f"{', '.join(str(d.path) for d in docs) or 'the inputs'}; pass results/decisions/"
+                        f"{condition.lower()}.json")
+    if len(found) > 1:
+        raise UserError(f"{what}: several decision registers for {condition}: "
+                        f"{', '.join(str(d.path) for d in found)}; pass one")
+    return found[0]
+
+
+def hypothesis(doc: Doc, name: str) -> Doc | None:
+    """The hypothesis block, or None when the register does not have it."""
+    if doc.opt(name) is None:
+        return None
+    block = doc.sub(name)
+    block.req("passes")
+    return block
+
+
+def load_probe(path: Path) -> Doc:
+    """A probe register (records.md section 6)."""
+    doc = _load_json(path, "probe register")
+    doc.req("trajectory")
+    checkpoints = doc.req("checkpoints")
+    if not isinstance(checkpoints, dict) or not checkpoints:
+        raise UserError(f"{path}: key 'checkpoints' should be a non-empty object keyed by step")
+    doc.req("verdict")
+    return doc
+
+
+def probe_steps(doc: Doc) -> list[int]:
+    try:
+        return sorted(int(k) for k in doc.req("checkpoints"))
+    except ValueError as exc:
+        raise UserError(f"{doc.path}: key 'checkpoints' should be keyed by integer steps") from exc
+
+
+def load_luck(path: Path) -> Doc:
+    """A luck-share file (records.md section 1)."""
+    doc = _load_json(path, "luck-share file")
+    for key in ("run", "step", "lam", "tasks", "tasks_defined"):
+        doc.req(key)
+    return doc
+
+
+def load_group_stats(path: Path) -> Doc:
+    """A training-group statistics file (records.md section 2)."""
+    doc = _load_json(path, "group statistics")
+    for key in ("run", "condition", "arm", "seed", "groups", "G", "zero_variance_frac",
+                "all_correct_groups", "spurious_groups"):
+        doc.req(key)
+    return doc
+
+
+def load_manifest(path: Path) -> Doc:
+    """A run manifest (written by training; ASSUMPTION: only its identity is required, see run_identity)."""
+    return _load_json(path, "run manifest")
+
+
+def load_verification(path: Path) -> Doc:
+    return _load_json(path, "pre-registration verification")
+
+
+def load_rules(path: Path) -> Doc:
+    """``prereg/decision_rules.yaml`` (YAML or JSON)."""
+    if not Path(path).is_file():
+        raise UserError(f"{path}: file not found")
+    text = Path(path).read_text(encoding="utf-8")
+    if Path(path).suffix in {".yaml", ".yml"}:
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise UserError(f"{path}: not valid YAML ({exc})") from exc
+    else:
+        data = io.read_json(path)
+    return Doc(path, data if data is not None else {}, "decision rules")
+
+
+# ---------------------------------------------------------------- lenient lookups (ASSUMPTIONS)
+
+
+def find_key(data: Any, names: Sequence[str]) -> Any:
+    """Breadth-first search for the first of ``names`` anywhere in nested dicts (None if absent).
+
+    ASSUMPTION: used only for manifest/verification fields whose exact nesting no document fixes.
+    """
+    queue = [data]
+    while queue:
+        node = queue.pop(0)
+        if isinstance(node, dict):
+            for name in names:
+                if name in node and node[name] is not None:
+                    return node[name]
+            queue.extend(v for _, v in sorted(node.items()) if isinstance(v, dict))
+    return None
+
+
+def parse_run(name: str) -> tuple[str, str, int, str] | None:
+    """'c4-paired-s1' -> ('C4', 'paired', 1, ''); 'c4-paired-s1-h100' -> (..., 'h100')."""
+    match = RUN_RE.match(name)
+    if not match:
+        return None
+    return match["condition"].upper(), match["arm"], int(match["seed"]), match["suffix"] or ""
+
+
+@dataclass(frozen=True)
+class RunId:
+    run: str
+    condition: str
+    arm: str
+    seed: int
+
+    @property
+    def order(self) -> tuple:
+        return (CONDITION_ORDER.get(self.condition, 9), self.condition, ARM_ORDER.get(self.arm, 9),
+                self.arm, self.seed, self.run)
+
+
+def run_identity(doc: Doc) -> RunId:
+    """Run identity of a manifest: its ``run`` key (or folder name), condition, arm, seed.
+
+    ASSUMPTION: ``run``/``condition``/``arm``/``seed`` at the top level or anywhere nested (e.g. under
+    ``settings``); whatever is absent is taken from the run name (``{condition}-{arm}-s{seed}``).
+    """
+    run = find_key(doc.data, ["run", "run_name", "run_id"]) or doc.path.parent.name
+    parsed = parse_run(str(run))
+    condition = find_key(doc.data, ["condition"]) or (parsed[0] if parsed else None)
+    arm = find_key(doc.data, ["arm"]) or (parsed[1] if parsed else None)
+    seed = find_key(doc.data, ["seed"])
+    if seed is None and parsed:
+        seed = parsed[2]
+    for key, value in (("condition", condition), ("arm", arm), ("seed", seed)):
+        if value is None:
+            raise UserError(f"{doc.path}: missing key '{key}' in the run manifest and the run name "
+                            f"{run!r} does not encode it")
+    return RunId(str(run), str(condition).upper(), str(arm), int(seed))
+
+
+def manifest_stack(doc: Doc) -> dict[str, Any]:
+    """Accelerator and software stack of a run manifest, leniently (ASSUMPTION; None when absent)."""
+    accelerator = find_key(doc.data, ["accelerator", "device_kind", "gpu_model", "device"])
+    hardware = find_key(doc.data, ["hardware", "gpu_name", "gpu", "device_name"])
+    if isinstance(hardware, dict):
+        hardware = find_key(hardware, ["name", "gpu", "model", "device_name", "device"])
+    versions = find_key(doc.data, ["versions", "software", "packages"])
+    versions = versions if isinstance(versions, dict) else {}
+    return {
+        "accelerator": None if accelerator is None else str(accelerator),
+        "hardware": None if hardware is None or isinstance(hardware, dict | list) else str(hardware),
+        "versions": {str(k): str(v) for k, v in versions.items() if v is not None},
+        "p": find_key(doc.data, ["p"]),
+        "q": find_key(doc.data, ["q"]),
+        "steps": find_key(doc.data, ["steps", "max_steps"]),
+        "prompts": find_key(doc.data, ["prompts_per_step"]),
+        "G": find_key(doc.data, ["num_generations", "G"]),
+        "code_version": find_key(doc.data, ["code_version", "git_commit", "commit"]),
+        "scale": find_key(doc.data, ["scale"]),
+    }
+
+
+# ---------------------------------------------------------------- episode records (CONTRACT)
+
+EPISODE_KEYS = ("run", "condition", "arm", "seed", "phase", "step", "regime", "task_id", "schedule_index",
+                "true_success")
+
+
+@dataclass
+class RunEpisodes:
+    """True-success outcomes of one run, keyed (phase, step, regime) -> task -> [successes]."""
+
+    run: str
+    condition: str
+    arm: str
+    seed: int
+    root: str
+    files: list[Path] = field(default_factory=list)
+    cells: dict[tuple[str, int, str], dict[str, list[bool]]] = field(default_factory=dict)
+
+    @property
+    def ident(self) -> RunId:
+        return RunId(self.run, self.condition, self.arm, self.seed)
+
+    def value(self, phase: str, step: int, regime: str) -> float | None:
+        """Mean over tasks of the task's mean true success (records.md conventions); None if absent."""
+        tasks = self.cells.get((phase, step, regime))
+        if not tasks:
+            return None
+        return sum(sum(v) / len(v) for v in tasks.values()) / len(tasks)
+
+    def steps(self, phase: str, regime: str | None = None) -> list[int]:
+        return sorted({s for (p, s, r) in self.cells if p == phase and (regime is None or r == regime)})
+
+    def curve(self, regime: str) -> list[tuple[int, float]]:
+        return [(s, v) for s in self.steps("periodic", regime)
+                if (v := self.value("periodic", s, regime)) is not None]
+
+    def final(self, regime: str) -> float | None:
+        steps = self.steps("final", regime)
+        return self.value("final", steps[-1], regime) if steps else None
+
+    def regimes(self, phase: str) -> list[str]:
+        return sorted({r for (p, _, r) in self.cells if p == phase})
+
+
+def auc(curve: Sequence[tuple[int, float]]) -> float | None:
+    """Normalised trapezoid over the evaluated steps (analysis spec 1.3); None for < 2 points."""
+    if len(curve) < 2:
+        return None
+    steps = [s for s, _ in curve]
+    span = steps[-1] - steps[0]
+    if span <= 0:
+        return None
+    area = sum((s1 - s0) * (v0 + v1) / 2 for (s0, v0), (s1, v1) in zip(curve, curve[1:], strict=False))
+    return area / span
+
+
+def _episode_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*.jsonl"))
+    return [path]
+
+
+def _root_of(path: Path) -> str:
+    """The results tree an evidence file belongs to (``.../results`` of ``.../results/evals/RUN/x``)."""
+    parts = path.resolve().parts
+    if "evals" in parts:
+        index = len(parts) - 1 - parts[::-1].index("evals")
+        return str(Path(*parts[:index]))
+    return str(path.resolve().parent)
+
+
+def load_episodes(paths: Iterable[Path], phases: Sequence[str] = ("periodic", "final")) -> dict[tuple[str, str], RunEpisodes]:
+    """Read episode records (files or folders of ``*.jsonl``) into per-run outcome tables.
+
+    Keyed by (results root, run name): the same run name under two results trees (e.g. a replication
+    on a second accelerator stack) stays two runs. Records of other phases are skipped.
+    """
+    from tqdm import tqdm
+
+    files: list[Path] = []
+    for path in paths:
+        if not Path(path).exists():
+            raise UserError(f"{path}: file not found (episode records)")
+        files.extend(_episode_files(Path(path)))
+    runs: dict[tuple[str, str], RunEpisodes] = {}
+    for file in tqdm(files, desc="episode files", unit="file", disable=None, leave=False):
+        root = _root_of(file)
+        for number, record in enumerate(io.iter_jsonl(file), start=1):
+            for key in EPISODE_KEYS:
+                if key not in record:
+                    raise UserError(f"{file}:{number}: missing key '{key}' in the episode record "
+                                    "(CONTRACT 'Episode record'); regenerate the file")
+            if record["phase"] not in phases:
+                continue
+            run = str(record["run"])
+            entry = runs.get((root, run))
+            if entry is None:
+                entry = runs[(root, run)] = RunEpisodes(
+                    run, str(record["condition"]).upper(), str(record["arm"]), int(record["seed"]), root)
+            elif (entry.condition, entry.arm, entry.seed) != (str(record["condition"]).upper(), str(record["arm"]),
+                                                              int(record["seed"])):
+                raise UserError(f"{file}:{number}: run {run} appears with two identities "
+                                "(condition/arm/seed differ between records)")
+            if not entry.files or entry.files[-1] != file:
+                entry.files.append(file)
+            cell = entry.cells.setdefault((record["phase"], int(record["step"]), str(record["regime"])), {})
+            success = record["true_success"]
+            if not isinstance(success, bool):
+                raise UserError(f"{file}:{number}: key 'true_success' should be true/false, found {success!r}")
+            cell.setdefault(str(record["task_id"]), []).append(success)
+    return runs
+
+
+def runs_by_identity(runs: dict[tuple[str, str], RunEpisodes]) -> dict[RunId, list[RunEpisodes]]:
+    grouped: dict[RunId, list[RunEpisodes]] = defaultdict(list)
+    for (_, _), entry in sorted(runs.items()):
+        grouped[entry.ident].append(entry)
+    return dict(grouped)
+
+
+def single_runs(runs: dict[tuple[str, str], RunEpisodes], what: str) -> list[RunEpisodes]:
+    """One entry per run name, in study order; two results trees with the same run is an error here."""
+    by_name: dict[str, RunEpisodes] = {}
+    for entry in runs.values():
+        if entry.run in by_name:
+            raise UserError(f"{what}: run {entry.run} is given from two results trees "
+                            f"({by_name[entry.run].root} and {entry.root}); pass one")
+        by_name[entry.run] = entry
+    return sorted(by_name.values(), key=lambda e: e.ident.order)
+
+
+# ---------------------------------------------------------------- captions
+
+
+def describe_sources(paths: Iterable[Path]) -> list[str]:
+    """Compact, deterministic list of source files for a caption.
+
+    Files that differ only in their run folder collapse to ``results/evals/{a, b}/x.jsonl``; many files
+    in a folder collapse to ``folder/*.jsonl (n files)``.
+    """
+    rel: list[Path] = []
+    cwd = Path.cwd().resolve()
+    for path in paths:
+        resolved = Path(path).resolve()
+        try:
+            rel.append(resolved.relative_to(cwd))
+        except ValueError:
+            rel.append(Path(path))
+    by_folder: dict[Path, list[str]] = defaultdict(list)
+    for path in rel:
+        by_folder[path.parent].append(path.name)
+    # folder -> short description of its files
+    folder_desc: dict[Path, str] = {}
+    for folder, names in by_folder.items():
+        names = sorted(set(names))
+        if len(names) <= 2:
+            folder_desc[folder] = ", ".join(names)
+        else:
+            suffixes = sorted({Path(n).suffix for n in names})
+            folder_desc[folder] = f"*{suffixes[0]} ({len(names)} files)" if len(suffixes) == 1 else f"({len(names)} files)"
+    # collapse folders with the same parent and the same description
+    grouped: dict[tuple[Path, str], list[str]] = defaultdict(list)
+    for folder, desc in folder_desc.items():
+        grouped[(folder.parent, desc)].append(folder.name)
+    out = []
+    for (parent, desc), names in sorted(grouped.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        names = sorted(names)
+        middle = names[0] if len(names) == 1 else "{" + ", ".join(names) + "}"
+        prefix = "" if str(parent) in ("", ".") else f"{parent}/"
+        out.append(f"{prefix}{middle}/{desc}")
+    return out

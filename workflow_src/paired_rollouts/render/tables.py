@@ -1,0 +1,1179 @@
+"""The paper's twelve tables: which inputs each reads, and how its rows are built.
+
+Each table is a :class:`TableSpec` in :data:`TABLES`: the ``--input`` keys it reads (with a short
+description, for ``--help`` and docs/render.md), the ``--settings`` keys it accepts, and a builder that
+turns the parsed registers into a :class:`TableModel` (cells are already-formatted LaTeX from
+``render.format``). The template ``templates/table{N}.tex.j2`` lays the model out; the prose lives in
+the templates, the numbers come only from here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts.errors import UserError
+from paired_rollouts.render import format as fmt
+from paired_rollouts.render import sources as src
+from paired_rollouts.render.format import Tex
+from paired_rollouts.render.sources import Doc, Inputs, KeySpec
+
+REGIME_LABELS = {
+    "clean": "clean",
+    "at_training": "at training",
+    "challenge": "challenge",
+    "noisy_p010": "$p=0.10$",
+    "noisy_p025": "$p=0.25$",
+    "heldout_types": "held-out types",
+}
+ARM_LABELS = {"paired": "paired", "independent": "independent", "clean": "clean (C0)"}
+
+
+def regime_label(regime: str) -> Tex:
+    label = REGIME_LABELS.get(regime)
+    return Tex(label) if label is not None else fmt.escape(regime)
+
+
+# ---------------------------------------------------------------- model
+
+
+@dataclass
+class Row:
+    cells: list[Tex]
+    kind: str = "data"  # data | rule | section
+
+
+@dataclass
+class TableModel:
+    """What a template needs: columns, header groups, rows, footnotes."""
+
+    title: str
+    headers: list[Tex]
+    aligns: list[str]
+    rows: list[Row] = field(default_factory=list)
+    groups: list[tuple[Tex, int]] = field(default_factory=list)  # header groups over columns
+    notes: fmt.Notes = field(default_factory=fmt.Notes)
+    extra_notes: list[Tex] = field(default_factory=list)
+    size: str = r"\small"
+    tabcolsep: str = "4pt"
+    landscape: bool = False
+
+    def add(self, cells: Sequence[Any], kind: str = "data") -> None:
+        cells = [c if isinstance(c, Tex) else fmt.escape(c) for c in cells]
+        if kind == "data" and len(cells) != len(self.headers):
+            raise ValueError(f"row has {len(cells)} cells, table has {len(self.headers)} columns")
+        self.rows.append(Row(cells, kind))
+
+    def rule(self) -> None:
+        if self.rows and self.rows[-1].kind != "rule":
+            self.rows.append(Row([], "rule"))
+
+    def section(self, text: str | Tex) -> None:
+        self.rows.append(Row([text if isinstance(text, Tex) else fmt.escape(text)], "section"))
+
+    def context(self) -> dict[str, Any]:
+        group_cells: list[Tex] = []
+        group_rules: list[Tex] = []
+        column = 1
+        for label, span in self.groups:
+            if span == 1 and not label:
+                group_cells.append(Tex(""))
+            else:
+                group_cells.append(Tex(f"\\multicolumn{{{span}}}{{c}}{{{fmt.escape(label)}}}"))
+                if label:
+                    group_rules.append(Tex(f"{column}-{column + span - 1}"))
+            column += span
+        if self.groups and column - 1 != len(self.headers):
+            raise ValueError("header groups do not span the columns")
+        return {
+            "title": self.title,
+            "headers": self.headers,
+            "colspec": Tex("@{}" + "".join(self.aligns) + "@{}"),
+            "ncols": Tex(str(len(self.headers))),
+            "groups": group_cells,
+            "group_rules": group_rules,
+            "rows": self.rows,
+            "notes": self.notes.items,
+            "extra_notes": self.extra_notes,
+            "size": Tex(self.size),
+            "tabcolsep": Tex(self.tabcolsep),
+            "landscape": self.landscape,
+            "notes_width": Tex(r"\linewidth"),
+            "needs_extra": Tex(r" and \usepackage{pdflscape}" if self.landscape else ""),
+        }
+
+
+@dataclass
+class Context:
+    inputs: Inputs
+    scale: str
+    settings: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    number: int
+    title: str
+    keys: dict[str, KeySpec]
+    build: Callable[[Context], TableModel]
+    settings: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def template(self) -> str:
+        return f"table{self.number}.tex.j2"
+
+
+P = Tex(r"\textsc{p}")  # short column labels
+I_ = Tex(r"\textsc{i}")
+DELTA = Tex(r"$\Delta$")
+GE = Tex(r"$\geq$")
+LE = Tex(r"$\leq$")
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    clean = [v for v in values if v is not None]
+    return sum(clean) / len(clean) if clean and len(clean) == len(values) else None
+
+
+def _diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def _run_label(run: str) -> Tex:
+    return Tex(r"\texttt{" + fmt.escape(run) + "}")
+
+
+def _decisions(ctx: Context) -> list[Doc]:
+    return [src.load_decision(p) for p in ctx.inputs.files("decisions")]
+
+
+def _not_computed(block: Doc | None) -> str | None:
+    """The reason a hypothesis block cannot be shown, or None when it can."""
+    if block is None:
+        return "hypothesis absent from the decision register"
+    if block.opt("computed") is False:
+        return f"not computed: {block.opt('reason') or 'no reason given'}"
+    return None
+
+
+# ---------------------------------------------------------------- table 1: run matrix
+
+
+def build_table1(ctx: Context) -> TableModel:
+    table = TableModel(
+        "Run matrix",
+        [Tex("Run"), Tex("Cond."), Tex("Arm"), Tex("Seed"), Tex("Noise"),
+         Tex(r"Steps\,$\times$\,prompts\,$\times$\,$G$"), Tex("Accelerator"), Tex("Software stack")],
+        ["l", "l", "l", "r", "l", "r", "l", r">{\raggedright\arraybackslash}p{3.7cm}"],
+        size=r"\footnotesize",
+        tabcolsep="3pt",
+    )
+    entries = []
+    for path in ctx.inputs.files("manifests"):
+        doc = src.load_manifest(path)
+        entries.append((src.run_identity(doc), src.manifest_stack(doc)))
+    entries.sort(key=lambda e: e[0].order)
+    last_condition = None
+    gap = "not recorded in the run manifest"
+    for ident, stack in entries:
+        if ident.condition != last_condition:
+            if last_condition is not None:
+                table.rule()
+            last_condition = ident.condition
+        versions = stack["versions"]
+        order = ["torch", "transformers", "trl", "vllm", "peft"]
+        shown = [f"{name} {versions[name]}" for name in order if name in versions]
+        accelerator = stack["accelerator"] or stack["hardware"]
+        if stack["accelerator"] and stack["hardware"] and stack["hardware"] != stack["accelerator"]:
+            accelerator = f"{stack['accelerator']} ({stack['hardware']})"
+        p, q = _num(stack["p"]), _num(stack["q"])
+        if p is None and q is None:
+            noise = fmt.missing(table.notes, gap)
+        else:
+            parts = [f"${name}={fmt.prop(value, 2)}$" for name, value in (("p", p), ("q", q)) if value]
+            noise = Tex(", ".join(parts) if parts else "none")
+        sizes = [_int(stack["steps"]), _int(stack["prompts"]), _int(stack["G"])]
+        table.add([
+            _run_label(ident.run), ident.condition, ident.arm, fmt.integer(ident.seed), noise,
+            Tex("\\,$\\times$\\,".join(fmt.integer(v) for v in sizes)) if all(v is not None for v in sizes)
+            else fmt.missing(table.notes, gap),
+            fmt.escape(accelerator) if accelerator else fmt.missing(table.notes, gap),
+            fmt.join(shown, "; ") if shown else fmt.missing(table.notes, gap),
+        ])
+    return table
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+# ---------------------------------------------------------------- table 2: registered outcomes
+
+
+def _outcome_rows(table: TableModel, hyp: str, condition: str, criteria: list[tuple], passes: bool | None,
+                  reason: str | None = None) -> None:
+    """One hypothesis: a row per criterion (text, needed, got, interval, met); outcome on the first."""
+    if reason is not None:
+        table.add([hyp, condition, "---", "", fmt.missing(table.notes, reason), "", "",
+                   fmt.mark(None, table.notes, reason)])
+        return
+    for index, (text, needed, got, interval, met) in enumerate(criteria):
+        table.add([
+            Tex(r"\textbf{" + fmt.escape(hyp) + "}") if index == 0 else "",
+            condition if index == 0 else "",
+            text, needed, got, interval,
+            Tex("yes" if met else "no") if met is not None else fmt.missing(table.notes, "criterion not reported"),
+            fmt.mark(passes) if index == 0 else "",
+        ])
+
+
+def _h1a_rows(table: TableModel, decision: Doc) -> None:
+    condition = decision.req("condition")
+    block = src.hypothesis(decision, "H1a")
+    reason = _not_computed(block)
+    if reason is not None:
+        _outcome_rows(table, "H1a", condition, [], None, reason)
+        return
+    if condition == "C4":
+        rule = block.sub("rule")
+        within = rule.number("independent_within")
+        expected = block.number("expected_independent_rate")
+        at_most = rule.number("paired_at_most")
+        criteria = [
+            ("spurious rate, independent arm (all-correct groups)",
+             Tex(f"{fmt.prop(expected)}\\,$\\pm$\\,{fmt.prop(within)}"),
+             fmt.prop(block.number("spurious_rate_independent"), 3, table.notes, "no all-correct group"), "",
+             rule.opt("independent_criterion")),
+            ("spurious rate, paired arm", Tex(f"{LE} {fmt.prop(at_most)}"),
+             fmt.prop(block.number("spurious_rate_paired"), 3, table.notes, "no all-correct group"), "",
+             rule.opt("paired_criterion")),
+        ]
+    else:
+        rule = block.sub("rule")
+        luck = block.req("luck_share_step0")
+        runs = block.req("runs")
+        lams = [v.get("lam") for v in luck.values()] if isinstance(luck, dict) else []
+        lows = [(v.get("ci95") or [None])[0] for v in luck.values()] if isinstance(luck, dict) else []
+        n = len(runs) if isinstance(runs, dict) else 0
+        luck_ok = sum(1 for v in runs.values() if v.get("luck_criterion")) if n else 0
+        share_ok = sum(1 for v in runs.values() if v.get("sharing_criterion")) if n else 0
+        lam_min = min((v for v in lams if v is not None), default=None)
+        low_min = min((v for v in lows if v is not None), default=None)
+        criteria = [
+            ("luck share at step 0, smallest over runs", Tex(f"{GE} {fmt.prop(rule.number('lambda_at_least'))}"),
+             fmt.prop(lam_min, 3, table.notes, "no luck share defined"), "", luck_ok == n and n > 0),
+            (Tex("lower 95\\,\\% bound of the luck share, smallest"), Tex(f"$>$ {fmt.prop(rule.number('lower_bound_above'))}"),
+             fmt.prop(low_min, 3, table.notes, "no luck-share interval"), "", luck_ok == n and n > 0),
+            ("runs whose groups share seeds as designed", Tex(f"{fmt.integer(n)}/{fmt.integer(n)}"),
+             Tex(f"{fmt.integer(share_ok)}/{fmt.integer(n)}"), "", share_ok == n and n > 0),
+        ]
+    _outcome_rows(table, "H1a", condition, criteria, bool(block.req("passes")))
+
+
+def _h2_rows(table: TableModel, decision: Doc, name: str) -> None:
+    condition = decision.req("condition")
+    block = src.hypothesis(decision, name)
+    reason = _not_computed(block)
+    if reason is not None:
+        _outcome_rows(table, name, condition, [], None, reason)
+        return
+    rule = block.sub("rule")
+    diffs = block.numbers("auc_difference_by_seed")
+    positive = sum(1 for d in diffs if d is not None and d > 0)
+    criteria = [
+        (f"mean AUC difference, paired $-$ independent ({regime_label(str(block.opt('validation_set', default='validation')))})",
+         Tex(f"{GE} {fmt.prop(rule.number('mean_at_least'))}"),
+         fmt.signed(block.number("auc_difference_mean")),
+         fmt.interval(block.req("auc_difference_ci95"), notes=table.notes), rule.opt("mean_criterion")),
+        ("seeds with a positive AUC difference", Tex(f"{fmt.integer(len(diffs))}/{fmt.integer(len(diffs))}"),
+         Tex(f"{fmt.integer(positive)}/{fmt.integer(len(diffs))}"), "", rule.opt("every_seed_positive")),
+        (f"final success, paired $-$ independent ({regime_label(str(block.opt('final_set', default='final')))})",
+         Tex(f"{GE} 0"), fmt.signed(block.number("final_difference_mean")), "", rule.opt("final_direction")),
+    ]
+    criteria = [(Tex(c[0]), *c[1:]) for c in criteria]
+    _outcome_rows(table, name, condition, criteria, bool(block.req("passes")))
+
+
+def _h3_rows(table: TableModel, decision: Doc) -> None:
+    block = src.hypothesis(decision, "H3")
+    reason = _not_computed(block)
+    if reason is not None:
+        _outcome_rows(table, "H3", "C2", [], None, reason)
+        return
+    rule = block.sub("rule")
+    diffs = block.numbers("difference_by_seed")
+    positive = sum(1 for d in diffs if d is not None and d > 0)
+    steps = ", ".join(str(s) for s in block.req("steps"))
+    criteria = [
+        (Tex(f"challenge success, paired $-$ independent (steps {fmt.escape(steps)})"),
+         Tex(f"{GE} {fmt.prop(rule.number('mean_at_least'))}"), fmt.signed(block.number("difference_mean")),
+         fmt.interval(block.req("ci95"), notes=table.notes), rule.opt("mean_criterion")),
+        ("seeds with a positive difference", Tex(f"{fmt.integer(len(diffs))}/{fmt.integer(len(diffs))}"),
+         Tex(f"{fmt.integer(positive)}/{fmt.integer(len(diffs))}"), "", rule.opt("every_seed_positive")),
+    ]
+    _outcome_rows(table, "H3", "C2", criteria, bool(block.req("passes")))
+
+
+def _h5_rows(table: TableModel, decision: Doc) -> None:
+    block = src.hypothesis(decision, "H5")
+    reason = _not_computed(block)
+    if reason is not None:
+        _outcome_rows(table, "H5", "C2", [], None, reason)
+        return
+    rule = block.sub("rule")
+    bound = rule.number("lower_bound_above")
+    lower = block.number("ci90_lower")
+    criteria = [
+        (Tex("held-out fault types, paired $-$ independent: lower 90\\,\\% bound"),
+         Tex(f"$>$ {fmt.signed(bound)}"), fmt.signed(lower),
+         fmt.interval(block.req("difference_ci90"), notes=table.notes),
+         None if lower is None or bound is None else lower > bound),
+        ("mean difference (reported)", "", fmt.signed(block.number("difference_mean")), "", None),
+    ]
+    _outcome_rows(table, "H5", "C2", criteria[:1], bool(block.req("passes")))
+    table.add(["", "", criteria[1][0], "", criteria[1][2], "", "", ""])
+
+
+def _h1b_rows(table: TableModel, probe: Doc) -> None:
+    verdict = probe.sub("verdict")
+    n = int(verdict.number("checkpoints") or 0)
+    outcome_wins = int(verdict.number("outcome_wins") or 0)
+    transition_wins = int(verdict.number("transition_wins") or 0)
+    trajectory = str(probe.req("trajectory"))
+    criteria = [
+        (Tex(f"outcome noise: MC variance paired $<$ independent (\\texttt{{{fmt.escape(trajectory)}}})"),
+         Tex(f"{fmt.integer(n)}/{fmt.integer(n)}"), Tex(f"{fmt.integer(outcome_wins)}/{fmt.integer(n)}"), "",
+         verdict.opt("outcome_noise_every_checkpoint")),
+        ("transition noise: MC variance paired < resampled independent",
+         Tex(f"$>$ {fmt.integer(n)}/2"), Tex(f"{fmt.integer(transition_wins)}/{fmt.integer(n)}"), "",
+         verdict.opt("transition_noise_majority")),
+    ]
+    _outcome_rows(table, "H1b", "C2", criteria, bool(verdict.req("passes")))
+
+
+def build_table2(ctx: Context) -> TableModel:
+    table = TableModel(
+        "Registered outcomes",
+        [Tex("Hyp."), Tex("Cond."), Tex("Criterion"), Tex("Needed"), Tex("Got"), Tex("Interval"), Tex("Met"),
+         Tex("Outcome")],
+        ["l", "l", r">{\raggedright\arraybackslash}p{5.6cm}", "r", "r", "r", "c", "l"],
+        size=r"\footnotesize",
+    )
+    decisions = _decisions(ctx)
+    by_condition = {d.req("condition"): d for d in decisions}
+    if len(by_condition) != len(decisions):
+        raise UserError("table 2: two decision registers for one condition; pass one per condition")
+    c2, c4 = by_condition.get("C2"), by_condition.get("C4")
+    if c2 is not None:
+        _h1a_rows(table, c2)
+    if c4 is not None:
+        table.rule()
+        _h1a_rows(table, c4)
+    probes = [src.load_probe(p) for p in ctx.inputs.files("probe")]
+    for probe in sorted(probes, key=lambda d: str(d.req("trajectory"))):
+        table.rule()
+        _h1b_rows(table, probe)
+    if c2 is not None:
+        table.rule()
+        _h2_rows(table, c2, "H2a")
+    if c4 is not None:
+        table.rule()
+        _h2_rows(table, c4, "H2b")
+    if c2 is not None:
+        table.rule()
+        _h3_rows(table, c2)
+        table.rule()
+        _h5_rows(table, c2)
+    for doc in decisions:
+        if doc.opt("complete") is False:
+            missing = doc.opt("missing") or []
+            table.extra_notes.append(fmt.escape(
+                f"{doc.req('condition')}: the register is incomplete ({len(missing)} item(s) missing: "
+                + "; ".join(str(m) for m in missing[:3]) + ")."))
+    _rules_note(ctx, decisions, table)
+    return table
+
+
+def _rules_note(ctx: Context, decisions: list[Doc], table: TableModel) -> None:
+    """State whether the rules file given is the one the decisions applied (by sha256)."""
+    rules = ctx.inputs.files("rules")
+    if not rules:
+        return
+    from paired_rollouts import io
+
+    digest = io.sha256_file(rules[0])
+    for doc in decisions:
+        recorded = doc.opt("rules_sha256")
+        if recorded is None:
+            continue
+        status = "matches" if recorded == digest else "DIFFERS FROM"
+        table.extra_notes.append(fmt.escape(
+            f"{doc.req('condition')}: the rules file's sha256 ({digest[:12]}) {status} the one the decision "
+            f"applied ({str(recorded)[:12]})."))
+
+
+# ---------------------------------------------------------------- tables 3 and 4: primary endpoints
+
+
+def _primary_table(ctx: Context, condition: str, name: str, title: str, with_reference: bool) -> TableModel:
+    decision = src.decision_for(_decisions(ctx), condition, f"table for {condition}")
+    block = src.hypothesis(decision, name)
+    headers = [Tex("Seed"), P, I_, DELTA]
+    aligns = ["l", "r", "r", "r"]
+    if with_reference:
+        headers += [Tex("C0")]
+        aligns += ["r"]
+    headers += [P, I_, DELTA]
+    aligns += ["r", "r", "r"]
+    if with_reference:
+        headers += [Tex("C0")]
+        aligns += ["r"]
+    span = 4 if with_reference else 3
+    table = TableModel(title, headers, aligns, size=r"\small")
+    reason = _not_computed(block)
+    if reason is not None:
+        table.groups = [(Tex(""), 1), (Tex("Validation AUC"), span), (Tex("Final test success"), span)]
+        table.add([fmt.missing(table.notes, reason)] + [Tex("")] * (len(headers) - 1))
+        return table
+    val_set = str(block.opt("validation_set", default="validation"))
+    final_set = str(block.opt("final_set", default="final"))
+    table.groups = [(Tex(""), 1), (Tex(f"Validation AUC ({regime_label(val_set)})"), span),
+                    (Tex(f"Final test success ({regime_label(final_set)})"), span)]
+    seeds = [int(s) for s in block.req("seeds")]
+    auc_p, auc_i = block.numbers("auc_paired"), block.numbers("auc_independent")
+    auc_d = block.numbers("auc_difference_by_seed")
+    fin_p, fin_i = block.numbers("final_paired_by_seed"), block.numbers("final_independent_by_seed")
+    for key, values in (("auc_paired", auc_p), ("auc_independent", auc_i), ("auc_difference_by_seed", auc_d),
+                        ("final_paired_by_seed", fin_p), ("final_independent_by_seed", fin_i)):
+        if len(values) != len(seeds):
+            raise UserError(f"{decision.path}: key '{name}.{key}' has {len(values)} values for "
+                            f"{len(seeds)} seeds")
+    ref_auc: dict[int, float | None] = {}
+    ref_fin: dict[int, float | None] = {}
+    ref_mean_auc = ref_mean_fin = None
+    no_ref = "no clean-trained (C0) run with this seed"
+    if with_reference:
+        secondary = decision.opt("secondary")
+        reference = secondary.get("clean_reference") if isinstance(secondary, dict) else None
+        if reference:
+            sec = decision.sub("secondary")
+            for run in reference.get("runs", []):
+                parsed = src.parse_run(run)
+                if parsed is None:
+                    continue
+                ref_auc[parsed[2]] = _num(sec.opt("auc", run, val_set))
+                ref_fin[parsed[2]] = _num(sec.opt("final", run, final_set))
+            ref_mean_auc = _num(sec.opt("arms", "clean", "auc", val_set))
+            ref_mean_fin = _num(sec.opt("arms", "clean", "final", final_set))
+        else:
+            no_ref = "no clean-trained (C0) reference in the decision register"
+    for i, seed in enumerate(seeds):
+        cells = [fmt.integer(seed), fmt.prop(auc_p[i]), fmt.prop(auc_i[i]), fmt.signed(auc_d[i])]
+        if with_reference:
+            cells.append(fmt.prop(ref_auc.get(seed), 3, table.notes, no_ref))
+        cells += [fmt.prop(fin_p[i]), fmt.prop(fin_i[i]), fmt.signed(_diff(fin_p[i], fin_i[i]))]
+        if with_reference:
+            cells.append(fmt.prop(ref_fin.get(seed), 3, table.notes, no_ref))
+        table.add(cells)
+    table.rule()
+    cells = [Tex("mean"), fmt.prop(_mean(auc_p)), fmt.prop(_mean(auc_i)),
+             fmt.signed(block.number("auc_difference_mean"))]
+    if with_reference:
+        cells.append(fmt.prop(ref_mean_auc, 3, table.notes, no_ref))
+    cells += [fmt.prop(_mean(fin_p)), fmt.prop(_mean(fin_i)), fmt.signed(block.number("final_difference_mean"))]
+    if with_reference:
+        cells.append(fmt.prop(ref_mean_fin, 3, table.notes, no_ref))
+    table.add(cells)
+    ci = block.req("auc_difference_ci95")
+    cells = [Tex("95\\,\\% CI"), "", "", fmt.interval(ci, notes=table.notes)]
+    if with_reference:
+        cells.append("")
+    cells += ["", "", ""] + ([""] if with_reference else [])
+    table.add(cells)
+    boot = decision.opt("bootstrap") or {}
+    table.extra_notes.append(fmt.escape(
+        f"{name} {'passes' if block.req('passes') else 'misses'}; bootstrap: {boot.get('resamples')} resamples, "
+        f"seed {boot.get('seed')}; {block.opt('tasks')} validation tasks, {block.opt('final_tasks', default='?')} "
+        "final tasks."))
+    return table
+
+
+def build_table3(ctx: Context) -> TableModel:
+    return _primary_table(ctx, "C2", "H2a", "C2 primary endpoints by seed", with_reference=False)
+
+
+def build_table4(ctx: Context) -> TableModel:
+    return _primary_table(ctx, "C4", "H2b", "C4 primary endpoints by seed", with_reference=True)
+
+
+# ---------------------------------------------------------------- table 5: probe ratios
+
+
+def build_table5(ctx: Context) -> TableModel:
+    table = TableModel(
+        "Gradient-probe variance ratios by checkpoint",
+        [Tex("Step"), Tex("$L/R$"), Tex("outcome"), Tex("transition"), Tex("stratified"), Tex("outcome"),
+         Tex("transition")],
+        ["r", "r", "r", "r", "r", "r", "r"],
+        groups=[(Tex(""), 2), (Tex("MC: paired / independent"), 3), (Tex("SW: paired / independent"), 2)],
+    )
+    probes = sorted((src.load_probe(p) for p in ctx.inputs.files("probe")), key=lambda d: str(d.req("trajectory")))
+    for index, probe in enumerate(probes):
+        if index:
+            table.rule()
+        table.section(Tex(r"trajectory \texttt{" + fmt.escape(str(probe.req("trajectory"))) + "}"))
+        for step in src.probe_steps(probe):
+            cp = probe.sub("checkpoints", str(step))
+            table.add([
+                fmt.integer(step),
+                fmt.prop(cp.number("outcome", "lhs_over_rhs"), 3, table.notes, "no successful rollout (R = 0)"),
+                fmt.prop(cp.number("outcome", "mean_centered", "ratio_paired_over_independent"), 3, table.notes,
+                         "ratio undefined"),
+                fmt.prop(cp.number("transition", "mean_centered", "ratio_paired_over_independent"), 3, table.notes,
+                         "ratio undefined"),
+                fmt.prop(cp.number("transition", "mean_centered", "ratio_paired_over_stratified"), 3, table.notes,
+                         "ratio undefined"),
+                fmt.prop(cp.number("outcome", "implemented", "ratio_paired_over_independent"), 3, table.notes,
+                         "ratio undefined"),
+                fmt.prop(cp.number("transition", "implemented", "ratio_paired_over_independent"), 3, table.notes,
+                         "ratio undefined"),
+            ])
+        verdict = probe.sub("verdict")
+        n = int(verdict.number("checkpoints") or 0)
+        table.section(Tex(
+            f"H1b {'passes' if verdict.req('passes') else 'misses'}: outcome {fmt.integer(int(verdict.number('outcome_wins') or 0))}/"
+            f"{fmt.integer(n)}, transition {fmt.integer(int(verdict.number('transition_wins') or 0))}/{fmt.integer(n)} "
+            "checkpoints with paired $<$ independent"))
+    if not probes:
+        raise UserError("table 5: no --input probe=PATH given")
+    return table
+
+
+# ---------------------------------------------------------------- table 6: predictions
+
+
+def _resolve_quantity(ctx: Context, quantity: str, docs: dict[str, Any]) -> tuple[float | None, str]:
+    """ASSUMPTION (predictions): 'decision:C2:H2a.auc_difference_mean', 'probe:TRAJ:verdict.x.y',
+    'luck:RUN:STEP:lam'. Returns (value, where)."""
+    parts = quantity.split(":")
+    kind = parts[0]
+    try:
+        if kind == "decision":
+            doc = docs["decision"][parts[1].upper()]
+            keys = parts[2].split(".")
+        elif kind == "probe":
+            doc = docs["probe"][parts[1]]
+            keys = parts[2].split(".")
+        elif kind == "luck":
+            doc = docs["luck"][(parts[1], int(parts[2]))]
+            keys = parts[3].split(".")
+        else:
+            return None, "unknown source"
+    except (KeyError, IndexError, ValueError):
+        return None, "source not among the inputs"
+    value = doc.opt(*keys)
+    return (_num(value), str(doc.path)) if _num(value) is not None else (None, "key absent")
+
+
+def _prediction_target(entry: dict[str, Any]) -> tuple[Tex, Callable[[float], bool] | None]:
+    """Registered target of a prediction (ASSUMPTION: at_least / at_most / between / equals+tolerance)."""
+    if isinstance(entry.get("predicted"), dict):
+        entry = {**entry, **entry["predicted"]}
+    if "between" in entry and isinstance(entry["between"], list) and len(entry["between"]) == 2:
+        lo, hi = (float(v) for v in entry["between"])
+        return fmt.interval([lo, hi], sign=False), lambda v: lo <= v <= hi
+    if "at_least" in entry:
+        lo = float(entry["at_least"])
+        return Tex(f"{GE} {fmt.prop(lo)}"), lambda v: v >= lo
+    if "above" in entry:
+        lo = float(entry["above"])
+        return Tex(f"$>$ {fmt.prop(lo)}"), lambda v: v > lo
+    if "at_most" in entry:
+        hi = float(entry["at_most"])
+        return Tex(f"{LE} {fmt.prop(hi)}"), lambda v: v <= hi
+    if "below" in entry:
+        hi = float(entry["below"])
+        return Tex(f"$<$ {fmt.prop(hi)}"), lambda v: v < hi
+    if "equals" in entry:
+        target = float(entry["equals"])
+        tol = float(entry.get("tolerance", 0.0))
+        return Tex(f"{fmt.prop(target)}\\,$\\pm$\\,{fmt.prop(tol)}"), lambda v: abs(v - target) <= tol
+    for key in ("value", "predicted"):
+        if _num(entry.get(key)) is not None:
+            return fmt.prop(float(entry[key])), None
+    text = entry.get("predicted") or entry.get("expected")
+    return (fmt.escape(str(text)) if text is not None else Tex("")), None
+
+
+def build_table6(ctx: Context) -> TableModel:
+    decisions = {d.req("condition"): d for d in _decisions(ctx)}
+    probes = {str(d.req("trajectory")): d for d in (src.load_probe(p) for p in ctx.inputs.files("probe"))}
+    lucks = {}
+    for path in ctx.inputs.files("luck"):
+        doc = src.load_luck(path)
+        lucks[(str(doc.req("run")), int(doc.req("step")))] = doc
+    rules = [src.load_rules(p) for p in ctx.inputs.files("rules")]
+    predictions = rules[0].opt("predictions") if rules else None
+    if predictions:
+        return _predictions_table(ctx, rules[0], predictions, {"decision": decisions, "probe": probes, "luck": lucks})
+    return _thresholds_table(ctx, decisions, probes, lucks)
+
+
+def _predictions_table(ctx: Context, rules: Doc, predictions: Any, docs: dict[str, Any]) -> TableModel:
+    table = TableModel(
+        "Registered numeric predictions and outcomes",
+        [Tex("ID"), Tex("Prediction"), Tex("Registered"), Tex("Observed"), Tex("Met")],
+        ["l", r">{\raggedright\arraybackslash}p{7.2cm}", "r", "r", "c"],
+        size=r"\footnotesize",
+    )
+    if isinstance(predictions, dict):
+        items = [{"id": k, **(v if isinstance(v, dict) else {"text": v})} for k, v in predictions.items()]
+    elif isinstance(predictions, list):
+        items = [p if isinstance(p, dict) else {"text": str(p)} for p in predictions]
+    else:
+        raise UserError(f"{rules.path}: key 'predictions' should be a list or a mapping")
+    for index, entry in enumerate(items):
+        ident = str(entry.get("id", f"P{index + 1}"))
+        text = entry.get("text") or entry.get("statement") or entry.get("description") or entry.get("prediction") or ""
+        registered, check = _prediction_target(entry)
+        quantity = entry.get("quantity") or entry.get("observed") or entry.get("source")
+        if isinstance(quantity, str):
+            value, why = _resolve_quantity(ctx, quantity, docs)
+        else:
+            value, why = None, "no machine-readable quantity registered"
+        observed = fmt.prop(value, 3, table.notes, why if value is None else None)
+        met: Tex
+        if value is None or check is None:
+            met = fmt.missing(table.notes, "not checked automatically" if value is not None else why)
+        else:
+            met = Tex("yes" if check(value) else "no")
+        table.add([ident, str(text), registered, observed, met])
+    return table
+
+
+def _thresholds_table(ctx: Context, decisions: dict[str, Doc], probes: dict[str, Doc],
+                      lucks: dict[tuple[str, int], Doc]) -> TableModel:
+    table = TableModel(
+        "Registered thresholds and observed values",
+        [Tex("Hyp."), Tex("Quantity"), Tex("Registered"), Tex("Observed"), Tex("Margin"), Tex("Met")],
+        ["l", r">{\raggedright\arraybackslash}p{6.4cm}", "r", "r", "r", "c"],
+        size=r"\footnotesize",
+    )
+    table.extra_notes.append(Tex(
+        "The rules file lists no \\texttt{predictions}; the table shows each registered threshold against the "
+        "observed value. Margin = observed $-$ threshold (for an upper limit: threshold $-$ observed), so a "
+        "positive margin meets the rule."))
+
+    def row(hyp: str, quantity: Any, threshold: float | None, observed: float | None, lower: bool = True,
+            strict: bool = False, reason: str = "not available") -> None:
+        margin = None if threshold is None or observed is None else (observed - threshold if lower else threshold - observed)
+        sign = ("$>$" if strict else GE) if lower else ("$<$" if strict else LE)
+        met = None if margin is None else (margin > 0 if strict else margin >= 0)
+        table.add([hyp, quantity, Tex(f"{sign} {fmt.prop(threshold)}") if threshold is not None
+                   else fmt.missing(table.notes, "threshold not in the register"),
+                   fmt.signed(observed, 3, table.notes, reason), fmt.signed(margin, 3, table.notes, reason),
+                   Tex("yes" if met else "no") if met is not None else fmt.missing(table.notes, reason)])
+
+    c2, c4 = decisions.get("C2"), decisions.get("C4")
+    if c2 is not None and (h1a := src.hypothesis(c2, "H1a")) is not None and _not_computed(h1a) is None:
+        rule = h1a.sub("rule")
+        for run, entry in sorted((h1a.opt("luck_share_step0") or {}).items()):
+            ci = entry.get("ci95") or [None, None]
+            row("H1a", Tex(f"luck share $\\lambda_0$, \\texttt{{{fmt.escape(run)}}}"),
+                rule.number("lambda_at_least"), _num(entry.get("lam")))
+            row("", Tex("\\quad lower 95\\,\\% bound"), rule.number("lower_bound_above"), _num(ci[0]), strict=True)
+    elif lucks:
+        for (run, step), doc in sorted(lucks.items()):
+            if step == 0 and run.startswith("c2-"):
+                row("H1a", Tex(f"luck share $\\lambda_0$, \\texttt{{{fmt.escape(run)}}}"), None, doc.number("lam"))
+    if c4 is not None and (h1a := src.hypothesis(c4, "H1a")) is not None and _not_computed(h1a) is None:
+        rule = h1a.sub("rule")
+        table.rule()
+        expected = h1a.number("expected_independent_rate")
+        within = rule.number("independent_within")
+        rate_i = h1a.number("spurious_rate_independent")
+        dev = None if rate_i is None or expected is None else abs(rate_i - expected)
+        row("H1a", Tex("C4: $|$spurious rate (independent) $-$ $1-(1-q)^G-q^G|$"), within, dev, lower=False)
+        row("", "C4: spurious rate (paired)", rule.number("paired_at_most"), h1a.number("spurious_rate_paired"),
+            lower=False)
+    for trajectory, probe in sorted(probes.items()):
+        table.rule()
+        ratios = probe.opt("verdict", "ratios_by_step") or {}
+        for kind, label in (("outcome", "outcome"), ("transition_resampled", "transition")):
+            for step, value in sorted((ratios.get(kind) or {}).items(), key=lambda kv: int(kv[0])):
+                row("H1b" if kind == "outcome" and step == sorted(ratios.get(kind), key=int)[0] else "",
+                    Tex(f"MC {label} ratio, \\texttt{{{fmt.escape(trajectory)}}} step {int(step)}"), 1.0,
+                    _num(value), lower=False, strict=True)
+    for cond, name in (("C2", "H2a"), ("C4", "H2b")):
+        doc = decisions.get(cond)
+        block = src.hypothesis(doc, name) if doc is not None else None
+        if block is None or _not_computed(block) is not None:
+            continue
+        table.rule()
+        rule = block.sub("rule")
+        row(name, f"{cond}: mean AUC difference", rule.number("mean_at_least"), block.number("auc_difference_mean"))
+        diffs = block.numbers("auc_difference_by_seed")
+        for seed, value in zip(block.req("seeds"), diffs, strict=False):
+            row("", Tex(f"\\quad seed {int(seed)}"), 0.0, value, strict=True)
+        row("", f"{cond}: final success difference", 0.0, block.number("final_difference_mean"))
+    if c2 is not None:
+        for name, key, rule_key, strict in (("H3", "difference_mean", "mean_at_least", False),
+                                            ("H5", "ci90_lower", "lower_bound_above", True)):
+            block = src.hypothesis(c2, name)
+            if block is None or _not_computed(block) is not None:
+                continue
+            table.rule()
+            label = "C2: challenge difference (mean)" if name == "H3" else "C2: held-out types, lower 90 % bound"
+            row(name, label, block.sub("rule").number(rule_key), block.number(key), strict=strict)
+    if not table.rows:
+        table.add(["---", "no decision, probe or luck register given", "", "", "", ""])
+    return table
+
+
+# ---------------------------------------------------------------- table 7: C2 secondary endpoints
+
+
+def build_table7(ctx: Context) -> TableModel:
+    decision = src.decision_for(_decisions(ctx), "C2", "table 7")
+    final_regimes = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge"]
+    table = TableModel(
+        "C2 secondary endpoints",
+        [Tex("Run"), Tex("Steps to $T$"), Tex("AUC")] + [regime_label(r) for r in final_regimes],
+        ["l", "r", "r"] + ["r"] * len(final_regimes),
+        groups=[(Tex(""), 3), (Tex("Final test success"), len(final_regimes))],
+        size=r"\footnotesize",
+    )
+    if decision.opt("secondary") is None:
+        table.add([fmt.missing(table.notes, "the decision register has no secondary block")] + [""] * 7)
+        return table
+    sec = decision.sub("secondary")
+    threshold = sec.number("threshold")
+    curve = str(sec.req("threshold_curve"))
+    steps = sec.req("steps")
+    horizon = int(steps[-1]) if steps else None
+    table.groups[0] = (Tex(f"threshold $T={fmt.prop(threshold)}$ on {regime_label(curve)}"), 3)
+    stt = sec.req("steps_to_threshold")
+    runs = sorted({*stt.keys(), *(sec.opt("final") or {}).keys()},
+                  key=lambda r: (src.ARM_ORDER.get((src.parse_run(r) or ("", "", 0))[1], 9), r))
+    by_arm: dict[str, list[str]] = defaultdict(list)
+    for run in runs:
+        parsed = src.parse_run(run)
+        by_arm[parsed[1] if parsed else "other"].append(run)
+    first = True
+    for arm in sorted(by_arm, key=lambda a: src.ARM_ORDER.get(a, 9)):
+        if not first:
+            table.rule()
+        first = False
+        table.section(ARM_LABELS.get(arm, arm))
+        for run in by_arm[arm]:
+            entry = stt.get(run) or {}
+            cells = [_run_label(run)]
+            if run in stt:
+                cells.append(fmt.censored_steps(_num(entry.get("step")), bool(entry.get("censored")), horizon,
+                                                notes=table.notes))
+            else:
+                cells.append(fmt.missing(table.notes, "not in the register"))
+            cells.append(fmt.prop(_num(sec.opt("auc", run, curve)), 3, table.notes, "not evaluated"))
+            for regime in final_regimes:
+                cells.append(fmt.prop(_num(sec.opt("final", run, regime)), 3, table.notes, "not evaluated"))
+            table.add(cells)
+        summary = sec.opt("steps_to_threshold_by_arm", arm) or {}
+        reached = summary.get("reached")
+        total = summary.get("runs")
+        median = _num(summary.get("median_reached"))
+        steps_cell = (Tex(f"{fmt.prop(median, 1) if median is not None else '---'} ({fmt.integer(int(reached))}/"
+                          f"{fmt.integer(int(total))})") if reached is not None and total is not None else Tex(""))
+        cells = [Tex(r"\textit{mean}"), steps_cell, fmt.prop(_num(sec.opt("arms", arm, "auc", curve)), 3,
+                                                              table.notes, "not evaluated")]
+        for regime in final_regimes:
+            cells.append(fmt.prop(_num(sec.opt("arms", arm, "final", regime)), 3, table.notes, "not evaluated"))
+        table.add(cells)
+    table.extra_notes.append(Tex(
+        f"Steps to $T$: first evaluated step whose {regime_label(curve)} success reaches $T$, linearly "
+        f"interpolated; $>${horizon if horizon is not None else '?'} = never reached (censored). "
+        "Mean rows: median over the runs that reached $T$ (reached/runs), and means over seeds."))
+    return table
+
+
+# ---------------------------------------------------------------- episode-based tables
+
+
+def _episodes(ctx: Context, what: str) -> list[src.RunEpisodes]:
+    runs = src.load_episodes(ctx.inputs.files("episodes"))
+    if not runs:
+        raise UserError(f"{what}: the episode files hold no periodic or final records")
+    return src.single_runs(runs, what)
+
+
+def build_table8(ctx: Context) -> TableModel:
+    runs = _episodes(ctx, "table 8")
+    regimes = ["clean", "noisy_p010", "noisy_p025", "heldout_types"]
+    table = TableModel(
+        "Policies trained with grader noise (C4) under tool faults",
+        [Tex("Run")] + [regime_label(r) for r in regimes],
+        ["l"] + ["r"] * len(regimes),
+        groups=[(Tex(""), 1), (Tex("Final test success"), len(regimes))],
+        size=r"\small",
+    )
+    groups: dict[tuple[str, str], list[src.RunEpisodes]] = defaultdict(list)
+    for run in runs:
+        groups[(run.condition, run.arm)].append(run)
+    order = sorted(groups, key=lambda k: ({"C4": 0, "C2": 1, "C0": 2}.get(k[0], 9), src.ARM_ORDER.get(k[1], 9)))
+    means: dict[tuple[str, str], dict[str, float | None]] = {}
+    for index, key in enumerate(order):
+        if index:
+            table.rule()
+        table.section(f"{key[0]}, {ARM_LABELS.get(key[1], key[1])}")
+        for run in groups[key]:
+            table.add([_run_label(run.run)] + [fmt.prop(run.final(r), 3, table.notes, "not evaluated")
+                                               for r in regimes])
+        means[key] = {r: _mean([run.final(r) for run in groups[key]]) for r in regimes}
+        table.add([Tex(r"\textit{mean}")] + [fmt.prop(means[key][r], 3, table.notes, "not every seed evaluated")
+                                             for r in regimes])
+    comparisons = []
+    for arm in ("paired", "independent"):
+        if ("C4", arm) in means:
+            if ("C0", "clean") in means:
+                comparisons.append((f"C4 {arm} $-$ C0", ("C4", arm), ("C0", "clean")))
+            if ("C2", arm) in means:
+                comparisons.append((f"C4 {arm} $-$ C2 {arm}", ("C4", arm), ("C2", arm)))
+    if comparisons:
+        table.rule()
+        table.section("differences of the means")
+        for label, a, b in comparisons:
+            table.add([Tex(label)] + [fmt.signed(_diff(means[a][r], means[b][r]), 3, table.notes,
+                                                 "not every seed evaluated") for r in regimes])
+    return table
+
+
+def _pick_pair(runs: list[src.RunEpisodes], settings: dict[str, Any]) -> tuple[src.RunEpisodes, src.RunEpisodes]:
+    condition = str(settings.get("condition", "")).upper() or None
+    seed = settings.get("seed")
+    candidates: dict[tuple[str, int], dict[str, src.RunEpisodes]] = defaultdict(dict)
+    for run in runs:
+        candidates[(run.condition, run.seed)][run.arm] = run
+    pairs = sorted((k for k, v in candidates.items() if {"paired", "independent"} <= set(v)
+                    and (condition is None or k[0] == condition) and (seed is None or k[1] == int(seed))),
+                   key=lambda k: (src.CONDITION_ORDER.get(k[0], 9), k[1]))
+    if not pairs:
+        raise UserError("table 9: the episode files hold no paired/independent seed pair"
+                        + (f" for condition {condition}" if condition else "")
+                        + (f" and seed {seed}" if seed is not None else "")
+                        + "; pass both runs' evaluation files")
+    chosen = candidates[pairs[0]]
+    return chosen["paired"], chosen["independent"]
+
+
+def build_table9(ctx: Context) -> TableModel:
+    runs = _episodes(ctx, "table 9")
+    paired, independent = _pick_pair(runs, ctx.settings)
+    regimes = [r for r in src.PERIODIC_REGIMES if paired.curve(r) or independent.curve(r)]
+    headers = [Tex("Step")]
+    for _ in regimes:
+        headers += [P, I_, DELTA]
+    table = TableModel(
+        f"Validation curves of one seed pair ({paired.condition}, seed {paired.seed})",
+        headers, ["r"] + ["r"] * (3 * len(regimes)),
+        groups=[(Tex(""), 1)] + [(regime_label(r), 3) for r in regimes],
+        size=r"\small",
+    )
+    steps = sorted(set(paired.steps("periodic")) | set(independent.steps("periodic")))
+    for step in steps:
+        cells = [fmt.integer(step)]
+        for regime in regimes:
+            a, b = paired.value("periodic", step, regime), independent.value("periodic", step, regime)
+            cells += [fmt.prop(a, 3, table.notes, "not evaluated"), fmt.prop(b, 3, table.notes, "not evaluated"),
+                      fmt.signed(_diff(a, b), 3, table.notes, "not evaluated")]
+        table.add(cells)
+    table.rule()
+    cells = [Tex("AUC")]
+    for regime in regimes:
+        a, b = src.auc(paired.curve(regime)), src.auc(independent.curve(regime))
+        cells += [fmt.prop(a, 3, table.notes, "fewer than two steps"), fmt.prop(b, 3, table.notes, "fewer than two steps"),
+                  fmt.signed(_diff(a, b), 3, table.notes, "fewer than two steps")]
+    table.add(cells)
+    table.extra_notes.append(Tex(
+        f"\\textsc{{p}} = \\texttt{{{fmt.escape(paired.run)}}}, \\textsc{{i}} = \\texttt{{{fmt.escape(independent.run)}}}; "
+        "$\\Delta$ = \\textsc{p} $-$ \\textsc{i}."))
+    return table
+
+
+# ---------------------------------------------------------------- table 10: constant-reward groups
+
+
+def spurious_formula(q: float, g: int) -> float:
+    """Chance that an all-correct group of G shows differing observed rewards: 1-(1-q)^G-q^G."""
+    return 1.0 - (1.0 - q) ** g - q**g
+
+
+def build_table10(ctx: Context) -> TableModel:
+    table = TableModel(
+        "Constant-reward groups and spurious variance in training",
+        [Tex("Run"), Tex("Groups"), Tex("Const."), Tex("All-correct"), Tex("Spurious"), Tex("Rate"),
+         Tex("Expected"), Tex("Seeds")],
+        ["l", "r", "r", "r", "r", "r", "r", "l"],
+        groups=[(Tex(""), 2), (Tex("fraction"), 1), (Tex("all-correct groups"), 4), (Tex(""), 1)],
+        size=r"\small",
+    )
+    docs = [src.load_group_stats(p) for p in ctx.inputs.files("group_stats")]
+    docs.sort(key=lambda d: src.RunId(str(d.req("run")), str(d.req("condition")).upper(), str(d.req("arm")),
+                                      int(d.req("seed"))).order)
+    pooled: dict[tuple[str, str], list[Doc]] = defaultdict(list)
+    for doc in docs:
+        pooled[(str(doc.req("condition")).upper(), str(doc.req("arm")))].append(doc)
+    first = True
+    for key, members in pooled.items():
+        if not first:
+            table.rule()
+        first = False
+        table.section(f"{key[0]}, {ARM_LABELS.get(key[1], key[1])}")
+        for doc in members:
+            expected = doc.opt("expected_spurious_rate")
+            expected_rate = _num(expected.get("rate")) if isinstance(expected, dict) else None
+            sharing = doc.opt("seed_sharing", "passes")
+            table.add([
+                _run_label(str(doc.req("run"))), fmt.integer(int(doc.req("groups"))),
+                fmt.prop(doc.number("zero_variance_frac"), 3, table.notes, "no groups"),
+                fmt.integer(int(doc.req("all_correct_groups"))), fmt.integer(int(doc.req("spurious_groups"))),
+                fmt.prop(doc.number("spurious_among_all_correct") if doc.opt("spurious_among_all_correct") is not None
+                         else None, 3, table.notes, "no all-correct group"),
+                fmt.prop(expected_rate, 3, table.notes, "no outcome-noise level q given to group-stats"),
+                Tex("as designed") if sharing is True else (Tex("\\textbf{violated}") if sharing is False
+                                                            else fmt.missing(table.notes, "not applicable (clean arm)")),
+            ])
+        if len(members) > 1:
+            groups = sum(int(d.req("groups")) for d in members)
+            zero = sum(int(d.opt("zero_variance_groups") if d.opt("zero_variance_groups") is not None
+                           else round(float(d.req("zero_variance_frac")) * int(d.req("groups")))) for d in members)
+            correct = sum(int(d.req("all_correct_groups")) for d in members)
+            spurious = sum(int(d.req("spurious_groups")) for d in members)
+            table.add([Tex(r"\textit{pooled}"), fmt.integer(groups),
+                       fmt.prop(zero / groups if groups else None, 3, table.notes, "no groups"),
+                       fmt.integer(correct), fmt.integer(spurious),
+                       fmt.prop(spurious / correct if correct else None, 3, table.notes, "no all-correct group"),
+                       "", ""])
+    if not docs:
+        raise UserError("table 10: no --input group_stats=PATH given")
+    table.extra_notes.append(Tex(
+        "Const.: fraction of groups whose observed rewards are all equal (zero advantage). Rate: spurious "
+        "groups (all rollouts truly correct, observed rewards differ) among all-correct groups. Expected: "
+        "$1-(1-q)^G-q^G$ for independent grader flips; a paired design gives 0 by construction."))
+    return table
+
+
+# ---------------------------------------------------------------- table 11: cross-stack replication
+
+
+def build_table11(ctx: Context) -> TableModel:
+    table = TableModel(
+        "Cross-stack replication",
+        [Tex("Run"), Tex("Stack"), Tex("AUC"), Tex("clean"), Tex("$p=0.25$"), Tex("held-out")],
+        ["l", "l", "r", "r", "r", "r"],
+        groups=[(Tex(""), 2), (Tex("validation"), 1), (Tex("final test success"), 3)],
+        size=r"\small",
+    )
+    stacks: dict[tuple[str, str], str] = {}
+    for path in ctx.inputs.files("manifests"):
+        doc = src.load_manifest(path)
+        ident = src.run_identity(doc)
+        stack = src.manifest_stack(doc)
+        label = stack["accelerator"] or stack["hardware"] or "unrecorded"
+        versions = stack["versions"]
+        if "torch" in versions:
+            label += f", torch {versions['torch']}"
+        root = str(Path(path).resolve().parent.parent.parent)  # results/runs/RUN/manifest.json -> results
+        stacks[(root, ident.run)] = label
+    episodes = src.load_episodes(ctx.inputs.files("episodes")) if ctx.inputs.files("episodes") else {}
+    by_ident: dict[tuple[str, str, int], list[tuple[str, src.RunEpisodes | None, str]]] = defaultdict(list)
+    for (root, run), label in sorted(stacks.items()):
+        parsed = src.parse_run(run)
+        if parsed is None:
+            continue
+        by_ident[parsed[:3]].append((run, episodes.get((root, run)), label))
+    replicated = {k: v for k, v in by_ident.items() if len({label for _, _, label in v}) > 1}
+    if not replicated:
+        labels = sorted({label for v in by_ident.values() for _, _, label in v})
+        table.add([Tex(r"\textit{not run}"), fmt.escape("; ".join(labels) or "no manifest"), "", "", "", ""])
+        table.extra_notes.append(fmt.escape(
+            f"No run of this study was repeated on a second accelerator stack ({len(stacks)} run manifest(s), "
+            f"stack(s): {', '.join(labels) or 'none'}); the comparison is not run at this scale."))
+        return table
+    for index, (ident, members) in enumerate(sorted(replicated.items())):
+        if index:
+            table.rule()
+        values = []
+        for run, entry, label in members:
+            regime = "at_training" if ident[0] == "C2" else "clean"
+            row = [src.auc(entry.curve(regime)) if entry else None] + [
+                entry.final(r) if entry else None for r in ("clean", "noisy_p025", "heldout_types")]
+            values.append(row)
+            table.add([_run_label(run), fmt.escape(label)] + [fmt.prop(v, 3, table.notes, "no episode records given")
+                                                             for v in row])
+        if len(values) == 2:
+            table.add([Tex(r"\textit{difference}"), ""] + [fmt.signed(_diff(a, b), 3, table.notes,
+                                                                       "no episode records given")
+                                                           for a, b in zip(values[0], values[1], strict=True)])
+    return table
+
+
+# ---------------------------------------------------------------- table 12: outcome-probe traces
+
+
+def _exponent(values: Sequence[float | None]) -> int:
+    finite = [abs(v) for v in values if v is not None and v != 0 and math.isfinite(v)]
+    return int(math.floor(math.log10(max(finite)))) if finite else 0
+
+
+def build_table12(ctx: Context) -> TableModel:
+    probes = sorted((src.load_probe(p) for p in ctx.inputs.files("probe")), key=lambda d: str(d.req("trajectory")))
+    if not probes:
+        raise UserError("table 12: no --input probe=PATH given")
+    rows = []
+    for probe in probes:
+        for step in src.probe_steps(probe):
+            cp = probe.sub("checkpoints", str(step))
+            out = cp.sub("outcome")
+            g = int(out.number("G") or 0)
+            counts = out.opt("success_counts")
+            if counts is None:
+                counts = [t.get("k_success") for t in (out.opt("table") or [])]
+            counts = [int(k) for k in counts if k is not None]
+            success = sum(counts) / (g * len(counts)) if counts and g else None
+            nonzero = sum(1 for k in counts if 0 < k < g) / len(counts) if counts and g else None
+            rows.append((str(probe.req("trajectory")), step, out.number("lhs_mean"), out.number("rhs_mean"),
+                         out.number("mean_centered", "trace_var", "paired"),
+                         out.number("mean_centered", "trace_var", "independent"),
+                         success, cp.opt("counts", "rho_zero_fraction"), nonzero))
+    unit_exp = ctx.settings.get("unit_exponent")
+    if unit_exp is None:
+        unit_exp = _exponent([v for r in rows for v in r[2:6]])
+    unit = 10.0 ** int(unit_exp)
+    table = TableModel(
+        "Outcome-noise probe traces",
+        [Tex("Step"), Tex("$LL$"), Tex("$RR$"), Tex("paired"), Tex("indep."), Tex("success"), Tex("masked"),
+         Tex("non-zero")],
+        ["r"] * 8,
+        groups=[(Tex(""), 1), (Tex(f"$\\times 10^{{{int(unit_exp)}}}$"), 2),
+                (Tex(f"MC Tr\\,Var $\\times 10^{{{int(unit_exp)}}}$"), 2), (Tex("fractions"), 3)],
+        size=r"\small",
+    )
+    current = None
+    for r in rows:
+        if r[0] != current:
+            if current is not None:
+                table.rule()
+            current = r[0]
+            table.section(Tex(r"trajectory \texttt{" + fmt.escape(current) + "}"))
+        table.add([fmt.integer(r[1])] + [fmt.scaled(v, unit, 3, table.notes, "not available") for v in r[2:6]]
+                  + [fmt.prop(r[6], 3, table.notes, "no clean groups"),
+                     fmt.prop(_num(r[7]), 3, table.notes, "not recorded by the probe"),
+                     fmt.prop(r[8], 3, table.notes, "no clean groups")])
+    table.extra_notes.append(Tex(
+        "$LL$ = mean $\\|g_c\\|^2$ of the clean group gradient; $RR$ = mean $G^{-2}\\sum_i r_i\\|S_i-\\bar S\\|^2$; "
+        "pairing lowers the MC variance iff $LL<RR$. Success: mean true success of the clean rollouts. Masked: "
+        "fraction of rollouts whose importance ratio is 0. Non-zero: fraction of clean groups with mixed "
+        "outcomes ($0<k<G$), i.e.\\ non-zero MC weights."))
+    return table
+
+
+# ---------------------------------------------------------------- registry
+
+_EPISODES = KeySpec("episode records: results/evals/RUN/*.jsonl files (or folders)")
+_DECISIONS = KeySpec("decision registers results/decisions/{c2,c4}.json")
+_PROBE = KeySpec("probe registers results/probe/TRAJECTORY.json")
+
+TABLES: dict[int, TableSpec] = {
+    1: TableSpec(1, "Run matrix", {"manifests": KeySpec("run manifests results/runs/RUN/manifest.json")},
+                 build_table1),
+    2: TableSpec(2, "Registered outcomes", {
+        "decisions": _DECISIONS,
+        "probe": KeySpec("probe registers (H1b)", required=False),
+        "rules": KeySpec("prereg/decision_rules.yaml (hash checked against the registers)", required=False,
+                         many=False),
+    }, build_table2),
+    3: TableSpec(3, "C2 primary endpoints by seed", {"decisions": KeySpec("the C2 decision register")},
+                 build_table3),
+    4: TableSpec(4, "C4 primary endpoints by seed",
+                 {"decisions": KeySpec("the C4 decision register (its secondary block holds the C0 reference)")},
+                 build_table4),
+    5: TableSpec(5, "Probe ratios by checkpoint", {"probe": _PROBE}, build_table5),
+    6: TableSpec(6, "Registered predictions and outcomes", {
+        "decisions": KeySpec("decision registers", required=False),
+        "probe": KeySpec("probe registers", required=False),
+        "luck": KeySpec("luck-share files results/diagnostics/RUN/luck-stepN.json", required=False),
+        "rules": KeySpec("prereg/decision_rules.yaml (its `predictions`, if any)", required=False, many=False),
+    }, build_table6),
+    7: TableSpec(7, "C2 secondary endpoints", {
+        "decisions": KeySpec("the C2 decision register (its secondary block)"),
+        "episodes": KeySpec("accepted for the integrator's convenience; not read (the register holds the numbers)",
+                            required=False),
+    }, build_table7),
+    8: TableSpec(8, "C4 policies under tool faults", {"episodes": _EPISODES}, build_table8),
+    9: TableSpec(9, "Per-step validation curves of a seed pair", {"episodes": _EPISODES}, build_table9,
+                 settings={"condition": "condition of the pair (default: C2 if present)",
+                           "seed": "seed of the pair (default: the smallest with both arms)"}),
+    10: TableSpec(10, "Constant-reward groups and spurious rates",
+                  {"group_stats": KeySpec("results/runs/RUN/group_stats.json")}, build_table10),
+    11: TableSpec(11, "Cross-stack replication", {
+        "manifests": KeySpec("run manifests (their accelerator/versions identify the stack)"),
+        "episodes": KeySpec("episode records of the runs", required=False),
+    }, build_table11),
+    12: TableSpec(12, "Outcome-probe traces", {"probe": _PROBE}, build_table12,
+                  settings={"unit_exponent": "power of ten for LL, RR and MC (default: from the data; 5 at paper scale)"}),
+}
+
+
+def table_inputs(number: int) -> dict[str, KeySpec]:
+    """The ``--input`` keys table ``number`` reads (for Snakemake rules and docs)."""
+    return dict(spec_for(number).keys)
+
+
+def spec_for(number: int) -> TableSpec:
+    if number not in TABLES:
+        raise UserError(f"--number {number}: the paper has tables 1-{len(TABLES)}")
+    return TABLES[number]
+
+
+def build(number: int, given: dict[str, list[Path]], scale: str, settings: dict[str, Any]) -> tuple[TableModel, Inputs]:
+    spec = spec_for(number)
+    unknown = sorted(set(settings) - set(spec.settings))
+    if unknown:
+        raise UserError(f"table {number}: unknown --settings key(s) {', '.join(unknown)}; it accepts "
+                        f"{', '.join(sorted(spec.settings)) or 'none'}")
+    inputs = Inputs(given, spec.keys, f"table {number}")
+    model = spec.build(Context(inputs, scale, settings))
+    return model, inputs
+
+
+def render_table(number: int, given: dict[str, list[Path]], scale: str, settings: dict[str, Any] | None = None) -> str:
+    """The LaTeX text of table ``number`` (does not write anything)."""
+    from paired_rollouts.render import tex
+
+    model, inputs = build(number, given, scale, settings or {})
+    used = [p for key, spec in inputs.declared.items() if "not read" not in spec.description
+            for p in inputs.files(key)]
+    context = model.context()
+    context.update(
+        number=Tex(str(number)),
+        label=Tex(f"table{number}"),
+        scale=fmt.escape(scale),
+        sources=src.describe_sources(used),
+    )
+    return tex.render(spec_for(number).template, **context)
+
+
+__all__ = ["TABLES", "TableSpec", "TableModel", "build", "render_table", "table_inputs", "spurious_formula"]
