@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Install everything the CPU pipeline and its tests need on Debian 12 with Python 3.11. Idempotent:
+# a second run installs nothing and takes a few seconds.
+#
+#   bash scripts/setup.sh
+#
+# 1. apt: SLURM + munge (the local test cluster), LaTeX (tables PDF), poppler-utils (pdftotext in tests).
+#    Skipped for packages already installed; needs root (or sudo) only when something is missing.
+# 2. .venv with `pip install -e .[train,workflow,dev]` (torch==2.13.0 as the CPU build).
+#    Re-run only when pyproject.toml changed since the last successful install (stamp in .venv).
+#
+# Environment: PAIRED_ROLLOUTS_VENV (default .venv), PYTHON (default python3.11 or python3),
+# PAIRED_ROLLOUTS_SKIP_APT=1 to skip step 1, TORCH_CPU_INDEX (the index used for the CPU torch
+# build when no local wheel provides it).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+VENV=${PAIRED_ROLLOUTS_VENV:-$ROOT/.venv}
+TORCH_CPU_INDEX=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
+APT_PACKAGES=(
+  munge slurmctld slurmd slurm-client
+  texlive-latex-base texlive-latex-recommended lmodern latexmk
+  poppler-utils
+)
+
+say() { printf '[setup] %s\n' "$*" >&2; }
+
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    say "need root for: $*"; return 1
+  fi
+}
+
+install_apt() {
+  local missing=() p
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if ((${#missing[@]} == 0)); then
+    say "apt packages present"
+    return 0
+  fi
+  say "apt-get install ${missing[*]}"
+  # No init system on CI machines: keep the slurm/munge packages from trying to start services.
+  local own_policy=0
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    as_root sh -c 'printf "#!/bin/sh\nexit 101\n" > /usr/sbin/policy-rc.d && chmod 0755 /usr/sbin/policy-rc.d'
+    own_policy=1
+  fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  # Another apt/dpkg run (e.g. unattended upgrades) may hold the lock for a while: wait for it.
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null
+  ((own_policy)) && as_root rm -f /usr/sbin/policy-rc.d
+  return 0
+}
+
+pick_python() {
+  if [[ -n ${PYTHON:-} ]]; then echo "$PYTHON"; return; fi
+  local c
+  for c in python3.11 python3; do
+    if command -v "$c" >/dev/null && "$c" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+      echo "$c"
+      return
+    fi
+  done
+  say "need Python >= 3.11"
+  return 1
+}
+
+# pip, minus the machine-config noise about absent local index folders.
+pip_filtered() {
+  "$VENV/bin/pip" "$@" 2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
+}
+
+install_venv() {
+  local py stamp want
+  if [[ ! -x $VENV/bin/python ]]; then
+    py=$(pick_python)
+    say "creating $VENV with $py"
+    "$py" -m venv "$VENV" || {
+      say "python venv module missing: apt-get install python3-venv"
+      return 1
+    }
+  fi
+  stamp=$VENV/.paired-rollouts-installed
+  want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+  if [[ -f $stamp && $(cat "$stamp") == "$want" ]] && "$VENV/bin/python" -c 'import paired_rollouts' 2>/dev/null; then
+    say "venv up to date ($VENV)"
+    return 0
+  fi
+  local extra=()
+  # The CPU build of torch: a local wheel (find-links) when the machine has one, else PyTorch's CPU
+  # index. Plain PyPI would bring the multi-GB CUDA build instead.
+  if ! "$VENV/bin/pip" install --dry-run --ignore-installed --no-deps --no-index --quiet \
+      'torch==2.13.0+cpu' >/dev/null 2>&1; then
+    extra=(--extra-index-url "$TORCH_CPU_INDEX")
+  fi
+  say "pip install -e .[train,workflow,dev] ${extra[*]}"
+  # One retry: a registry hiccup should not fail a CI run.
+  if ! pip_filtered install --quiet "${extra[@]}" -e ".[train,workflow,dev]"; then
+    say "pip install failed; retrying once"
+    sleep 5
+    pip_filtered install "${extra[@]}" -e ".[train,workflow,dev]"
+  fi
+  "$VENV/bin/python" - <<'PY'
+import importlib.util
+import sys
+
+import torch
+
+# The CPU stack must not carry the GPU-only kernels (transformers would select them and crash).
+bad = [m for m in ("fla", "triton") if importlib.util.find_spec(m) is not None]
+if bad:
+    sys.exit(f"GPU-only packages present in the CPU venv: {bad}; pip uninstall them")
+if torch.version.cuda is not None:
+    print(f"[setup] warning: torch {torch.__version__} is a CUDA build; the CPU build is expected", file=sys.stderr)
+PY
+  echo "$want" >"$stamp"
+  say "venv ready ($VENV)"
+}
+
+if [[ ${PAIRED_ROLLOUTS_SKIP_APT:-0} != 1 ]]; then install_apt; fi
+install_venv
