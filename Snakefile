@@ -37,7 +37,16 @@ include: "rules/render.smk"
 
 
 rule all:
+    """Every product of the study: listing the intermediate registers too means that deleting any one
+    of them reruns exactly its job and what depends on it."""
     default_target: True
     input:
         "results/paper/tables.pdf",
         "results/reference/scripted_reference.json",
+        decision_files(),
+        probe_files(),
+        all_eval_files(),
+        [f for run in RUNS for f in diagnostic_episode_files(run)],
+        all_luck_files(),
+        group_stat_files(),
+        expand("results/runs/{run}/complete.json", run=RUNS),

@@ -41,12 +41,22 @@ def sources(*modules):
     for module in modules:
         path = PACKAGE / module
         files.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path])
-    return [str(f) for f in files]
+    return [str(f) for f in dict.fromkeys(files)]
 
 
-SIMULATOR_SOURCES = sources("backoffice", "noise", "episode.py")
-# Templates and other data shipped inside the render package are code too.
-RENDER_SOURCES = sources("render") + sorted(str(p) for p in (PACKAGE / "render").rglob("*.j2"))
+SIMULATOR = ("backoffice", "noise", "episode.py")
+SIMULATOR_SOURCES = sources(*SIMULATOR)
+# Templates are code too, but each job depends only on the templates it renders.
+RENDER_SOURCES = sources("render")
+TEMPLATES = PACKAGE / "render" / "templates"
+
+
+def table_templates(wildcards):
+    return [str(TEMPLATES / "table_base.tex.j2"), str(TEMPLATES / f"table{int(wildcards.number)}.tex.j2")]
+
+
+def document_template():
+    return str(TEMPLATES / "document.tex.j2")
 
 
 def pool_files():
@@ -220,6 +230,9 @@ def expected_evidence(run):
             "prompts_per_step": SCALE["training"]["prompts_per_step"],
             "num_generations": SCALE["training"]["num_generations"],
             "diagnostic_steps": diagnostic_steps(run),
+            "diagnostic_tasks": SCALE["diagnostics"]["tasks"],
+            "diagnostic_schedules": SCALE["diagnostics"]["schedules"],
+            "diagnostic_samples": SCALE["diagnostics"]["samples"],
         }
     )
 
@@ -230,6 +243,10 @@ def checkpoint_dir(wildcards):
 
 def eval_files_of(wildcards):
     return eval_files(wildcards.run)
+
+
+def diagnostic_episode_files_of(wildcards):
+    return diagnostic_episode_files(wildcards.run)
 
 
 def expected_evidence_of(wildcards):
@@ -373,7 +390,7 @@ TABLE_SOURCES = {
     5: {"probe": probe_files},
     6: {"decisions": decision_files, "probe": probe_files, "luck": all_luck_files,
         "rules": decision_rules_file},
-    7: {"decisions": c2_decision, "episodes": all_eval_files},
+    7: {"decisions": c2_decision},
     8: {"episodes": all_eval_files},
     9: {"episodes": seed_pair_eval_files},
     10: {"group_stats": group_stat_files},
@@ -412,3 +429,33 @@ def figure_inputs(wildcards):
 
 def figure_input_args(wildcards):
     return _input_args(FIGURE_SOURCES[wildcards.figure])
+
+
+# ---------------------------------------------------------------- params helpers --------------------
+# Functions rather than literals: paths are derived from a job's own inputs and outputs, so a rule's
+# provenance is complete (and `snakemake --lint` is satisfied).
+
+
+def tasks_dir_of(wildcards, input):
+    return str(Path(input.pools[0]).parent)
+
+
+def output_folder(wildcards, output):
+    return str(Path(output[0]).parent)
+
+
+def freeze_folder(wildcards, input):
+    return str(Path(input.freeze).parent)
+
+
+def tokenizer_folder(wildcards, input):
+    return str(Path(input.tokenizer).parent)
+
+
+def model_dir_param(wildcards):
+    return model_dir()
+
+
+def software_env():
+    """The pinned environment of the accelerator's stack; the profile decides whether it is deployed."""
+    return {"cpu": "../envs/cpu.yaml", "h100": "../envs/cuda.yaml", "mi300x": "../envs/rocm.yaml"}[ACCELERATOR]

@@ -24,6 +24,8 @@ rule decide:
         condition=upper_condition,
         eval_dirs=decision_eval_dirs,
         reference_dirs=reference_eval_dirs,
+    conda:
+        software_env()
     log:
         "results/logs/decide/{condition}.log",
     shell:

@@ -8,17 +8,20 @@ rule diagnose:
         pools=pool_files(),
         run_manifest="results/runs/{run}/manifest.json",
         model=model_inputs(),
-        code=SIMULATOR_SOURCES + sources("training", "evaluation"),
+        code=sources(*SIMULATOR, "training", "evaluation"),
     output:
         "results/diagnostics/{run}/diag-step{step}.jsonl",
     params:
+        tasks_dir=tasks_dir_of,
         settings=diagnostic_settings(),
-        model=model_dir(),
+        model=model_dir_param,
         checkpoint=checkpoint_dir,
+    conda:
+        software_env()
     log:
         "results/logs/diagnose/{run}/step{step}.log",
     shell:
-        "paired-rollouts diagnose --run {wildcards.run} --step {wildcards.step} --tasks-dir {TASKS_DIR} "
+        "paired-rollouts diagnose --run {wildcards.run} --step {wildcards.step} --tasks-dir {params.tasks_dir} "
         "--checkpoint {params.checkpoint} --model-dir {params.model} --settings {params.settings:q} "
         "--out {output} > {log} 2>&1"
 
@@ -32,6 +35,8 @@ rule luck_share:
         "results/diagnostics/{run}/luck-step{step}.json",
     params:
         resamples=SCALE["diagnostics"]["resamples"],
+    conda:
+        software_env()
     log:
         "results/logs/luck_share/{run}/step{step}.log",
     shell:
@@ -43,6 +48,7 @@ rule completeness:
     """Every expected episode and group present, pool hashes equal, one code version across attempts."""
     input:
         evals=eval_files_of,
+        diagnostics=diagnostic_episode_files_of,
         groups="results/runs/{run}/groups.jsonl",
         run_manifest="results/runs/{run}/manifest.json",
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
@@ -52,9 +58,12 @@ rule completeness:
     params:
         expected=expected_evidence_of,
         evals_dir="results/evals/{run}",
+        diagnostics_dir="results/diagnostics/{run}",
+    conda:
+        software_env()
     log:
         "results/logs/completeness/{run}.log",
     shell:
         "paired-rollouts completeness --run {wildcards.run} --expected {params.expected:q} "
-        "--evals-dir {params.evals_dir} --groups {input.groups} --run-manifest {input.run_manifest} "
+        "--evals-dir {params.evals_dir} --diagnostics {params.diagnostics_dir} --groups {input.groups} --run-manifest {input.run_manifest} "
         "--pool-manifest {input.pool_manifest} --out {output} > {log} 2>&1"

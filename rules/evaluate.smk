@@ -12,16 +12,19 @@ rule evaluate:
         pools=pool_files(),
         run_manifest="results/runs/{run}/manifest.json",
         model=model_inputs(),
-        code=SIMULATOR_SOURCES + sources("training", "evaluation"),
+        code=sources(*SIMULATOR, "training", "evaluation"),
     output:
         "results/evals/{run}/{phase}-step{step}-{regime}.jsonl",
     params:
+        tasks_dir=tasks_dir_of,
         settings=eval_settings(),
-        model=model_dir(),
+        model=model_dir_param,
         checkpoint=checkpoint_dir,
+    conda:
+        software_env()
     log:
         "results/logs/evaluate/{run}/{phase}-step{step}-{regime}.log",
     shell:
         "paired-rollouts evaluate --run {wildcards.run} --step {wildcards.step} --phase {wildcards.phase} "
-        "--regime {wildcards.regime} --tasks-dir {TASKS_DIR} --checkpoint {params.checkpoint} "
+        "--regime {wildcards.regime} --tasks-dir {params.tasks_dir} --checkpoint {params.checkpoint} "
         "--model-dir {params.model} --settings {params.settings:q} --out {output} > {log} 2>&1"

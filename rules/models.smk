@@ -6,16 +6,19 @@ rule tokenizer:
     """Train a byte-level BPE tokenizer on rendered scripted-reference transcripts (no download)."""
     input:
         pools=pool_files(),
-        code=SIMULATOR_SOURCES + sources("agents", "training"),
+        code=sources(*SIMULATOR, "agents", "training"),
     output:
         f"{model_dir()}/tokenizer/tokenizer.json",
     params:
-        folder=f"{model_dir()}/tokenizer",
+        tasks_dir=tasks_dir_of,
+        folder=output_folder,
         settings=model_settings(),
+    conda:
+        software_env()
     log:
         "results/logs/tokenizer.log",
     shell:
-        "paired-rollouts tokenizer --tasks-dir {TASKS_DIR} --settings {params.settings:q} "
+        "paired-rollouts tokenizer --tasks-dir {params.tasks_dir} --settings {params.settings:q} "
         "--out {params.folder} > {log} 2>&1"
 
 
@@ -24,15 +27,18 @@ rule warm_start:
     input:
         tokenizer=f"{model_dir()}/tokenizer/tokenizer.json",
         pools=pool_files(),
-        code=SIMULATOR_SOURCES + sources("agents", "training"),
+        code=sources(*SIMULATOR, "agents", "training"),
     output:
         f"{model_dir()}/model/config.json",
     params:
-        tokenizer=f"{model_dir()}/tokenizer",
-        folder=f"{model_dir()}/model",
+        tasks_dir=tasks_dir_of,
+        tokenizer=tokenizer_folder,
+        folder=output_folder,
         settings=model_settings(),
+    conda:
+        software_env()
     log:
         "results/logs/warm_start.log",
     shell:
-        "paired-rollouts warm-start --tokenizer {params.tokenizer} --tasks-dir {TASKS_DIR} "
+        "paired-rollouts warm-start --tokenizer {params.tokenizer} --tasks-dir {params.tasks_dir} "
         "--settings {params.settings:q} --out {params.folder} > {log} 2>&1"

@@ -4,12 +4,13 @@
 
 # Time-stamping talks to TSAs; compute nodes often have no network.
 localrules:
-    prereg_freeze_local,
-    prereg_public_freeze_missing,
     prereg_verify,
 
 
 if ACCELERATOR == "cpu":
+
+    localrules:
+        prereg_freeze_local,
 
     rule prereg_freeze_local:
         """Freeze against a local *test* authority that the job starts and stops itself (cpu profile only).
@@ -22,8 +23,10 @@ if ACCELERATOR == "cpu":
         output:
             freeze=f"{config['prereg']['local_freeze_dir']}/freeze.json",
         params:
-            folder=config["prereg"]["local_freeze_dir"],
+            folder=output_folder,
             documents=" ".join(config["prereg"]["documents"]),
+        conda:
+            software_env()
         log:
             "results/logs/prereg_freeze_local.log",
         shell:
@@ -32,15 +35,20 @@ if ACCELERATOR == "cpu":
 
 else:
 
+    localrules:
+        prereg_public_freeze_missing,
+
     rule prereg_public_freeze_missing:
         """GPU profiles never freeze on their own: they stop here, with instructions, when the public
         freeze is missing (a dry run lists this job so the gap is visible before anything runs)."""
         output:
             f"{config['prereg']['public_freeze_dir']}/freeze.json",
         params:
-            folder=config["prereg"]["public_freeze_dir"],
+            folder=output_folder,
             tsas=" ".join(f"--tsa {name}={url}" for name, url in config["prereg"]["tsas"].items()),
             documents=" ".join(config["prereg"]["documents"]),
+        conda:
+            software_env()
         log:
             "results/logs/prereg_public_freeze_missing.log",
         shell:
@@ -59,8 +67,10 @@ rule prereg_verify:
     output:
         verification_file(),
     params:
-        folder=freeze_dir(),
+        folder=freeze_folder,
         test_authority="--allow-test-authority" if ACCELERATOR == "cpu" else "",
+    conda:
+        software_env()
     log:
         "results/logs/prereg_verify.log",
     shell:

@@ -11,17 +11,20 @@ rule probe:
         pools=pool_files(),
         run_manifest=probe_run_manifest,
         model=model_inputs(),
-        code=SIMULATOR_SOURCES + sources("training", "evaluation", "probe"),
+        code=sources(*SIMULATOR, "training", "evaluation", "probe"),
     output:
         "results/probe/{trajectory}.json",
     params:
+        tasks_dir=tasks_dir_of,
         run_dir=probe_run_dir,
         steps=probe_steps,
-        model=model_dir(),
+        model=model_dir_param,
         settings=probe_settings,
+    conda:
+        software_env()
     log:
         "results/logs/probe/{trajectory}.log",
     shell:
         "paired-rollouts probe run --trajectory {wildcards.trajectory} --run-dir {params.run_dir} "
-        "--steps {params.steps} --model-dir {params.model} --tasks-dir {TASKS_DIR} "
+        "--steps {params.steps} --model-dir {params.model} --tasks-dir {params.tasks_dir} "
         "--settings {params.settings:q} --out {output} > {log} 2>&1"

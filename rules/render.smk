@@ -15,11 +15,14 @@ rule render_table:
     input:
         unpack(table_inputs),
         code=RENDER_SOURCES,
+        templates=table_templates,
     output:
         "results/tables/table{number}.tex",
     params:
         inputs=table_input_args,
         scale=SCALE["label"],
+    conda:
+        software_env()
     log:
         "results/logs/render/table{number}.log",
     shell:
@@ -38,6 +41,8 @@ rule render_figure:
     params:
         inputs=figure_input_args,
         scale=SCALE["label"],
+    conda:
+        software_env()
     log:
         "results/logs/render/{figure}.log",
     shell:
@@ -52,12 +57,15 @@ rule render_document:
         figures=expand("results/figures/{figure}.pdf", figure=FIGURES),
         verification=verification_file(),
         code=RENDER_SOURCES,
+        template=document_template(),
     output:
         "results/paper/tables.pdf",
     params:
         commit=git_commit(),
         profile=ACCELERATOR,
         scale=SCALE["label"],
+    conda:
+        software_env()
     log:
         "results/logs/render/document.log",
     shell:

@@ -8,10 +8,14 @@ rule tasks:
     output:
         pools=[f"{TASKS_DIR}/{pool}.jsonl" for pool in POOLS],
         manifest=f"{TASKS_DIR}/MANIFEST.json",
+    params:
+        tasks_dir=output_folder,
+    conda:
+        software_env()
     log:
         "results/logs/tasks.log",
     shell:
-        "paired-rollouts tasks --out {TASKS_DIR} > {log} 2>&1"
+        "paired-rollouts tasks --out {params.tasks_dir} > {log} 2>&1"
 
 
 rule reference:
@@ -19,10 +23,14 @@ rule reference:
     input:
         pools=pool_files(),
         manifest=f"{TASKS_DIR}/MANIFEST.json",
-        code=SIMULATOR_SOURCES + sources("agents"),
+        code=sources(*SIMULATOR, "agents"),
     output:
         "results/reference/scripted_reference.json",
+    params:
+        tasks_dir=tasks_dir_of,
+    conda:
+        software_env()
     log:
         "results/logs/reference.log",
     shell:
-        "paired-rollouts reference --tasks-dir {TASKS_DIR} --out {output} > {log} 2>&1"
+        "paired-rollouts reference --tasks-dir {params.tasks_dir} --out {output} > {log} 2>&1"

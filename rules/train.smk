@@ -18,18 +18,21 @@ rule train:
         # still stops this job before it starts (the verify rule runs first and fails).
         verification=ancient(verification_file()),
         model=model_inputs(),
-        code=SIMULATOR_SOURCES + sources("training"),
+        code=sources(*SIMULATOR, "training"),
     output:
         groups="results/runs/{run}/groups.jsonl",
         manifest="results/runs/{run}/manifest.json",
     params:
+        tasks_dir=tasks_dir_of,
         settings=run_settings,
-        model=model_dir(),
-        out_dir="results/runs/{run}",
+        model=model_dir_param,
+        out_dir=output_folder,
+    conda:
+        software_env()
     log:
         "results/logs/train/{run}.log",
     shell:
-        "paired-rollouts train --run {wildcards.run} --tasks-dir {TASKS_DIR} --model-dir {params.model} "
+        "paired-rollouts train --run {wildcards.run} --tasks-dir {params.tasks_dir} --model-dir {params.model} "
         "--verification {input.verification} --settings {params.settings:q} --out-dir {params.out_dir} "
         "> {log} 2>&1"
 
@@ -41,6 +44,8 @@ rule group_stats:
         code=sources("stats"),
     output:
         "results/runs/{run}/group_stats.json",
+    conda:
+        software_env()
     log:
         "results/logs/group_stats/{run}.log",
     shell:

@@ -1,0 +1,207 @@
+"""The Snakemake workflow itself: lint, the paper's DAG (job counts per rule from a dry run), and which
+stages a change reruns. Dry runs only: nothing trains here."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
+
+
+def snakemake(*args: str, cwd: Path = REPO, check: bool = True) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    result = subprocess.run(
+        [SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=300
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return result
+
+
+def job_counts(output: str) -> Counter:
+    """Parse Snakemake's 'Job stats' table into {rule: count}."""
+    counts: Counter = Counter()
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Job stats"))
+    for line in lines[start + 3 :]:
+        match = re.match(r"^(\S+)\s+(\d+)$", line.strip())
+        if not match:
+            break
+        if match.group(1) != "total":
+            counts[match.group(1)] = int(match.group(2))
+    return counts
+
+
+def test_lint_is_clean_for_every_accelerator() -> None:
+    for accelerator, scale in (("cpu", "standin"), ("h100", "paper"), ("mi300x", "paper")):
+        result = snakemake("--lint", "--config", f"accelerator={accelerator}", f"scale={scale}", check=False)
+        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_workflow_refuses_to_run_without_a_profile() -> None:
+    result = snakemake("-n", check=False)
+    assert result.returncode != 0
+    assert "--profile cpu" in result.stdout + result.stderr
+
+
+def test_paper_dag_has_the_papers_job_counts() -> None:
+    """14 trainings; every evaluation, diagnostic, probe, decision and render job exactly once."""
+    result = snakemake("--profile", "h100", "-n", "--forceall", "all")
+    counts = job_counts(result.stdout + result.stderr)
+    runs = 14
+    # Periodic: steps 0,20,...,100 x 3 regimes; final: 5 regimes (+ at_training for the 6 C4 runs).
+    evaluations = runs * 6 * 3 + runs * 5 + 6
+    # Diagnostics at [0, 50, 100] for the 5 seed-0 runs and [0, 100] for the other 9.
+    diagnostics = 5 * 3 + 9 * 2
+    assert counts["train"] == runs
+    assert counts["evaluate"] == evaluations == 328
+    assert counts["diagnose"] == diagnostics == 33
+    assert counts["luck_share"] == diagnostics
+    assert counts["group_stats"] == runs
+    assert counts["completeness"] == runs
+    assert counts["probe"] == 2
+    assert counts["decide"] == 2
+    assert counts["render_table"] == 12
+    assert counts["render_figure"] == 5
+    assert counts["render_document"] == 1
+    assert counts["tasks"] == 1 and counts["reference"] == 1 and counts["prereg_verify"] == 1
+    # No stand-in model is built for the real model.
+    assert "tokenizer" not in counts and "warm_start" not in counts
+
+
+def test_paper_training_settings_are_the_papers() -> None:
+    """The dry run prints the shell command of each training job: its settings are the paper's."""
+    result = snakemake("--profile", "h100", "-n", "--forceall", "-p", "results/runs/c2-paired-s0/groups.jsonl")
+    text = result.stdout + result.stderr
+    command = next(line for line in text.splitlines() if "paired-rollouts train" in line)
+    for expected in (
+        '"steps":100', '"prompts_per_step":24', '"num_generations":8', '"lora_r":32', '"lora_alpha":64',
+        '"learning_rate":1e-05', '"max_completion_length":6144', '"max_tool_calling_iterations":24',
+        '"vllm_gpu_memory_utilization":0.35', '"name_or_path":"Qwen/Qwen3.5-2B"', '"p":0.25', '"arm":"paired"',
+    ):
+        assert expected in command, expected
+
+
+def test_standin_dag_builds_the_model_and_every_table() -> None:
+    result = snakemake("--profile", "cpu", "-n", "--forceall", "all")
+    counts = job_counts(result.stdout + result.stderr)
+    assert counts["tokenizer"] == 1 and counts["warm_start"] == 1
+    assert counts["prereg_freeze_local"] == 1
+    assert counts["train"] == 9
+    assert counts["render_table"] == 12
+
+
+def _copy_repo(tmp_path: Path) -> Path:
+    """A scratch copy of the workflow (code, config, rules, data) for rerun experiments."""
+    work = tmp_path / "repo"
+    ignore = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache")
+    shutil.copytree(REPO, work, symlinks=True, ignore=ignore)
+    return work
+
+
+def _touch_all_outputs(work: Path) -> None:
+    """Pretend the whole stand-in study ran: create every planned output (empty), then let `--touch`
+    give them modification times in DAG order."""
+    summary = snakemake("--profile", "cpu", "-n", "--forceall", "--summary", "all", cwd=work).stdout
+    for line in summary.splitlines()[1:]:
+        fields = line.split("\t")
+        if len(fields) < 5 or fields[0] == "output_file":
+            continue
+        path = work / fields[0]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    snakemake("--profile", "cpu", "--touch", "--forceall", "all", cwd=work)
+
+
+def _rerun_rules(work: Path) -> Counter:
+    result = snakemake("--profile", "cpu", "-n", "all", cwd=work)
+    text = result.stdout + result.stderr
+    if "Nothing to be done" in text:
+        return Counter()
+    return job_counts(text)
+
+
+@pytest.fixture(scope="module")
+def touched_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = _copy_repo(tmp_path_factory.mktemp("rerun"))
+    # touch needs the outputs' folders; directories of checkpoints are not outputs.
+    _touch_all_outputs(work)
+    assert _rerun_rules(work) == Counter()
+    return work
+
+
+class _edited:
+    """Append a harmless line to a file (Snakemake compares checksums, so a bare touch is not an edit),
+    make it newer than every output, and restore bytes and time afterwards."""
+
+    def __init__(self, path: Path, line: str) -> None:
+        self.path, self.line = path, line
+
+    def __enter__(self) -> Path:
+        self.saved = self.path.read_bytes()
+        self.mtime = self.path.stat().st_mtime
+        self.path.write_bytes(self.saved + self.line.encode())
+        later = time.time() + 3600
+        os.utime(self.path, (later, later))
+        return self.path
+
+    def __exit__(self, *exc: object) -> None:
+        self.path.write_bytes(self.saved)
+        os.utime(self.path, (self.mtime, self.mtime))
+
+
+def test_editing_the_simulator_reruns_pools_and_everything_downstream(touched_copy: Path) -> None:
+    work = touched_copy
+    with _edited(work / "workflow_src/paired_rollouts/backoffice/world.py", "\n# edited\n"):
+        counts = _rerun_rules(work)
+    assert counts["tasks"] == 1 and counts["reference"] == 1
+    assert counts["train"] == 9 and counts["render_document"] == 1
+    assert counts["decide"] == 2
+
+
+def test_editing_a_threshold_reruns_only_decisions_and_tables(touched_copy: Path) -> None:
+    work = touched_copy
+    verification = work / "results/prereg/verification.json"
+    # The threshold is edited, the freeze amended and re-verified: the verification is newest.
+    with _edited(work / "prereg/decision_rules.yaml", "\n# edited threshold\n"), \
+            _edited(verification, "\n"):
+        later = time.time() + 7200
+        os.utime(verification, (later, later))
+        counts = _rerun_rules(work)
+    assert set(counts) <= {"prereg_verify", "decide", "render_table", "render_document", "all"}, counts
+    assert counts["decide"] == 2
+    assert "train" not in counts and "evaluate" not in counts
+
+
+def test_editing_a_template_reruns_only_rendering(touched_copy: Path) -> None:
+    work = touched_copy
+    with _edited(work / "workflow_src/paired_rollouts/render/templates/table3.tex.j2", "\n"):
+        counts = _rerun_rules(work)
+    assert set(counts) <= {"render_table", "render_document", "all"}, counts
+    assert counts["render_table"] == 1 and counts["render_document"] == 1
+
+
+def test_deleting_one_evaluation_reruns_only_that_job_and_its_dependants(touched_copy: Path) -> None:
+    work = touched_copy
+    victim = work / "results/evals/c2-paired-s0/periodic-step4-clean.jsonl"
+    saved = victim.read_bytes()
+    mtime = victim.stat().st_mtime
+    victim.unlink()
+    try:
+        counts = _rerun_rules(work)
+    finally:
+        victim.write_bytes(saved)
+        os.utime(victim, (mtime, mtime))
+    assert counts["evaluate"] == 1
+    assert "train" not in counts and "diagnose" not in counts
+    assert counts["completeness"] == 1 and counts["decide"] == 1
