@@ -138,16 +138,20 @@ def freeze_dir():
     return config["prereg"]["public_freeze_dir"]
 
 
+STANDIN_ROOT = f"results/models/{SCALE_NAME}"
+
+
 def model_dir():
+    """The warm-started stand-in (weights + tokenizer) or the real model's path / hub id."""
     if SCALE["model"]["kind"] == "standin":
-        return f"results/models/standin-{SCALE_NAME}"
+        return f"{STANDIN_ROOT}/model"
     return SCALE["model"]["name_or_path"]
 
 
 def model_inputs():
     """The stand-in is built by rules; a hub/path model is given, never built."""
     if SCALE["model"]["kind"] == "standin":
-        return [f"{model_dir()}/model/config.json", f"{model_dir()}/tokenizer/tokenizer.json"]
+        return [f"{STANDIN_ROOT}/model/config.json"]
     return []
 
 
@@ -158,59 +162,62 @@ def as_json(obj):
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
+# The learning commands share one flat settings key space (`paired-rollouts train --help` lists it);
+# `profile` picks its defaults and the accelerator picks device, precision and generation backend.
+STACKS = {
+    "cpu": {},
+    "h100": {"device": "cuda", "dtype": "bfloat16", "backend": "vllm", "gradient_checkpointing": True},
+    # ROCm builds of torch expose the GPU through the same `cuda` device API.
+    "mi300x": {"device": "cuda", "dtype": "bfloat16", "backend": "vllm", "gradient_checkpointing": True},
+}
+ROLLOUT_KEYS = ("max_tool_calling_iterations", "max_completion_length", "temperature")
+
+
+def base_settings():
+    settings = {"profile": "standin" if SCALE["model"]["kind"] == "standin" else "paper"}
+    settings.update(STACKS[ACCELERATOR])
+    settings.update({key: SCALE["training"][key] for key in ROLLOUT_KEYS})
+    for key in ("vllm_gpu_memory_utilization", "vllm_max_model_length"):
+        if key in SCALE["training"]:
+            settings[key] = SCALE["training"][key]
+    return settings
+
+
 def run_settings(wildcards):
     """Everything the trainer needs for one run; a change here reruns that run (params trigger)."""
-    condition, arm, seed = parse_run(wildcards.run)
-    noise = config["conditions"][condition]
-    settings = dict(SCALE["training"])
-    settings.update(
-        condition=condition,
-        arm=arm,
-        seed=seed,
-        p=noise["p"],
-        q=noise["q"],
-        checkpoint_steps=checkpoint_steps(),
-        accelerator=ACCELERATOR,
-        scale=SCALE_NAME,
-        model=SCALE["model"],
-    )
+    settings = base_settings()
+    settings.update(SCALE["training"])
+    every = SCALE["training"]["checkpoint_every"]
+    settings["extra_checkpoint_steps"] = [s for s in checkpoint_steps() if s > 0 and s % every]
     return as_json(settings)
 
 
 def eval_settings():
-    settings = dict(SCALE["evaluation"])
-    settings.update(
-        accelerator=ACCELERATOR,
-        max_tool_calling_iterations=SCALE["training"]["max_tool_calling_iterations"],
-        max_completion_length=SCALE["training"]["max_completion_length"],
-        temperature=SCALE["training"]["temperature"],
-    )
+    settings = base_settings()
+    settings.update(SCALE["evaluation"])
     return as_json(settings)
 
 
 def diagnostic_settings():
-    settings = {k: SCALE["diagnostics"][k] for k in ("tasks", "schedules", "samples")}
-    settings.update(
-        accelerator=ACCELERATOR,
-        max_tool_calling_iterations=SCALE["training"]["max_tool_calling_iterations"],
-        max_completion_length=SCALE["training"]["max_completion_length"],
-        temperature=SCALE["training"]["temperature"],
-    )
+    settings = base_settings()
+    for key in ("tasks", "schedules", "samples"):
+        settings[f"diag_{key}"] = SCALE["diagnostics"][key]
     return as_json(settings)
 
 
 def model_settings():
-    return as_json(SCALE["model"])
+    """The stand-in's build: tokenizer vocabulary, size, warm start."""
+    settings = {"profile": "standin"}
+    settings.update({k: v for k, v in SCALE["model"].items() if k != "kind"})
+    return as_json(settings)
 
 
 def probe_settings(wildcards):
-    settings = {k: v for k, v in SCALE["probe"].items() if k != "trajectories"}
-    settings.update(
-        accelerator=ACCELERATOR,
-        max_tool_calling_iterations=SCALE["training"]["max_tool_calling_iterations"],
-        max_completion_length=SCALE["training"]["max_completion_length"],
-        temperature=SCALE["training"]["temperature"],
-    )
+    settings = base_settings()
+    mapping = {"clean_tasks": "probe_clean_tasks", "clean_rollouts": "probe_clean_rollouts",
+               "diagnostic_tasks": "probe_diag_tasks", "schedules": "probe_schedules",
+               "samples": "probe_samples", "resamples": "probe_resamples"}
+    settings.update({target: SCALE["probe"][source] for source, target in mapping.items()})
     return as_json(settings)
 
 

@@ -8,7 +8,7 @@ rule tokenizer:
         pools=pool_files(),
         code=sources(*SIMULATOR, "agents", "training"),
     output:
-        f"{model_dir()}/tokenizer/tokenizer.json",
+        f"{STANDIN_ROOT}/tokenizer/tokenizer.json",
     params:
         tasks_dir=tasks_dir_of,
         folder=output_folder,
@@ -25,11 +25,11 @@ rule tokenizer:
 rule warm_start:
     """Build the tiny Qwen3.5-family model from config and warm-start it on scripted transcripts."""
     input:
-        tokenizer=f"{model_dir()}/tokenizer/tokenizer.json",
+        tokenizer=f"{STANDIN_ROOT}/tokenizer/tokenizer.json",
         pools=pool_files(),
         code=sources(*SIMULATOR, "agents", "training"),
     output:
-        f"{model_dir()}/model/config.json",
+        f"{STANDIN_ROOT}/model/config.json",
     params:
         tasks_dir=tasks_dir_of,
         tokenizer=tokenizer_folder,

@@ -1,0 +1,101 @@
+"""The whole study, end to end, at the `tiny` scale: the same DAG as the embedded default, on real
+runs (tokenizer, warm start, GRPO training, evaluations, diagnostics, probe, decisions, tables, PDF).
+
+This is the slowest test (several minutes on 2 cores); it runs in a scratch copy of the repository so
+that it never touches the developer's own `results/`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
+TINY = ["--profile", "cpu", "--config", "accelerator=cpu", "scale=tiny"]
+RUNS = ["c2-paired-s0", "c2-independent-s0", "c4-paired-s0", "c4-independent-s0", "c0-clean-s0"]
+
+pytestmark = pytest.mark.slow
+
+
+def _snakemake(work: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    return subprocess.run([SNAKEMAKE, *TINY, *args], cwd=work, capture_output=True, text=True, env=env,
+                          timeout=1800)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if shutil.which("pdflatex") is None and not os.environ.get("PAIRED_ROLLOUTS_REQUIRE_LATEX"):
+        pytest.skip("pdflatex is not installed (scripts/setup.sh installs it)")
+    work = tmp_path_factory.mktemp("e2e") / "repo"
+    ignore = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache")
+    shutil.copytree(REPO, work, symlinks=True, ignore=ignore)
+    result = _snakemake(work, "all")
+    if result.returncode != 0:
+        logs = "\n".join(
+            f"--- {log}\n{log.read_text()[-2000:]}" for log in sorted((work / "results/logs").rglob("*.log"))
+            if "rror" in log.read_text()
+        )
+        pytest.fail(f"the tiny study failed:\n{result.stderr[-5000:]}\n{logs[-8000:]}")
+    return work
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_pdf_and_every_table_and_figure_exist(study: Path) -> None:
+    pdf = study / "results/paper/tables.pdf"
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    for number in range(1, 13):
+        table = (study / f"results/tables/table{number}.tex").read_text()
+        assert "\\begin{tabular" in table or "\\begin{longtable" in table, number
+    for name in ("curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios"):
+        assert (study / f"results/figures/{name}.pdf").stat().st_size > 1000
+        assert (study / f"results/figures/{name}.png").stat().st_size > 1000
+    if shutil.which("pdftotext"):
+        text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+        assert "tiny test" in text
+
+
+def test_runs_really_trained(study: Path) -> None:
+    for run in RUNS:
+        groups = _jsonl(study / f"results/runs/{run}/groups.jsonl")
+        # 2 steps x 2 prompts, one group per prompt, G = 4.
+        assert len(groups) == 4, run
+        assert all(len(g["advantages"]) == 4 and len(g["schedule_seeds"]) == 4 for g in groups)
+        if run.startswith("c2-paired") or run.startswith("c4-paired"):
+            assert all(len(set(g["schedule_seeds"])) == 1 for g in groups)
+        if "independent" in run:
+            assert all(len(set(g["schedule_seeds"])) == 4 for g in groups)
+        manifest = json.loads((study / f"results/runs/{run}/manifest.json").read_text())
+        assert json.dumps(manifest)  # parses
+        assert (study / f"results/runs/{run}/checkpoints/step0002/COMPLETE").is_file()
+
+
+def test_agent_calls_tools_in_evaluations(study: Path) -> None:
+    records = _jsonl(study / "results/evals/c2-paired-s0/final-step2-clean.jsonl")
+    assert len(records) == 2 * 4  # 2 test tasks x 4 schedules
+    assert {r["task_id"] for r in records} == {"test-00000", "test-00001"}
+    assert all(r["run"] == "c2-paired-s0" and r["regime"] == "clean" for r in records)
+    assert sum(r["calls"] for r in records) > 0
+
+
+def test_tables_show_the_registers_numbers(study: Path) -> None:
+    decision = json.loads((study / "results/decisions/c2.json").read_text())
+    table3 = (study / "results/tables/table3.tex").read_text()
+    auc = decision["H2a"]["auc_paired"][0]
+    assert re.search(rf"{auc:.3f}", table3), (auc, table3)
+
+
+def test_second_invocation_does_nothing(study: Path) -> None:
+    result = _snakemake(study, "-n", "all")
+    assert result.returncode == 0
+    assert "Nothing to be done" in result.stdout + result.stderr

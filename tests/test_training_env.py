@@ -1,0 +1,182 @@
+"""The TRL environment, training rows and settings validation (no model needed; fast)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+from paired_rollouts.errors import UserError
+
+
+@pytest.fixture(scope="module")
+def env_cls(sim_tasks_dir):
+    from paired_rollouts.training.environment import BackOfficeEnv
+
+    BackOfficeEnv.load_tasks(sim_tasks_dir)
+    BackOfficeEnv.reset_class_state()
+    return BackOfficeEnv
+
+
+def test_tools_match_simulator_signatures(env_cls):
+    from paired_rollouts.backoffice.tools import TOOL_NAMES, TOOL_SIGNATURES
+    from paired_rollouts.training.environment import tool_methods
+    from transformers.utils import get_json_schema
+
+    env = env_cls()
+    tools = tool_methods(env)
+    assert sorted(t.__name__ for t in tools) == sorted(TOOL_NAMES)
+    public = {n for n, _ in inspect.getmembers(env_cls, inspect.isfunction) if not n.startswith("_")}
+    assert public == set(TOOL_NAMES) | {"reset", "get_reward", "load_tasks", "reset_class_state"} - {
+        "load_tasks", "reset_class_state"}
+    for tool in tools:
+        assert inspect.signature(tool) == TOOL_SIGNATURES[tool.__name__]
+        schema = get_json_schema(tool)["function"]
+        assert schema["name"] == tool.__name__
+        assert list(schema["parameters"]["properties"]) == list(TOOL_SIGNATURES[tool.__name__].parameters)
+        assert schema["description"]
+
+
+def _row(task, noise, seed=12345, condition="C2"):
+    from paired_rollouts.backoffice.tasks import budget_for
+
+    return {"prompt": [], "task_id": task["task_id"], "schedule_seed": seed, "noise": noise,
+            "condition": condition, "budget": budget_for(task), "row_index": 0}
+
+
+def _play_oracle(env, task):
+    from paired_rollouts.agents.scripted import lookup_calls
+    from paired_rollouts.backoffice.world import World
+
+    for step in lookup_calls(task, World.generate(task["world_seed"])) + task["oracle_plan"]:
+        getattr(env, step["tool"])(**step["args"])
+    env.finish(summary="done")
+    return env.get_reward()
+
+
+def test_oracle_episode_and_budget(env_cls, sim_pools):
+    from paired_rollouts.noise.config import NoiseConfig
+
+    task = sim_pools["train"][0]
+    env = env_cls()
+    env.reset(**_row(task, NoiseConfig.clean().to_json()))
+    assert _play_oracle(env, task) == 1.0
+    assert env.last_episode["true_success"] and env.last_episode["task_id"] == task["task_id"]
+    # Missing argument: counted, then the TypeError reaches TRL (which reports it to the model).
+    env.reset(**_row(task, NoiseConfig.clean().to_json()))
+    with pytest.raises(TypeError):
+        env.get_order()
+    assert env._session.calls == 1
+
+
+def test_paired_share_and_independent_differ(env_cls, sim_pools):
+    from paired_rollouts.noise.config import NoiseConfig
+
+    env_cls.reset_class_state(phase="train:step0")
+    envs = [env_cls() for _ in range(4)]
+    task = sim_pools["train"][1]
+    for mode, shared in (("paired", True), ("independent", False)):
+        noise = NoiseConfig.transition(0.25, mode=mode).to_json()
+        for env in envs:
+            env.reset(**_row(task, noise, seed=777))
+        seeds = {env.resolved_seed for env in envs}
+        assert (seeds == {777}) if shared else (len(seeds) == 4)
+    # spec 8.2 vector: independent seed of (777, slot 0, draw 0, train); envs[0] is slot 0, draw 1 now
+    env_cls.reset_class_state(phase="train:step0")
+    first = env_cls()
+    first.reset(**_row(task, NoiseConfig.transition(0.25, mode="independent").to_json(), seed=777))
+    assert first.resolved_seed == 5457687404510714343
+
+
+def test_outcome_flips_only_successes(env_cls, sim_pools):
+    from paired_rollouts.noise.config import NoiseConfig
+
+    env = env_cls()
+    noise = NoiseConfig.outcome(0.5, mode="paired").to_json()
+    task = sim_pools["train"][2]
+    flips = 0
+    for seed in range(30):
+        env.reset(**_row(task, noise, seed=seed, condition="C4"))
+        reward = _play_oracle(env, task)
+        rec = env.last_episode
+        assert rec["true_success"]
+        flips += rec["flipped"]
+        assert reward == (0.0 if rec["flipped"] else 1.0)
+    assert 0 < flips < 30
+    for seed in range(30):  # a failed episode is never flipped to success
+        env.reset(**_row(task, noise, seed=seed, condition="C4"))
+        env.finish(summary="nothing")
+        assert env.get_reward() == 0.0 and not env.last_episode["flipped"]
+
+
+def test_rows_same_tasks_across_arms(sim_pools):
+    from paired_rollouts.training.rows import build_rows
+
+    tasks = sim_pools["train"]
+    paired = build_rows(tasks, "C2", "paired", 0, 3, 4)
+    indep = build_rows(tasks, "C2", "independent", 0, 3, 4)
+    assert [r["task_id"] for r in paired] == [r["task_id"] for r in indep]
+    assert [r["schedule_seed"] for r in paired] == [r["schedule_seed"] for r in indep]
+    assert [r["task_id"] for r in paired[:5]] == ["train-01944", "train-00216", "train-01129", "train-01494",
+                                                  "train-01567"]
+    assert [r["schedule_seed"] for r in paired[:2]] == [307198333, 286348399]
+    assert [r["step"] for r in paired[:5]] == [0, 0, 0, 0, 1]
+    assert json.loads(paired[0]["noise"])["mode"] == "paired"
+    assert json.loads(indep[0]["noise"])["mode"] == "independent"
+    c4 = build_rows(tasks, "C4", "paired", 0, 1, 2)
+    assert json.loads(c4[0]["noise"])["q"] == 0.1
+    c0 = build_rows(tasks, "C0", "clean", 0, 1, 2)
+    assert json.loads(c0[0]["noise"])["mode"] == "clean"
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        ({"num_generations": 1}, "at least 2"),
+        ({"bogus": 1}, "unknown settings key"),
+        ({"steps": "ten"}, "steps must be int"),
+        ({"backend": "vllm"}, "needs device cuda"),
+        ({"prompts_per_step": 3, "num_generations": 3, "micro_batch": 2}, "must divide"),
+        ({"profile": "huge"}, "profile"),
+    ],
+)
+def test_bad_settings_refused(raw, fragment):
+    from paired_rollouts.training.settings import resolve
+
+    with pytest.raises(UserError, match=fragment):
+        resolve(raw)
+
+
+def test_paper_settings():
+    from paired_rollouts.training.settings import resolve
+
+    s = resolve({"profile": "paper"})
+    assert (s["steps"], s["prompts_per_step"], s["num_generations"]) == (100, 24, 8)
+    assert s["backend"] == "vllm" and s["dtype"] == "bfloat16" and s["learning_rate"] == 1e-5
+    assert (s["max_tool_calling_iterations"], s["max_completion_length"]) == (24, 6144)
+
+
+@pytest.mark.parametrize(("name", "fragment"), [("c9-paired-s0", "unknown condition"), ("c2-clean-s0", "C0 goes"),
+                                                 ("c2paired", "expected")])
+def test_bad_run_names(name, fragment):
+    from paired_rollouts.training.rows import parse_run
+
+    with pytest.raises(UserError, match=fragment):
+        parse_run(name)
+
+
+def test_train_refuses_without_verification(tmp_path, sim_tasks_dir):
+    from paired_rollouts.training.grpo import run_training
+
+    missing = tmp_path / "verification.json"
+    with pytest.raises(UserError, match="prereg verify"):
+        run_training("c2-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), {}, str(tmp_path / "run"))
+    missing.write_text(json.dumps({"passes": False}))
+    with pytest.raises(UserError, match="not verified"):
+        run_training("c2-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), {}, str(tmp_path / "run"))
+    missing.write_text(json.dumps({"passes": True}))
+    with pytest.raises(UserError, match="model-dir"):
+        run_training("c2-paired-s0", str(sim_tasks_dir), str(tmp_path / "nope"), str(missing), {},
+                     str(tmp_path / "run"))
+    with pytest.raises(UserError, match="unknown condition"):
+        run_training("c7-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), {}, str(tmp_path / "run"))

@@ -1,0 +1,117 @@
+"""End-to-end GRPO on a tiny random Qwen3.5 stand-in (CPU): registers, checkpoints, LoRA-only updates,
+seed sharing, and resume after a kill reproducing the uninterrupted registers byte for byte.
+
+A randomly initialised model earns no reward, so the grader is patched to give alternating rewards by
+slot: advantages are then non-zero and the LoRA weights must move (the register cross-checks stay on).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+SETTINGS = {"steps": 3, "prompts_per_step": 2, "num_generations": 2, "micro_batch": 4, "checkpoint_every": 2,
+            "max_completion_length": 96, "max_tool_calling_iterations": 2, "learning_rate": 0.05,
+            "task_filter": "all"}
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory, sim_pools):
+    from paired_rollouts.training.settings import resolve
+    from paired_rollouts.training.warmstart import build_tokenizer, save_standin, warm_start
+
+    folder = tmp_path_factory.mktemp("standin")
+    tasks = sim_pools["train"][:30]
+    tokenizer = build_tokenizer(tasks, 12, 400)
+    settings = resolve({"warm_start_steps": 1, "warm_start_tasks": 4, "warm_start_batch": 2, "task_filter": "all"})
+    model, report = warm_start(tokenizer, tasks, settings, progress=False)
+    save_standin(model, tokenizer, folder, report)
+    verification = folder / "verification.json"
+    verification.write_text(json.dumps({"passes": True}))
+    return folder, verification
+
+
+@pytest.fixture()
+def alternating_rewards(monkeypatch):
+    from paired_rollouts.episode import EpisodeSession
+
+    original = EpisodeSession.finish_and_grade
+
+    def graded(self):
+        record = original(self)
+        win = self._meta["slot"] % 2 == 1
+        record.update(true_success=win, observed_reward=float(win))
+        return record
+
+    monkeypatch.setattr(EpisodeSession, "finish_and_grade", graded)
+
+
+def _train(run, standin, tasks_dir, out, **extra):
+    from paired_rollouts.training.grpo import run_training
+
+    folder, verification = standin
+    return run_training(run, str(tasks_dir), str(folder), str(verification), dict(SETTINGS), str(out), **extra)
+
+
+def _read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_train_resume_and_registers(tmp_path, standin, sim_tasks_dir, alternating_rewards):
+    from paired_rollouts.io import sha256_file
+    from paired_rollouts.training import checkpoints as ckpt
+    from safetensors.torch import load_file
+
+    base_hash = sha256_file(standin[0] / "model.safetensors")
+    full = tmp_path / "full"
+    manifest = _train("c2-paired-s0", standin, sim_tasks_dir, full)
+    assert manifest["status"] == "complete" and manifest["steps_completed"] == 3
+    assert ckpt.list_steps(full) == [0, 2, 3]
+    assert all(ckpt.is_complete(ckpt.step_dir(full, s), resumable=True) for s in (2, 3))
+    groups = _read(full / "groups.jsonl")
+    assert [(g["step"], g["group"]) for g in groups] == [(s, g) for s in range(3) for g in range(2)]
+    for g in groups:  # paired: one resolved seed per group, equal to the row's
+        assert set(g["schedule_seeds"]) == {g["schedule_seed"]}
+        assert g["observed_reward"] == [0.0, 1.0] and not g["zero_variance"]
+        assert g["advantages"][0] < 0 < g["advantages"][1]
+    assert len(_read(full / "train_episodes.jsonl")) == 12
+    assert {t["step"] for t in manifest["timings"]} == {0, 1, 2}
+
+    # LoRA moved, base weights untouched (the adapter holds only LoRA tensors).
+    first = load_file(ckpt.step_dir(full, 0) / "adapter_model.safetensors")
+    last = load_file(ckpt.step_dir(full, 3) / "adapter_model.safetensors")
+    assert all("lora_" in k for k in last)
+    assert any(not (first[k] == last[k]).all() for k in last)
+    assert sha256_file(standin[0] / "model.safetensors") == base_hash
+
+    # A job killed after step 2 (its checkpoint complete) and started again ends identical.
+    killed = tmp_path / "killed"
+    partial = _train("c2-paired-s0", standin, sim_tasks_dir, killed, stop_after=2)
+    assert partial["status"] == "stopped" and partial["steps_completed"] == 2
+    with (killed / "groups.jsonl").open("a") as handle:  # rows past the checkpoint must be dropped
+        handle.write(json.dumps({"step": 2, "group": 0, "junk": True}) + "\n")
+    resumed = _train("c2-paired-s0", standin, sim_tasks_dir, killed)
+    assert resumed["status"] == "complete"
+    assert [a["resumed_from_step"] for a in resumed["attempts"]] == [0, 2]
+    assert (killed / "groups.jsonl").read_bytes() == (full / "groups.jsonl").read_bytes()
+    # Episode records also carry the job attempt that produced them (1 before the kill, 2 after).
+    after = _read(killed / "train_episodes.jsonl")
+    assert [e.pop("attempt") for e in after] == [1] * 8 + [2] * 4
+    assert after == [{k: v for k, v in e.items() if k != "attempt"} for e in _read(full / "train_episodes.jsonl")]
+    assert load_file(ckpt.step_dir(killed, 3) / "adapter_model.safetensors").keys() == last.keys()
+    for key, value in load_file(ckpt.step_dir(killed, 3) / "adapter_model.safetensors").items():
+        assert (value == last[key]).all()
+
+
+def test_independent_groups_never_share(tmp_path, standin, sim_tasks_dir, alternating_rewards):
+    from paired_rollouts.training import checkpoints as ckpt
+
+    out = tmp_path / "indep"
+    _train("c2-independent-s0", standin, sim_tasks_dir, out, stop_after=2)
+    groups = _read(out / "groups.jsonl")
+    assert groups and all(len(set(g["schedule_seeds"])) == len(g["schedule_seeds"]) for g in groups)
+    # An incomplete checkpoint (marker missing) is never resumed from.
+    (ckpt.step_dir(out, 2) / ckpt.MARKER).unlink()
+    assert ckpt.last_complete(out) == 0

@@ -1,0 +1,62 @@
+"""Tool-result tokens are excluded from the loss: TRL's tool loop run through our environment with a
+scripted 'model' (the generation call is replaced by fixed token ids), then the masks are decoded."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def trainer(tmp_path_factory, sim_tasks_dir, sim_pools):
+    import datasets
+    from paired_rollouts.training.environment import BackOfficeEnv
+    from paired_rollouts.training.model import build_random_model, standin_config
+    from paired_rollouts.training.rows import build_rows
+    from paired_rollouts.training.settings import resolve
+    from paired_rollouts.training.trainer import build_trainer
+    from paired_rollouts.training.warmstart import build_tokenizer
+
+    tokenizer = build_tokenizer(sim_pools["train"][:20], 8, 400)
+    model = build_random_model(standin_config(tokenizer, {"hidden_size": 32, "intermediate_size": 64, "head_dim": 16,
+                                                          "linear_key_head_dim": 16, "linear_value_head_dim": 16}), 0)
+    settings = resolve({"steps": 1, "prompts_per_step": 1, "num_generations": 2, "micro_batch": 2,
+                        "max_completion_length": 400, "max_tool_calling_iterations": 3, "task_filter": "all"})
+    rows = build_rows(sim_pools["train"], "C0", "clean", 0, 1, 1)
+    BackOfficeEnv.reset_class_state()
+    BackOfficeEnv.load_tasks(sim_tasks_dir)
+    out = tmp_path_factory.mktemp("mask")
+    from peft import LoraConfig
+
+    tr = build_trainer(model, tokenizer, settings, datasets.Dataset.from_list(rows), out, 0,
+                       peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"))
+    return tr, tokenizer, rows
+
+
+def test_tool_results_masked(trainer, monkeypatch):
+    tr, tokenizer, rows = trainer
+    call = "<tool_call>\n<function=get_order>\n<parameter=order_id>\nO0001\n</parameter>\n</function>\n</tool_call><|im_end|>"
+    done = "Done.<|im_end|>"
+    turns = iter([call, done])
+
+    def scripted(prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        text = next(turns)
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        return [list(ids) for _ in prompt_ids], None
+
+    monkeypatch.setattr(tr, "_generate_single_turn", scripted)
+    tr.model.train()
+    output = tr._generate_and_score_completions([dict(rows[0]), dict(rows[0])])
+    ids = output["completion_ids"][0]
+    loss_mask = (output["completion_mask"][0] * output["tool_mask"][0]).bool()
+    learned = tokenizer.decode(ids[loss_mask])
+    ignored = tokenizer.decode(ids[~loss_mask & output["completion_mask"][0].bool()])
+    assert learned == call + done
+    assert "<tool_response>" in ignored and "</tool_response>" in ignored
+    response = tr.environments[0]._session.call_log[0]
+    assert response["tool"] == "get_order"
+    assert '"order_id":"O0001"' in ignored  # the simulator's response is in the masked span
+    assert "<tool_response>" not in learned
+    record = tr.environments[0].last_episode
+    assert record["calls"] == 1 and json.loads(record["noise"])["mode"] == "clean"

@@ -1,0 +1,109 @@
+"""CLI: ``evaluate`` (periodic/final sets of a checkpoint) and ``diagnose`` (luck-share episodes)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from paired_rollouts.io import atomic_write_jsonl, load_settings
+from paired_rollouts.training import settings as S
+
+_KEYS = ("profile", "task_filter", "device", "dtype", "backend", "eval_tasks", "final_tasks", "eval_batch", "diag_tasks",
+         "diag_schedules", "diag_samples", "temperature", "max_completion_length", "max_tool_calling_iterations",
+         "vllm_gpu_memory_utilization", "vllm_max_model_length")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = subparsers.add_parser(
+        "evaluate",
+        help="roll a checkpoint out on an evaluation set into episode records",
+        description="Roll out checkpoint step N of a run on a periodic set (first eval_tasks validation tasks; "
+        "clean and at_training with schedules 1-2, challenge 1) or a final set (first final_tasks test tasks; "
+        "clean, noisy_p010, noisy_p025, heldout_types with schedules 1-4, challenge 1, at_training for C4). "
+        "Schedules are paired and identical across arms and checkpoints. Several regimes may be given "
+        "comma-separated; then --out must contain {regime}.",
+        epilog=S.epilog(_KEYS),
+        formatter_class=fmt,
+    )
+    _common(p)
+    p.add_argument("--phase", required=True, choices=("periodic", "final"))
+    p.add_argument("--regime", required=True, help="clean|at_training|challenge|noisy_p010|noisy_p025|heldout_types "
+                   "(comma-separated for several)")
+    p.add_argument("--out", required=True, help="results/evals/RUN/{phase}-step{N}-{regime}.jsonl "
+                   "(placeholders {phase} {step} {regime} allowed)")
+    p.set_defaults(handler=_evaluate)
+
+    p = subparsers.add_parser(
+        "diagnose",
+        help="luck-share diagnostic episodes of a checkpoint (K schedules x M samples per task)",
+        description="Roll out checkpoint step N on the first diag_tasks diagnostic tasks x diag_schedules "
+        "schedules (diagnostic_seed(run_seed, task, k), k = 0..K-1) x diag_samples samples under p = 0.25 "
+        "transition noise (default mixture, paired). Records have phase 'diagnostic' and regime 'diag'.",
+        epilog=S.epilog(_KEYS),
+        formatter_class=fmt,
+    )
+    _common(p)
+    p.add_argument("--out", required=True, help="results/diagnostics/RUN/diag-stepN.jsonl")
+    p.set_defaults(handler=_diagnose)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", required=True, help="run name, e.g. c2-paired-s0")
+    p.add_argument("--step", required=True, type=int, help="checkpoint step N")
+    p.add_argument("--tasks-dir", required=True)
+    p.add_argument("--checkpoint", required=True, help="results/runs/RUN/checkpoints/stepNNNN")
+    p.add_argument("--model-dir", required=True)
+    p.add_argument("--settings", default=None, help="inline JSON or @file")
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from paired_rollouts.errors import UserError
+    from paired_rollouts.evaluation.evaluate import evaluation_rows, roll_rows
+    from paired_rollouts.evaluation.rollout import PolicyRunner
+    from paired_rollouts.training.rows import parse_run
+
+    settings = S.resolve(load_settings(args.settings))
+    condition, arm, seed = parse_run(args.run)
+    regimes = [r.strip() for r in args.regime.split(",") if r.strip()]
+    if len(regimes) > 1 and "{regime}" not in args.out:
+        raise UserError(f"--out {args.out}: several regimes need a {{regime}} placeholder in --out")
+    plans = [(r, evaluation_rows(args.tasks_dir, args.phase, r, condition, settings)) for r in regimes]
+    runner = PolicyRunner(args.model_dir, args.checkpoint, settings, args.tasks_dir, seed)
+    try:
+        for regime, rows in plans:
+            began = time.perf_counter()
+            records = roll_rows(runner, rows, run=args.run, condition=condition, arm=arm, seed=seed,
+                                phase=args.phase, step=args.step, regime=regime, batch=settings["eval_batch"])
+            out = Path(args.out.format(phase=args.phase, step=args.step, regime=regime))
+            atomic_write_jsonl(out, records)
+            seconds = time.perf_counter() - began
+            ok = sum(r["true_success"] for r in records)
+            print(f"{args.run} {args.phase} step {args.step} {regime}: {ok}/{len(records)} successes, "
+                  f"{len(records) / max(seconds, 1e-9):.2f} episodes/s -> {out}")
+    finally:
+        runner.close()
+    return 0
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    from paired_rollouts.evaluation.evaluate import diagnostic_rows, roll_rows
+    from paired_rollouts.evaluation.rollout import PolicyRunner
+    from paired_rollouts.training.rows import parse_run
+
+    settings = S.resolve(load_settings(args.settings))
+    condition, arm, seed = parse_run(args.run)
+    rows = diagnostic_rows(args.tasks_dir, condition, seed, settings)
+    runner = PolicyRunner(args.model_dir, args.checkpoint, settings, args.tasks_dir, seed)
+    try:
+        began = time.perf_counter()
+        records = roll_rows(runner, rows, run=args.run, condition=condition, arm=arm, seed=seed,
+                            phase="diagnostic", step=args.step, regime="diag", batch=settings["eval_batch"])
+    finally:
+        runner.close()
+    atomic_write_jsonl(args.out, records)
+    seconds = time.perf_counter() - began
+    print(f"{args.run} diagnostic step {args.step}: {len(records)} episodes, "
+          f"{len(records) / max(seconds, 1e-9):.2f} episodes/s -> {args.out}")
+    return 0

@@ -1,0 +1,85 @@
+"""Rolling a checkpoint out: the training tool loop in eval mode, one rollout per row.
+
+``PolicyRunner`` loads base model + LoRA adapter, builds the same ``PairedGRPOTrainer`` the run trained
+with (settings select HF generate on CPU or colocated vLLM on GPU) and calls its
+``_generate_and_score_completions`` in eval mode: prompts, chat template, tool-call parsing, tool loop,
+truncation and reward are exactly those of training. On CPU, sampling is made reproducible by seeding
+torch before every batch with a seed derived from what the batch is (not from when it runs).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts.errors import UserError
+
+
+def check_checkpoint(path: str | Path) -> Path:
+    from paired_rollouts.training import checkpoints as ckpt
+
+    folder = Path(path)
+    if not (folder / "adapter_config.json").is_file():
+        raise UserError(f"{folder}: no adapter_config.json; give a checkpoint folder written by 'paired-rollouts train'")
+    if not ckpt.is_complete(folder):
+        raise UserError(f"{folder}: checkpoint has no valid COMPLETE marker (interrupted save?); rerun training")
+    return folder
+
+
+class PolicyRunner:
+    """A checkpoint ready to roll out (and, for the probe, to differentiate)."""
+
+    def __init__(self, model_dir: str, checkpoint: str | Path, settings: dict[str, Any], tasks_dir: str,
+                 seed: int, *, trainable: bool = False) -> None:
+        import datasets
+        import torch
+        from peft import PeftModel
+        from transformers import AutoTokenizer, set_seed
+
+        from paired_rollouts.training.environment import BackOfficeEnv
+        from paired_rollouts.training.grpo import check_model
+        from paired_rollouts.training.model import load_causal_lm
+        from paired_rollouts.training.trainer import build_trainer
+
+        self.settings = settings
+        model_path = check_model(model_dir, settings)
+        folder = check_checkpoint(checkpoint)
+        set_seed(seed)
+        torch.use_deterministic_algorithms(settings["device"] == "cpu", warn_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+        base = load_causal_lm(model_path, settings["dtype"])
+        model = PeftModel.from_pretrained(base, str(folder), is_trainable=trainable)
+        BackOfficeEnv.reset_class_state(phase="eval")
+        BackOfficeEnv.load_tasks(tasks_dir)
+        dummy = datasets.Dataset.from_list([{"prompt": [{"role": "user", "content": "x"}], "task_id": "none"}])
+        self._tmp = tempfile.TemporaryDirectory(prefix="paired-rollouts-eval-")
+        self.trainer = build_trainer(model, tokenizer, settings, dummy, self._tmp.name, seed, evaluation=True)
+        self.tokenizer = tokenizer
+
+    def rollout(self, rows: list[dict[str, Any]], phase: str, sampling_seed: int) -> tuple[list[dict], dict]:
+        """Roll out one batch of rows; returns (the environments' episode records, TRL's batch output)."""
+        import torch
+
+        from paired_rollouts.training.environment import BackOfficeEnv
+
+        BackOfficeEnv.phase = phase
+        torch.manual_seed(sampling_seed)
+        if torch.cuda.is_available():
+            torch.cuda.manual_seed_all(sampling_seed)
+        trainer = self.trainer
+        trainer.model.eval()
+        output = trainer._generate_and_score_completions([dict(r) for r in rows])
+        rewards = trainer.last_rewards.nansum(dim=1).tolist()
+        records = []
+        for i, env in enumerate(trainer.environments):
+            record = env.last_episode
+            if record is None or record["task_id"] != rows[i]["task_id"]:
+                raise RuntimeError(f"rollout {i}: environment record does not match row {rows[i]['task_id']}")
+            if abs(float(record["observed_reward"]) - rewards[i]) > 1e-9:
+                raise RuntimeError(f"rollout {i}: environment reward differs from TRL's")
+            records.append(dict(record, resolved_seed_used=env.resolved_seed))
+        return records, output
+
+    def close(self) -> None:
+        self._tmp.cleanup()

@@ -1,0 +1,114 @@
+"""CLI: ``tokenizer``, ``warm-start`` (CPU stand-in) and ``train`` (one GRPO run)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from paired_rollouts.errors import UserError
+from paired_rollouts.io import load_settings
+from paired_rollouts.training import settings as S
+
+_STANDIN_KEYS = ("profile", "task_filter", "vocab_size", "hidden_size", "num_layers", "warm_start_steps", "warm_start_batch",
+                 "warm_start_lr", "warm_start_tasks")
+_TRAIN_KEYS = ("profile", "device", "dtype", "backend", "gradient_checkpointing", "steps", "prompts_per_step",
+               "num_generations", "micro_batch", "checkpoint_every", "learning_rate", "lora_r", "lora_alpha",
+               "lora_dropout", "loss_type", "scale_rewards", "beta", "temperature", "max_completion_length",
+               "max_tool_calling_iterations", "vllm_gpu_memory_utilization", "vllm_max_model_length",
+               "vllm_importance_sampling_correction", "train_episodes", "task_filter")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    p = subparsers.add_parser(
+        "tokenizer",
+        help="train the stand-in's offline byte-level BPE tokenizer (CPU profile)",
+        description="Train a small byte-level BPE on rendered scripted-reference transcripts of train tasks and "
+        "attach TRL's bundled Qwen3.5 chat template, so TRL parses the stand-in's tool calls like Qwen3.5's.",
+        epilog=S.epilog(_STANDIN_KEYS),
+        formatter_class=fmt,
+    )
+    p.add_argument("--tasks-dir", required=True, help="folder with train.jsonl and MANIFEST.json")
+    p.add_argument("--out", required=True, help="output folder (HF tokenizer files)")
+    p.add_argument("--settings", default=None, help="inline JSON or @file")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(handler=_tokenizer)
+
+    p = subparsers.add_parser(
+        "warm-start",
+        help="build the tiny Qwen3.5 stand-in and warm-start it on scripted transcripts (CPU profile)",
+        description="Build a randomly initialised tiny Qwen3.5 text model from config (no download) and train "
+        "it with next-token loss on the assistant turns of scripted-reference transcripts, so that GRPO starts "
+        "from a policy that calls tools and earns rewards that differ within groups. Saves model + tokenizer.",
+        epilog=S.epilog(_STANDIN_KEYS),
+        formatter_class=fmt,
+    )
+    p.add_argument("--tokenizer", required=True, help="folder written by 'paired-rollouts tokenizer'")
+    p.add_argument("--tasks-dir", required=True)
+    p.add_argument("--out", required=True, help="output model folder (HF save_pretrained layout)")
+    p.add_argument("--settings", default=None, help="inline JSON or @file")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(handler=_warm_start)
+
+    p = subparsers.add_parser(
+        "train",
+        help="one GRPO run (TRL GRPOTrainer + LoRA) with paired or independent noise schedules",
+        description="Train one run named {condition}-{arm}-s{seed} (c2-paired-s0, c4-independent-s1, "
+        "c0-clean-s0). Refuses to start unless the pre-registration is verified and the task pools match "
+        "their manifest. Writes checkpoints/step{N:04d}/ (step 0 = initial LoRA), groups.jsonl, "
+        "train_episodes.jsonl and manifest.json under --out-dir. Started again after a kill, it resumes from "
+        "the last COMPLETE checkpoint and ends with the same registers.",
+        epilog=S.epilog(_TRAIN_KEYS),
+        formatter_class=fmt,
+    )
+    p.add_argument("--run", required=True, help="run name, e.g. c2-paired-s0")
+    p.add_argument("--tasks-dir", required=True)
+    p.add_argument("--model-dir", required=True, help="stand-in folder (CPU) or Qwen3.5-2B snapshot/hub id (GPU)")
+    p.add_argument("--verification", required=True, help="results/prereg/verification.json")
+    p.add_argument("--settings", default=None, help="inline JSON or @file")
+    p.add_argument("--out-dir", required=True, help="results/runs/RUN")
+    p.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
+    p.set_defaults(handler=_train)
+
+
+def _standin_settings(args: argparse.Namespace) -> dict:
+    return S.resolve(load_settings(args.settings))
+
+
+def _tokenizer(args: argparse.Namespace) -> int:
+    from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.training.warmstart import build_tokenizer
+
+    settings = _standin_settings(args)
+    tasks = S.filter_tasks(load_pool(Path(args.tasks_dir) / "train.jsonl"), settings["task_filter"])
+    tokenizer = build_tokenizer(tasks, settings["warm_start_tasks"], settings["vocab_size"], args.seed)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(args.out)
+    print(f"tokenizer: {len(tokenizer)} tokens -> {args.out}")
+    return 0
+
+
+def _warm_start(args: argparse.Namespace) -> int:
+    from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.training.tokenizer import load_tokenizer
+    from paired_rollouts.training.warmstart import save_standin, warm_start
+
+    settings = _standin_settings(args)
+    if not (Path(args.tokenizer) / "tokenizer.json").is_file():
+        raise UserError(f"{args.tokenizer}: no tokenizer.json; run 'paired-rollouts tokenizer' first")
+    tokenizer = load_tokenizer(args.tokenizer)
+    tasks = S.filter_tasks(load_pool(Path(args.tasks_dir) / "train.jsonl"), settings["task_filter"])
+    model, report = warm_start(tokenizer, tasks, settings, seed=args.seed)
+    save_standin(model, tokenizer, args.out, report)
+    print(f"warm start: loss {report['loss_first']:.3f} -> {report['loss_last']:.3f}; saved {args.out}")
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from paired_rollouts.training.grpo import run_training
+
+    manifest = run_training(args.run, args.tasks_dir, args.model_dir, args.verification,
+                            load_settings(args.settings), args.out_dir, stop_after=args.stop_after)
+    print(f"{args.run}: {manifest.get('status')} at step {manifest.get('steps_completed')}")
+    return 0

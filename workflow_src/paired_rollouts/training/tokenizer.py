@@ -1,0 +1,137 @@
+"""Offline tokenizer for the CPU stand-in model.
+
+No weights or vocabularies can be downloaded on the CPU profile, so the stand-in gets a small byte-level
+BPE trained on rendered transcripts of the scripted reference agent. It carries TRL's bundled Qwen3.5
+chat template *verbatim* (read from the installed package at run time): TRL recognises templates by exact
+string, and only then installs the Qwen3.5 tool-call parser, so the stand-in goes through the same
+tool-calling code path as the real model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+# Qwen's control tokens. They are "special" (never merged, skipped by skip_special_tokens).
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+# Structural markers of the Qwen3.5 tool format. As added tokens they split the text into segments that
+# are tokenized independently, so a transcript tokenized in one piece gives the same ids as TRL's
+# turn-by-turn concatenation (prompt + generated ids + tool-suffix ids).
+ADDED_TOKENS = (
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+    "<think>",
+    "</think>",
+    "<function=",
+    "</function>",
+    "<parameter=",
+    "</parameter>",
+)
+DEFAULT_VOCAB_SIZE = 2048
+# Entity-id ranges of the simulated world (customers, orders, products, shipments, tickets). Every id is
+# one token of the stand-in vocabulary, so copying an id from the instruction or a tool response into a
+# tool-call argument is copying one token (a tiny model copies digit sequences badly).
+ID_RANGES = (("C", 40), ("O", 80), ("SKU-", 30), ("S", 80), ("T", 30))
+
+
+def atom_tokens() -> tuple[str, ...]:
+    """Whole-token atoms: every entity id plus the closed vocabularies that tool arguments copy.
+
+    They are added tokens with ``single_word=True`` (matched only between non-word characters, so ``low``
+    in ``allowed`` stays ordinary text) and ``normalized=False``; decoding gives their text back verbatim.
+    """
+    from paired_rollouts.backoffice import words
+
+    ids = [f"{prefix}{i:04d}" for prefix, n in ID_RANGES for i in range(1, n + 1)]
+    phrases = (
+        words.CARRIERS + words.TICKET_CATEGORIES + words.TICKET_PRIORITIES + words.TICKET_SUMMARIES
+        + words.TASK_STREETS + words.STREETS + words.TASK_CITIES + words.CITIES + words.REFUND_REASONS
+        + words.FIRST_NAMES + words.LAST_NAMES
+    )
+    seen: set[str] = set()
+    out = []
+    for atom in ids + list(phrases):
+        if atom not in seen:
+            seen.add(atom)
+            out.append(atom)
+    return tuple(out)
+CHAT_TEMPLATE_NAME = "qwen3_5_nothink.jinja"  # what Qwen3.5-2B ships (thinking off by default)
+
+
+def qwen35_chat_template() -> str:
+    """TRL's bundled Qwen3.5 (2B, no-think) chat template, byte for byte."""
+    import trl
+
+    path = Path(trl.__file__).parent / "chat_templates" / CHAT_TEMPLATE_NAME
+    return path.read_text(encoding="utf-8")
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE) -> Any:
+    """Train a byte-level BPE on ``texts`` and wrap it as a transformers fast tokenizer.
+
+    Merges may cross word boundaries (no regex pre-split): JSON responses and tool calls are highly
+    repetitive, and cross-word merges make an episode about 5x shorter than word-split BPE.
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
+    # Digit runs and line breaks are isolated before BPE: an id such as O0042 or a postal code then
+    # tokenizes the same in the instruction, in a tool response and in a tool-call argument, so a tiny
+    # model can learn to copy it. Everything else may merge across word boundaries.
+    bpe.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"[0-9]+|\n+"), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=list(SPECIAL_TOKENS) + list(ADDED_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    import re
+
+    corpus = list(texts)
+    atoms = atom_tokens()
+    # Strip the marker strings and atoms from the training text so no merge swallows part of one and no
+    # vocabulary is spent on pieces of ids.
+    markers = sorted(SPECIAL_TOKENS + ADDED_TOKENS, key=len, reverse=True)
+    words_re = sorted(atoms, key=len, reverse=True)
+    splitter = re.compile(
+        "|".join(re.escape(m) for m in markers)
+        + "|" + r"(?<!\w)(?:" + "|".join(re.escape(a) for a in words_re) + r")(?!\w)"
+    )
+
+    def pieces() -> Iterable[str]:
+        for text in corpus:
+            yield from (c for c in splitter.split(text) if c)
+
+    bpe.train_from_iterator(pieces(), trainer=trainer, length=None)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=["<|im_start|>"],
+        clean_up_tokenization_spaces=False,
+        model_max_length=1 << 20,
+    )
+    from tokenizers import AddedToken
+
+    tokenizer.add_tokens(list(ADDED_TOKENS), special_tokens=False)
+    tokenizer.add_tokens(
+        [AddedToken(a, single_word=True, normalized=False, special=False) for a in atoms], special_tokens=False
+    )
+    tokenizer.chat_template = qwen35_chat_template()
+    return tokenizer
+
+
+def load_tokenizer(path: str | Path) -> Any:
+    """Load a tokenizer saved by this module (or a real model's tokenizer on GPU)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(path))

@@ -1,0 +1,152 @@
+"""The GRPO trainer shared by training, evaluation and the probe.
+
+``PairedGRPOTrainer`` is TRL's ``GRPOTrainer`` plus three hooks: it captures the rewards TRL computed (to
+cross-check them against the environments), stamps the environment phase before each generation, and
+hands every training generation batch to a ``BatchSink`` (the group register). Evaluation and the probe
+use the same class and the same tool loop in eval mode, so a checkpoint is rolled out exactly as it was
+trained, only with one rollout per row.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+class BatchSink(Protocol):
+    def __call__(self, trainer: Any, inputs: list[dict[str, Any]], output: dict[str, Any],
+                 rewards: list[float], generation_seconds: float) -> None: ...
+
+
+def grpo_args(settings: dict[str, Any], output_dir: str | Path, seed: int, *, evaluation: bool = False) -> Any:
+    """GRPOConfig from resolved settings: one optimizer step per generation batch (analysis_spec 6.3)."""
+    from trl import GRPOConfig
+
+    g = settings["num_generations"]
+    gen_batch = settings["prompts_per_step"] * g
+    micro = settings["micro_batch"]
+    cuda = settings["device"] == "cuda"
+    use_vllm = settings["backend"] == "vllm"
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(output_dir),
+        max_steps=settings["steps"],
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=gen_batch // micro,
+        generation_batch_size=gen_batch,
+        num_generations=g,
+        num_generations_eval=1,
+        per_device_eval_batch_size=settings["eval_batch"],
+        learning_rate=settings["learning_rate"],
+        temperature=settings["temperature"],
+        loss_type=settings["loss_type"],
+        scale_rewards=settings["scale_rewards"],
+        beta=settings["beta"],
+        max_completion_length=settings["max_completion_length"],
+        max_tool_calling_iterations=settings["max_tool_calling_iterations"],
+        chat_template_kwargs={"enable_thinking": False},
+        seed=seed,
+        data_seed=seed,
+        shuffle_dataset=False,
+        report_to="none",
+        logging_steps=1,
+        save_strategy="no" if evaluation else "steps",
+        save_steps=settings["checkpoint_every"],
+        save_total_limit=None,
+        save_only_model=False,
+        bf16=cuda and settings["dtype"] == "bfloat16",
+        fp16=False,
+        use_cpu=not cuda,
+        gradient_checkpointing=settings["gradient_checkpointing"] and not evaluation,
+        use_vllm=use_vllm,
+        dataloader_num_workers=0,
+        disable_tqdm=evaluation,
+    )
+    if use_vllm:
+        kwargs.update(
+            vllm_mode="colocate",
+            vllm_gpu_memory_utilization=settings["vllm_gpu_memory_utilization"],
+            vllm_max_model_length=settings["vllm_max_model_length"],
+            # In evaluation nothing is trained, so the IS correction would only cost an extra pass.
+            vllm_importance_sampling_correction=settings["vllm_importance_sampling_correction"] and not evaluation,
+        )
+    return GRPOConfig(**kwargs)
+
+
+def _trainer_class() -> type:
+    from trl import GRPOTrainer
+
+    from paired_rollouts.training.environment import BackOfficeEnv
+
+    class PairedGRPOTrainer(GRPOTrainer):
+        """GRPOTrainer with the group-register hook and phase stamping."""
+
+        batch_sink: BatchSink | None = None
+        phase_prefix: str = "train"
+        last_rewards: Any = None
+        generation_seconds: float = 0.0
+        save_hook: Any = None
+
+        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # noqa: D401
+            rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            self.last_rewards = rewards.detach().cpu().clone()
+            return rewards
+
+        def _generate_and_score_completions(self, inputs):
+            training = self.model.training
+            if training:
+                BackOfficeEnv.phase = f"train:step{self.state.global_step}"
+            start = time.perf_counter()
+            output = super()._generate_and_score_completions(inputs)
+            seconds = time.perf_counter() - start
+            self.generation_seconds += seconds
+            if training and self.batch_sink is not None:
+                rewards = self.last_rewards.nansum(dim=1).tolist()
+                self.batch_sink(self, inputs, output, rewards, seconds)
+            return output
+
+        def _save_checkpoint(self, model, trial):
+            super()._save_checkpoint(model, trial)
+            if self.save_hook is not None:
+                self.save_hook(self)
+
+    return PairedGRPOTrainer
+
+
+def _save_at_steps(steps: list[int]) -> Any:
+    """A callback that also saves at ``steps`` (checkpoints off the ``checkpoint_every`` grid)."""
+    from transformers import TrainerCallback
+
+    wanted = frozenset(steps)
+
+    class SaveAtSteps(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step in wanted:
+                control.should_save = True
+            return control
+
+    return SaveAtSteps()
+
+
+def build_trainer(model: Any, tokenizer: Any, settings: dict[str, Any], dataset: Any, output_dir: str | Path,
+                  seed: int, *, peft_config: Any = None, evaluation: bool = False, callbacks: list | None = None) -> Any:
+    """The one place that constructs the trainer (train, evaluate, diagnose and probe all come here)."""
+    from paired_rollouts.training.environment import BackOfficeEnv
+
+    cls = _trainer_class()
+    extra = sorted(set(settings.get("extra_checkpoint_steps", [])))
+    if extra and not evaluation:
+        callbacks = [*(callbacks or []), _save_at_steps(extra)]
+    return cls(
+        model=model,
+        reward_funcs=[],
+        args=grpo_args(settings, output_dir, seed, evaluation=evaluation),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        environment_factory=BackOfficeEnv,
+        peft_config=peft_config,
+        callbacks=callbacks,
+    )

@@ -1,0 +1,237 @@
+"""Scripted-reference transcripts, the stand-in tokenizer, and the supervised warm start.
+
+A randomly initialised tiny model never emits a tool call, so GRPO would see only zero rewards. The
+stand-in is therefore first trained (full fine-tune, next-token loss on the assistant tokens only) on
+transcripts of the scripted reference agent: look the customer up, open each named order, make the
+planned writes (retrying unavailable services, waiting out rate limits, re-reading after a timeout),
+finish. Transcripts are tokenized turn by turn exactly as TRL's tool loop assembles a rollout (prompt ids
++ generated ids + tool-suffix ids), so the warm-started model meets the same token sequences in GRPO.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts.training import chat
+
+log = logging.getLogger(__name__)
+
+FINAL_WORDS = "All requested changes are made."
+MAX_ATTEMPTS = 3
+
+
+# ---------------------------------------------------------------------------------------------------
+# transcripts
+# ---------------------------------------------------------------------------------------------------
+def scripted_transcript(task: dict[str, Any], noise: Any = None, schedule_seed: int | None = None) -> list[dict]:
+    """The messages of one scripted episode: prompt, then one tool call per assistant turn."""
+    from paired_rollouts.agents.scripted import lookup_calls
+    from paired_rollouts.backoffice.world import World
+    from paired_rollouts.episode import EpisodeSession
+
+    session = EpisodeSession()
+    session.reset(task=task, schedule_seed=schedule_seed, noise=noise, phase="warmstart")
+    messages: list[dict[str, Any]] = list(chat.prompt_messages(task))
+    plan = lookup_calls(task, World.generate(int(task["world_seed"]))) + list(task["oracle_plan"])
+
+    def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        response = session.call(tool, **args)
+        messages.append(chat.tool_call_message([(tool, args)]))
+        messages.append(chat.tool_message(tool, response))
+        return json.loads(response)
+
+    over = False
+    for step in plan:
+        for _ in range(MAX_ATTEMPTS):
+            reply = call(step["tool"], step["args"])
+            error = reply.get("error") if isinstance(reply.get("error"), dict) else None
+            code = error.get("code") if error else None
+            if code in ("BUDGET_EXCEEDED", "EPISODE_FINISHED"):
+                over = True
+                break
+            if code == "RATE_LIMITED":
+                reply = call("wait", {"seconds": int(error.get("retry_after_seconds", 30))})
+                continue
+            if code == "SERVICE_UNAVAILABLE":
+                continue
+            if code == "TIMEOUT" and step["args"].get("order_id"):
+                call("get_order", {"order_id": step["args"]["order_id"]})
+            break
+        if over:
+            break
+    if not over:
+        call("finish", {"summary": "done"})
+    messages.append({"role": "assistant", "content": FINAL_WORDS})
+    return messages
+
+
+def transcript_tasks(tasks: list[dict[str, Any]], n: int, seed: int) -> list[tuple[dict, Any, int | None]]:
+    """(task, noise, seed) triples: half clean, half under C2 transition noise, so retries are seen."""
+    from paired_rollouts.noise.config import NoiseConfig
+
+    rng = random.Random(f"warmstart-{seed}")
+    chosen: list[dict[str, Any]] = []
+    while len(chosen) < n:  # cycle through the pool in shuffled order (a task reappears with other noise)
+        chosen += [tasks[i] for i in rng.sample(range(len(tasks)), len(tasks))]
+    chosen = chosen[:n]
+    out = []
+    for i, task in enumerate(chosen):
+        if i % 2 == 0:
+            out.append((task, None, None))
+        else:
+            out.append((task, NoiseConfig.transition(0.25), rng.randrange(2**31)))
+    return out
+
+
+def tool_functions() -> list[Any]:
+    """The tool methods the trainer exposes (their schemas go into every prompt)."""
+    from paired_rollouts.training.environment import BackOfficeEnv, tool_methods
+
+    return tool_methods(BackOfficeEnv.__new__(BackOfficeEnv))
+
+
+def render_texts(tokenizer: Any, transcripts: list[list[dict]]) -> list[str]:
+    tools = tool_functions()
+    return [chat.render(tokenizer, m, tools) for m in transcripts]
+
+
+# ---------------------------------------------------------------------------------------------------
+# tokenization turn by turn (what TRL's tool loop produces)
+# ---------------------------------------------------------------------------------------------------
+def _ids(tokenizer: Any, text: str) -> list[int]:
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def encode_transcript(tokenizer: Any, messages: list[dict], tools: list[Any]) -> tuple[list[int], list[int]]:
+    """(input ids, labels mask): 1 on tokens the policy generates, 0 on prompt and tool results."""
+    eos = tokenizer.eos_token
+    n_prompt = 2
+    prompt_text = chat.render(tokenizer, messages[:n_prompt], tools, add_generation_prompt=True)
+    ids = _ids(tokenizer, prompt_text)
+    mask = [0] * len(ids)
+    rendered = prompt_text
+    i = n_prompt
+    while i < len(messages):
+        message = messages[i]
+        full = chat.render(tokenizer, messages[: i + 1], tools)
+        if not full.startswith(rendered):
+            raise RuntimeError("chat template is not prefix-preserving for this transcript")
+        generated = full[len(rendered):]
+        cut = generated.rfind(eos)
+        generated = generated[: cut + len(eos)]  # the model stops at EOS; the newline is template glue
+        piece = _ids(tokenizer, generated)
+        ids += piece
+        mask += [1] * len(piece)
+        rendered += generated
+        i += 1
+        if message.get("tool_calls"):
+            j = i
+            while j < len(messages) and messages[j]["role"] == "tool":
+                j += 1
+            after = chat.render(tokenizer, messages[:j], tools, add_generation_prompt=True)
+            if not after.startswith(rendered):
+                raise RuntimeError("chat template is not prefix-preserving for tool results")
+            suffix = after[len(rendered):]
+            piece = _ids(tokenizer, suffix)
+            ids += piece
+            mask += [0] * len(piece)
+            rendered = after
+            i = j
+    return ids, mask
+
+
+# ---------------------------------------------------------------------------------------------------
+# building the stand-in
+# ---------------------------------------------------------------------------------------------------
+def build_tokenizer(tasks: list[dict[str, Any]], n_tasks: int, vocab_size: int, seed: int = 0) -> Any:
+    """Train the stand-in tokenizer on rendered scripted transcripts."""
+    from paired_rollouts.training.tokenizer import train_tokenizer
+
+    pairs = transcript_tasks(tasks, n_tasks, seed)
+    transcripts = [scripted_transcript(t, n, s) for t, n, s in pairs]
+    bootstrap = train_tokenizer(["bootstrap"], 300)  # any tokenizer can render text with the template
+    texts = render_texts(bootstrap, transcripts)
+    return train_tokenizer(texts, vocab_size)
+
+
+def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, Any], seed: int = 0,
+               progress: bool = True) -> tuple[Any, dict[str, Any]]:
+    """Build the tiny Qwen3.5 model from config and fine-tune it on scripted transcripts."""
+    import torch
+    from tqdm import tqdm
+    from transformers import set_seed
+
+    from paired_rollouts.training.model import build_random_model, standin_config
+
+    set_seed(seed)
+    overrides = {"hidden_size": settings["hidden_size"], "num_hidden_layers": settings["num_layers"]}
+    if settings["hidden_size"] < 96:
+        overrides.update(intermediate_size=4 * settings["hidden_size"], head_dim=16, linear_key_head_dim=16,
+                         linear_value_head_dim=16)
+    config = standin_config(tokenizer, overrides)
+    model = build_random_model(config, seed)
+    tools = tool_functions()
+    pairs = transcript_tasks(tasks, settings["warm_start_tasks"], seed + 1)
+    encoded = [encode_transcript(tokenizer, scripted_transcript(t, n, s), tools) for t, n, s in pairs]
+    lengths = [len(ids) for ids, _ in encoded]
+    steps = settings["warm_start_steps"]
+    batch = settings["warm_start_batch"]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings["warm_start_lr"], weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / 10) * max(0.05, 1 - s / max(1, steps))
+    )
+    rng = random.Random(f"warmstart-order-{seed}")
+    order: list[int] = []
+    losses = []
+    model.train()
+    pad = tokenizer.pad_token_id
+    for _step in tqdm(range(steps), desc="warm start", disable=not progress):
+        if len(order) < batch:
+            fresh = list(range(len(encoded)))
+            rng.shuffle(fresh)
+            order += fresh
+        picked = [encoded[order.pop()] for _ in range(batch)]
+        width = max(len(ids) for ids, _ in picked)
+        input_ids = torch.full((batch, width), pad, dtype=torch.long)
+        labels = torch.full((batch, width), -100, dtype=torch.long)
+        attention = torch.zeros((batch, width), dtype=torch.long)
+        for row, (ids, mask) in enumerate(picked):
+            input_ids[row, : len(ids)] = torch.tensor(ids)
+            attention[row, : len(ids)] = 1
+            lab = torch.tensor([t if m else -100 for t, m in zip(ids, mask, strict=True)])
+            labels[row, : len(ids)] = lab
+        loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(float(loss))
+    model.eval()
+    report = {
+        "transcripts": len(encoded),
+        "tokens_mean": sum(lengths) / len(lengths),
+        "tokens_max": max(lengths),
+        "steps": steps,
+        "loss_first": losses[0] if losses else None,
+        "loss_last": sum(losses[-10:]) / max(1, len(losses[-10:])) if losses else None,
+        "parameters": sum(p.numel() for p in model.parameters()),
+    }
+    return model, report
+
+
+def save_standin(model: Any, tokenizer: Any, out: str | Path, report: dict[str, Any]) -> None:
+    from paired_rollouts.io import atomic_write_json
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.bos_token_id = None
+    model.save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    atomic_write_json(folder / "warm_start.json", report)
