@@ -174,7 +174,8 @@ ROLLOUT_KEYS = ("max_tool_calling_iterations", "max_completion_length", "tempera
 
 
 def base_settings():
-    settings = {"profile": "standin" if SCALE["model"]["kind"] == "standin" else "paper"}
+    settings = {"profile": "standin" if SCALE["model"]["kind"] == "standin" else "paper",
+                "task_filter": SCALE["task_filter"]}
     settings.update(STACKS[ACCELERATOR])
     settings.update({key: SCALE["training"][key] for key in ROLLOUT_KEYS})
     for key in ("vllm_gpu_memory_utilization", "vllm_max_model_length"):
@@ -207,7 +208,7 @@ def diagnostic_settings():
 
 def model_settings():
     """The stand-in's build: tokenizer vocabulary, size, warm start."""
-    settings = {"profile": "standin"}
+    settings = {"profile": "standin", "task_filter": SCALE["task_filter"]}
     settings.update({k: v for k, v in SCALE["model"].items() if k != "kind"})
     return as_json(settings)
 
@@ -227,6 +228,7 @@ def expected_evidence(run):
     return as_json(
         {
             "run": run,
+            "task_filter": SCALE["task_filter"],
             "periodic_steps": periodic_steps(),
             "periodic_regimes": PERIODIC_REGIMES,
             "final_step": final_step(),

@@ -205,3 +205,25 @@ def test_deleting_one_evaluation_reruns_only_that_job_and_its_dependants(touched
     assert counts["evaluate"] == 1
     assert "train" not in counts and "diagnose" not in counts
     assert counts["completeness"] == 1 and counts["decide"] == 1
+
+
+def test_an_edited_protocol_stops_the_pipeline_before_training(tmp_path: Path) -> None:
+    """Freeze and verify (local test authority), edit one byte of the protocol: verification fails
+    with the file named, and the training target cannot be reached."""
+    work = _copy_repo(tmp_path)
+    tiny = ("--profile", "cpu", "--config", "accelerator=cpu", "scale=tiny")
+    snakemake(*tiny, "results/prereg/verification.json", cwd=work)
+    assert '"passes": true' in (work / "results/prereg/verification.json").read_text()
+
+    protocol = work / "prereg/PREREGISTRATION.md"
+    text = protocol.read_text()
+    protocol.write_text(text.replace("e", "E", 1))
+    plan = snakemake(*tiny, "-n", "results/runs/c2-paired-s0/groups.jsonl", cwd=work)
+    assert "prereg_verify" in plan.stdout and "train" in plan.stdout
+
+    result = snakemake(*tiny, "results/runs/c2-paired-s0/groups.jsonl", cwd=work, check=False)
+    assert result.returncode != 0
+    log = (work / "results/logs/prereg_verify.log").read_text()
+    assert "PREREGISTRATION.md" in log
+    assert not (work / "results/prereg/verification.json").exists()
+    assert not (work / "results/runs/c2-paired-s0/groups.jsonl").exists()

@@ -65,6 +65,21 @@ TASK_FIELDS: dict[str, type | tuple[type, ...]] = {
 }
 
 
+# Task selections. `all` is the paper's; `single_request_id` keeps one-request tasks that name their
+# order by id: the only tasks a tiny CPU stand-in can learn (it cannot do the arithmetic or resolve the
+# descriptions the others need). Pool order is kept, so "the first N tasks" stays well defined.
+TASK_FILTERS: tuple[str, ...] = ("all", "single_request_id")
+
+
+def select_tasks(tasks: list[dict[str, Any]], task_filter: str) -> list[dict[str, Any]]:
+    """The tasks of a pool that a selection keeps, in pool order."""
+    if task_filter == "all":
+        return list(tasks)
+    if task_filter == "single_request_id":
+        return [t for t in tasks if len(t["templates"]) == 1 and t["reference"] == "id"]
+    raise UserError(f"task_filter {task_filter!r} is unknown; use one of {', '.join(TASK_FILTERS)}")
+
+
 def budget_for(task: dict[str, Any]) -> int:
     """Tool-call budget of a task: min(21, 7 + 2 * n_subgoals); ``finish`` is free (spec 3.6)."""
     return min(21, 7 + 2 * int(task["n_subgoals"]))

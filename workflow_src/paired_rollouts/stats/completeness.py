@@ -17,10 +17,10 @@ from paired_rollouts.errors import UserError
 from paired_rollouts.io import iter_jsonl, read_json, sha256_file
 from paired_rollouts.stats.curves import parse_run_name
 
-SETTINGS_KEYS = {"periodic", "final", "diagnostic", "training", "run"}
+SETTINGS_KEYS = {"periodic", "final", "diagnostic", "training", "run", "task_filter"}
 FLAT_KEYS = {"run", "periodic_steps", "periodic_regimes", "final_step", "final_regimes", "eval_tasks",
              "final_tasks", "training_steps", "prompts_per_step", "num_generations", "diagnostic_steps",
-             "diagnostic_tasks", "diagnostic_schedules", "diagnostic_samples"}
+             "diagnostic_tasks", "diagnostic_schedules", "diagnostic_samples", "task_filter"}
 # Schedule indices of the evaluation sets (analysis spec 0) when a flat settings object names only regimes.
 PERIODIC_INDICES = {"clean": [1, 2], "at_training": [1, 2], "challenge": [1]}
 FINAL_INDICES = {"clean": [1, 2, 3, 4], "noisy_p010": [1, 2, 3, 4], "noisy_p025": [1, 2, 3, 4],
@@ -68,6 +68,8 @@ def normalize_settings(settings: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if "run" in settings:
             out["run"] = settings["run"]
+        if "task_filter" in settings:
+            out["task_filter"] = settings["task_filter"]
         if "periodic_steps" in settings:
             out["periodic"] = {"steps": settings["periodic_steps"], "pool": "validation",
                                "tasks": settings["eval_tasks"],
@@ -104,13 +106,16 @@ def validate_settings(settings: dict[str, Any]) -> None:
                 raise UserError(f"completeness settings: unknown keys {sorted(extra)} in '{block}'\n{SETTINGS_HELP}")
 
 
-def pool_task_ids(tasks_dir: Path, pool: str, count: int) -> list[str]:
+def pool_task_ids(tasks_dir: Path, pool: str, count: int, task_filter: str = "all") -> list[str]:
+    """The first ``count`` task ids of a pool after the run's task selection (the diagnostic pool is
+    never filtered)."""
+    from paired_rollouts.backoffice.tasks import select_tasks
+
     path = tasks_dir / f"{pool}.jsonl"
-    ids: list[str] = []
-    for rec in iter_jsonl(path):
-        ids.append(str(rec["task_id"]))
-        if len(ids) == count:
-            break
+    records = list(iter_jsonl(path))
+    if pool != "diagnostic":
+        records = select_tasks(records, task_filter)
+    ids = [str(rec["task_id"]) for rec in records[:count]]
     if len(ids) < count:
         raise UserError(f"{path}: has {len(ids)} tasks, the settings need {count}")
     return ids
@@ -280,6 +285,7 @@ def check_run(
     """The content of ``complete.json`` (docs/records.md section 3)."""
     settings = normalize_settings(settings)
     validate_settings(settings)
+    task_filter = settings.get("task_filter", "all")
     if settings.get("run", run) != run:
         raise UserError(f"completeness settings name run {settings['run']!r}, not {run!r}")
     data_manifest = read_json(data_manifest_path)
@@ -289,7 +295,7 @@ def check_run(
     expected_episodes = 0
     periodic = settings.get("periodic")
     if periodic:
-        ids = pool_task_ids(tasks_root, periodic["pool"], int(periodic["tasks"]))
+        ids = pool_task_ids(tasks_root, periodic["pool"], int(periodic["tasks"]), task_filter)
         for step in periodic["steps"]:
             for regime, indices in sorted(periodic["regimes"].items()):
                 expected_episodes += len(ids) * len(indices)
@@ -297,7 +303,7 @@ def check_run(
                 chk.eval_file(evals / name, f"evals/{name}", "periodic", int(step), regime, ids, indices)
     final = settings.get("final")
     if final:
-        ids = pool_task_ids(tasks_root, final["pool"], int(final["tasks"]))
+        ids = pool_task_ids(tasks_root, final["pool"], int(final["tasks"]), task_filter)
         for regime, indices in sorted(final["regimes"].items()):
             expected_episodes += len(ids) * len(indices)
             name = f"final-step{int(final['step'])}-{regime}.jsonl"

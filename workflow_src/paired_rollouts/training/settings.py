@@ -84,14 +84,25 @@ KEYS: dict[str, Key] = {
 }
 
 PROFILES = ("standin", "paper")
-TASK_FILTERS = ("all", "single_request_id")
+TASK_FILTERS = ("all", "single_request_id", "simple_id")
+# Templates of ``simple_id``: every argument is copied from the instruction or a tool response (no street
+# address to spell, no item arithmetic).
+SIMPLE_TEMPLATES = frozenset({"cancel_pending", "ship_reserved", "open_ticket", "open_ticket_no_order",
+                              "cancel_paid_refund"})
 
 
 def filter_tasks(tasks: list[dict[str, Any]], how: str) -> list[dict[str, Any]]:
-    """Apply ``task_filter`` (pool order kept)."""
+    """Apply ``task_filter`` (pool order kept).
+
+    ``single_request_id``: one request that names its order by id. ``simple_id``: those of them whose
+    template is in ``SIMPLE_TEMPLATES``. The diagnostic pool is never filtered.
+    """
     if how == "all":
         return list(tasks)
-    return [t for t in tasks if len(t["templates"]) == 1 and t["reference"] == "id"]
+    kept = [t for t in tasks if len(t["templates"]) == 1 and t["reference"] == "id"]
+    if how == "simple_id":
+        kept = [t for t in kept if t["templates"][0] in SIMPLE_TEMPLATES]
+    return kept
 
 
 def epilog(keys: tuple[str, ...] | None = None) -> str:

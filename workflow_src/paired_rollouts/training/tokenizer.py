@@ -37,23 +37,31 @@ DEFAULT_VOCAB_SIZE = 2048
 ID_RANGES = (("C", 40), ("O", 80), ("SKU-", 30), ("S", 80), ("T", 30))
 
 
+def atom_groups() -> dict[str, tuple[str, ...]]:
+    """The atoms by kind (one kind per id prefix and per closed vocabulary)."""
+    from paired_rollouts.backoffice import words
+
+    groups: dict[str, tuple[str, ...]] = {
+        f"id:{prefix}": tuple(f"{prefix}{i:04d}" for i in range(1, n + 1)) for prefix, n in ID_RANGES
+    }
+    groups.update({
+        "carrier": words.CARRIERS, "category": words.TICKET_CATEGORIES, "priority": words.TICKET_PRIORITIES,
+        "summary": words.TICKET_SUMMARIES, "street": tuple(dict.fromkeys(words.TASK_STREETS + words.STREETS)),
+        "city": tuple(dict.fromkeys(words.TASK_CITIES + words.CITIES)), "reason": words.REFUND_REASONS,
+        "first_name": words.FIRST_NAMES, "last_name": words.LAST_NAMES,
+    })
+    return groups
+
+
 def atom_tokens() -> tuple[str, ...]:
     """Whole-token atoms: every entity id plus the closed vocabularies that tool arguments copy.
 
     They are added tokens with ``single_word=True`` (matched only between non-word characters, so ``low``
     in ``allowed`` stays ordinary text) and ``normalized=False``; decoding gives their text back verbatim.
     """
-    from paired_rollouts.backoffice import words
-
-    ids = [f"{prefix}{i:04d}" for prefix, n in ID_RANGES for i in range(1, n + 1)]
-    phrases = (
-        words.CARRIERS + words.TICKET_CATEGORIES + words.TICKET_PRIORITIES + words.TICKET_SUMMARIES
-        + words.TASK_STREETS + words.STREETS + words.TASK_CITIES + words.CITIES + words.REFUND_REASONS
-        + words.FIRST_NAMES + words.LAST_NAMES
-    )
     seen: set[str] = set()
     out = []
-    for atom in ids + list(phrases):
+    for atom in (a for group in atom_groups().values() for a in group):
         if atom not in seen:
             seen.add(atom)
             out.append(atom)

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 FINAL_WORDS = "All requested changes are made."
 MAX_ATTEMPTS = 3
+ATOM_LOSS_WEIGHT = 4.0
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -158,6 +159,46 @@ def build_tokenizer(tasks: list[dict[str, Any]], n_tasks: int, vocab_size: int, 
     return train_tokenizer(texts, vocab_size)
 
 
+def _init_atom_embeddings(model: Any, tokenizer: Any, seed: int) -> None:
+    """Give the atoms of one kind (all order ids, all cities, ...) a shared component in their embeddings.
+
+    A copy then needs one attention pattern per kind ("the order id of the instruction") instead of one per
+    id, which a tiny model learns in a few hundred steps. Atoms missing from ``tokenizer`` are skipped.
+    """
+    import torch
+
+    from paired_rollouts.training.tokenizer import atom_groups
+
+    weight = model.get_input_embeddings().weight
+    vocab = tokenizer.get_vocab()
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        scale = weight.std()
+        for atoms in atom_groups().values():
+            ids = [vocab[a] for a in atoms if a in vocab]
+            if ids:
+                shared = torch.randn(weight.shape[1], generator=generator) * scale
+                weight[ids] += shared
+
+
+def _length_batches(lengths: list[int], batch: int, rng: random.Random, window: int = 16) -> list[list[int]]:
+    """One epoch of batches: shuffle, sort windows of ``window`` batches by length, shuffle the batches.
+
+    Batches of similar lengths waste little compute on padding (the model is run on the padded width).
+    """
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    out: list[list[int]] = []
+    span = batch * window
+    for start in range(0, len(order), span):
+        chunk = sorted(order[start : start + span], key=lambda i: lengths[i])
+        out += [chunk[k : k + batch] for k in range(0, len(chunk), batch) if len(chunk[k : k + batch]) == batch]
+    if not out:  # fewer transcripts than one batch: repeat them
+        out = [[order[k % len(order)] for k in range(batch)]]
+    rng.shuffle(out)
+    return out
+
+
 def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, Any], seed: int = 0,
                progress: bool = True) -> tuple[Any, dict[str, Any]]:
     """Build the tiny Qwen3.5 model from config and fine-tune it on scripted transcripts."""
@@ -174,6 +215,7 @@ def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, 
                          linear_value_head_dim=16)
     config = standin_config(tokenizer, overrides)
     model = build_random_model(config, seed)
+    _init_atom_embeddings(model, tokenizer, seed)
     tools = tool_functions()
     pairs = transcript_tasks(tasks, settings["warm_start_tasks"], seed + 1)
     encoded = [encode_transcript(tokenizer, scripted_transcript(t, n, s), tools) for t, n, s in pairs]
@@ -184,17 +226,22 @@ def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, 
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min(1.0, (s + 1) / 10) * max(0.05, 1 - s / max(1, steps))
     )
+    # Copied atoms (ids, names, categories, ...) are a few percent of the assistant tokens but decide
+    # success; their loss is weighted up so the copy is learned early rather than after the format.
+    atom_mask = torch.zeros(len(tokenizer))
+    vocab = tokenizer.get_vocab()
+    from paired_rollouts.training.tokenizer import atom_tokens
+
+    atom_mask[[vocab[a] for a in atom_tokens() if a in vocab]] = 1.0
     rng = random.Random(f"warmstart-order-{seed}")
-    order: list[int] = []
+    batches: list[list[int]] = []
     losses = []
     model.train()
     pad = tokenizer.pad_token_id
     for _step in tqdm(range(steps), desc="warm start", disable=not progress):
-        if len(order) < batch:
-            fresh = list(range(len(encoded)))
-            rng.shuffle(fresh)
-            order += fresh
-        picked = [encoded[order.pop()] for _ in range(batch)]
+        if not batches:
+            batches = _length_batches(lengths, batch, rng)
+        picked = [encoded[i] for i in batches.pop()]
         width = max(len(ids) for ids, _ in picked)
         input_ids = torch.full((batch, width), pad, dtype=torch.long)
         labels = torch.full((batch, width), -100, dtype=torch.long)
@@ -204,13 +251,20 @@ def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, 
             attention[row, : len(ids)] = 1
             lab = torch.tensor([t if m else -100 for t, m in zip(ids, mask, strict=True)])
             labels[row, : len(ids)] = lab
-        loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+        logits = model(input_ids=input_ids, attention_mask=attention).logits[:, :-1]
+        target = labels[:, 1:]
+        token_loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=-100, reduction="none"
+        )
+        weight = torch.where(target.reshape(-1) == -100, 0.0, 1.0)
+        weight = weight + (ATOM_LOSS_WEIGHT - 1.0) * atom_mask[target.reshape(-1).clamp(min=0)] * (weight > 0)
+        loss = (token_loss * weight).sum() / weight.sum()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
-        losses.append(float(loss))
+        losses.append(loss.item())
     model.eval()
     report = {
         "transcripts": len(encoded),
