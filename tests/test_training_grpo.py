@@ -90,8 +90,12 @@ def test_train_resume_and_registers(tmp_path, standin, sim_tasks_dir, alternatin
     killed = tmp_path / "killed"
     partial = _train("c2-paired-s0", standin, sim_tasks_dir, killed, stop_after=2)
     assert partial["status"] == "stopped" and partial["steps_completed"] == 2
-    with (killed / "groups.jsonl").open("a") as handle:  # rows past the checkpoint must be dropped
+    # rows past the checkpoint in the working register must be dropped
+    with (killed / "state" / "groups.jsonl").open("a") as handle:
         handle.write(json.dumps({"step": 2, "group": 0, "junk": True}) + "\n")
+    # Snakemake deletes a failed job's declared outputs before it retries the job.
+    for name in ("groups.jsonl", "train_episodes.jsonl", "manifest.json"):
+        (killed / name).unlink(missing_ok=True)
     resumed = _train("c2-paired-s0", standin, sim_tasks_dir, killed)
     assert resumed["status"] == "complete"
     assert [a["resumed_from_step"] for a in resumed["attempts"]] == [0, 2]
@@ -115,3 +119,24 @@ def test_independent_groups_never_share(tmp_path, standin, sim_tasks_dir, altern
     # An incomplete checkpoint (marker missing) is never resumed from.
     (ckpt.step_dir(out, 2) / ckpt.MARKER).unlink()
     assert ckpt.last_complete(out) == 0
+
+
+def test_checkpoints_of_other_settings_are_set_aside(tmp_path):
+    """A run folder holding checkpoints made with other settings (another scale, say) is never resumed
+    from: they are moved aside and the run starts afresh."""
+    from paired_rollouts.training.grpo import _set_aside_if_stale
+
+    run_dir = tmp_path / "c2-paired-s0"
+    (run_dir / "checkpoints" / "step0002").mkdir(parents=True)
+    state = run_dir / "state"
+    state.mkdir()
+    (state / "identity.json").write_text(json.dumps({"run": "c2-paired-s0", "settings": {"lora_r": 8}}))
+    _set_aside_if_stale(run_dir, state, {"run": "c2-paired-s0", "settings": {"lora_r": 32}})
+    stale = [p for p in run_dir.iterdir() if p.name.startswith("stale-")]
+    assert len(stale) == 1 and (stale[0] / "checkpoints" / "step0002").is_dir()
+    assert not (run_dir / "checkpoints").exists()
+    assert json.loads((state / "identity.json").read_text())["settings"] == {"lora_r": 32}
+    # Same settings again: nothing moves.
+    (run_dir / "checkpoints" / "step0004").mkdir(parents=True)
+    _set_aside_if_stale(run_dir, state, {"run": "c2-paired-s0", "settings": {"lora_r": 32}})
+    assert (run_dir / "checkpoints" / "step0004").is_dir()

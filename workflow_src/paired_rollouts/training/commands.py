@@ -9,7 +9,8 @@ from paired_rollouts.errors import UserError
 from paired_rollouts.io import load_settings
 from paired_rollouts.training import settings as S
 
-_STANDIN_KEYS = ("profile", "task_filter", "vocab_size", "hidden_size", "num_layers", "warm_start_steps", "warm_start_batch",
+_STANDIN_KEYS = ("profile", "task_filter", "vocab_size", "hidden_size", "num_layers", "full_attention_interval",
+                 "warm_start_steps", "warm_start_batch",
                  "warm_start_lr", "warm_start_tasks")
 _TRAIN_KEYS = ("profile", "device", "dtype", "backend", "gradient_checkpointing", "steps", "prompts_per_step",
                "num_generations", "micro_batch", "checkpoint_every", "learning_rate", "lora_r", "lora_alpha",

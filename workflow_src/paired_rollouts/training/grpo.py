@@ -26,13 +26,21 @@ from pathlib import Path
 from typing import Any
 
 from paired_rollouts.errors import UserError
-from paired_rollouts.io import atomic_write_json, atomic_write_text, jsonl_line, read_json, sha256_file
+from paired_rollouts.io import (
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    jsonl_line,
+    read_json,
+    sha256_file,
+)
 from paired_rollouts.training import checkpoints as ckpt
 from paired_rollouts.training.rows import build_rows, parse_run, training_noise
 from paired_rollouts.training.settings import filter_tasks, resolve
 
 log = logging.getLogger(__name__)
 
+STATE = "state"
 GROUPS = "groups.jsonl"
 TRAIN_EPISODES = "train_episodes.jsonl"
 MANIFEST = "manifest.json"
@@ -362,31 +370,32 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
     run_dir = Path(out_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     steps, P, G = settings["steps"], settings["prompts_per_step"], settings["num_generations"]
+    # Working registers live in state/ and are published to the run folder only at the end: Snakemake
+    # deletes a job's declared outputs (groups.jsonl, manifest.json) before it retries the job, and the
+    # retry must still find the rows of the steps it resumes after.
+    state_dir = run_dir / STATE
+    _set_aside_if_stale(run_dir, state_dir, {"run": run, "settings": settings})
 
     # -- where to start ---------------------------------------------------------------------------
     last = ckpt.last_complete(run_dir)
     ckpt.discard_after(run_dir, last if last is not None else -1)
     start_step = last or 0
-    previous = read_json(run_dir / MANIFEST) if (run_dir / MANIFEST).is_file() else {}
-    if previous and previous.get("settings") not in (None, settings):
-        raise UserError(
-            f"{run_dir / MANIFEST}: this run was started with different settings; use a new --out-dir or "
-            "delete the old run folder"
-        )
+    previous = read_json(state_dir / MANIFEST) if (state_dir / MANIFEST).is_file() else {}
     attempts = list(previous.get("attempts", [])) if start_step > 0 else []
     attempt = len(attempts) + 1
     if start_step >= steps:
         log.info("%s: already trained to step %d", run, start_step)
+        _publish(state_dir, run_dir)
         return previous
 
     meta = {"run": run, "condition": condition, "arm": arm, "seed": seed}
-    register = Register(run_dir, meta, G, P, settings["train_episodes"])
+    register = Register(state_dir, meta, G, P, settings["train_episodes"])
     register.truncate(start_step)
     if start_step == 0:
         for name in (GROUPS, TRAIN_EPISODES):
-            atomic_write_text(run_dir / name, "")
+            atomic_write_text(state_dir / name, "")
 
-    manifest = Manifest(run_dir / MANIFEST, {
+    manifest = Manifest(state_dir / MANIFEST, {
         **meta,
         "status": "running",
         "settings": settings,
@@ -471,7 +480,32 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
     manifest.data["peak_memory"] = peak_memory(settings)
     manifest.save()
     shutil.rmtree(hf_dir, ignore_errors=True)
+    _publish(state_dir, run_dir)
     return manifest.data
+
+
+def _set_aside_if_stale(run_dir: Path, state_dir: Path, identity: dict[str, Any]) -> None:
+    """Checkpoints made with other settings (or by an older layout) are never resumed from: they are
+    moved to ``stale-<time>/`` (nothing is deleted) and the run starts afresh."""
+    fingerprint = state_dir / "identity.json"
+    leftovers = [p for p in (run_dir / "checkpoints", state_dir) if p.exists()]
+    if leftovers and not (fingerprint.is_file() and read_json(fingerprint) == json.loads(json.dumps(identity))):
+        stale = run_dir / f"stale-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
+        stale.mkdir()
+        for path in leftovers:
+            shutil.move(str(path), str(stale / path.name))
+        log.warning("%s: earlier checkpoints were made with other settings; moved them to %s", run_dir, stale)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    if not fingerprint.is_file():
+        atomic_write_json(fingerprint, identity)
+
+
+def _publish(state_dir: Path, run_dir: Path) -> None:
+    """Copy the finished registers into the run folder, the manifest last (it marks the run done)."""
+    for name in (GROUPS, TRAIN_EPISODES, MANIFEST):
+        source = state_dir / name
+        if source.is_file():
+            atomic_write_bytes(run_dir / name, source.read_bytes())
 
 
 def _wrap_save_timer(trainer: Any) -> None:

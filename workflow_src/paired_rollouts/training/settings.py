@@ -59,7 +59,9 @@ KEYS: dict[str, Key] = {
     # --- warm start (stand-in only) ---
     "vocab_size": Key(int, 2048, 248320, "stand-in tokenizer vocabulary"),
     "hidden_size": Key(int, 96, 2048, "stand-in hidden size"),
-    "num_layers": Key(int, 4, 24, "stand-in layers (every 4th full attention)"),
+    "num_layers": Key(int, 4, 24, "stand-in layers (a multiple of full_attention_interval)"),
+    "full_attention_interval": Key(int, 4, 4, "stand-in: every Nth layer is full attention, the rest Gated "
+                                   "DeltaNet (1 = all full attention)"),
     "warm_start_steps": Key(int, 600, 0, "supervised warm-start steps on scripted transcripts"),
     "warm_start_batch": Key(int, 8, 8, "warm-start batch size"),
     "warm_start_lr": Key(_NUM, 3e-3, 0.0, "warm-start learning rate"),
@@ -160,7 +162,7 @@ def _check(s: dict[str, Any], source: str) -> None:
                  "max_tool_calling_iterations", "lora_r", "eval_tasks", "final_tasks", "eval_batch",
                  "diag_tasks", "diag_schedules", "diag_samples", "probe_clean_tasks", "probe_diag_tasks",
                  "probe_schedules", "probe_samples", "probe_resamples", "vocab_size", "hidden_size",
-                 "num_layers", "warm_start_batch"):
+                 "num_layers", "warm_start_batch", "full_attention_interval"):
         need(s[name] >= 1, f"{name} must be at least 1, got {s[name]}")
     need(
         all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in s["extra_checkpoint_steps"]),
@@ -177,7 +179,10 @@ def _check(s: dict[str, Any], source: str) -> None:
         batch % s["micro_batch"] == 0,
         f"micro_batch {s['micro_batch']} must divide prompts_per_step x num_generations = {batch}",
     )
-    need(s["num_layers"] % 4 == 0, "num_layers must be a multiple of 4 (every 4th layer is full attention)")
+    need(
+        s["num_layers"] % s["full_attention_interval"] == 0,
+        f"num_layers {s['num_layers']} must be a multiple of full_attention_interval {s['full_attention_interval']}",
+    )
     need(0 <= s["probe_q"] <= 1 and 0 <= s["probe_p"] <= 1, "probe_p and probe_q must lie in [0, 1]")
 
 

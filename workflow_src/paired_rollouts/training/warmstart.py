@@ -21,6 +21,8 @@ from paired_rollouts.training import chat
 log = logging.getLogger(__name__)
 
 FINAL_WORDS = "All requested changes are made."
+# Atom kinds that are consistently relabelled in warm-start transcripts (see ``relabel_transcript``).
+RELABEL_KINDS = ("id:C", "id:O", "id:SKU-", "id:S", "id:T", "first_name", "last_name", "street", "city")
 MAX_ATTEMPTS = 3
 ATOM_LOSS_WEIGHT = 4.0
 
@@ -86,6 +88,31 @@ def transcript_tasks(tasks: list[dict[str, Any]], n: int, seed: int) -> list[tup
         else:
             out.append((task, NoiseConfig.transition(0.25), rng.randrange(2**31)))
     return out
+
+
+def relabel_transcript(messages: list[dict], rng: random.Random) -> list[dict]:
+    """The transcript with every id, name, street and city replaced through one random bijection per kind.
+
+    The relabelled transcript is self-consistent (the instruction, tool responses and tool calls agree), but
+    its ids no longer identify the task, so a model cannot memorise "task -> ids" and must learn to copy
+    them from the instruction and the tool responses; without it the tiny stand-in memorises the train
+    tasks and copies almost nothing on unseen tasks.
+    """
+    import re
+
+    from paired_rollouts.training.tokenizer import atom_groups
+
+    groups = atom_groups()
+    mapping: dict[str, str] = {}
+    for kind in RELABEL_KINDS:
+        atoms = list(groups[kind])
+        shuffled = atoms[:]
+        rng.shuffle(shuffled)
+        for a, b in zip(atoms, shuffled, strict=True):
+            mapping.setdefault(a, b)
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(a) for a in sorted(mapping, key=len, reverse=True)) + r")(?!\w)")
+    text = json.dumps(messages)
+    return json.loads(pattern.sub(lambda m: mapping[m.group(0)], text))
 
 
 def tool_functions() -> list[Any]:
@@ -209,7 +236,8 @@ def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, 
     from paired_rollouts.training.model import build_random_model, standin_config
 
     set_seed(seed)
-    overrides = {"hidden_size": settings["hidden_size"], "num_hidden_layers": settings["num_layers"]}
+    overrides = {"hidden_size": settings["hidden_size"], "num_hidden_layers": settings["num_layers"],
+                 "full_attention_interval": settings["full_attention_interval"]}
     if settings["hidden_size"] < 96:
         overrides.update(intermediate_size=4 * settings["hidden_size"], head_dim=16, linear_key_head_dim=16,
                          linear_value_head_dim=16)
@@ -218,7 +246,11 @@ def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, 
     _init_atom_embeddings(model, tokenizer, seed)
     tools = tool_functions()
     pairs = transcript_tasks(tasks, settings["warm_start_tasks"], seed + 1)
-    encoded = [encode_transcript(tokenizer, scripted_transcript(t, n, s), tools) for t, n, s in pairs]
+    relabel = random.Random(f"warmstart-relabel-{seed}")
+    encoded = [
+        encode_transcript(tokenizer, relabel_transcript(scripted_transcript(t, n, s), relabel), tools)
+        for t, n, s in pairs
+    ]
     lengths = [len(ids) for ids, _ in encoded]
     steps = settings["warm_start_steps"]
     batch = settings["warm_start_batch"]
