@@ -65,19 +65,26 @@ TASK_FIELDS: dict[str, type | tuple[type, ...]] = {
 }
 
 
-# Task selections. `all` is the paper's; `single_request_id` keeps one-request tasks that name their
-# order by id: the only tasks a tiny CPU stand-in can learn (it cannot do the arithmetic or resolve the
-# descriptions the others need). Pool order is kept, so "the first N tasks" stays well defined.
-TASK_FILTERS: tuple[str, ...] = ("all", "single_request_id")
+# Task selections. `all` is the paper's. `single_request_id` keeps one-request tasks that name their
+# order by id: the only tasks a tiny CPU stand-in can hope to learn (the others need item arithmetic or
+# resolving an order from its description). `simple_id` narrows that to templates whose every argument
+# is copied from the instruction or a tool response (no street address to spell). Pool order is kept,
+# so "the first N tasks" stays well defined; the diagnostic pool is never filtered by the callers.
+TASK_FILTERS: tuple[str, ...] = ("all", "single_request_id", "simple_id")
+SIMPLE_TEMPLATES = frozenset({"cancel_pending", "ship_reserved", "open_ticket", "open_ticket_no_order",
+                              "cancel_paid_refund"})
 
 
 def select_tasks(tasks: list[dict[str, Any]], task_filter: str) -> list[dict[str, Any]]:
     """The tasks of a pool that a selection keeps, in pool order."""
+    if task_filter not in TASK_FILTERS:
+        raise UserError(f"task_filter {task_filter!r} is unknown; use one of {', '.join(TASK_FILTERS)}")
     if task_filter == "all":
         return list(tasks)
-    if task_filter == "single_request_id":
-        return [t for t in tasks if len(t["templates"]) == 1 and t["reference"] == "id"]
-    raise UserError(f"task_filter {task_filter!r} is unknown; use one of {', '.join(TASK_FILTERS)}")
+    kept = [t for t in tasks if len(t["templates"]) == 1 and t["reference"] == "id"]
+    if task_filter == "simple_id":
+        kept = [t for t in kept if t["templates"][0] in SIMPLE_TEMPLATES]
+    return kept
 
 
 def budget_for(task: dict[str, Any]) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from paired_rollouts.backoffice.tasks import TASK_FILTERS, select_tasks
 from paired_rollouts.errors import UserError
 
 
@@ -86,25 +87,9 @@ KEYS: dict[str, Key] = {
 }
 
 PROFILES = ("standin", "paper")
-TASK_FILTERS = ("all", "single_request_id", "simple_id")
-# Templates of ``simple_id``: every argument is copied from the instruction or a tool response (no street
-# address to spell, no item arithmetic).
-SIMPLE_TEMPLATES = frozenset({"cancel_pending", "ship_reserved", "open_ticket", "open_ticket_no_order",
-                              "cancel_paid_refund"})
-
-
 def filter_tasks(tasks: list[dict[str, Any]], how: str) -> list[dict[str, Any]]:
-    """Apply ``task_filter`` (pool order kept).
-
-    ``single_request_id``: one request that names its order by id. ``simple_id``: those of them whose
-    template is in ``SIMPLE_TEMPLATES``. The diagnostic pool is never filtered.
-    """
-    if how == "all":
-        return list(tasks)
-    kept = [t for t in tasks if len(t["templates"]) == 1 and t["reference"] == "id"]
-    if how == "simple_id":
-        kept = [t for t in kept if t["templates"][0] in SIMPLE_TEMPLATES]
-    return kept
+    """Apply ``task_filter`` (pool order kept); one definition, shared with the completeness check."""
+    return select_tasks(tasks, how)
 
 
 def epilog(keys: tuple[str, ...] | None = None) -> str:
