@@ -26,7 +26,8 @@ pytestmark = pytest.mark.slow
 
 def _snakemake(work: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
-    return subprocess.run([SNAKEMAKE, *TINY, *args], cwd=work, capture_output=True, text=True, env=env,
+    # Targets and flags first: `--config` takes every word after it.
+    return subprocess.run([SNAKEMAKE, *args, *TINY], cwd=work, capture_output=True, text=True, env=env,
                           timeout=1800)
 
 
@@ -83,7 +84,10 @@ def test_runs_really_trained(study: Path) -> None:
 def test_agent_calls_tools_in_evaluations(study: Path) -> None:
     records = _jsonl(study / "results/evals/c2-paired-s0/final-step2-clean.jsonl")
     assert len(records) == 2 * 4  # 2 test tasks x 4 schedules
-    assert {r["task_id"] for r in records} == {"test-00000", "test-00001"}
+    from paired_rollouts.backoffice.tasks import load_pool, select_tasks
+
+    expected = select_tasks(load_pool(study / "data/tasks/test.jsonl"), "single_request_id")[:2]
+    assert {r["task_id"] for r in records} == {t["task_id"] for t in expected}
     assert all(r["run"] == "c2-paired-s0" and r["regime"] == "clean" for r in records)
     assert sum(r["calls"] for r in records) > 0
 

@@ -87,7 +87,8 @@ def test_paper_training_settings_are_the_papers() -> None:
     for expected in (
         '"steps":100', '"prompts_per_step":24', '"num_generations":8', '"lora_r":32', '"lora_alpha":64',
         '"learning_rate":1e-05', '"max_completion_length":6144', '"max_tool_calling_iterations":24',
-        '"vllm_gpu_memory_utilization":0.35', '"name_or_path":"Qwen/Qwen3.5-2B"', '"p":0.25', '"arm":"paired"',
+        '"vllm_gpu_memory_utilization":0.35', '"profile":"paper"', '"backend":"vllm"', '"dtype":"bfloat16"',
+        '"task_filter":"all"', "--model-dir Qwen/Qwen3.5-2B",
     ):
         assert expected in command, expected
 
@@ -193,7 +194,7 @@ def test_editing_a_template_reruns_only_rendering(touched_copy: Path) -> None:
 
 def test_deleting_one_evaluation_reruns_only_that_job_and_its_dependants(touched_copy: Path) -> None:
     work = touched_copy
-    victim = work / "results/evals/c2-paired-s0/periodic-step4-clean.jsonl"
+    victim = sorted((work / "results/evals/c2-paired-s0").glob("periodic-step*-clean.jsonl"))[-1]
     saved = victim.read_bytes()
     mtime = victim.stat().st_mtime
     victim.unlink()
@@ -212,17 +213,16 @@ def test_an_edited_protocol_stops_the_pipeline_before_training(tmp_path: Path) -
     with the file named, and the training target cannot be reached."""
     work = _copy_repo(tmp_path)
     tiny = ("--profile", "cpu", "--config", "accelerator=cpu", "scale=tiny")
-    snakemake(*tiny, "results/prereg/verification.json", cwd=work)
+    # Targets first: `--config` takes every word after it.
+    snakemake("results/prereg/verification.json", *tiny, cwd=work)
     assert '"passes": true' in (work / "results/prereg/verification.json").read_text()
 
     protocol = work / "prereg/PREREGISTRATION.md"
     text = protocol.read_text()
     protocol.write_text(text.replace("e", "E", 1))
-    plan = snakemake(*tiny, "-n", "results/runs/c2-paired-s0/groups.jsonl", cwd=work)
-    assert "prereg_verify" in plan.stdout and "train" in plan.stdout
-
-    result = snakemake(*tiny, "results/runs/c2-paired-s0/groups.jsonl", cwd=work, check=False)
+    result = snakemake("results/runs/c2-paired-s0/groups.jsonl", *tiny, cwd=work, check=False)
     assert result.returncode != 0
+    assert "Error in rule prereg_verify" in result.stdout + result.stderr
     log = (work / "results/logs/prereg_verify.log").read_text()
     assert "PREREGISTRATION.md" in log
     assert not (work / "results/prereg/verification.json").exists()
