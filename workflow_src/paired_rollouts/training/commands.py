@@ -41,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="build the tiny Qwen3.5 stand-in and warm-start it on scripted transcripts (CPU profile)",
         description="Build a randomly initialised tiny Qwen3.5 text model from config (no download) and train "
         "it with next-token loss on the assistant turns of scripted-reference transcripts, so that GRPO starts "
-        "from a policy that calls tools and earns rewards that differ within groups. Saves model + tokenizer.",
+        "from a policy that calls tools (at stand-in scale it does not yet copy ids from the instruction, so "
+        "rewards are rarely non-zero: docs/training.md). Saves model + tokenizer.",
         epilog=S.epilog(_STANDIN_KEYS),
         formatter_class=fmt,
     )
