@@ -201,7 +201,7 @@ def eval_settings():
 
 def diagnostic_settings():
     settings = base_settings()
-    for key in ("tasks", "schedules", "samples"):
+    for key in ("pool", "tasks", "schedules", "samples"):
         settings[f"diag_{key}"] = SCALE["diagnostics"][key]
     return as_json(settings)
 
@@ -219,6 +219,7 @@ def probe_settings(wildcards):
                "diagnostic_tasks": "probe_diag_tasks", "schedules": "probe_schedules",
                "samples": "probe_samples", "resamples": "probe_resamples"}
     settings.update({target: SCALE["probe"][source] for source, target in mapping.items()})
+    settings["diag_pool"] = SCALE["diagnostics"]["pool"]
     return as_json(settings)
 
 
@@ -239,6 +240,7 @@ def expected_evidence(run):
             "prompts_per_step": SCALE["training"]["prompts_per_step"],
             "num_generations": SCALE["training"]["num_generations"],
             "diagnostic_steps": diagnostic_steps(run),
+            "diagnostic_pool": SCALE["diagnostics"]["pool"],
             "diagnostic_tasks": SCALE["diagnostics"]["tasks"],
             "diagnostic_schedules": SCALE["diagnostics"]["schedules"],
             "diagnostic_samples": SCALE["diagnostics"]["samples"],

@@ -41,4 +41,4 @@ rule warm_start:
         "results/logs/warm_start.log",
     shell:
         "paired-rollouts warm-start --tokenizer {params.tokenizer} --tasks-dir {params.tasks_dir} "
-        "--settings {params.settings:q} --out {params.folder} > {log} 2>&1"
+        "--settings {params.settings:q} --threads {threads} --out {params.folder} > {log} 2>&1"

@@ -86,7 +86,7 @@ def test_agent_calls_tools_in_evaluations(study: Path) -> None:
     assert len(records) == 2 * 4  # 2 test tasks x 4 schedules
     from paired_rollouts.backoffice.tasks import load_pool, select_tasks
 
-    expected = select_tasks(load_pool(study / "data/tasks/test.jsonl"), "single_request_id")[:2]
+    expected = select_tasks(load_pool(study / "data/tasks/test.jsonl"), "simple_id")[:2]
     assert {r["task_id"] for r in records} == {t["task_id"] for t in expected}
     assert all(r["run"] == "c2-paired-s0" and r["regime"] == "clean" for r in records)
     # The stand-in really acts: across the run's evaluations it makes tool calls.

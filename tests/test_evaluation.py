@@ -44,6 +44,22 @@ def test_sets_and_schedules(sim_tasks_dir):
         evaluation_rows(str(sim_tasks_dir), "periodic", "noisy_p010", "C2", s)
 
 
+def test_diagnostic_pool_choice(sim_tasks_dir, sim_pools):
+    """The paper's diagnostic pool is taken as it is; another pool goes through the run's task selection."""
+    from paired_rollouts.backoffice.tasks import select_tasks
+    from paired_rollouts.evaluation.evaluate import diagnostic_rows, diagnostic_tasks
+
+    paper = _settings(diag_pool="diagnostic", task_filter="simple_id")
+    assert [t["task_id"] for t in diagnostic_tasks(str(sim_tasks_dir), paper, 3)] == [
+        t["task_id"] for t in sim_pools["diagnostic"][:3]]
+    standin = _settings(diag_pool="validation", task_filter="simple_id")
+    wanted = [t["task_id"] for t in select_tasks(sim_pools["validation"], "simple_id")[:2]]
+    rows = diagnostic_rows(str(sim_tasks_dir), "C2", 0, standin)
+    assert sorted({r["task_id"] for r in rows}) == sorted(wanted)
+    with pytest.raises(UserError, match="the settings need 999"):
+        diagnostic_tasks(str(sim_tasks_dir), standin, 999)
+
+
 def test_rollout_records(tmp_path, sim_tasks_dir, sim_pools):
     from paired_rollouts.evaluation.evaluate import evaluation_rows, roll_rows
     from paired_rollouts.evaluation.rollout import PolicyRunner

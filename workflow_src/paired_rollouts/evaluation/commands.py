@@ -9,7 +9,7 @@ from pathlib import Path
 from paired_rollouts.io import atomic_write_jsonl, load_settings
 from paired_rollouts.training import settings as S
 
-_KEYS = ("profile", "task_filter", "device", "dtype", "backend", "eval_tasks", "final_tasks", "eval_batch", "diag_tasks",
+_KEYS = ("profile", "task_filter", "device", "dtype", "backend", "eval_tasks", "final_tasks", "eval_batch", "diag_pool", "diag_tasks",
          "diag_schedules", "diag_samples", "temperature", "max_completion_length", "max_tool_calling_iterations",
          "vllm_gpu_memory_utilization", "vllm_max_model_length")
 

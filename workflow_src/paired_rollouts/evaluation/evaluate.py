@@ -90,11 +90,26 @@ def evaluation_rows(tasks_dir: str, phase: str, regime: str, condition: str, set
     return _rows(tasks, regime, condition, table[regime], eval_schedule_seed)
 
 
+def diagnostic_tasks(tasks_dir: str, settings: dict[str, Any], count: int) -> list[dict]:
+    """The first ``count`` tasks of the luck-share pool: the paper's fixed diagnostic pool (never filtered),
+    or, at stand-in scale, the run's task selection of another pool (``diag_pool``), because the 16
+    diagnostic tasks all carry several requests and a tiny stand-in solves none of them."""
+    from paired_rollouts.backoffice.tasks import load_pool, select_tasks
+
+    pool = settings["diag_pool"]
+    tasks = load_pool(Path(tasks_dir) / f"{pool}.jsonl")
+    if pool != "diagnostic":
+        tasks = select_tasks(tasks, settings["task_filter"])
+    if len(tasks) < count:
+        raise UserError(f"{tasks_dir}/{pool}.jsonl: {len(tasks)} tasks after task_filter "
+                        f"{settings['task_filter']!r}, the settings need {count}")
+    return tasks[:count]
+
+
 def diagnostic_rows(tasks_dir: str, condition: str, run_seed: int, settings: dict[str, Any]) -> list[dict]:
-    from paired_rollouts.backoffice.tasks import load_pool
     from paired_rollouts.noise.seeds import diagnostic_seed
 
-    tasks = load_pool(Path(tasks_dir) / "diagnostic.jsonl")[: settings["diag_tasks"]]
+    tasks = diagnostic_tasks(tasks_dir, settings, settings["diag_tasks"])
     indices = tuple(range(settings["diag_schedules"]))
     return _rows(tasks, "diag", condition, indices, lambda t, k: diagnostic_seed(run_seed, t, k),
                  samples=settings["diag_samples"])

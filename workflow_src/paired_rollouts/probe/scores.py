@@ -94,6 +94,7 @@ def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: 
                      settings: dict[str, Any]) -> dict[str, Any]:
     """Capture clean and diagnostic rollouts at one checkpoint, score them, summarise both noise kinds."""
     from paired_rollouts.backoffice.tasks import budget_for, load_pool
+    from paired_rollouts.evaluation.evaluate import diagnostic_tasks
     from paired_rollouts.noise.config import NoiseConfig
     from paired_rollouts.noise.seeds import derive_seed, diagnostic_seed, eval_schedule_seed
     from paired_rollouts.probe import (
@@ -114,7 +115,7 @@ def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: 
     G, K, M = settings["probe_clean_rollouts"], settings["probe_schedules"], settings["probe_samples"]
     clean_tasks = filter_tasks(load_pool(Path(tasks_dir) / "validation.jsonl"),
                                settings["task_filter"])[: settings["probe_clean_tasks"]]
-    diag_tasks = load_pool(Path(tasks_dir) / "diagnostic.jsonl")[: settings["probe_diag_tasks"]]
+    diag_tasks = diagnostic_tasks(tasks_dir, settings, settings["probe_diag_tasks"])
     clean_noise = NoiseConfig.clean().to_json()
     diag_noise = NoiseConfig.transition(settings["probe_p"]).to_json()
 

@@ -20,7 +20,7 @@ from paired_rollouts.stats.curves import parse_run_name
 SETTINGS_KEYS = {"periodic", "final", "diagnostic", "training", "run", "task_filter"}
 FLAT_KEYS = {"run", "periodic_steps", "periodic_regimes", "final_step", "final_regimes", "eval_tasks",
              "final_tasks", "training_steps", "prompts_per_step", "num_generations", "diagnostic_steps",
-             "diagnostic_tasks", "diagnostic_schedules", "diagnostic_samples", "task_filter"}
+             "diagnostic_pool", "diagnostic_tasks", "diagnostic_schedules", "diagnostic_samples", "task_filter"}
 # Schedule indices of the evaluation sets (analysis spec 0) when a flat settings object names only regimes.
 PERIODIC_INDICES = {"clean": [1, 2], "at_training": [1, 2], "challenge": [1]}
 FINAL_INDICES = {"clean": [1, 2, 3, 4], "noisy_p010": [1, 2, 3, 4], "noisy_p025": [1, 2, 3, 4],
@@ -31,12 +31,13 @@ settings keys (JSON object):
                regimes: {clean: [1, 2], at_training: [1, 2], challenge: [1]}}
   final:      {step: 100, pool: test, tasks: 200, regimes: {clean: [1, 2, 3, 4], ..., challenge: [1]}}
   diagnostic: {steps: [0, 50, 100], pool: diagnostic, tasks: 16, schedules: 8, samples: 8}
+              (pool validation or test: the first N tasks after task_filter, as at stand-in scale)
   training:   {steps: 100, prompts: 24, generations: 8}
   run:        optional; must equal --run
 (regime lists are schedule indices; tasks are the first N task_ids of data/tasks/{pool}.jsonl)
 The flat form is accepted too: {run, periodic_steps, periodic_regimes, final_step, final_regimes,
 eval_tasks, final_tasks, training_steps, prompts_per_step, num_generations, diagnostic_steps
-[, diagnostic_tasks, diagnostic_schedules, diagnostic_samples]}; regimes given as a list of names get
+[, diagnostic_pool, diagnostic_tasks, diagnostic_schedules, diagnostic_samples]}; regimes given as a list of names get
 the standard schedule indices (periodic 1-2, final 1-4, challenge 1)."""
 MAX_LISTED = 20
 
@@ -78,7 +79,8 @@ def normalize_settings(settings: dict[str, Any]) -> dict[str, Any]:
             out["final"] = {"step": settings["final_step"], "pool": "test", "tasks": settings["final_tasks"],
                             "regimes": _indices(settings["final_regimes"], FINAL_INDICES, "final_regimes")}
         if settings.get("diagnostic_steps"):
-            out["diagnostic"] = {"steps": settings["diagnostic_steps"], "pool": "diagnostic",
+            out["diagnostic"] = {"steps": settings["diagnostic_steps"],
+                                 "pool": settings.get("diagnostic_pool", "diagnostic"),
                                  "tasks": settings.get("diagnostic_tasks"),
                                  "schedules": settings.get("diagnostic_schedules"),
                                  "samples": settings.get("diagnostic_samples")}
@@ -315,7 +317,7 @@ def check_run(
     elif diag and diag["steps"] and None in (diag["tasks"], diag["schedules"], diag["samples"]):
         skipped.append("diagnostic episodes: settings lack diagnostic_tasks/schedules/samples")
     elif diag and diag["steps"]:
-        ids = pool_task_ids(tasks_root, diag["pool"], int(diag["tasks"]))
+        ids = pool_task_ids(tasks_root, diag["pool"], int(diag["tasks"]), task_filter)
         k, m = int(diag["schedules"]), int(diag["samples"])
         for step in diag["steps"]:
             expected_episodes += len(ids) * k * m

@@ -1,7 +1,10 @@
 """What the policy sees: the system prompt, the tool descriptions and the rendered conversation.
 
 The tool descriptions here are ours (spec B.3 asks for original prose). They are kept short on purpose:
-every rollout's prompt carries all 13 tool schemas, so their length is paid on every forward pass.
+every rollout's prompt carries all 13 tool schemas, so their length is paid on every forward pass. They
+name no concrete ids, carriers, categories or priorities: every request states its values, and values
+listed in the schemas were distractors the stand-in copied instead of the request's (the simulator still
+rejects an unknown value with an error that lists the allowed ones).
 """
 
 from __future__ import annotations
@@ -23,13 +26,13 @@ TOOL_DOCS: dict[str, tuple[str, dict[str, str]]] = {
         "Find customers whose name, email or phone contains the query (5 results per page).",
         {"query": "Text to match.", "offset": "First result to return (0 = first page)."},
     ),
-    "get_customer": ("Read a customer record.", {"customer_id": "Customer id such as C0012."}),
+    "get_customer": ("Read a customer record.", {"customer_id": "Customer id (C and four digits)."}),
     "list_orders": (
         "List the orders of a customer, highest id first (5 per page).",
-        {"customer_id": "Customer id such as C0012.", "offset": "First result to return (0 = first page)."},
+        {"customer_id": "Customer id (C and four digits).", "offset": "First result to return (0 = first page)."},
     ),
-    "get_order": ("Read an order: items, status, address, refunds, reservations.", {"order_id": "Order id such as O0042."}),
-    "check_inventory": ("Read stock, reserved and available units of a product.", {"sku": "Product id such as SKU-0007."}),
+    "get_order": ("Read an order: items, status, address, refunds, reservations.", {"order_id": "Order id (O and four digits)."}),
+    "check_inventory": ("Read stock, reserved and available units of a product.", {"sku": "Product id (SKU- and four digits)."}),
     "update_shipping_address": (
         "Set a new shipping address on an order that has not shipped.",
         {"order_id": "Order id.", "street": "Street line.", "city": "City.", "postal_code": "Postal code."},
@@ -45,15 +48,15 @@ TOOL_DOCS: dict[str, tuple[str, dict[str, str]]] = {
     ),
     "schedule_shipment": (
         "Ship a paid, fully reserved order.",
-        {"order_id": "Order id.", "carrier": "standard or express.", "day": "Shipping day (today to today + 7)."},
+        {"order_id": "Order id.", "carrier": "Carrier, as named in the request.", "day": "Shipping day (today to today + 7)."},
     ),
     "create_ticket": (
         "Open a support ticket for a customer.",
         {
             "customer_id": "Customer id.",
             "order_id": "Linked order id, or an empty string for none.",
-            "category": "billing, shipping, product, account or other.",
-            "priority": "low, normal or high.",
+            "category": "Ticket category, as named in the request.",
+            "priority": "Ticket priority, as named in the request.",
             "summary": "Ticket summary.",
         },
     ),

@@ -11,7 +11,7 @@ from paired_rollouts.training import settings as S
 
 _STANDIN_KEYS = ("profile", "task_filter", "vocab_size", "hidden_size", "num_layers", "full_attention_interval",
                  "warm_start_steps", "warm_start_batch",
-                 "warm_start_lr", "warm_start_tasks")
+                 "warm_start_lr", "warm_start_short_frac", "warm_start_tasks")
 _TRAIN_KEYS = ("profile", "device", "dtype", "backend", "gradient_checkpointing", "steps", "prompts_per_step",
                "num_generations", "micro_batch", "checkpoint_every", "learning_rate", "lora_r", "lora_alpha",
                "lora_dropout", "loss_type", "scale_rewards", "beta", "temperature", "max_completion_length",
@@ -41,8 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="build the tiny Qwen3.5 stand-in and warm-start it on scripted transcripts (CPU profile)",
         description="Build a randomly initialised tiny Qwen3.5 text model from config (no download) and train "
         "it with next-token loss on the assistant turns of scripted-reference transcripts, so that GRPO starts "
-        "from a policy that calls tools (at stand-in scale it does not yet copy ids from the instruction, so "
-        "rewards are rarely non-zero: docs/training.md). Saves model + tokenizer.",
+        "from a policy that calls tools and copies ids and values from the request (a curriculum without the "
+        "tool schemas first, fresh relabelling of every id and value per batch: docs/training.md). Saves model "
+        "+ tokenizer and warm_start.json (loss, teacher-forced copied-token accuracy).",
         epilog=S.epilog(_STANDIN_KEYS),
         formatter_class=fmt,
     )
@@ -51,6 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output model folder (HF save_pretrained layout)")
     p.add_argument("--settings", default=None, help="inline JSON or @file")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0,
+                   help="torch CPU threads (0: torch's default); the warm start runs alone, so give it every core")
     p.set_defaults(handler=_warm_start)
 
     p = subparsers.add_parser(
@@ -97,6 +100,10 @@ def _warm_start(args: argparse.Namespace) -> int:
     from paired_rollouts.training.warmstart import save_standin, warm_start
 
     settings = _standin_settings(args)
+    if args.threads > 0:
+        import torch
+
+        torch.set_num_threads(args.threads)
     if not (Path(args.tokenizer) / "tokenizer.json").is_file():
         raise UserError(f"{args.tokenizer}: no tokenizer.json; run 'paired-rollouts tokenizer' first")
     tokenizer = load_tokenizer(args.tokenizer)

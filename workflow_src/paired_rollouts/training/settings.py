@@ -54,24 +54,28 @@ KEYS: dict[str, Key] = {
     "scale_rewards": Key(str, "group", "group", "TRL advantage scaling"),
     "beta": Key(_NUM, 0.0, 0.0, "KL coefficient"),
     "train_episodes": Key(bool, True, True, "also write train_episodes.jsonl (phase train)"),
-    "task_filter": Key(str, "single_request_id", "all", "tasks used for training rows, warm start and the "
-                       "periodic/final sets: all, or single_request_id (one request, order named by id; the only "
-                       "tasks a tiny stand-in can learn)"),
+    "task_filter": Key(str, "simple_id", "all", "tasks used for training rows, warm start and the "
+                       "periodic/final sets: all; single_request_id (one request, order named by id); simple_id "
+                       "(of those, the templates whose every argument is copied: what a tiny stand-in learns)"),
     # --- warm start (stand-in only) ---
     "vocab_size": Key(int, 2048, 248320, "stand-in tokenizer vocabulary"),
     "hidden_size": Key(int, 96, 2048, "stand-in hidden size"),
     "num_layers": Key(int, 4, 24, "stand-in layers (a multiple of full_attention_interval)"),
-    "full_attention_interval": Key(int, 4, 4, "stand-in: every Nth layer is full attention, the rest Gated "
+    "full_attention_interval": Key(int, 2, 4, "stand-in: every Nth layer is full attention, the rest Gated "
                                    "DeltaNet (1 = all full attention)"),
     "warm_start_steps": Key(int, 600, 0, "supervised warm-start steps on scripted transcripts"),
     "warm_start_batch": Key(int, 8, 8, "warm-start batch size"),
-    "warm_start_lr": Key(_NUM, 3e-3, 0.0, "warm-start learning rate"),
+    "warm_start_lr": Key(_NUM, 1.5e-3, 0.0, "warm-start learning rate (at 3e-3 the stand-in never learns to copy)"),
+    "warm_start_short_frac": Key(_NUM, 0.3, 0.0, "warm-start curriculum: fraction of steps on transcripts "
+                                 "rendered without the tool schemas (short contexts teach copying fast)"),
     "warm_start_tasks": Key(int, 800, 0, "train tasks rendered for the warm start / tokenizer"),
     # --- evaluation ---
     "eval_tasks": Key(int, 8, 64, "periodic evaluation: first N validation tasks"),
     "final_tasks": Key(int, 8, 200, "final evaluation: first N test tasks"),
     "eval_batch": Key(int, 32, 128, "episodes generated together"),
     "diag_tasks": Key(int, 4, 16, "luck-share diagnostic tasks"),
+    "diag_pool": Key(str, "validation", "diagnostic", "pool of the luck-share diagnostic and the transition probe: "
+                     "diagnostic (the paper's 16 fixed tasks, never filtered) or validation/test after task_filter"),
     "diag_schedules": Key(int, 4, 8, "K schedules per diagnostic task"),
     "diag_samples": Key(int, 4, 8, "M samples per schedule"),
     # --- probe ---
@@ -139,6 +143,8 @@ def _check(s: dict[str, Any], source: str) -> None:
     need(s["device"] in {"cpu", "cuda"}, f"device must be cpu or cuda, got {s['device']!r}")
     need(s["dtype"] in {"float32", "bfloat16", "float16"}, f"dtype {s['dtype']!r} is not float32/bfloat16/float16")
     need(s["task_filter"] in TASK_FILTERS, f"task_filter must be one of {', '.join(TASK_FILTERS)}")
+    need(s["diag_pool"] in {"diagnostic", "validation", "test"},
+         f"diag_pool must be diagnostic, validation or test, got {s['diag_pool']!r}")
     need(s["backend"] in {"hf", "vllm"}, f"backend must be hf or vllm, got {s['backend']!r}")
     need(not (s["backend"] == "vllm" and s["device"] != "cuda"), "backend vllm needs device cuda; use backend hf on CPU")
     need(not (s["device"] == "cpu" and s["dtype"] != "float32"), "on CPU use dtype float32")
@@ -168,6 +174,7 @@ def _check(s: dict[str, Any], source: str) -> None:
         s["num_layers"] % s["full_attention_interval"] == 0,
         f"num_layers {s['num_layers']} must be a multiple of full_attention_interval {s['full_attention_interval']}",
     )
+    need(0 <= s["warm_start_short_frac"] <= 1, "warm_start_short_frac must lie in [0, 1]")
     need(0 <= s["probe_q"] <= 1 and 0 <= s["probe_p"] <= 1, "probe_p and probe_q must lie in [0, 1]")
 
 

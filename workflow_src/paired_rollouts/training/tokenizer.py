@@ -49,6 +49,8 @@ def atom_groups() -> dict[str, tuple[str, ...]]:
         "summary": words.TICKET_SUMMARIES, "street": tuple(dict.fromkeys(words.TASK_STREETS + words.STREETS)),
         "city": tuple(dict.fromkeys(words.TASK_CITIES + words.CITIES)), "reason": words.REFUND_REASONS,
         "first_name": words.FIRST_NAMES, "last_name": words.LAST_NAMES,
+        # the days a request can name (today is day 100, shipments up to today + 7), as standalone numbers
+        "day": tuple(str(day) for day in range(100, 108)),
     })
     return groups
 

@@ -21,10 +21,14 @@ from paired_rollouts.training import chat
 log = logging.getLogger(__name__)
 
 FINAL_WORDS = "All requested changes are made."
-# Atom kinds that are consistently relabelled in warm-start transcripts (see ``relabel_transcript``).
-RELABEL_KINDS = ("id:C", "id:O", "id:SKU-", "id:S", "id:T", "first_name", "last_name", "street", "city")
+# Atom kinds that are consistently relabelled in warm-start batches (see ``AtomRelabeller``).
+# Every kind whose value a tool call copies from the instruction or a tool response; not the refund reasons,
+# which the templates fix (a cancellation is always "customer request"), so they are not copied.
+RELABEL_KINDS = ("id:C", "id:O", "id:SKU-", "id:S", "id:T", "first_name", "last_name", "street", "city", "carrier",
+                 "category", "priority", "summary", "day")
 MAX_ATTEMPTS = 3
-ATOM_LOSS_WEIGHT = 4.0
+CHECK_TRANSCRIPTS = 32  # transcripts for the teacher-forced check written to warm_start.json
+ATOM_LOSS_WEIGHT = 10.0
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -90,29 +94,36 @@ def transcript_tasks(tasks: list[dict[str, Any]], n: int, seed: int) -> list[tup
     return out
 
 
-def relabel_transcript(messages: list[dict], rng: random.Random) -> list[dict]:
-    """The transcript with every id, name, street and city replaced through one random bijection per kind.
+class AtomRelabeller:
+    """Fresh, consistent relabelling of ids, names, streets and cities, one random bijection per kind and batch.
 
-    The relabelled transcript is self-consistent (the instruction, tool responses and tool calls agree), but
-    its ids no longer identify the task, so a model cannot memorise "task -> ids" and must learn to copy
-    them from the instruction and the tool responses; without it the tiny stand-in memorises the train
-    tasks and copies almost nothing on unseen tasks.
+    Applied to token ids (every atom is one token), so a transcript stays self-consistent (instruction, tool
+    responses and tool calls agree) while its ids no longer identify the task. The model can neither memorise
+    "task -> ids" nor "transcript -> ids" (each batch draws new bijections), so the only way to predict an id
+    is to copy it from the context; without this the tiny stand-in memorises and copies almost nothing.
     """
-    import re
 
-    from paired_rollouts.training.tokenizer import atom_groups
+    def __init__(self, tokenizer: Any, seed: int) -> None:
+        import torch
 
-    groups = atom_groups()
-    mapping: dict[str, str] = {}
-    for kind in RELABEL_KINDS:
-        atoms = list(groups[kind])
-        shuffled = atoms[:]
-        rng.shuffle(shuffled)
-        for a, b in zip(atoms, shuffled, strict=True):
-            mapping.setdefault(a, b)
-    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(a) for a in sorted(mapping, key=len, reverse=True)) + r")(?!\w)")
-    text = json.dumps(messages)
-    return json.loads(pattern.sub(lambda m: mapping[m.group(0)], text))
+        from paired_rollouts.training.tokenizer import atom_groups
+
+        vocab = tokenizer.get_vocab()
+        groups = atom_groups()
+        self.kinds = [torch.tensor([vocab[a] for a in groups[k] if a in vocab], dtype=torch.long)
+                      for k in RELABEL_KINDS]
+        self.kinds = [ids for ids in self.kinds if len(ids) > 1]
+        self.size = len(tokenizer)
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def table(self) -> Any:
+        """A lookup table (token id -> token id) for the next batch."""
+        import torch
+
+        table = torch.arange(self.size)
+        for ids in self.kinds:
+            table[ids] = ids[torch.randperm(len(ids), generator=self.generator)]
+        return table
 
 
 def tool_functions() -> list[Any]:
@@ -226,14 +237,38 @@ def _length_batches(lengths: list[int], batch: int, rng: random.Random, window: 
     return out
 
 
+def _batch_tensors(picked: list[tuple[list[int], list[int]]], pad: int, table: Any) -> tuple[Any, Any, Any]:
+    """Padded (input ids, labels, attention mask) with the batch's relabelling applied."""
+    import torch
+
+    width = max(len(ids) for ids, _ in picked)
+    input_ids = torch.full((len(picked), width), pad, dtype=torch.long)
+    labels = torch.full((len(picked), width), -100, dtype=torch.long)
+    attention = torch.zeros((len(picked), width), dtype=torch.long)
+    for row, (ids, mask) in enumerate(picked):
+        tokens = table[torch.tensor(ids)]
+        input_ids[row, : len(ids)] = tokens
+        attention[row, : len(ids)] = 1
+        labels[row, : len(ids)] = torch.where(torch.tensor(mask) == 1, tokens, -100)
+    return input_ids, labels, attention
+
+
 def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, Any], seed: int = 0,
                progress: bool = True) -> tuple[Any, dict[str, Any]]:
-    """Build the tiny Qwen3.5 model from config and fine-tune it on scripted transcripts."""
+    """Build the tiny Qwen3.5 model from config and fine-tune it on scripted transcripts.
+
+    Two things make a tiny hybrid model learn to copy within minutes (measured on the stand-in: copied-token
+    accuracy 10 % -> 70 %+): (1) a curriculum whose first ``warm_start_short_frac`` of the steps uses the
+    same transcripts rendered without the tool schemas (~3x shorter, so attention is not spread over the
+    long schema block while the copy pattern forms), and (2) a learning rate near 1e-3 (at 3e-3 the
+    Gated-DeltaNet stack never forms a copy circuit, even on a 60-token synthetic copy task).
+    """
     import torch
     from tqdm import tqdm
     from transformers import set_seed
 
     from paired_rollouts.training.model import build_random_model, standin_config
+    from paired_rollouts.training.tokenizer import atom_tokens
 
     set_seed(seed)
     overrides = {"hidden_size": settings["hidden_size"], "num_hidden_layers": settings["num_layers"],
@@ -246,13 +281,12 @@ def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, 
     _init_atom_embeddings(model, tokenizer, seed)
     tools = tool_functions()
     pairs = transcript_tasks(tasks, settings["warm_start_tasks"], seed + 1)
-    relabel = random.Random(f"warmstart-relabel-{seed}")
-    encoded = [
-        encode_transcript(tokenizer, relabel_transcript(scripted_transcript(t, n, s), relabel), tools)
-        for t, n, s in pairs
-    ]
-    lengths = [len(ids) for ids, _ in encoded]
+    transcripts = [scripted_transcript(t, n, s) for t, n, s in pairs]
+    encoded = [encode_transcript(tokenizer, m, tools) for m in transcripts]
     steps = settings["warm_start_steps"]
+    short_steps = int(round(settings["warm_start_short_frac"] * steps))
+    short = [encode_transcript(tokenizer, m, []) for m in transcripts] if short_steps else encoded
+    lengths = [len(ids) for ids, _ in encoded]
     batch = settings["warm_start_batch"]
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings["warm_start_lr"], weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -262,34 +296,25 @@ def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, 
     # success; their loss is weighted up so the copy is learned early rather than after the format.
     atom_mask = torch.zeros(len(tokenizer))
     vocab = tokenizer.get_vocab()
-    from paired_rollouts.training.tokenizer import atom_tokens
-
     atom_mask[[vocab[a] for a in atom_tokens() if a in vocab]] = 1.0
+    relabeller = AtomRelabeller(tokenizer, seed)
     rng = random.Random(f"warmstart-order-{seed}")
     batches: list[list[int]] = []
     losses = []
     model.train()
-    pad = tokenizer.pad_token_id
-    for _step in tqdm(range(steps), desc="warm start", disable=not progress):
+    for step in tqdm(range(steps), desc="warm start", disable=not progress):
         if not batches:
             batches = _length_batches(lengths, batch, rng)
-        picked = [encoded[i] for i in batches.pop()]
-        width = max(len(ids) for ids, _ in picked)
-        input_ids = torch.full((batch, width), pad, dtype=torch.long)
-        labels = torch.full((batch, width), -100, dtype=torch.long)
-        attention = torch.zeros((batch, width), dtype=torch.long)
-        for row, (ids, mask) in enumerate(picked):
-            input_ids[row, : len(ids)] = torch.tensor(ids)
-            attention[row, : len(ids)] = 1
-            lab = torch.tensor([t if m else -100 for t, m in zip(ids, mask, strict=True)])
-            labels[row, : len(ids)] = lab
+        source = short if step < short_steps else encoded
+        input_ids, labels, attention = _batch_tensors([source[i] for i in batches.pop()],
+                                                      tokenizer.pad_token_id, relabeller.table())
         logits = model(input_ids=input_ids, attention_mask=attention).logits[:, :-1]
-        target = labels[:, 1:]
+        target = labels[:, 1:].reshape(-1)
         token_loss = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=-100, reduction="none"
+            logits.reshape(-1, logits.shape[-1]), target, ignore_index=-100, reduction="none"
         )
-        weight = torch.where(target.reshape(-1) == -100, 0.0, 1.0)
-        weight = weight + (ATOM_LOSS_WEIGHT - 1.0) * atom_mask[target.reshape(-1).clamp(min=0)] * (weight > 0)
+        weight = torch.where(target == -100, 0.0, 1.0)
+        weight = weight + (ATOM_LOSS_WEIGHT - 1.0) * atom_mask[target.clamp(min=0)] * (weight > 0)
         loss = (token_loss * weight).sum() / weight.sum()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -303,11 +328,41 @@ def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, 
         "tokens_mean": sum(lengths) / len(lengths),
         "tokens_max": max(lengths),
         "steps": steps,
+        "short_steps": short_steps,
         "loss_first": losses[0] if losses else None,
         "loss_last": sum(losses[-10:]) / max(1, len(losses[-10:])) if losses else None,
         "parameters": sum(p.numel() for p in model.parameters()),
     }
+    check = [encode_transcript(tokenizer, scripted_transcript(t, n, s), tools)
+             for t, n, s in transcript_tasks(tasks, CHECK_TRANSCRIPTS, seed + 2)]
+    report.update(copy_accuracy(model, check, tokenizer.pad_token_id, atom_mask, relabeller))
     return model, report
+
+
+def copy_accuracy(model: Any, encoded: list[tuple[list[int], list[int]]], pad: int, atom_mask: Any,
+                  relabeller: AtomRelabeller) -> dict[str, float]:
+    """Teacher-forced accuracy on freshly relabelled transcripts: all policy tokens, and copied atoms only.
+
+    The atom figure is what decides task success; it is written to warm_start.json so a stand-in that has
+    not learned to copy is visible before any GRPO step is spent on it.
+    """
+    import torch
+
+    hits = total = atom_hits = atom_total = 0
+    with torch.no_grad():
+        for start in range(0, len(encoded), 8):
+            input_ids, labels, attention = _batch_tensors(encoded[start : start + 8], pad, relabeller.table())
+            predicted = model(input_ids=input_ids, attention_mask=attention).logits[:, :-1].argmax(-1)
+            target = labels[:, 1:]
+            policy = target != -100
+            atoms = policy & (atom_mask[target.clamp(min=0)] > 0)
+            correct = predicted == target
+            hits += int(correct[policy].sum())
+            total += int(policy.sum())
+            atom_hits += int(correct[atoms].sum())
+            atom_total += int(atoms.sum())
+    return {"check_transcripts": len(encoded), "token_accuracy": hits / max(1, total),
+            "copied_atom_accuracy": atom_hits / max(1, atom_total)}
 
 
 def save_standin(model: Any, tokenizer: Any, out: str | Path, report: dict[str, Any]) -> None:
