@@ -77,7 +77,9 @@ def _curves(condition: str) -> Callable[[Any, Inputs, str], None]:
             ax.set_xlabel("training step")
             ax.grid(alpha=0.3, lw=0.5)
         axes[0].set_ylabel("true success")
-        axes[0].legend(loc="lower right", frameon=False)
+        # Below the panels, not inside one: with few steps the curves fill the whole panel.
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=max(1, len(labels)), frameon=False)
         fig.suptitle(f"{condition} validation curves (thin: single seeds) -- {scale} scale", fontsize=9)
 
     return draw
