@@ -60,6 +60,19 @@ def test_diagnostic_pool_choice(sim_tasks_dir, sim_pools):
         diagnostic_tasks(str(sim_tasks_dir), standin, 999)
 
 
+def test_completeness_expects_the_tasks_the_diagnostic_rolls_out(sim_tasks_dir):
+    """The completeness check and the rollout stages select the same tasks (one shared definition)."""
+    from paired_rollouts.evaluation.evaluate import diagnostic_tasks
+    from paired_rollouts.stats.completeness import pool_task_ids
+
+    for pool, task_filter in (("diagnostic", "simple_id"), ("validation", "simple_id"), ("test", "all")):
+        settings = _settings(diag_pool=pool, task_filter=task_filter)
+        rolled = [t["task_id"] for t in diagnostic_tasks(str(sim_tasks_dir), settings, 3)]
+        assert pool_task_ids(sim_tasks_dir, pool, 3, task_filter) == rolled
+    with pytest.raises(UserError, match="the settings need 400"):
+        pool_task_ids(sim_tasks_dir, "validation", 400, "all")
+
+
 def test_rollout_records(tmp_path, sim_tasks_dir, sim_pools):
     from paired_rollouts.evaluation.evaluate import evaluation_rows, roll_rows
     from paired_rollouts.evaluation.rollout import PolicyRunner

@@ -48,6 +48,13 @@ def test_lint_is_clean_for_every_accelerator() -> None:
         assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
 
+def test_bare_lint_needs_no_profile() -> None:
+    """`snakemake --lint` alone lints the stand-in configuration (a run still needs a profile: below)."""
+    result = snakemake("--lint", check=False)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "No profile given" not in result.stdout + result.stderr
+
+
 def test_workflow_refuses_to_run_without_a_profile() -> None:
     result = snakemake("-n", check=False)
     assert result.returncode != 0

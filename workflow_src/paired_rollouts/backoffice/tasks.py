@@ -87,6 +87,25 @@ def select_tasks(tasks: list[dict[str, Any]], task_filter: str) -> list[dict[str
     return kept
 
 
+# Pools the luck-share diagnostic may draw from: the paper's fixed diagnostic pool, or (stand-in) the
+# run's selection of a held-out pool.
+DIAG_POOLS: tuple[str, ...] = ("diagnostic", "validation", "test")
+
+
+def first_selected(tasks: list[dict[str, Any]], pool: str, count: int, task_filter: str,
+                   source: str | os.PathLike) -> list[dict[str, Any]]:
+    """The first ``count`` tasks of ``pool`` after ``task_filter``; the diagnostic pool is taken as it is.
+
+    One definition for the stages that roll the tasks out and for the completeness check that expects
+    their episodes; ``source`` names the pool file in the error.
+    """
+    kept = list(tasks) if pool == "diagnostic" else select_tasks(tasks, task_filter)
+    if len(kept) < count:
+        raise UserError(f"{source}: has {len(kept)} tasks after task_filter {task_filter!r}, "
+                        f"the settings need {count}")
+    return kept[:count]
+
+
 def budget_for(task: dict[str, Any]) -> int:
     """Tool-call budget of a task: min(21, 7 + 2 * n_subgoals); ``finish`` is free (spec 3.6)."""
     return min(21, 7 + 2 * int(task["n_subgoals"]))

@@ -94,16 +94,10 @@ def diagnostic_tasks(tasks_dir: str, settings: dict[str, Any], count: int) -> li
     """The first ``count`` tasks of the luck-share pool: the paper's fixed diagnostic pool (never filtered),
     or, at stand-in scale, the run's task selection of another pool (``diag_pool``), because the 16
     diagnostic tasks all carry several requests and a tiny stand-in solves none of them."""
-    from paired_rollouts.backoffice.tasks import load_pool, select_tasks
+    from paired_rollouts.backoffice.tasks import first_selected, load_pool
 
-    pool = settings["diag_pool"]
-    tasks = load_pool(Path(tasks_dir) / f"{pool}.jsonl")
-    if pool != "diagnostic":
-        tasks = select_tasks(tasks, settings["task_filter"])
-    if len(tasks) < count:
-        raise UserError(f"{tasks_dir}/{pool}.jsonl: {len(tasks)} tasks after task_filter "
-                        f"{settings['task_filter']!r}, the settings need {count}")
-    return tasks[:count]
+    path = Path(tasks_dir) / f"{settings['diag_pool']}.jsonl"
+    return first_selected(load_pool(path), settings["diag_pool"], count, settings["task_filter"], path)
 
 
 def diagnostic_rows(tasks_dir: str, condition: str, run_seed: int, settings: dict[str, Any]) -> list[dict]:

@@ -111,16 +111,10 @@ def validate_settings(settings: dict[str, Any]) -> None:
 def pool_task_ids(tasks_dir: Path, pool: str, count: int, task_filter: str = "all") -> list[str]:
     """The first ``count`` task ids of a pool after the run's task selection (the diagnostic pool is
     never filtered)."""
-    from paired_rollouts.backoffice.tasks import select_tasks
+    from paired_rollouts.backoffice.tasks import first_selected
 
     path = tasks_dir / f"{pool}.jsonl"
-    records = list(iter_jsonl(path))
-    if pool != "diagnostic":
-        records = select_tasks(records, task_filter)
-    ids = [str(rec["task_id"]) for rec in records[:count]]
-    if len(ids) < count:
-        raise UserError(f"{path}: has {len(ids)} tasks, the settings need {count}")
-    return ids
+    return [str(rec["task_id"]) for rec in first_selected(list(iter_jsonl(path)), pool, count, task_filter, path)]
 
 
 def _pool_hashes(manifest: dict[str, Any]) -> dict[str, str]:

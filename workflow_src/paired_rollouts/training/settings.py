@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from paired_rollouts.backoffice.tasks import TASK_FILTERS, select_tasks
+from paired_rollouts.backoffice.tasks import DIAG_POOLS, TASK_FILTERS, select_tasks
 from paired_rollouts.errors import UserError
 
 
@@ -143,8 +143,7 @@ def _check(s: dict[str, Any], source: str) -> None:
     need(s["device"] in {"cpu", "cuda"}, f"device must be cpu or cuda, got {s['device']!r}")
     need(s["dtype"] in {"float32", "bfloat16", "float16"}, f"dtype {s['dtype']!r} is not float32/bfloat16/float16")
     need(s["task_filter"] in TASK_FILTERS, f"task_filter must be one of {', '.join(TASK_FILTERS)}")
-    need(s["diag_pool"] in {"diagnostic", "validation", "test"},
-         f"diag_pool must be diagnostic, validation or test, got {s['diag_pool']!r}")
+    need(s["diag_pool"] in DIAG_POOLS, f"diag_pool must be one of {', '.join(DIAG_POOLS)}, got {s['diag_pool']!r}")
     need(s["backend"] in {"hf", "vllm"}, f"backend must be hf or vllm, got {s['backend']!r}")
     need(not (s["backend"] == "vllm" and s["device"] != "cuda"), "backend vllm needs device cuda; use backend hf on CPU")
     need(not (s["device"] == "cpu" and s["dtype"] != "float32"), "on CPU use dtype float32")

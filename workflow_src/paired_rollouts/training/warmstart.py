@@ -95,7 +95,8 @@ def transcript_tasks(tasks: list[dict[str, Any]], n: int, seed: int) -> list[tup
 
 
 class AtomRelabeller:
-    """Fresh, consistent relabelling of ids, names, streets and cities, one random bijection per kind and batch.
+    """Fresh, consistent relabelling of every copied value (``RELABEL_KINDS``), one random bijection per kind
+    and batch.
 
     Applied to token ids (every atom is one token), so a transcript stays self-consistent (instruction, tool
     responses and tool calls agree) while its ids no longer identify the task. The model can neither memorise
@@ -257,11 +258,12 @@ def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, 
                progress: bool = True) -> tuple[Any, dict[str, Any]]:
     """Build the tiny Qwen3.5 model from config and fine-tune it on scripted transcripts.
 
-    Two things make a tiny hybrid model learn to copy within minutes (measured on the stand-in: copied-token
-    accuracy 10 % -> 70 %+): (1) a curriculum whose first ``warm_start_short_frac`` of the steps uses the
-    same transcripts rendered without the tool schemas (~3x shorter, so attention is not spread over the
-    long schema block while the copy pattern forms), and (2) a learning rate near 1e-3 (at 3e-3 the
-    Gated-DeltaNet stack never forms a copy circuit, even on a 60-token synthetic copy task).
+    What makes a tiny hybrid model learn to copy within minutes (each measured; docs/training.md): a
+    curriculum whose first ``warm_start_short_frac`` of the steps uses the same transcripts rendered without
+    the tool schemas (~3x shorter, so attention is not spread over the schema block while the copy forms);
+    a learning rate of 1e-3 to 1.5e-3 (at 3e-3 the Gated-DeltaNet stack never forms a copy circuit, even on
+    a 60-token synthetic copy task); fresh relabelling per batch (``AtomRelabeller``) and copied tokens
+    weighted ``ATOM_LOSS_WEIGHT`` in the loss.
     """
     import torch
     from tqdm import tqdm
