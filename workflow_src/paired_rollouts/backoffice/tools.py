@@ -41,11 +41,19 @@ MSG_EPISODE_FINISHED = "the episode is over; do not call any more tools; reply w
 MAX_WAIT_SECONDS = 600
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+# The C encoder that ``_ENCODER.encode`` builds on every call, built once (no circular-reference markers:
+# responses are trees). Same bytes as ``_ENCODER.encode``; falls back to it where ``_json`` is missing.
+_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE = (None if _C_MAKE_ENCODER is None else
+             _C_MAKE_ENCODER(None, _ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",", True,
+                             False, True))
 
 
 def dumps_compact(obj: Any) -> str:
     """The tool-response JSON style: sorted keys, separators ',' and ':'."""
-    return _ENCODER.encode(obj)
+    if _C_ENCODE is None:
+        return _ENCODER.encode(obj)
+    return "".join(_C_ENCODE(obj, 0))
 
 
 def error_payload(code: str, message: str, **extra: Any) -> dict[str, Any]:
@@ -509,6 +517,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     n: tuple(p.name for p in s.parameters.values() if p.default is inspect.Parameter.empty)
     for n, s in TOOL_SIGNATURES.items()
 }
+_REQUIRED_SET: dict[str, frozenset[str]] = {n: frozenset(r) for n, r in _REQUIRED.items()}
 
 
 def check_arguments(tool: str, args: dict[str, Any]) -> None:
@@ -516,6 +525,8 @@ def check_arguments(tool: str, args: dict[str, Any]) -> None:
     names = _PARAM_NAMES.get(tool)
     if names is None:
         raise UnknownToolError(f"unknown tool {tool!r}; the tools are: {', '.join(TOOL_NAMES)}")
+    if names.issuperset(args) and args.keys() >= _REQUIRED_SET[tool]:
+        return  # the common case; the loops below find the first offending name, as Python would
     for key in args:
         if key not in names:
             raise TypeError(f"{tool}() got an unexpected keyword argument '{key}'")

@@ -30,6 +30,22 @@ def _rate_limited(seconds: int) -> dict[str, Any]:
                          retry_after_seconds=seconds)
 
 
+_UNAVAILABLE_TEXT = dumps_compact(error_payload("SERVICE_UNAVAILABLE", MSG_UNAVAILABLE))
+_TIMEOUT = error_payload("TIMEOUT", MSG_TIMEOUT)
+_TIMEOUT_TEXT = dumps_compact(_TIMEOUT)
+_RATE_LIMITED_TEXT: dict[int, str] = {}
+
+
+def _rate_limited_text(seconds: int) -> str:
+    """The encoded RATE_LIMITED response (a handful of distinct waits per study: cached)."""
+    text = _RATE_LIMITED_TEXT.get(seconds)
+    if text is None:
+        text = dumps_compact(_rate_limited(seconds))
+        if len(_RATE_LIMITED_TEXT) < 4096:
+            _RATE_LIMITED_TEXT[seconds] = text
+    return text
+
+
 class NoisyToolAPI(ToolAPI):
     """ToolAPI whose calls meet the faults of ``schedule`` (None = clean: plain behaviour, no event keys)."""
 
@@ -62,22 +78,26 @@ class NoisyToolAPI(ToolAPI):
         world = self.world
 
         if world.clock_seconds < self.rate_limited_until:
-            return self._blocked(tool, args, event, k, "rate_limit_ongoing",
-                                 _rate_limited(self.rate_limited_until - world.clock_seconds))
+            return self._blocked(tool, args, event, k, "rate_limit_ongoing", "RATE_LIMITED",
+                                 _rate_limited_text(self.rate_limited_until - world.clock_seconds))
         if key in self.outages:
-            return self._blocked(tool, args, event, k, "outage_ongoing",
-                                 error_payload("SERVICE_UNAVAILABLE", MSG_UNAVAILABLE))
+            return self._blocked(tool, args, event, k, "outage_ongoing", "SERVICE_UNAVAILABLE", _UNAVAILABLE_TEXT)
 
         fate = schedule.fate(tool, event, k)
-        kind = fate.kind if fate is not None else None
+        if fate is None:
+            payload, code = self.execute(tool, args)
+            self.call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code,
+                                  "fault": None, "event": event, "repeat": k})
+            return dumps_compact(payload)
+        kind = fate.kind
         if kind == "transient":
-            return self._blocked(tool, args, event, k, kind, error_payload("SERVICE_UNAVAILABLE", MSG_UNAVAILABLE))
+            return self._blocked(tool, args, event, k, kind, "SERVICE_UNAVAILABLE", _UNAVAILABLE_TEXT)
         if kind == "outage":
             self.outages.add(key)
-            return self._blocked(tool, args, event, k, kind, error_payload("SERVICE_UNAVAILABLE", MSG_UNAVAILABLE))
+            return self._blocked(tool, args, event, k, kind, "SERVICE_UNAVAILABLE", _UNAVAILABLE_TEXT)
         if kind == "rate_limit":
             self.rate_limited_until = world.clock_seconds + fate.retry_after
-            return self._blocked(tool, args, event, k, kind, _rate_limited(fate.retry_after))
+            return self._blocked(tool, args, event, k, kind, "RATE_LIMITED", _rate_limited_text(fate.retry_after))
 
         logged_fault: str | None = None
         if kind == "stale" and world.version >= 1:
@@ -90,7 +110,7 @@ class NoisyToolAPI(ToolAPI):
                     payload = self._truncate(payload)
                     logged_fault = kind
                 elif kind == "timeout_after_commit":
-                    payload = error_payload("TIMEOUT", MSG_TIMEOUT)
+                    payload = _TIMEOUT
                     logged_fault = kind
                 elif kind == "field_dropout":
                     keys = sorted(payload)
@@ -101,7 +121,7 @@ class NoisyToolAPI(ToolAPI):
             self._log_fault(tool, event, k, logged_fault)
         self.call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code,
                               "fault": logged_fault, "event": event, "repeat": k})
-        return dumps_compact(payload)
+        return _TIMEOUT_TEXT if payload is _TIMEOUT else dumps_compact(payload)
 
     def _truncate(self, payload: dict[str, Any]) -> dict[str, Any]:
         shown = payload["results"][:2]
@@ -116,9 +136,10 @@ class NoisyToolAPI(ToolAPI):
         self.fault_log.append({"call_no": len(self.call_log), "tool": tool, "index": k, "kind": kind,
                                "event": event})
 
-    def _blocked(self, tool: str, args: dict[str, Any], event: str, k: int, kind: str,
-                 payload: dict[str, Any]) -> str:
+    def _blocked(self, tool: str, args: dict[str, Any], event: str, k: int, kind: str, code: str,
+                 text: str) -> str:
+        """Log a call that the noise stopped (``text`` is the encoded error response with ``code``)."""
         self._log_fault(tool, event, k, kind)
-        self.call_log.append({"tool": tool, "args": args, "ok": False, "code": payload["error"]["code"],
+        self.call_log.append({"tool": tool, "args": args, "ok": False, "code": code,
                               "fault": kind, "event": event, "repeat": k})
-        return dumps_compact(payload)
+        return text

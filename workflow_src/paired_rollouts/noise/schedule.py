@@ -63,15 +63,24 @@ def canonical_value(value: Any) -> str:
 _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_ .")
 
 
+_SORTED_FIELDS: dict[str, tuple[str, ...]] = {tool: tuple(sorted(f)) for tool, f in RESOURCE_FIELDS.items()}
+
+
 def event_key(tool: str, args: dict[str, Any]) -> str:
     """Compact sorted JSON of the canonical resource fields, e.g. ``{"order_id":"O0001"}``."""
-    fields = RESOURCE_FIELDS.get(tool, ())
-    if len(fields) == 1:  # fast path for plain ids (the JSON of a string without specials is itself)
-        value = args.get(fields[0])
-        if type(value) is str:
-            text = value.strip()
-            if _SAFE_CHARS.issuperset(text):
-                return f'{{"{fields[0]}":"{text}"}}'
+    fields = _SORTED_FIELDS.get(tool, ())
+    # fast path for plain ids: the JSON of a stripped string of safe characters is the string in quotes
+    parts = []
+    for name in fields:
+        value = args.get(name)
+        if type(value) is not str:
+            break
+        text = value.strip()
+        if not _SAFE_CHARS.issuperset(text):
+            break
+        parts.append(f'"{name}":"{text}"')
+    else:
+        return "{" + ",".join(parts) + "}"
     return json.dumps({name: canonical_value(args.get(name)) for name in fields}, sort_keys=True,
                       separators=(",", ":"))
 
