@@ -5,6 +5,7 @@ only the *effects* the task asked for count, in any order.
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -34,14 +35,20 @@ def _norm_order(order: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _norm_shipment(s: dict[str, Any]) -> list[Any]:
+    return [s["order_id"], s["carrier"], s["scheduled_day"], s["status"]]
+
+
+def _norm_ticket(t: dict[str, Any]) -> list[Any]:
+    return [t["customer_id"], t["order_id"] or "", t["category"], t["priority"], t["status"]]
+
+
 def _norm_shipments(state: State) -> list[list[Any]]:
-    return sorted([s["order_id"], s["carrier"], s["scheduled_day"], s["status"]]
-                  for s in state.shipments.values())
+    return sorted(_norm_shipment(s) for s in state.shipments.values())
 
 
 def _norm_tickets(state: State) -> list[list[Any]]:
-    return sorted([t["customer_id"], t["order_id"] or "", t["category"], t["priority"], t["status"]]
-                  for t in state.tickets.values())
+    return sorted(_norm_ticket(t) for t in state.tickets.values())
 
 
 def normalise(state: State | dict[str, Any]) -> dict[str, Any]:
@@ -102,9 +109,26 @@ def _expected_state(world_seed: int, plan_json: str) -> State:
     return replay_plan(world_seed, json.loads(plan_json)).frozen()
 
 
+_BY_TASK: dict[int, tuple[dict[str, Any], Any, Any, Any, State]] = {}
+
+
 def expected_state(task: dict[str, Any]) -> State:
-    """The state the task asks for (cached per world seed and plan)."""
-    return _expected_state(int(task["world_seed"]), json.dumps(task["oracle_plan"], sort_keys=True))
+    """The state the task asks for (cached per world seed and plan).
+
+    A front cache by task object skips re-serialising the plan on every episode: a hit needs the same
+    task dict, world seed and plan object, and a plan still equal to the one graded (task records are
+    pool lines; they are not meant to be edited in place).
+    """
+    entry = _BY_TASK.get(id(task))
+    if (entry is not None and entry[0] is task and entry[1] == task["world_seed"]
+            and entry[2] is task["oracle_plan"] and entry[3] == task["oracle_plan"]):
+        return entry[4]
+    state = _expected_state(int(task["world_seed"]), json.dumps(task["oracle_plan"], sort_keys=True))
+    if len(_BY_TASK) >= 4096:
+        _BY_TASK.clear()
+    _BY_TASK[id(task)] = (task, task["world_seed"], task["oracle_plan"], copy.deepcopy(task["oracle_plan"]),
+                          state)
+    return state
 
 
 def _changed_keys(expected: dict, actual: dict) -> list[str]:
@@ -160,14 +184,23 @@ def _fast_diff(expected: State, actual: State, limit: int) -> list[str]:
                 diff(_norm_order(exp_rec), _norm_order(act_rec), f"/{name}/{key}", out, limit)
             else:
                 diff(exp_rec, act_rec, f"/{name}/{key}", out, limit)
-    for name, norm_list in (("shipments", _norm_shipments), ("tickets", _norm_tickets)):
+    for name, norm_one, norm_list in (("shipments", _norm_shipment, _norm_shipments),
+                                      ("tickets", _norm_ticket, _norm_tickets)):
         if len(out) >= limit:
             return out
+        exp_coll, act_coll = getattr(expected, name), getattr(actual, name)
         if touched is None:
-            if not _changed_keys(getattr(expected, name), getattr(actual, name)):
+            if not _changed_keys(exp_coll, act_coll):
                 continue
-        elif name not in touched:
-            continue
+        else:
+            keys = touched.get(name)
+            if keys is None:
+                continue
+            # The lists are sorted multisets and untouched records are common to both states, so the
+            # lists are equal exactly when the touched records' rows are.
+            if (sorted(norm_one(exp_coll[k]) for k in keys if k in exp_coll)
+                    == sorted(norm_one(act_coll[k]) for k in keys if k in act_coll)):
+                continue
         exp_l, act_l = norm_list(expected), norm_list(actual)
         if exp_l != act_l:
             diff(exp_l, act_l, f"/{name}", out, limit)

@@ -11,6 +11,7 @@ import json
 import random
 from hashlib import sha256 as _sha256
 from itertools import accumulate
+from threading import get_ident as _get_ident
 from typing import Any, NamedTuple
 
 from paired_rollouts.backoffice.tools import LIST_TOOLS, READ_TOOLS, TOOL_NAMES, WRITE_TOOLS
@@ -100,6 +101,8 @@ _CHALLENGE_FATE = Fate("transient", 30, 0)
 _WRITE_SET = frozenset(WRITE_TOOLS)
 #: ``Random.seed`` of the C base class: what ``Random(n)`` does for an int n, without the Python wrapper
 _reseed = _random.Random.seed
+#: one reseedable generator per thread (schedules of concurrent rollouts may live in different threads)
+_RNGS: dict[int, random.Random] = {}
 
 
 class _FateTable(NamedTuple):
@@ -130,7 +133,7 @@ def _fate_tables(config: NoiseConfig) -> dict[str, _FateTable]:
 class NoiseSchedule:
     """Fates for one resolved seed under one config."""
 
-    __slots__ = ("seed", "config", "_tables", "_prefix", "_p", "_challenge", "_rng")
+    __slots__ = ("seed", "config", "_tables", "_prefix", "_p", "_challenge")
 
     def __init__(self, seed: int, config: NoiseConfig) -> None:
         self.seed = int(seed)
@@ -139,23 +142,22 @@ class NoiseSchedule:
         self._prefix = f"{self.seed}|event|"  # derive_seed(seed, "event", tool, event, k) = hash of prefix + rest
         self._p = config.p
         self._challenge = config.challenge == "writes_once"
-        self._rng: random.Random | None = None
 
     def fate(self, tool: str, event: str, k: int) -> Fate | None:
         """The fault of the k-th call (0-based) of ``tool`` on ``event``, or None.
 
         Draws ``Random(derive_seed(seed, "event", tool, event, k))``: u, retry_after, dropped, then the
-        type. The generator is reseeded in place (same state as a new one); when u >= p the later draws
-        cannot matter and are skipped.
+        type. A per-thread generator is reseeded in place (the state a new one would have); when u >= p
+        the later draws cannot matter and are skipped.
         """
         if self._challenge:
             return _CHALLENGE_FATE if tool in _WRITE_SET and k == 0 else None
         table = self._tables.get(tool)
         if table is None:
             return None
-        rng = self._rng
+        rng = _RNGS.get(_get_ident())
         if rng is None:
-            rng = self._rng = random.Random(0)
+            rng = _RNGS[_get_ident()] = random.Random(0)
         digest = _sha256(f"{self._prefix}{tool}|{event}|{k}".encode()).digest()
         _reseed(rng, int.from_bytes(digest[:8], "big"))
         if rng.random() >= self._p:
