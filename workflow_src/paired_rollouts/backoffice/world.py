@@ -191,6 +191,23 @@ class World(State):
     def next_ticket_id(self) -> str:
         return f"T{len(self.tickets) + 1:04d}"
 
+    def frozen(self) -> State:
+        """Like ``State.frozen``, but a collection untouched since the last commit is shared with the
+        newest history state (whose copy it still equals: every write goes through ``_mutable`` or
+        ``add_*``, which record the record in ``_owned`` until the next commit)."""
+        prev = self.history[-1]
+        dirty = {coll for coll, _ in self._owned}
+        touched = None if self.touched is None else frozenset(self.touched)
+        return State(
+            self.today_day, self.clock_seconds, self.version,
+            dict(self.customers) if "customers" in dirty else prev.customers,
+            dict(self.products) if "products" in dirty else prev.products,
+            dict(self.orders) if "orders" in dirty else prev.orders,
+            dict(self.shipments) if "shipments" in dirty else prev.shipments,
+            dict(self.tickets) if "tickets" in dirty else prev.tickets,
+            touched,
+        )
+
     def commit(self) -> None:
         """Called by every successful write: bump the version and remember the state."""
         self.version += 1
