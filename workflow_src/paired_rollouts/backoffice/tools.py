@@ -10,6 +10,7 @@ Deliberately no ``from __future__ import annotations`` here: the signatures must
 
 import inspect
 import json
+import operator
 from typing import Any
 
 from paired_rollouts.backoffice import words
@@ -122,14 +123,34 @@ def _lookup(collection: dict, key: Any) -> Any:
     return collection.get(key) if isinstance(key, str) else None
 
 
-def _page(items: list, offset: int) -> dict[str, Any]:
-    total = len(items)
+def _page(items: list, offset: int, total: int | None = None) -> dict[str, Any]:
+    """One page of ``items``; with ``total`` given, ``items`` is already that page."""
+    if total is None:
+        total = len(items)
+        items = items[offset:offset + PAGE_SIZE]
     return {
-        "results": items[offset:offset + PAGE_SIZE],
+        "results": items,
         "total": total,
         "offset": offset,
         "next_offset": offset + PAGE_SIZE if offset + PAGE_SIZE < total else None,
     }
+
+
+#: entries per origin state in its response cache (queries are free text: bounded)
+READ_CACHE_LIMIT = 512
+
+
+def _same_records(a: dict, b: dict) -> bool:
+    """Do two collections hold the very same record objects, in the same order?"""
+    return a is b or (len(a) == len(b) and all(map(operator.is_, a.values(), b.values())))
+
+
+def _search_hits(customers: dict, needle: str) -> list[dict[str, Any]]:
+    return [
+        {"customer_id": c["customer_id"], "name": c["name"], "email": c["email"], "phone": c["phone"]}
+        for c in customers.values()
+        if needle in c["name"].lower() or needle in c["email"].lower() or needle in c["phone"]
+    ]
 
 
 def _order_or_fail(state: State, order_id: Any) -> dict:
@@ -156,6 +177,9 @@ class ToolAPI:
         self.world = world
         self.call_log: list[dict[str, Any]] = []
         self.finished = False
+        # (payload, its compact JSON) when a read tool found the response text in the origin's cache;
+        # ``encode`` uses the text only for that very payload object (any altered copy is re-encoded).
+        self._known: tuple[dict, str] | None = None
 
     # -- entry point -------------------------------------------------------------------------------
     def invoke(self, tool: str, args: dict[str, Any]) -> str:
@@ -169,6 +193,15 @@ class ToolAPI:
     def _dispatch(self, tool: str, args: dict[str, Any]) -> str:
         payload, code = self.execute(tool, args)
         self.call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code})
+        return self.encode(payload)
+
+    def encode(self, payload: dict[str, Any]) -> str:
+        """``dumps_compact(payload)``, from the read cache when the last read produced this payload."""
+        known = self._known
+        if known is not None:
+            self._known = None
+            if known[0] is payload:
+                return known[1]
         return dumps_compact(payload)
 
     def execute(self, tool: str, args: dict[str, Any], view: State | None = None) -> tuple[dict, str | None]:
@@ -188,12 +221,26 @@ class ToolAPI:
     def _search_customers(self, st: State, query: Any, offset: Any = 0) -> dict:
         needle = as_text("query", query).lower()
         start = as_int("offset", offset, 0)
-        hits = [
-            {"customer_id": c["customer_id"], "name": c["name"], "email": c["email"], "phone": c["phone"]}
-            for c in st.customers.values()
-            if needle in c["name"].lower() or needle in c["email"].lower() or needle in c["phone"]
-        ]
-        return _page(hits, start)
+        origin = st.origin
+        if not _same_records(st.customers, origin.customers):
+            return _page(_search_hits(st.customers, needle), start)
+        # The customers are the origin's very records (no tool writes customers): cache by query.
+        cache = st.read_cache()
+        key = ("search_customers", needle)
+        hits = cache.get(key)
+        if hits is None:
+            hits = _search_hits(origin.customers, needle)
+            if len(cache) < READ_CACHE_LIMIT:
+                cache[key] = hits
+        payload = _page([dict(hit) for hit in hits[start:start + PAGE_SIZE]], start, len(hits))
+        text_key = ("search_customers", needle, start)
+        text = cache.get(text_key)
+        if text is None:
+            text = dumps_compact(payload)
+            if len(cache) < READ_CACHE_LIMIT:
+                cache[text_key] = text
+        self._known = (payload, text)
+        return payload
 
     def _get_customer(self, st: State, customer_id: Any) -> dict:
         return _customer_or_fail(st, customer_id)
@@ -220,6 +267,15 @@ class ToolAPI:
         out = dict(order)
         out["total_cents"] = order_total(order)
         out["refunded_cents"] = order_refunded(order)
+        if st.origin.orders.get(order_id) is order:  # an untouched record: its response never changes
+            cache = st.read_cache()
+            key = ("get_order", order_id)
+            text = cache.get(key)
+            if text is None:
+                text = dumps_compact(out)
+                if len(cache) < READ_CACHE_LIMIT:
+                    cache[key] = text
+            self._known = (out, text)
         return out
 
     def _check_inventory(self, st: State, sku: Any) -> dict:

@@ -85,11 +85,11 @@ class State:
     """The world at one version. Records are shared between states and must be treated as read-only."""
 
     __slots__ = ("today_day", "clock_seconds", "version", "customers", "products", "orders", "shipments",
-                 "tickets", "touched")
+                 "tickets", "touched", "origin", "_read_cache")
 
     def __init__(self, today_day: int, clock_seconds: int, version: int, customers: dict, products: dict,
                  orders: dict, shipments: dict, tickets: dict,
-                 touched: frozenset[tuple[str, str]] | None = None) -> None:
+                 touched: frozenset[tuple[str, str]] | None = None, origin: State | None = None) -> None:
         self.today_day = today_day
         self.clock_seconds = clock_seconds
         self.version = version
@@ -101,6 +101,19 @@ class State:
         # (collection, key) of every record written since the initial world of the seed; None = unknown.
         # Two states of the same seed can only differ in touched records (the grader relies on it).
         self.touched = touched
+        # The state whose (read-only) records this one started from: itself, or the cached initial state
+        # of a seed for every world and history state built from it. Responses that depend only on such
+        # records are cached there (``read_cache``) and reused by every episode of the seed.
+        self.origin: State = self if origin is None else origin
+        self._read_cache: dict[Any, Any] | None = None
+
+    def read_cache(self) -> dict[Any, Any]:
+        """The response cache of this state's origin (keys are chosen by the tools)."""
+        origin = self.origin
+        cache = origin._read_cache
+        if cache is None:
+            cache = origin._read_cache = {}
+        return cache
 
     def world_reserved(self, sku: str) -> int:
         """Units of ``sku`` reserved over all orders (spec 1.3)."""
@@ -118,7 +131,8 @@ class State:
         """A state that shares every record with this one (O(number of records), no record copies)."""
         touched = None if self.touched is None else frozenset(self.touched)
         return State(self.today_day, self.clock_seconds, self.version, dict(self.customers),
-                     dict(self.products), dict(self.orders), dict(self.shipments), dict(self.tickets), touched)
+                     dict(self.products), dict(self.orders), dict(self.shipments), dict(self.tickets), touched,
+                     self.origin)
 
     def snapshot(self) -> dict[str, Any]:
         """A deep, plain-dict copy: {today_day, clock_seconds, version, customers, ...} (spec 1.5)."""
@@ -145,7 +159,8 @@ class World(State):
 
     def __init__(self, base: State, seed: int | None = None) -> None:
         super().__init__(base.today_day, base.clock_seconds, base.version, dict(base.customers),
-                         dict(base.products), dict(base.orders), dict(base.shipments), dict(base.tickets))
+                         dict(base.products), dict(base.orders), dict(base.shipments), dict(base.tickets),
+                         origin=base.origin)
         self.seed = seed
         self.history: list[State] = [base]
         self._owned: set[tuple[str, str]] = set()
@@ -206,6 +221,7 @@ class World(State):
             dict(self.shipments) if "shipments" in dirty else prev.shipments,
             dict(self.tickets) if "tickets" in dirty else prev.tickets,
             touched,
+            self.origin,
         )
 
     def commit(self) -> None:

@@ -88,7 +88,7 @@ class NoisyToolAPI(ToolAPI):
             payload, code = self.execute(tool, args)
             self.call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code,
                                   "fault": None, "event": event, "repeat": k})
-            return dumps_compact(payload)
+            return self.encode(payload)
         kind = fate.kind
         if kind == "transient":
             return self._blocked(tool, args, event, k, kind, "SERVICE_UNAVAILABLE", _UNAVAILABLE_TEXT)
@@ -121,7 +121,7 @@ class NoisyToolAPI(ToolAPI):
             self._log_fault(tool, event, k, logged_fault)
         self.call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code,
                               "fault": logged_fault, "event": event, "repeat": k})
-        return _TIMEOUT_TEXT if payload is _TIMEOUT else dumps_compact(payload)
+        return _TIMEOUT_TEXT if payload is _TIMEOUT else self.encode(payload)
 
     def _truncate(self, payload: dict[str, Any]) -> dict[str, Any]:
         shown = payload["results"][:2]
