@@ -74,6 +74,20 @@ def _verified(call: dict[str, Any], order: dict[str, Any], before: int) -> bool 
     return None  # create_ticket: undecidable (tickets never time out)
 
 
+_PARSED_ERRORS: dict[str, dict[str, Any]] = {}
+
+
+def _parse_error(text: str) -> dict[str, Any]:
+    """``json.loads`` of an error response, memoised (few distinct texts; the result is only read)."""
+    parsed = _PARSED_ERRORS.get(text)
+    if parsed is None:
+        parsed = json.loads(text)
+        if len(_PARSED_ERRORS) >= 4096:
+            _PARSED_ERRORS.clear()
+        _PARSED_ERRORS[text] = parsed
+    return parsed
+
+
 class _Runner:
     __slots__ = ("api", "budget", "used")
 
@@ -88,7 +102,7 @@ class _Runner:
             raise _OutOfBudget
         self.used += 1
         text = self.api.invoke(tool, dict(args))
-        return json.loads(text) if text.startswith('{"error"') else None
+        return _parse_error(text) if text.startswith('{"error"') else None
 
     def read(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         if self.used >= self.budget:
