@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from paired_rollouts.backoffice.grader import grade, observe
+from paired_rollouts.backoffice.grader import MAX_DIFFS, grade, observe
 from paired_rollouts.backoffice.tasks import budget_for
 from paired_rollouts.backoffice.world import World, order_refunded, reserved_on_order
 from paired_rollouts.noise.config import NoiseConfig
@@ -167,7 +167,7 @@ def run_scripted(task: dict[str, Any], config: NoiseConfig | None = None, schedu
     except _OutOfBudget:
         budget_exceeded = True
     api.invoke("finish", {"summary": "done"})
-    result = grade(task, world, initial=None)
+    result = grade(task, world, initial=None, limit=MAX_DIFFS if keep_log else 1)  # success needs one diff
     observed, flipped = observe(result.success, schedule)
     counts = api.exposure_counts
     out = {

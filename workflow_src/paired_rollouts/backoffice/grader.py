@@ -140,22 +140,19 @@ def _changed_keys(expected: dict, actual: dict) -> list[str]:
     return keys
 
 
-def _touched_by_collection(expected: State, actual: State) -> dict[str, list[str]] | None:
-    """Sorted keys per collection touched in either state; None when a state does not know its touches."""
-    if expected.touched is None or actual.touched is None:
-        return None
-    by: dict[str, set[str]] = {}
-    for touched in (expected.touched, actual.touched):
-        for coll, key in touched:
-            keys = by.get(coll)
-            if keys is None:
-                by[coll] = {key}
-            else:
-                keys.add(key)
-    return {coll: sorted(keys) for coll, keys in by.items()}
+_RECORD_NORMS = {"customers": None, "orders": _norm_order, "products": None}
+_LIST_NORMS = (("shipments", _norm_shipment, _norm_shipments), ("tickets", _norm_ticket, _norm_tickets))
 
 
-_NO_KEYS: list[str] = []
+def _diff_record(name: str, key: str, exp_rec: Any, act_rec: Any, out: list[str], limit: int) -> None:
+    if exp_rec is None:
+        out.append(f"/{name}/{key}: unexpected")
+    elif act_rec is None:
+        out.append(f"/{name}/{key}: missing")
+    elif name == "orders":
+        diff(_norm_order(exp_rec), _norm_order(act_rec), f"/{name}/{key}", out, limit)
+    else:
+        diff(exp_rec, act_rec, f"/{name}/{key}", out, limit)
 
 
 def _fast_diff(expected: State, actual: State, limit: int) -> list[str]:
@@ -165,42 +162,59 @@ def _fast_diff(expected: State, actual: State, limit: int) -> list[str]:
     very same objects in both states; identical objects normalise identically, and so do equal records
     (normalisation is a function of the record), so only records that differ are normalised and diffed.
     """
+    if expected.touched is None or actual.touched is None:
+        return _identity_diff(expected, actual, limit)
     out: list[str] = []
-    touched = _touched_by_collection(expected, actual)
-    for name in ("customers", "orders", "products"):  # the sorted order of the normalised keys
+    # (collection, key) pairs sort by collection first, and customers < orders < products < shipments <
+    # tickets is the order of the normalised view's keys, so one sorted pass visits records in diff order.
+    lists: dict[str, list[str]] = {}
+    for name, key in sorted(expected.touched | actual.touched):
+        if name not in _RECORD_NORMS:
+            lists.setdefault(name, []).append(key)
+            continue
+        if len(out) >= limit:
+            return out
+        exp_rec, act_rec = getattr(expected, name).get(key), getattr(actual, name).get(key)
+        if exp_rec is act_rec or exp_rec == act_rec:
+            continue
+        _diff_record(name, key, exp_rec, act_rec, out, limit)
+    for name, norm_one, norm_list in _LIST_NORMS:
+        if len(out) >= limit:
+            return out
+        keys = lists.get(name)
+        if keys is None:
+            continue
         exp_coll, act_coll = getattr(expected, name), getattr(actual, name)
-        keys = _changed_keys(exp_coll, act_coll) if touched is None else touched.get(name, _NO_KEYS)
-        for key in keys:
+        # The lists are sorted multisets and untouched records are common to both states, so the lists
+        # are equal exactly when the touched records' rows are.
+        if (sorted(norm_one(exp_coll[k]) for k in keys if k in exp_coll)
+                == sorted(norm_one(act_coll[k]) for k in keys if k in act_coll)):
+            continue
+        exp_l, act_l = norm_list(expected), norm_list(actual)
+        if exp_l != act_l:
+            diff(exp_l, act_l, f"/{name}", out, limit)
+    if len(out) < limit and expected.today_day != actual.today_day:
+        diff(expected.today_day, actual.today_day, "/today_day", out, limit)
+    return out[:limit]
+
+
+def _identity_diff(expected: State, actual: State, limit: int) -> list[str]:
+    """``_fast_diff`` for states that do not know their touched records: compare by record identity."""
+    out: list[str] = []
+    for name in _RECORD_NORMS:  # the sorted order of the normalised keys
+        exp_coll, act_coll = getattr(expected, name), getattr(actual, name)
+        for key in _changed_keys(exp_coll, act_coll):
             if len(out) >= limit:
                 return out
             exp_rec, act_rec = exp_coll.get(key), act_coll.get(key)
             if exp_rec is act_rec or exp_rec == act_rec:
                 continue
-            if exp_rec is None:
-                out.append(f"/{name}/{key}: unexpected")
-            elif act_rec is None:
-                out.append(f"/{name}/{key}: missing")
-            elif name == "orders":
-                diff(_norm_order(exp_rec), _norm_order(act_rec), f"/{name}/{key}", out, limit)
-            else:
-                diff(exp_rec, act_rec, f"/{name}/{key}", out, limit)
-    for name, norm_one, norm_list in (("shipments", _norm_shipment, _norm_shipments),
-                                      ("tickets", _norm_ticket, _norm_tickets)):
+            _diff_record(name, key, exp_rec, act_rec, out, limit)
+    for name, _, norm_list in _LIST_NORMS:
         if len(out) >= limit:
             return out
-        exp_coll, act_coll = getattr(expected, name), getattr(actual, name)
-        if touched is None:
-            if not _changed_keys(exp_coll, act_coll):
-                continue
-        else:
-            keys = touched.get(name)
-            if keys is None:
-                continue
-            # The lists are sorted multisets and untouched records are common to both states, so the
-            # lists are equal exactly when the touched records' rows are.
-            if (sorted(norm_one(exp_coll[k]) for k in keys if k in exp_coll)
-                    == sorted(norm_one(act_coll[k]) for k in keys if k in act_coll)):
-                continue
+        if not _changed_keys(getattr(expected, name), getattr(actual, name)):
+            continue
         exp_l, act_l = norm_list(expected), norm_list(actual)
         if exp_l != act_l:
             diff(exp_l, act_l, f"/{name}", out, limit)
