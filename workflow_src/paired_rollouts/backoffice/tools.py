@@ -87,6 +87,11 @@ class UnknownToolError(ValueError):
 # --------------------------------------------------------------------------------------------------
 def as_text(name: str, value: Any) -> str:
     """Text argument: ints and integral floats become their integer string; else a non-empty str."""
+    if type(value) is str:  # the common case, first
+        stripped = value.strip()
+        if stripped:
+            return stripped
+        raise ToolFailure("INVALID_ARGUMENT", f"{name} must be a non-empty string")
     if isinstance(value, bool):
         raise ToolFailure("INVALID_ARGUMENT", f"{name} must be a non-empty string")
     if isinstance(value, int):
@@ -102,9 +107,11 @@ def as_text(name: str, value: Any) -> str:
 
 def as_int(name: str, value: Any, minimum: int | None = None) -> int:
     """Integer argument: ints, or strings of (optionally negative) ASCII digits; never bools/floats."""
-    if isinstance(value, bool):
+    if type(value) is int:  # the common case, first (bool is not int here)
+        number = value
+    elif isinstance(value, bool):
         raise ToolFailure("INVALID_ARGUMENT", f"{name} must be an integer")
-    if isinstance(value, int):
+    elif isinstance(value, int):
         number = value
     elif isinstance(value, str):
         text = value.strip()
@@ -184,7 +191,9 @@ class ToolAPI:
     # -- entry point -------------------------------------------------------------------------------
     def invoke(self, tool: str, args: dict[str, Any]) -> str:
         """Call ``tool`` with keyword ``args``; TypeError for missing/unknown arguments (like Python)."""
-        check_arguments(tool, args)
+        names = _PARAM_NAMES.get(tool)
+        if names is None or not names.issuperset(args) or not args.keys() >= _REQUIRED_SET[tool]:
+            check_arguments(tool, args)  # raises the precise error
         if self.finished:
             self.call_log.append({"tool": tool, "args": args, "ok": False, "code": "EPISODE_FINISHED"})
             return error_response("EPISODE_FINISHED", MSG_EPISODE_FINISHED)

@@ -78,6 +78,26 @@ def fully_reserved(order: Record) -> bool:
     return all(reserved_on_order(order, item["sku"]) >= item["quantity"] for item in order["items"])
 
 
+_RESERVED_KEY = ("world_reserved",)
+
+
+def _sum_reserved(orders: Any, sku: str) -> int:
+    total = 0
+    for order in orders:
+        for res in order["reservations"]:
+            if res["sku"] == sku:
+                total += res["quantity"]
+    return total
+
+
+def _reserved_totals(orders: Any) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for order in orders:
+        for res in order["reservations"]:
+            totals[res["sku"]] = totals.get(res["sku"], 0) + res["quantity"]
+    return totals
+
+
 # --------------------------------------------------------------------------------------------------
 # states
 # --------------------------------------------------------------------------------------------------
@@ -116,12 +136,28 @@ class State:
         return cache
 
     def world_reserved(self, sku: str) -> int:
-        """Units of ``sku`` reserved over all orders (spec 1.3)."""
-        total = 0
-        for order in self.orders.values():
-            for res in order["reservations"]:
-                if res["sku"] == sku:
-                    total += res["quantity"]
+        """Units of ``sku`` reserved over all orders (spec 1.3).
+
+        Untouched orders are the origin's very records, so the sum is the origin's (computed once per
+        origin) corrected by the touched orders; states that do not know their touches sum every order.
+        """
+        origin = self.origin
+        touched = self.touched
+        if touched is None:
+            return _sum_reserved(self.orders.values(), sku)
+        cache = origin.read_cache()
+        base = cache.get(_RESERVED_KEY)
+        if base is None:
+            base = cache[_RESERVED_KEY] = _reserved_totals(origin.orders.values())
+        total = base.get(sku, 0)
+        if self is origin:
+            return total
+        for coll, key in touched:
+            if coll == "orders":
+                now, then = self.orders.get(key), origin.orders.get(key)
+                if now is not then:
+                    total += _sum_reserved((now,) if now is not None else (), sku)
+                    total -= _sum_reserved((then,) if then is not None else (), sku)
         return total
 
     def available(self, sku: str) -> int:
