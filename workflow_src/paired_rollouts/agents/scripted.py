@@ -156,14 +156,19 @@ def run_scripted(task: dict[str, Any], config: NoiseConfig | None = None, schedu
     world = World.generate(int(task["world_seed"]))
     api = NoisyToolAPI(world, schedule)
     runner = _Runner(api, budget_for(task) if budget is None else budget)
-    plan = (lookup_calls(task, world) if lookups else []) + [dict(s, write=True) for s in task["oracle_plan"]]
+    reads = lookup_calls(task, world) if lookups else []
     budget_exceeded = False
     try:
-        for call in plan:
-            if policy == "naive":
+        if policy == "naive":
+            for call in reads:
                 runner.call(call["tool"], call["args"])
-            else:
-                _recover(runner, call, world, call.get("write", False))
+            for call in task["oracle_plan"]:
+                runner.call(call["tool"], call["args"])
+        else:
+            for call in reads:
+                _recover(runner, call, world, False)
+            for call in task["oracle_plan"]:
+                _recover(runner, call, world, True)
     except _OutOfBudget:
         budget_exceeded = True
     api.invoke("finish", {"summary": "done"})

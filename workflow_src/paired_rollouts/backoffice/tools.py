@@ -160,6 +160,14 @@ def _search_hits(customers: dict, needle: str) -> list[dict[str, Any]]:
     ]
 
 
+def _order_view(order: dict) -> dict[str, Any]:
+    """The get_order response: the record plus its total and refunded cents."""
+    out = dict(order)
+    out["total_cents"] = order_total(order)
+    out["refunded_cents"] = order_refunded(order)
+    return out
+
+
 def _order_or_fail(state: State, order_id: Any) -> dict:
     order = _lookup(state.orders, order_id)
     if order is None:
@@ -273,18 +281,19 @@ class ToolAPI:
 
     def _get_order(self, st: State, order_id: Any) -> dict:
         order = _order_or_fail(st, order_id)
-        out = dict(order)
-        out["total_cents"] = order_total(order)
-        out["refunded_cents"] = order_refunded(order)
-        if st.origin.orders.get(order_id) is order:  # an untouched record: its response never changes
-            cache = st.read_cache()
-            key = ("get_order", order_id)
-            text = cache.get(key)
-            if text is None:
-                text = dumps_compact(out)
-                if len(cache) < READ_CACHE_LIMIT:
-                    cache[key] = text
-            self._known = (out, text)
+        if st.origin.orders.get(order_id) is not order:
+            return _order_view(order)
+        # an untouched record of the origin: its response never changes; cache it and its text
+        cache = st.read_cache()
+        key = ("get_order", order_id)
+        entry = cache.get(key)
+        if entry is None:
+            view = _order_view(order)
+            entry = (view, dumps_compact(view))
+            if len(cache) < READ_CACHE_LIMIT:
+                cache[key] = entry
+        out = dict(entry[0])  # a fresh payload; the cached one is never handed out
+        self._known = (out, entry[1])
         return out
 
     def _check_inventory(self, st: State, sku: Any) -> dict:

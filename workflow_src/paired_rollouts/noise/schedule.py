@@ -67,9 +67,25 @@ _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _SORTED_FIELDS: dict[str, tuple[str, ...]] = {tool: tuple(sorted(f)) for tool, f in RESOURCE_FIELDS.items()}
 
 
+_EVENT_KEYS: dict[tuple[str, str], str] = {}  # (tool, plain id) -> event key, for one-field tools
+
+
 def event_key(tool: str, args: dict[str, Any]) -> str:
     """Compact sorted JSON of the canonical resource fields, e.g. ``{"order_id":"O0001"}``."""
     fields = _SORTED_FIELDS.get(tool, ())
+    if len(fields) == 1:
+        value = args.get(fields[0])
+        if type(value) is str:
+            key = _EVENT_KEYS.get((tool, value))
+            if key is None:
+                key = _event_key(fields, args)
+                if len(_EVENT_KEYS) < 65536:
+                    _EVENT_KEYS[(tool, value)] = key
+            return key
+    return _event_key(fields, args)
+
+
+def _event_key(fields: tuple[str, ...], args: dict[str, Any]) -> str:
     # fast path for plain ids: the JSON of a stripped string of safe characters is the string in quotes
     parts = []
     for name in fields:
