@@ -321,7 +321,7 @@ class ToolAPI:
         if order["status"] not in ("pending", "paid"):
             raise ToolFailure("INVALID_STATE", f"order {order_id} is {order['status']}; the address can only "
                                                "change before shipment")
-        order = w.mut_order(order_id)
+        order = w.own_order(order_id)
         order["shipping_address"] = address
         w.commit()
         return {"order_id": order_id, "shipping_address": dict(address)}
@@ -332,7 +332,7 @@ class ToolAPI:
         if order["status"] not in ("pending", "paid"):
             raise ToolFailure("INVALID_STATE", f"order {order_id} is {order['status']} and cannot be cancelled")
         was_paid = order["status"] == "paid"
-        order = w.mut_order(order_id)
+        order = w.own_order(order_id)
         order["status"] = "cancelled"
         order["paid_before_cancel"] = was_paid
         order["reservations"] = []
@@ -356,8 +356,8 @@ class ToolAPI:
         if amount > balance:
             raise ToolFailure("RULE_VIOLATION", f"amount {amount} exceeds the refundable balance {balance}",
                               refundable_balance_cents=balance)
-        order = w.mut_order(order_id)
-        order["refunds"].append({"amount_cents": amount, "reason": text})
+        order = w.own_order(order_id)
+        order["refunds"] = [*order["refunds"], {"amount_cents": amount, "reason": text}]
         w.commit()
         return {"order_id": order_id, "refund_cents": amount, "refunded_total_cents": order_refunded(order),
                 "refundable_balance_cents": order_balance(order)}
@@ -379,8 +379,8 @@ class ToolAPI:
         available = w.available(sku)
         if qty > available:
             raise ToolFailure("RULE_VIOLATION", f"only {available} of {sku} available", available=available)
-        order = w.mut_order(order_id)
-        order["reservations"].append({"sku": sku, "quantity": qty})
+        order = w.own_order(order_id)
+        order["reservations"] = [*order["reservations"], {"sku": sku, "quantity": qty}]
         w.commit()
         return {"order_id": order_id, "sku": sku, "reserved_quantity": already + qty,
                 "available_after": available - qty}
@@ -406,7 +406,7 @@ class ToolAPI:
                         "scheduled_day": ship_day, "status": "scheduled"})
         for item in order["items"]:
             w.mut_product(item["sku"])["stock"] -= item["quantity"]
-        order = w.mut_order(order_id)
+        order = w.own_order(order_id)
         order["reservations"] = []
         order["status"] = "shipped"
         order["shipment_id"] = shipment_id

@@ -221,6 +221,17 @@ class World(State):
     def mut_order(self, order_id: str) -> Record:
         return self._mutable("orders", order_id)
 
+    def own_order(self, order_id: str) -> Record:
+        """``mut_order`` for writers that *replace* nested values (lists, the address) and never mutate
+        them in place: one shallow copy, the nested values stay shared with the older states."""
+        key = ("orders", order_id)
+        if key not in self._owned:
+            self.orders[order_id] = dict(self.orders[order_id])
+            self._owned.add(key)
+            if self.touched is not None:
+                self.touched.add(key)
+        return self.orders[order_id]
+
     def mut_product(self, sku: str) -> Record:
         return self._mutable("products", sku)
 
