@@ -122,7 +122,8 @@ def _recover(runner: _Runner, call: dict[str, Any], world: World, is_write: bool
         response = runner.call(call["tool"], call["args"])
         if response is None:
             return
-        code = _error_code(response)
+        error = response.get("error")
+        code = error.get("code") if isinstance(error, dict) else None
         if code == "RATE_LIMITED":
             seconds = response["error"].get("retry_after_seconds", DEFAULT_WAIT)
             runner.call("wait", {"seconds": seconds})

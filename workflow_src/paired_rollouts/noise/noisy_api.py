@@ -11,8 +11,13 @@ from collections import Counter
 from typing import Any
 
 from paired_rollouts.backoffice.tools import (
+    _IMPLS,
+    _PARAM_NAMES,
+    _REQUIRED_SET,
     CONTROL_TOOLS,
     ToolAPI,
+    ToolFailure,
+    check_arguments,
     dumps_compact,
     error_payload,
 )
@@ -67,10 +72,22 @@ class NoisyToolAPI(ToolAPI):
         return Counter(entry["kind"] for entry in self.fault_log)
 
     # -- the noisy call path -----------------------------------------------------------------------------
+    def invoke(self, tool: str, args: dict[str, Any]) -> str:
+        """``ToolAPI.invoke`` entering the noisy path directly (the hot path of every rollout)."""
+        if self.schedule is None or tool in _CONTROL or self.finished:
+            return ToolAPI.invoke(self, tool, args)
+        names = _PARAM_NAMES.get(tool)
+        if names is None or not names.issuperset(args) or not args.keys() >= _REQUIRED_SET[tool]:
+            check_arguments(tool, args)  # raises the precise error
+        return self._noisy(tool, args)
+
     def _dispatch(self, tool: str, args: dict[str, Any]) -> str:
-        schedule = self.schedule
-        if schedule is None or tool in _CONTROL:
+        if self.schedule is None or tool in _CONTROL:
             return super()._dispatch(tool, args)
+        return self._noisy(tool, args)
+
+    def _noisy(self, tool: str, args: dict[str, Any]) -> str:
+        schedule = self.schedule
         event = event_key(tool, args)
         key = (tool, event)
         k = self.repeats.get(key, 0)
@@ -84,11 +101,19 @@ class NoisyToolAPI(ToolAPI):
             return self._blocked(tool, args, event, k, "outage_ongoing", "SERVICE_UNAVAILABLE", _UNAVAILABLE_TEXT)
 
         fate = schedule.fate(tool, event, k)
-        if fate is None:
-            payload, code = self.execute(tool, args)
+        if fate is None:  # the common case: ``execute`` and ``encode`` inlined
+            try:
+                payload, code = _IMPLS[tool](self, world, **args), None
+            except ToolFailure as failure:
+                payload, code = failure.payload(), failure.code
             self.call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code,
                                   "fault": None, "event": event, "repeat": k})
-            return self.encode(payload)
+            known = self._known
+            if known is not None:
+                self._known = None
+                if known[0] is payload:
+                    return known[1]
+            return dumps_compact(payload)
         kind = fate.kind
         if kind == "transient":
             return self._blocked(tool, args, event, k, kind, "SERVICE_UNAVAILABLE", _UNAVAILABLE_TEXT)

@@ -117,6 +117,7 @@ _CHALLENGE_FATE = Fate("transient", 30, 0)
 _WRITE_SET = frozenset(WRITE_TOOLS)
 #: ``Random.seed`` of the C base class: what ``Random(n)`` does for an int n, without the Python wrapper
 _reseed = _random.Random.seed
+_from_bytes = int.from_bytes
 #: one reseedable generator per thread (schedules of concurrent rollouts may live in different threads)
 _RNGS: dict[int, random.Random] = {}
 
@@ -171,11 +172,11 @@ class NoiseSchedule:
         table = self._tables.get(tool)
         if table is None:
             return None
-        rng = _RNGS.get(_get_ident())
+        ident = _get_ident()
+        rng = _RNGS.get(ident)
         if rng is None:
-            rng = _RNGS[_get_ident()] = random.Random(0)
-        digest = _sha256(f"{self._prefix}{tool}|{event}|{k}".encode()).digest()
-        _reseed(rng, int.from_bytes(digest[:8], "big"))
+            rng = _RNGS[ident] = random.Random(0)
+        _reseed(rng, _from_bytes(_sha256(f"{self._prefix}{tool}|{event}|{k}".encode()).digest()[:8], "big"))
         if rng.random() >= self._p:
             return None
         retry_after = rng.choice(RETRY_AFTER_CHOICES)
