@@ -111,11 +111,6 @@ class _Runner:
         return json.loads(self.api.invoke(tool, dict(args)))
 
 
-def _error_code(response: dict[str, Any]) -> str | None:
-    error = response.get("error")
-    return error.get("code") if isinstance(error, dict) else None
-
-
 def _recover(runner: _Runner, call: dict[str, Any], world: World, is_write: bool) -> None:
     before = _before(call, world) if is_write else 0
     for _ in range(MAX_ATTEMPTS):
