@@ -35,7 +35,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 POOLS = ("validation", "test")
 AGENTS = ("scripted_naive", "scripted_recovering", "session_naive", "session_recovering", "session_fuzz")
 #: the compact subset the unit test recomputes: first tasks of each pool, schedules 1-2
-COMPACT_TASKS = 24
+COMPACT_TASKS = 16
 COMPACT_INDICES = (1, 2)
 
 
