@@ -101,7 +101,7 @@ class _Runner:
         if self.used >= self.budget:
             raise _OutOfBudget
         self.used += 1
-        text = self.api.invoke(tool, dict(args))
+        text = self.api.invoke(tool, args)  # tools never mutate their arguments; the log keeps them
         return _parse_error(text) if text.startswith('{"error"') else None
 
     def read(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
