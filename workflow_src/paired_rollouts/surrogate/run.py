@@ -28,9 +28,9 @@ SETTINGS_KEYS = {
     "steps": int, "prompts_per_step": int, "num_generations": int, "checkpoint_every": int,
     "learning_rate": float, "task_filter": str, "eval_tasks": int, "final_tasks": int,
     "diag_pool": str, "diag_tasks": int, "diag_schedules": int, "diag_samples": int,
-    "extra_checkpoint_steps": list, "diagnostic_steps": dict, "eval_batch": int, "train_episodes": bool,
+    "extra_checkpoint_steps": list, "diagnostic_steps": dict, "eval_batch": int, "train_episodes_seeds": list,
 }
-DEFAULTS = {"extra_checkpoint_steps": [], "eval_batch": 64, "train_episodes": True,
+DEFAULTS = {"extra_checkpoint_steps": [], "eval_batch": 64, "train_episodes_seeds": [0],
             "diagnostic_steps": {"seed0": [0], "other": [0]}}
 
 
@@ -159,7 +159,7 @@ def run_one(run: str, *, tasks_dir: str, calibration: str, settings: dict[str, A
                 "advantages": gi["advantages"], "max_abs_advantage": max(abs(a) for a in gi["advantages"]),
                 "zero_variance": zero_var, "spurious": all(truth) and not zero_var,
             }))
-            if settings["train_episodes"]:
+            if seed in settings["train_episodes_seeds"]:
                 for k, r in enumerate(recs):
                     rec = episode_record(r, run=run, condition=condition, arm=arm, seed=seed, phase="train",
                                          step=step, regime="at_training", schedule_index=None)
@@ -172,7 +172,8 @@ def run_one(run: str, *, tasks_dir: str, calibration: str, settings: dict[str, A
         timings.append({"step": step, "seconds": round(time.perf_counter() - t0, 4),
                         "gradient_norm": float(np.linalg.norm(grad))})
     atomic_write_jsonl_lines(run_dir / "groups.jsonl", groups_lines)
-    atomic_write_jsonl_lines(run_dir / "train_episodes.jsonl", episode_lines)
+    if seed in settings["train_episodes_seeds"]:
+        atomic_write_jsonl_lines(run_dir / "train_episodes.jsonl", episode_lines)
     train_seconds = time.perf_counter() - began
 
     # -- evaluations and diagnostics of the saved checkpoints ------------------------------------------
