@@ -13,7 +13,7 @@ rule probe:
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation", "probe"),
     output:
-        "results/probe/{trajectory}.json",
+        res("probe/{trajectory}.json"),
     params:
         tasks_dir=tasks_dir_of,
         run_dir=probe_run_dir,
@@ -23,8 +23,8 @@ rule probe:
     conda:
         software_env()
     log:
-        "results/logs/probe/{trajectory}.log",
+        res("logs/probe/{trajectory}.log"),
     shell:
-        "paired-rollouts probe run --trajectory {wildcards.trajectory} --run-dir {params.run_dir} "
-        "--steps {params.steps} --model-dir {params.model} --tasks-dir {params.tasks_dir} "
-        "--settings {params.settings:q} --out {output} > {log} 2>&1"
+        "paired-rollouts probe run --trajectory {wildcards.trajectory:q} --run-dir {params.run_dir:q} "
+        "--steps {params.steps:q} --model-dir {params.model:q} --tasks-dir {params.tasks_dir:q} "
+        "--settings {params.settings:q} --out {output:q} > {log:q} 2>&1"
