@@ -103,5 +103,5 @@ rule surrogate_probe:
         res("benchmarks/probe/{trajectory}.tsv")
     shell:
         "paired-rollouts surrogate probe --trajectory {wildcards.trajectory:q} --run-dir {params.run_dir:q} "
-        "--steps {params.steps} --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
+        "--steps {params.steps:q} --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
         "--out {output:q} > {log:q} 2>&1"
