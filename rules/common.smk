@@ -14,6 +14,12 @@ TASKS_DIR = config["tasks_dir"]
 RESULTS = "results" if SCALE_NAME == "paper" else f"results/{SCALE_NAME}"
 
 
+SURROGATE = SCALE["model"]["kind"] == "surrogate"
+CALIBRATION_FILE = f"{RESULTS}/models/surrogate/calibration.json"
+POWER_FILE = f"{RESULTS}/decisions/power.json"
+PUBLISHED_CURVES = "data/published/curves.yaml"
+
+
 def res(path):
     """A path under this scale's results root (wildcards in `path` are kept for Snakemake)."""
     return f"{RESULTS}/{path}"
@@ -418,6 +424,8 @@ TABLE_SOURCES = {
     10: {"group_stats": group_stat_files},
     11: {"manifests": run_manifests, "episodes": all_eval_files},
     12: {"probe": probe_files},
+    13: {"power": lambda: [POWER_FILE]},
+    14: {"calibration": lambda: [CALIBRATION_FILE]},
 }
 
 FIGURE_SOURCES = {
@@ -426,6 +434,7 @@ FIGURE_SOURCES = {
     "luck_share": {"luck": all_luck_files},
     "spurious_variance": {"group_stats": group_stat_files},
     "probe_ratios": {"probe": probe_files},
+    "surrogate_curves": {"episodes": all_eval_files, "published": lambda: [PUBLISHED_CURVES]},
 }
 
 
@@ -503,9 +512,7 @@ def software_env():
 # `model.kind: surrogate` replaces the model, training, evaluation, diagnostic and probe rules by
 # rules/surrogate.smk (one job per chunk of an arm's seeds); decisions and rendering are unchanged.
 
-SURROGATE = SCALE["model"]["kind"] == "surrogate"
 SURROGATE_SEEDS_PER_JOB = 8
-CALIBRATION_FILE = f"{RESULTS}/models/surrogate/calibration.json"
 
 
 def surrogate_jobs():

@@ -105,3 +105,27 @@ rule surrogate_probe:
         "paired-rollouts surrogate probe --trajectory {wildcards.trajectory:q} --run-dir {params.run_dir:q} "
         "--steps {params.steps:q} --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
         "--out {output:q} > {log:q} 2>&1"
+
+
+rule surrogate_power:
+    """P(each registered rule passes) with 3 seed pairs and with all of them, resampling the seed pairs."""
+    input:
+        decisions=decision_files(),
+        evals=[f for c in ("C2", "C4") for run in runs_of(c) for f in eval_files(run)],
+        complete=[res(f"runs/{run}/complete.json") for c in ("C2", "C4") for run in runs_of(c)],
+        rules=config["decision_rules"],
+        code=sources("stats", "prereg", "surrogate"),
+    output:
+        POWER_FILE,
+    params:
+        pairs=[3],
+        draws=1000,
+    conda:
+        software_env()
+    log:
+        res("logs/surrogate/power.log"),
+    benchmark:
+        res("benchmarks/surrogate/power.tsv")
+    shell:
+        "paired-rollouts surrogate power --decisions {input.decisions:q} --rules {input.rules:q} "
+        "--pairs {params.pairs} --draws {params.draws} --out {output:q} > {log:q} 2>&1"

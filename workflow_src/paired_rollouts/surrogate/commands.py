@@ -121,7 +121,7 @@ def _power(args: argparse.Namespace) -> int:
     table = power_table(args, progress=True)
     atomic_write_json(args.out, table)
     for name, row in table["hypotheses"].items():
-        print(f"{name}: passes with 16 pairs: {row['passes_full']}; P(pass | 3 pairs) = {row['power'].get('3')}, "
+        print(f"{name}: passes with {table['full_pairs']} pairs: {row['passes_full']}; P(pass | 3 pairs) = {row['power'].get('3')}, "
               f"P(pass | {table['full_pairs']} pairs) = {row['power'].get(str(table['full_pairs']))}")
     return 0
 
@@ -171,7 +171,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--decisions", required=True, nargs="+", type=Path, help="decision registers (c2, c4)")
     p.add_argument("--rules", required=True, type=Path)
     p.add_argument("--pairs", nargs="+", type=int, default=[3])
-    p.add_argument("--draws", type=int, default=2000)
+    p.add_argument("--draws", type=int, default=1000)
+    p.add_argument("--bootstrap-resamples", type=int, default=500, help="H5's interval per draw")
     p.add_argument("--seed", type=int, default=20261201)
     p.add_argument("--out", required=True, type=Path)
     p.set_defaults(handler=_power)
