@@ -58,11 +58,25 @@ def wrong_call(call: dict[str, Any], world: Any) -> dict[str, Any]:
     return {"tool": call["tool"], "args": args, "write": True}
 
 
+_PROCEED_CONTEXTS = frozenset({"next_read", "next_write", "next_write_unread"})
+# Available positions per context: all actions, or all but NEXT ("move on") once the plan is done.
+_ALL = {ctx: tuple(range(len(actions))) for ctx, actions in CONTEXTS.items()}
+_NO_NEXT = {ctx: tuple(j for j, a in enumerate(actions) if a != NEXT) for ctx, actions in CONTEXTS.items()}
+
+
 def _code(text: str) -> tuple[str | None, dict[str, Any] | None]:
-    if text.startswith('{"error"'):
+    """The error code of a response (None for a success); the payload only where its fields are needed."""
+    if not text.startswith('{"error"'):
+        return None, None
+    if '"RATE_LIMITED"' in text:
         payload = json.loads(text)
         return payload["error"].get("code"), payload
-    return None, None
+    start = text.find('"code":"')
+    if start < 0:
+        payload = json.loads(text)
+        return payload["error"].get("code"), payload
+    start += 8
+    return text[start : text.index('"', start)], None
 
 
 def play(session: EpisodeSession, task: dict[str, Any], policy: Policy, rng: random.Random) -> list[Decision]:
@@ -122,14 +136,13 @@ def play(session: EpisodeSession, task: dict[str, Any], policy: Policy, rng: ran
         if ctx in ("done", "over") or session.finished:
             break
         actions = CONTEXTS[ctx]
-        avail = tuple(j for j, a in enumerate(actions) if not (a == NEXT and ctx not in (
-            "next_read", "next_write", "next_write_unread") and i >= len(plan)))
+        avail = _NO_NEXT[ctx] if i >= len(plan) and ctx not in _PROCEED_CONTEXTS else _ALL[ctx]
         chosen = policy.choose(ctx, avail, rng)
         decisions.append((ctx, avail, chosen))
         action = actions[chosen]
         if action == FINISH:
             break
-        if action == PROCEED or (action == NEXT and ctx not in ("next_read", "next_write", "next_write_unread")):
+        if action == PROCEED or (action == NEXT and ctx not in _PROCEED_CONTEXTS):
             pending = None
             ctx = proceed_context() or "done"
             continue

@@ -68,25 +68,36 @@ class Policy:
             raise ValueError(f"theta has {len(theta)} entries, the surrogate policy has {P}")
         self.theta = theta
         self._logits = {c: [0.0 if i < 0 else theta[i] for i in PARAM_INDEX[c]] for c in CONTEXTS}
+        self._probs: dict[tuple[str, tuple[int, ...]], list[float]] = {}
+        self._cdf: dict[tuple[str, tuple[int, ...]], list[float]] = {}
 
     def probabilities(self, ctx: str, avail: Sequence[int]) -> list[float]:
-        """pi over the available action positions ``avail`` (indices into CONTEXTS[ctx])."""
-        logits = self._logits[ctx]
-        top = max(logits[j] for j in avail)
-        weights = [math.exp(logits[j] - top) for j in avail]
-        total = sum(weights)
-        return [w / total for w in weights]
+        """pi over the available action positions ``avail`` (indices into CONTEXTS[ctx]); cached per menu."""
+        key = (ctx, tuple(avail))
+        probs = self._probs.get(key)
+        if probs is None:
+            logits = self._logits[ctx]
+            top = max(logits[j] for j in avail)
+            weights = [math.exp(logits[j] - top) for j in avail]
+            total = sum(weights)
+            probs = self._probs[key] = [w / total for w in weights]
+        return probs
 
-    def choose(self, ctx: str, avail: Sequence[int], rng: random.Random) -> int:
+    def choose(self, ctx: str, avail: tuple[int, ...], rng: random.Random) -> int:
         """Sample one available position (inverse CDF on one uniform draw)."""
         if len(avail) == 1:
             return avail[0]
-        probs = self.probabilities(ctx, avail)
+        key = (ctx, avail)
+        cdf = self._cdf.get(key)
+        if cdf is None:
+            acc, cdf = 0.0, []
+            for p in self.probabilities(ctx, avail):
+                acc += p
+                cdf.append(acc)
+            self._cdf[key] = cdf
         u = rng.random()
-        acc = 0.0
-        for j, p in zip(avail, probs, strict=True):
-            acc += p
-            if u < acc:
+        for j, c in zip(avail, cdf, strict=True):
+            if u < c:
                 return j
         return avail[-1]
 
