@@ -126,7 +126,7 @@ def test_a_trained_policy_beats_its_initial_one_on_the_challenge_set(validation:
     from paired_rollouts.surrogate.trainer import Adam, train_step
 
     tasks = {t["task_id"]: t for name in ("train", "validation") for t in load_pool(TASKS / f"{name}.jsonl")}
-    theta0 = np.asarray(cal.theta_from_knobs({"mistake": -3.15, "recover": -1.0, "reread": -0.3}))
+    theta0 = np.asarray(cal.theta_from_knobs(cal.START))
     rows = _rows("paired", steps=40, prompts=8)
     theta, adam = theta0.copy(), Adam(lr=0.05)
     for step in range(40):

@@ -1,9 +1,11 @@
 """Calibration: initial parameters so that the zero-shot surrogate matches the paper's Qwen3.5-2B at step 0.
 
 Targets (paper and blog, step 0): C2 noisy validation success 0.52-0.54, C4 clean validation 0.81-0.82,
-zero-shot luck share at p = 0.25 of 0.33-0.38 and about 0.72-0.79 of C2 episodes exposed to a fault.
+zero-shot luck share at p = 0.25 of 0.33-0.38, about 0.72-0.79 of C2 episodes exposed to a fault, and
+(the blog's curve tables) C2 recovery-challenge validation 0.55-0.56.
 The parameter vector is built from a few interpretable knobs (how often the agent makes a mistake, how
-often it recovers from a failed call, how often it reads an order again after writing it); the other parameters keep fixed
+often it recovers from a failed call, how often it retries a write that failed, how often it reads an order
+again after writing it); the other parameters keep fixed
 offsets from them. The knobs are fitted by damped Newton steps with finite-difference Jacobians on
 common random numbers (every estimate replays the same policy draws), the achieved values are measured on
 the evaluation sets the run itself uses at step 0 (many policy samples per schedule), and every target is
@@ -25,17 +27,18 @@ TARGETS: dict[str, tuple[float, float, str]] = {
     "c4_clean_validation": (0.815, 0.02, "paper/blog step 0: C4 clean validation 0.81-0.82"),
     "c2_noisy_validation": (0.53, 0.02, "paper/blog step 0: C2 noisy (at-training) validation 0.52-0.54"),
     "c2_exposed_fraction": (0.755, 0.035, "paper: 0.72-0.79 of episodes exposed to a fault"),
+    "c2_challenge_validation": (0.555, 0.025, "blog step 0: C2 recovery challenge 0.547-0.563"),
     "luck_share_p025": (0.355, 0.06, "paper/blog: zero-shot luck share at p = 0.25 of 0.33-0.38"),
 }
-FITTED = ("c4_clean_validation", "c2_noisy_validation", "c2_exposed_fraction")
-KNOBS = ("mistake", "recover", "reread")
-START = {"mistake": -3.4, "recover": 0.1, "reread": -0.5}
+FITTED = ("c4_clean_validation", "c2_noisy_validation", "c2_exposed_fraction", "c2_challenge_validation")
+KNOBS = ("mistake", "recover", "recover_write", "reread")
+START = {"mistake": -3.15, "recover": -1.0, "recover_write": 1.0, "reread": -0.32}
 SKIP_READ = -3.0  # fixed: skipping a lookup is rare for the paper's agent
 
 
 def theta_from_knobs(knobs: dict[str, float]) -> list[float]:
     """Every parameter as a knob plus a fixed offset (documented in docs/records.md)."""
-    m, r, rr, s = knobs["mistake"], knobs["recover"], knobs["reread"], SKIP_READ
+    m, r, rw, rr, s = knobs["mistake"], knobs["recover"], knobs["recover_write"], knobs["reread"], SKIP_READ
     out = []
     for ctx, action in PARAMETERS:
         if action == "wrong_argument":
@@ -49,12 +52,12 @@ def theta_from_knobs(knobs: dict[str, float]) -> list[float]:
         elif action == "page":
             value = 0.0
         elif action == "wait":
-            value = 3.0  # the error says how long to wait; the paper's agent mostly does
+            value = r
         elif action == "check":
             value = r - 1.0
         elif action == "retry":
             value = {"rate_read": -1.5, "rate_write": -1.5, "timeout": r - 1.0, "error": -1.0,
-                     "waited": 3.0, "unavailable_read": 2.0}.get(ctx, r)
+                     "waited": r + 2.0, "unavailable_read": r - 0.5, "unavailable_write": rw}.get(ctx, r)
         else:
             raise AssertionError((ctx, action))
         out.append(float(value))
@@ -75,6 +78,7 @@ class Estimator:
                       for t in load_pool(Path(tasks_dir) / f"{name}.jsonl")}
         self.clean = evaluation_rows(tasks_dir, "periodic", "clean", "C4", settings)
         self.noisy = evaluation_rows(tasks_dir, "periodic", "at_training", "C2", settings)
+        self.challenge = evaluation_rows(tasks_dir, "periodic", "challenge", "C2", settings)
         self.diag = diagnostic_rows(tasks_dir, "C2", 0, settings)
         self.samples = samples
         self.K, self.M = diag_schedules, diag_samples
@@ -95,7 +99,9 @@ class Estimator:
     def fitted(self, theta: list[float]) -> dict[str, float]:
         clean = self._play(theta, self.clean, "clean", self.samples)
         noisy = self._play(theta, self.noisy, "noisy", self.samples)
+        challenge = self._play(theta, self.challenge, "challenge", 2 * self.samples)
         return {
+            "c2_challenge_validation": float(np.mean([r["true_success"] for r in challenge])),
             "c4_clean_validation": float(np.mean([r["true_success"] for r in clean])),
             "c2_noisy_validation": float(np.mean([r["true_success"] for r in noisy])),
             "c2_exposed_fraction": float(np.mean([r["exposed"] for r in noisy])),
@@ -136,7 +142,7 @@ def calibrate(estimator: Estimator, iterations: int = 8, step: float = 0.4) -> d
             e[k] = step
             J[:, k] = (f(x + e) - fx) / step
         delta = np.linalg.lstsq(J, -fx, rcond=None)[0]
-        delta = np.clip(delta, -1.5, 1.5)
+        delta = np.clip(delta, -1.0, 1.0)
         x = x + delta
         fx = f(x)
     knobs = dict(zip(names, x.tolist(), strict=True))
