@@ -521,10 +521,9 @@ def surrogate_jobs():
     for condition, arms in ARMS.items():
         seeds = SCALE["seeds"][condition]
         for arm in arms:
-            for j in range(0, len(seeds), SURROGATE_SEEDS_PER_JOB):
-                chunk = seeds[j : j + SURROGATE_SEEDS_PER_JOB]
-                jobs[f"{condition.lower()}-{arm}-j{j // SURROGATE_SEEDS_PER_JOB}"] = [
-                    run_name(condition, arm, seed) for seed in chunk]
+            chunks = [seeds[i : i + SURROGATE_SEEDS_PER_JOB] for i in range(0, len(seeds), SURROGATE_SEEDS_PER_JOB)]
+            for index, chunk in enumerate(chunks):
+                jobs[f"{condition.lower()}-{arm}-j{index}"] = [run_name(condition, arm, seed) for seed in chunk]
     return jobs
 
 
@@ -552,15 +551,17 @@ def surrogate_run_settings():
 def surrogate_outputs(runs):
     out = []
     for run in runs:
-        out += [res(f"runs/{run}/groups.jsonl"), res(f"runs/{run}/manifest.json")]
-        out += eval_files(run) + diagnostic_episode_files(run)
+        out.extend([res(f"runs/{run}/groups.jsonl"), res(f"runs/{run}/manifest.json")])
+        out.extend(eval_files(run))
+        out.extend(diagnostic_episode_files(run))
     return out
 
 
 def surrogate_stats_outputs(runs):
     out = []
     for run in runs:
-        out += luck_files(run) + [res(f"runs/{run}/group_stats.json"), res(f"runs/{run}/complete.json")]
+        out.extend(luck_files(run))
+        out.extend([res(f"runs/{run}/group_stats.json"), res(f"runs/{run}/complete.json")])
     return out
 
 
@@ -568,8 +569,17 @@ def surrogate_expected(runs):
     return as_json({run: json.loads(expected_evidence(run)) for run in runs})
 
 
+def results_root_of(wildcards, output):
+    """The results root from a job's first output (RESULTS/runs/RUN/... or RESULTS/diagnostics/RUN/...)."""
+    return str(Path(output[0]).parents[2])
+
+
+def pool_manifest_dir_of(wildcards, input):
+    return str(Path(input.pool_manifest).parent)
+
+
 def surrogate_probe_settings(wildcards):
-    settings = {"probe_" + key: SCALE["probe"][source] for key, source in (
+    settings = {f"probe_{key}": SCALE["probe"][source] for key, source in (
         ("clean_tasks", "clean_tasks"), ("clean_rollouts", "clean_rollouts"), ("diag_tasks", "diagnostic_tasks"),
         ("schedules", "schedules"), ("samples", "samples"), ("resamples", "resamples"))}
     settings.update(task_filter=SCALE["task_filter"], diag_pool=SCALE["diagnostics"]["pool"],

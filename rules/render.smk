@@ -4,9 +4,9 @@
 
 # Surrogate scales add the power table (13), the calibration register (14) and the learning curves beside
 # the paper's published ones.
-TABLES = list(range(1, 13)) + ([13, 14] if SURROGATE else [])
-FIGURES = ["curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios"] + (
-    ["surrogate_curves"] if SURROGATE else [])
+TABLES = [*range(1, 13), *([13, 14] if SURROGATE else [])]
+FIGURES = ["curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios",
+           *(["surrogate_curves"] if SURROGATE else [])]
 
 wildcard_constraints:
     number=r"\d+",

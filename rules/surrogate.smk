@@ -43,7 +43,7 @@ for _job, _runs in surrogate_jobs().items():
             runs=_runs,
             tasks_dir=tasks_dir_of,
             settings=surrogate_run_settings(),
-            results=RESULTS,
+            results=results_root_of,
         conda:
             software_env()
         log:
@@ -67,8 +67,8 @@ for _job, _runs in surrogate_jobs().items():
         params:
             runs=_runs,
             expected=surrogate_expected(_runs),
-            tasks_dir=TASKS_DIR,
-            results=RESULTS,
+            tasks_dir=pool_manifest_dir_of,
+            results=results_root_of,
             resamples=SCALE["diagnostics"]["resamples"],
         conda:
             software_env()

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from paired_rollouts.backoffice.tasks import load_pool
 from paired_rollouts.episode import EpisodeSession
 from paired_rollouts.errors import UserError
@@ -66,8 +65,12 @@ def test_score_matches_autograd(validation: list[dict]) -> None:
     t = torch.tensor(theta, dtype=torch.float64, requires_grad=True)
     total = torch.zeros((), dtype=torch.float64)
     for ctx, avail, chosen in decisions:
-        logits = torch.stack([t[PARAM_INDEX[ctx][j]] if PARAM_INDEX[ctx][j] >= 0 else torch.zeros((), dtype=torch.float64)
-                              for j in avail])
+        logits = torch.stack(
+            [
+                t[PARAM_INDEX[ctx][j]] if PARAM_INDEX[ctx][j] >= 0 else torch.zeros((), dtype=torch.float64)
+                for j in avail
+            ]
+        )
         total = total + torch.log_softmax(logits, 0)[avail.index(chosen)]
     total.backward()
     np.testing.assert_allclose(score(theta, decisions), t.grad.numpy(), atol=1e-10)
@@ -75,8 +78,15 @@ def test_score_matches_autograd(validation: list[dict]) -> None:
 
 
 def _small_estimator() -> cal.Estimator:
-    return cal.Estimator(str(TASKS), eval_tasks=12, samples=2, diag_pool="diagnostic", diag_tasks=3,
-                         diag_schedules=4, diag_samples=4)
+    return cal.Estimator(
+        str(TASKS),
+        eval_tasks=12,
+        samples=2,
+        diag_pool="diagnostic",
+        diag_tasks=3,
+        diag_schedules=4,
+        diag_samples=4,
+    )
 
 
 def test_calibration_is_reproducible_to_the_last_digit() -> None:
@@ -89,8 +99,18 @@ def test_calibration_is_reproducible_to_the_last_digit() -> None:
 
 
 def test_a_missed_calibration_target_fails_loudly() -> None:
-    register = {"targets": [{"target_name": "c2_noisy_validation", "target": 0.53, "tolerance": 0.02,
-                             "achieved": 0.61, "passes": False}], "passes": False}
+    register = {
+        "targets": [
+            {
+                "target_name": "c2_noisy_validation",
+                "target": 0.53,
+                "tolerance": 0.02,
+                "achieved": 0.61,
+                "passes": False,
+            }
+        ],
+        "passes": False,
+    }
     with pytest.raises(UserError, match="c2_noisy_validation achieved 0.61"):
         cal.check_register(register, "calibration.json")
 
@@ -130,8 +150,14 @@ def test_a_trained_policy_beats_its_initial_one_on_the_challenge_set(validation:
     rows = _rows("paired", steps=40, prompts=8)
     theta, adam = theta0.copy(), Adam(lr=0.05)
     for step in range(40):
-        grad, _, _ = train_step(SurrogateRunner(theta.tolist(), tasks), rows[step * 8 : (step + 1) * 8], step=step,
-                                G=8, arm="paired", seed=0)
+        grad, _, _ = train_step(
+            SurrogateRunner(theta.tolist(), tasks),
+            rows[step * 8 : (step + 1) * 8],
+            step=step,
+            G=8,
+            arm="paired",
+            seed=0,
+        )
         theta = adam.step(theta, grad)
     settings = {"eval_tasks": 32, "final_tasks": 0, "task_filter": "all"}
     challenge = evaluation_rows(str(TASKS), "periodic", "challenge", "C2", settings)

@@ -220,7 +220,7 @@ def _surrogate_curves(fig, inputs: Inputs, scale: str) -> None:
     runs = src.single_runs(src.load_episodes(inputs.files("episodes"), phases=("periodic",)), "figure surrogate_curves")
     panels = published["panels"]
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    for ax, (key, panel) in zip(axes, panels.items(), strict=True):
+    for ax, panel in zip(axes, panels.values(), strict=True):
         for arm in ("paired", "independent", "clean"):
             color = ARM_COLORS[arm]
             chosen = [r for r in runs if r.arm == arm and (r.condition == panel["condition"] if arm != "clean"

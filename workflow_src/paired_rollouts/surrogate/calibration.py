@@ -46,7 +46,9 @@ def theta_from_knobs(knobs: dict[str, float]) -> list[float]:
         elif action == "skip_step":
             value = s if ctx == "next_read" else m - (0.5 if ctx == "next_write_unread" else 1.0)
         elif action == "finish_early":
-            value = {"next_read": m - 2.0, "next_write": m - 1.5, "next_write_unread": m - 1.5}.get(ctx, m - 1.0)
+            value = {"next_read": m - 2.0, "next_write": m - 1.5, "next_write_unread": m - 1.5}.get(
+                ctx, m - 1.0
+            )
         elif action == "reread":
             value = rr
         elif action == "page":
@@ -56,8 +58,15 @@ def theta_from_knobs(knobs: dict[str, float]) -> list[float]:
         elif action == "check":
             value = r - 1.0
         elif action == "retry":
-            value = {"rate_read": -1.5, "rate_write": -1.5, "timeout": r - 1.0, "error": -1.0,
-                     "waited": r + 2.0, "unavailable_read": r - 0.5, "unavailable_write": rw}.get(ctx, r)
+            value = {
+                "rate_read": -1.5,
+                "rate_write": -1.5,
+                "timeout": r - 1.0,
+                "error": -1.0,
+                "waited": r + 2.0,
+                "unavailable_read": r - 0.5,
+                "unavailable_write": rw,
+            }.get(ctx, r)
         else:
             raise AssertionError((ctx, action))
         out.append(float(value))
@@ -67,15 +76,35 @@ def theta_from_knobs(knobs: dict[str, float]) -> list[float]:
 class Estimator:
     """Step-0 quantities of a parameter vector on the run's own evaluation sets, with fixed policy draws."""
 
-    def __init__(self, tasks_dir: str, *, eval_tasks: int, samples: int, diag_pool: str, diag_tasks: int,
-                 diag_schedules: int, diag_samples: int, task_filter: str = "all") -> None:
+    def __init__(
+        self,
+        tasks_dir: str,
+        *,
+        eval_tasks: int,
+        samples: int,
+        diag_pool: str,
+        diag_tasks: int,
+        diag_schedules: int,
+        diag_samples: int,
+        task_filter: str = "all",
+    ) -> None:
         from paired_rollouts.backoffice.tasks import load_pool
         from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows
 
-        settings = {"eval_tasks": eval_tasks, "final_tasks": 0, "task_filter": task_filter, "diag_pool": diag_pool,
-                    "diag_tasks": diag_tasks, "diag_schedules": diag_schedules, "diag_samples": diag_samples}
-        self.tasks = {t["task_id"]: t for name in ("validation", "diagnostic")
-                      for t in load_pool(Path(tasks_dir) / f"{name}.jsonl")}
+        settings = {
+            "eval_tasks": eval_tasks,
+            "final_tasks": 0,
+            "task_filter": task_filter,
+            "diag_pool": diag_pool,
+            "diag_tasks": diag_tasks,
+            "diag_schedules": diag_schedules,
+            "diag_samples": diag_samples,
+        }
+        self.tasks = {
+            t["task_id"]: t
+            for name in ("validation", "diagnostic")
+            for t in load_pool(Path(tasks_dir) / f"{name}.jsonl")
+        }
         self.clean = evaluation_rows(tasks_dir, "periodic", "clean", "C4", settings)
         self.noisy = evaluation_rows(tasks_dir, "periodic", "at_training", "C2", settings)
         self.challenge = evaluation_rows(tasks_dir, "periodic", "challenge", "C2", settings)
@@ -84,8 +113,8 @@ class Estimator:
         self.K, self.M = diag_schedules, diag_samples
 
     def _play(self, theta: list[float], rows: list[dict], tag: str, samples: int) -> list[dict]:
-        from paired_rollouts.surrogate.rollout import SurrogateRunner, policy_rng
         from paired_rollouts.noise.seeds import derive_seed
+        from paired_rollouts.surrogate.rollout import SurrogateRunner, policy_rng
 
         runner = SurrogateRunner(theta, self.tasks)
         out = []
@@ -114,7 +143,9 @@ class Estimator:
         by_task: dict[str, list[int]] = {}
         for row, rec in zip(self.diag, records, strict=True):
             by_task.setdefault(row["task_id"], []).append(int(rec["true_success"]))
-        tables = np.asarray([np.reshape(v, (self.K, self.M)) for _, v in sorted(by_task.items())], dtype=float)
+        tables = np.asarray(
+            [np.reshape(v, (self.K, self.M)) for _, v in sorted(by_task.items())], dtype=float
+        )
         summary = summarize_tables(tables)
         return {"lam": summary["lam"], "tasks_defined": summary["tasks_defined"], "tasks": summary["tasks"]}
 
@@ -132,8 +163,13 @@ def calibrate(estimator: Estimator, iterations: int = 8, step: float = 0.4) -> d
 
     fx = f(x)
     for it in range(iterations):
-        history.append({"iteration": it, "knobs": dict(zip(names, [round(v, 6) for v in x.tolist()], strict=True)),
-                        "residual": [round(v, 6) for v in fx.tolist()]})
+        history.append(
+            {
+                "iteration": it,
+                "knobs": dict(zip(names, [round(v, 6) for v in x.tolist()], strict=True)),
+                "residual": [round(v, 6) for v in fx.tolist()],
+            }
+        )
         if np.all(np.abs(fx) <= 0.25 * np.array([TARGETS[t][1] for t in FITTED])):
             break
         J = np.empty((len(FITTED), len(names)))
@@ -154,8 +190,17 @@ def calibrate(estimator: Estimator, iterations: int = 8, step: float = 0.4) -> d
     for name, (target, tol, source) in TARGETS.items():
         got = achieved[name]
         ok = got is not None and abs(got - target) <= tol
-        rows.append({"target_name": name, "target": target, "tolerance": tol, "achieved": got,
-                     "difference": None if got is None else got - target, "passes": bool(ok), "source": source})
+        rows.append(
+            {
+                "target_name": name,
+                "target": target,
+                "tolerance": tol,
+                "achieved": got,
+                "difference": None if got is None else got - target,
+                "passes": bool(ok),
+                "source": source,
+            }
+        )
     return {
         "knobs": knobs,
         "theta": theta,
@@ -164,10 +209,13 @@ def calibrate(estimator: Estimator, iterations: int = 8, step: float = 0.4) -> d
         "passes": all(r["passes"] for r in rows),
         "luck_share": luck,
         "iterations": history,
-        "estimation": {"eval_tasks": len({r["task_id"] for r in estimator.clean}), "samples": estimator.samples,
-                       "clean_episodes": len(estimator.clean) * estimator.samples,
-                       "noisy_episodes": len(estimator.noisy) * estimator.samples,
-                       "diagnostic_episodes": len(estimator.diag)},
+        "estimation": {
+            "eval_tasks": len({r["task_id"] for r in estimator.clean}),
+            "samples": estimator.samples,
+            "clean_episodes": len(estimator.clean) * estimator.samples,
+            "noisy_episodes": len(estimator.noisy) * estimator.samples,
+            "diagnostic_episodes": len(estimator.diag),
+        },
     }
 
 
@@ -175,7 +223,11 @@ def check_register(register: dict[str, Any], path: str) -> None:
     """Fail loudly, naming every missed target."""
     missed = [r for r in register["targets"] if not r["passes"]]
     if missed:
-        text = "; ".join(f"{r['target_name']} achieved {r['achieved']} vs target {r['target']} +- {r['tolerance']}"
-                         for r in missed)
-        raise UserError(f"{path}: surrogate calibration missed {len(missed)} target(s): {text}; change the knob "
-                        "offsets in surrogate/calibration.py (the register was written for inspection)")
+        text = "; ".join(
+            f"{r['target_name']} achieved {r['achieved']} vs target {r['target']} +- {r['tolerance']}"
+            for r in missed
+        )
+        raise UserError(
+            f"{path}: surrogate calibration missed {len(missed)} target(s): {text}; change the knob "
+            "offsets in surrogate/calibration.py (the register was written for inspection)"
+        )

@@ -53,8 +53,9 @@ def wrong_call(call: dict[str, Any], world: Any) -> dict[str, Any]:
         ids = sorted(world.orders)
         args["order_id"] = ids[(ids.index(order_id) + 1) % len(ids)] if order_id in ids else ids[0]
     else:
-        args["priority"] = TICKET_PRIORITIES[(TICKET_PRIORITIES.index(args.get("priority", "low")) + 1)
-                                             % len(TICKET_PRIORITIES)]
+        args["priority"] = TICKET_PRIORITIES[
+            (TICKET_PRIORITIES.index(args.get("priority", "low")) + 1) % len(TICKET_PRIORITIES)
+        ]
     return {"tool": call["tool"], "args": args, "write": True}
 
 
@@ -186,8 +187,7 @@ def play(session: EpisodeSession, task: dict[str, Any], policy: Policy, rng: ran
                 ctx = "over"
                 continue
             verdict = None if code is not None else _verified(pending, json.loads(text), before)
-            ctx = (("after_write" if i < len(plan) else "after_last_write") if verdict
-                   else "unverified")
+            ctx = ("after_write" if i < len(plan) else "after_last_write") if verdict else "unverified"
             continue
         raise AssertionError(action)
     if not session.finished:

@@ -17,7 +17,17 @@ import numpy as np
 
 # Actions. NEXT = make the next planned call / move on past a failed call (the reference in most contexts).
 NEXT, RETRY, WAIT, PAGE, REREAD, CHECK, WRONG, SKIP, FINISH, PROCEED = (
-    "next", "retry", "wait", "page", "reread", "check", "wrong_argument", "skip_step", "finish_early", "proceed")
+    "next",
+    "retry",
+    "wait",
+    "page",
+    "reread",
+    "check",
+    "wrong_argument",
+    "skip_step",
+    "finish_early",
+    "proceed",
+)
 
 # Context -> its actions; the first is the reference (no parameter).
 CONTEXTS: dict[str, tuple[str, ...]] = {

@@ -69,13 +69,21 @@ def power_table(args: Any, progress: bool = False) -> dict[str, Any]:
         pairs = [(_cached(evidence[p]), _cached(evidence[i])) for p, i in pairs_names]
         n_full = len(pairs)
         full_pairs = n_full if full_pairs is None else min(full_pairs, n_full)
-        tests = ({"H2a": lambda ps: hypothesis_h2(ps, "C2", fast), "H3": lambda ps: hypothesis_h3(ps, fast),
-                  "H5": lambda ps: hypothesis_h5(ps, fast)} if condition == "C2"
-                 else {"H2b": lambda ps: hypothesis_h2(ps, "C4", fast)})
+        tests = (
+            {
+                "H2a": lambda ps: hypothesis_h2(ps, "C2", fast),
+                "H3": lambda ps: hypothesis_h3(ps, fast),
+                "H5": lambda ps: hypothesis_h5(ps, fast),
+            }
+            if condition == "C2"
+            else {"H2b": lambda ps: hypothesis_h2(ps, "C4", fast)}
+        )
         for name, test in tests.items():
             full = test(pairs)
             if full.get("computed") is False:
-                raise UserError(f"{path}: {name} cannot be computed ({full.get('reason')}); no power to estimate")
+                raise UserError(
+                    f"{path}: {name} cannot be computed ({full.get('reason')}); no power to estimate"
+                )
             sizes = sorted(set(args.pairs) | {n_full})
             power, counts = {}, {}
             rng = np.random.default_rng(args.seed)
@@ -86,13 +94,26 @@ def power_table(args: Any, progress: bool = False) -> dict[str, Any]:
                     passes += bool(test([pairs[k] for k in pick])["passes"])
                 power[str(n)] = passes / args.draws
                 counts[str(n)] = passes
-            hypotheses[name] = {"condition": condition, "passes_full": bool(register[name]["passes"]),
-                                "passes_full_recomputed": bool(full["passes"]), "seed_pairs": n_full,
-                                "power": power, "passes_counted": counts, "draws": args.draws}
+            hypotheses[name] = {
+                "condition": condition,
+                "passes_full": bool(register[name]["passes"]),
+                "passes_full_recomputed": bool(full["passes"]),
+                "seed_pairs": n_full,
+                "power": power,
+                "passes_counted": counts,
+                "draws": args.draws,
+            }
             if progress:
                 print(f"{name}: {power}")
-    return {"hypotheses": hypotheses, "full_pairs": full_pairs, "pairs": sorted(set(args.pairs)),
-            "draws": args.draws, "seed": args.seed, "bootstrap_resamples": int(args.bootstrap_resamples),
-            "method": "n seed pairs drawn with replacement from the admitted pairs; the registered rule applied "
-                      "to the drawn pairs; power = share of draws that pass",
-            "decisions": sources, "rules_sha256": rules.sha256}
+    return {
+        "hypotheses": hypotheses,
+        "full_pairs": full_pairs,
+        "pairs": sorted(set(args.pairs)),
+        "draws": args.draws,
+        "seed": args.seed,
+        "bootstrap_resamples": int(args.bootstrap_resamples),
+        "method": "n seed pairs drawn with replacement from the admitted pairs; the registered rule applied "
+        "to the drawn pairs; power = share of draws that pass",
+        "decisions": sources,
+        "rules_sha256": rules.sha256,
+    }

@@ -33,11 +33,26 @@ class SurrogateRunner:
         self.session = EpisodeSession()
         self.last_decisions: list[list[Decision]] = []
 
-    def play_row(self, row: dict[str, Any], rng: random.Random, *, phase: str, resolved_seed: int | None = None,
-                 slot: int = 0) -> tuple[dict[str, Any], list[Decision]]:
+    def play_row(
+        self,
+        row: dict[str, Any],
+        rng: random.Random,
+        *,
+        phase: str,
+        resolved_seed: int | None = None,
+        slot: int = 0,
+    ) -> tuple[dict[str, Any], list[Decision]]:
         task = self.tasks[row["task_id"]]
-        self.session.reset(task, schedule_seed=row["schedule_seed"], noise=row["noise"], budget=row.get("budget"),
-                           resolved_seed=resolved_seed, slot=slot, phase=phase, condition=row["condition"])
+        self.session.reset(
+            task,
+            schedule_seed=row["schedule_seed"],
+            noise=row["noise"],
+            budget=row.get("budget"),
+            resolved_seed=resolved_seed,
+            slot=slot,
+            phase=phase,
+            condition=row["condition"],
+        )
         decisions = play(self.session, task, self.policy, rng)
         record = dict(self.session.finish_and_grade())
         record["decisions"] = counted_decisions(decisions)

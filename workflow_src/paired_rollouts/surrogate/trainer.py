@@ -58,12 +58,20 @@ class Adam:
         return theta + self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
 
     def state(self) -> dict[str, Any]:
-        return {"t": self.t, "m": self.m.tolist(), "v": self.v.tolist(), "lr": self.lr,
-                "beta1": self.beta1, "beta2": self.beta2, "eps": self.eps}
+        return {
+            "t": self.t,
+            "m": self.m.tolist(),
+            "v": self.v.tolist(),
+            "lr": self.lr,
+            "beta1": self.beta1,
+            "beta2": self.beta2,
+            "eps": self.eps,
+        }
 
 
-def train_step(runner: SurrogateRunner, rows: list[dict[str, Any]], *, step: int, G: int, arm: str,
-               seed: int) -> tuple[np.ndarray, list[dict[str, Any]], list[list[dict[str, Any]]]]:
+def train_step(
+    runner: SurrogateRunner, rows: list[dict[str, Any]], *, step: int, G: int, arm: str, seed: int
+) -> tuple[np.ndarray, list[dict[str, Any]], list[list[dict[str, Any]]]]:
     """Roll out one batch (len(rows) groups x G) and return (gradient, per-group info, per-group records)."""
     grad = np.zeros(P)
     total_decisions = 0
@@ -72,11 +80,16 @@ def train_step(runner: SurrogateRunner, rows: list[dict[str, Any]], *, step: int
         recs, scores_, seeds = [], [], []
         for i in range(G):
             slot = g * G + i
-            resolved = (independent_seed(int(row["schedule_seed"]), slot, step, "train") if arm == "independent"
-                        else None)
+            resolved = (
+                independent_seed(int(row["schedule_seed"]), slot, step, "train")
+                if arm == "independent"
+                else None
+            )
             rng = policy_rng(derive_seed("train", seed, step), slot)
             record, decisions = runner.play_row(row, rng, phase="train", resolved_seed=resolved, slot=slot)
-            record["episode_index"] = step  # this slot's training episodes so far (the TRL environment's count)
+            record["episode_index"] = (
+                step  # this slot's training episodes so far (the TRL environment's count)
+            )
             recs.append(record)
             scores_.append(score(runner.theta, decisions, runner.policy))
             total_decisions += counted_decisions(decisions)
