@@ -168,3 +168,18 @@ def test_a_trained_policy_beats_its_initial_one_on_the_challenge_set(validation:
 
     before, after = success(theta0), success(theta)
     assert after > before + 0.1, (before, after)
+
+
+def test_power_and_calibration_tables_show_their_registers_numbers() -> None:
+    from paired_rollouts.render import tables
+
+    fixtures = Path(__file__).parent / "fixtures/render/results"
+    power = json.loads((fixtures / "decisions/power.json").read_text())
+    text = tables.render_table(13, {"power": [fixtures / "decisions/power.json"]}, "tiny surrogate")
+    for name, row in power["hypotheses"].items():
+        assert name in text
+        assert f"{row['power']['3']:.3f}" in text
+    calibration = json.loads((fixtures / "models/surrogate/calibration.json").read_text())
+    text = tables.render_table(14, {"calibration": [fixtures / "models/surrogate/calibration.json"]}, "x")
+    for row in calibration["targets"]:
+        assert f"{row['achieved']:.3f}" in text
