@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-
-import numpy as np
 from pathlib import Path
 
 from paired_rollouts.errors import UserError
@@ -267,7 +265,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, type=Path)
     p.set_defaults(handler=_power)
 
-    p = sub.add_parser("summary", help="print the figures the README quotes from a finished study's registers")
+    p = sub.add_parser(
+        "summary", help="print the figures the README quotes from a finished study's registers"
+    )
     p.add_argument("--results", required=True, help="results/surrogate")
     p.add_argument("--out", type=Path, default=None)
     p.set_defaults(handler=_summary)
@@ -275,6 +275,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _summary(args: argparse.Namespace) -> int:
     """The figures the README quotes, read from a finished study's registers (nothing is recomputed)."""
+    import numpy as np
+
     from paired_rollouts.io import atomic_write_json, read_json
     from paired_rollouts.stats.decisions import load_episodes
 
@@ -289,37 +291,66 @@ def _summary(args: argparse.Namespace) -> int:
             steps = runs[0].periodic_steps(regime)
             tasks = sorted(runs[0].periodic[regime][steps[0]])
             mean = np.mean([ev.curve(regime, steps, tasks).mean(axis=1) for ev in runs], axis=0)
-            curves[f"{condition} {regime} {arm}"] = {str(s): round(float(v), 4) for s, v in zip(steps, mean, strict=True)}
+            curves[f"{condition} {regime} {arm}"] = {
+                str(s): round(float(v), 4) for s, v in zip(steps, mean, strict=True)
+            }
     out["curves_mean_over_seeds"] = curves
-    out["c2_validation_rise"] = {arm: round(curves[f"C2 at_training {arm}"][max(curves[f"C2 at_training {arm}"], key=int)]
-                                            - curves[f"C2 at_training {arm}"]["0"], 4)
-                                 for arm in ("paired", "independent")}
+    out["c2_validation_rise"] = {
+        arm: round(
+            curves[f"C2 at_training {arm}"][max(curves[f"C2 at_training {arm}"], key=int)]
+            - curves[f"C2 at_training {arm}"]["0"],
+            4,
+        )
+        for arm in ("paired", "independent")
+    }
     h1a = c4["H1a"]
-    out["c4_spurious"] = {k: h1a.get(k) for k in ("spurious_rate_paired", "spurious_rate_independent",
-                                                   "expected_independent_rate", "q", "G")}
+    out["c4_spurious"] = {
+        k: h1a.get(k)
+        for k in ("spurious_rate_paired", "spurious_rate_independent", "expected_independent_rate", "q", "G")
+    }
     lams = []
     for run in c2["runs"]:
         luck = read_json(root / "diagnostics" / run / "luck-step0.json")
         lams.append({"run": run, "lam": luck["lam"], "ci95": luck["ci95"]})
-    out["c2_luck_step0"] = {"runs": lams, "mean": float(np.mean([x["lam"] for x in lams])),
-                            "min": float(min(x["lam"] for x in lams)),
-                            "min_ci95_lower": float(min(x["ci95"][0] for x in lams))}
+    out["c2_luck_step0"] = {
+        "runs": lams,
+        "mean": float(np.mean([x["lam"] for x in lams])),
+        "min": float(min(x["lam"] for x in lams)),
+        "min_ci95_lower": float(min(x["ci95"][0] for x in lams)),
+    }
     probe = {}
     for path in sorted((root / "probe").glob("*.json")):
         reg = read_json(path)
-        probe[path.stem] = {s: {"lhs_mean": c["outcome"]["lhs_mean"], "rhs_mean": c["outcome"]["rhs_mean"],
-                                "q": c["outcome"]["q"],
-                                "outcome_mc_ratio": c["outcome"]["mean_centered"]["ratio_paired_over_independent"],
-                                "transition_mc_ratio": c["transition"]["mean_centered"]["ratio_paired_over_independent"]}
-                            for s, c in reg["checkpoints"].items()}
+        probe[path.stem] = {
+            s: {
+                "lhs_mean": c["outcome"]["lhs_mean"],
+                "rhs_mean": c["outcome"]["rhs_mean"],
+                "q": c["outcome"]["q"],
+                "outcome_mc_ratio": c["outcome"]["mean_centered"]["ratio_paired_over_independent"],
+                "transition_mc_ratio": c["transition"]["mean_centered"]["ratio_paired_over_independent"],
+            }
+            for s, c in reg["checkpoints"].items()
+        }
     out["probe"] = probe
-    out["decisions"] = {f"{reg['condition']} {h}": {"passes": reg[h]["passes"],
-                                                    **{k: reg[h].get(k) for k in ("auc_difference_mean",
-                                                                                  "auc_difference_ci95",
-                                                                                  "difference_mean", "ci95",
-                                                                                  "difference_ci90")
-                                                       if k in reg[h]}}
-                        for reg in (c2, c4) for h in ("H1a", "H2a", "H2b", "H3", "H5") if h in reg}
+    out["decisions"] = {
+        f"{reg['condition']} {h}": {
+            "passes": reg[h]["passes"],
+            **{
+                k: reg[h].get(k)
+                for k in (
+                    "auc_difference_mean",
+                    "auc_difference_ci95",
+                    "difference_mean",
+                    "ci95",
+                    "difference_ci90",
+                )
+                if k in reg[h]
+            },
+        }
+        for reg in (c2, c4)
+        for h in ("H1a", "H2a", "H2b", "H3", "H5")
+        if h in reg
+    }
     power = root / "decisions/power.json"
     if power.is_file():
         out["power"] = {k: v["power"] for k, v in read_json(power)["hypotheses"].items()}
