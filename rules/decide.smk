@@ -1,4 +1,4 @@
-# Stage 7: the pre-registered decisions with the paired bootstrap (analysis_spec sections 2-3).
+# Stage 7: the pre-registered decisions with the paired bootstrap (docs/analysis.md#decisions).
 # Thresholds come from the frozen machine-readable rules, so editing one reruns only decisions and
 # the tables that show them.
 

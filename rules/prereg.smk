@@ -1,4 +1,4 @@
-# Stage 2: freeze the protocol with RFC 3161 time stamps and verify it offline (analysis_spec section 5).
+# Stage 2: freeze the protocol with RFC 3161 time stamps and verify it offline (docs/prereg.md).
 # Every training job depends on the verification, so a changed protocol or a bad token stops the
 # pipeline before anything trains.
 

@@ -1,4 +1,4 @@
-# Stage 1: the frozen task pools and the scripted reference agent (backoffice_spec sections 3 and 6).
+# Stage 1: the frozen task pools and the scripted reference agent (docs/simulator.md#tasks, docs/simulator.md#reference-agent).
 
 
 rule tasks:

@@ -1,4 +1,4 @@
-# Stage 4: one GRPO training job per run of the matrix (analysis_spec section 6).
+# Stage 4: one GRPO training job per run of the matrix (docs/training.md#paper-scale-settings).
 #
 # Checkpoints are deliberately NOT declared outputs: Snakemake deletes a job's outputs before it
 # retries it, and a retried job must find its checkpoints to resume from. The run's manifest is
