@@ -42,12 +42,22 @@ validate(config, "config/schema.json")
 include: "rules/common.smk"
 include: "rules/tasks.smk"
 include: "rules/prereg.smk"
-include: "rules/models.smk"
-include: "rules/train.smk"
-include: "rules/evaluate.smk"
-include: "rules/diagnostics.smk"
+# The surrogate policy replaces model building, training, evaluation, diagnostics and the probe with its
+# own jobs (rules/surrogate.smk) that write the same files; decisions and rendering are shared.
+if SURROGATE:
+
+    include: "rules/surrogate.smk"
+
+else:
+
+    include: "rules/models.smk"
+    include: "rules/train.smk"
+    include: "rules/evaluate.smk"
+    include: "rules/diagnostics.smk"
+    include: "rules/probe.smk"
+
+
 include: "rules/decide.smk"
-include: "rules/probe.smk"
 include: "rules/render.smk"
 
 

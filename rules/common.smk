@@ -14,6 +14,12 @@ TASKS_DIR = config["tasks_dir"]
 RESULTS = "results" if SCALE_NAME == "paper" else f"results/{SCALE_NAME}"
 
 
+SURROGATE = SCALE["model"]["kind"] == "surrogate"
+CALIBRATION_FILE = f"{RESULTS}/models/surrogate/calibration.json"
+POWER_FILE = f"{RESULTS}/decisions/power.json"
+PUBLISHED_CURVES = "data/published/curves.yaml"
+
+
 def res(path):
     """A path under this scale's results root (wildcards in `path` are kept for Snakemake)."""
     return f"{RESULTS}/{path}"
@@ -418,6 +424,8 @@ TABLE_SOURCES = {
     10: {"group_stats": group_stat_files},
     11: {"manifests": run_manifests, "episodes": all_eval_files},
     12: {"probe": probe_files},
+    13: {"power": lambda: [POWER_FILE]},
+    14: {"calibration": lambda: [CALIBRATION_FILE]},
 }
 
 FIGURE_SOURCES = {
@@ -426,6 +434,7 @@ FIGURE_SOURCES = {
     "luck_share": {"luck": all_luck_files},
     "spurious_variance": {"group_stats": group_stat_files},
     "probe_ratios": {"probe": probe_files},
+    "surrogate_curves": {"episodes": all_eval_files, "published": lambda: [PUBLISHED_CURVES]},
 }
 
 
@@ -497,3 +506,83 @@ def public_freeze_missing_message(wildcards, output):
 def software_env():
     """The pinned environment of the accelerator's stack; the profile decides whether it is deployed."""
     return {"cpu": "../envs/cpu.yaml", "h100": "../envs/cuda.yaml", "mi300x": "../envs/rocm.yaml"}[ACCELERATOR]
+
+
+# ---------------------------------------------------------------- surrogate scales ------------------
+# `model.kind: surrogate` replaces the model, training, evaluation, diagnostic and probe rules by
+# rules/surrogate.smk (one job per chunk of an arm's seeds); decisions and rendering are unchanged.
+
+SURROGATE_SEEDS_PER_JOB = 8
+
+
+def surrogate_jobs():
+    """{job name: runs}: each arm's runs in chunks of SURROGATE_SEEDS_PER_JOB seeds (c2-paired-j0, ...)."""
+    jobs = {}
+    for condition, arms in ARMS.items():
+        seeds = SCALE["seeds"][condition]
+        for arm in arms:
+            chunks = [seeds[i : i + SURROGATE_SEEDS_PER_JOB] for i in range(0, len(seeds), SURROGATE_SEEDS_PER_JOB)]
+            for index, chunk in enumerate(chunks):
+                jobs[f"{condition.lower()}-{arm}-j{index}"] = [run_name(condition, arm, seed) for seed in chunk]
+    return jobs
+
+
+def calibration_settings():
+    """The calibration always estimates on the paper's step-0 sets (64 validation tasks, the 16-task
+    diagnostic pool with 8 x 8), whatever the run shape: the targets are defined there."""
+    return as_json({"eval_tasks": 64, "samples": SCALE["surrogate"]["calibration_samples"],
+                    "diag_pool": "diagnostic", "diag_tasks": 16, "diag_schedules": 8, "diag_samples": 8,
+                    "task_filter": "all"})
+
+
+def surrogate_run_settings():
+    training = SCALE["training"]
+    every = training["checkpoint_every"]
+    settings = {key: training[key] for key in ("steps", "prompts_per_step", "num_generations", "checkpoint_every",
+                                               "learning_rate")}
+    settings.update(SCALE["evaluation"])
+    settings.update({f"diag_{key}": SCALE["diagnostics"][key] for key in ("pool", "tasks", "schedules", "samples")})
+    settings.update(task_filter=SCALE["task_filter"], diagnostic_steps=SCALE["diagnostics"]["steps"],
+                    train_episodes_seeds=SCALE["surrogate"]["train_episodes_seeds"],
+                    extra_checkpoint_steps=[s for s in checkpoint_steps() if s > 0 and s % every])
+    return as_json(settings)
+
+
+def surrogate_outputs(runs):
+    out = []
+    for run in runs:
+        out.extend([res(f"runs/{run}/groups.jsonl"), res(f"runs/{run}/manifest.json")])
+        out.extend(eval_files(run))
+        out.extend(diagnostic_episode_files(run))
+    return out
+
+
+def surrogate_stats_outputs(runs):
+    out = []
+    for run in runs:
+        out.extend(luck_files(run))
+        out.extend([res(f"runs/{run}/group_stats.json"), res(f"runs/{run}/complete.json")])
+    return out
+
+
+def surrogate_expected(runs):
+    return as_json({run: json.loads(expected_evidence(run)) for run in runs})
+
+
+def results_root_of(wildcards, output):
+    """The results root from a job's first output (RESULTS/runs/RUN/... or RESULTS/diagnostics/RUN/...)."""
+    return str(Path(output[0]).parents[2])
+
+
+def pool_manifest_dir_of(wildcards, input):
+    return str(Path(input.pool_manifest).parent)
+
+
+def surrogate_probe_settings(wildcards):
+    settings = {f"probe_{key}": SCALE["probe"][source] for key, source in (
+        ("clean_tasks", "clean_tasks"), ("clean_rollouts", "clean_rollouts"), ("diag_tasks", "diagnostic_tasks"),
+        ("schedules", "schedules"), ("samples", "samples"), ("resamples", "resamples"))}
+    settings.update(task_filter=SCALE["task_filter"], diag_pool=SCALE["diagnostics"]["pool"],
+                    prompts_per_step=SCALE["training"]["prompts_per_step"],
+                    num_generations=SCALE["training"]["num_generations"])
+    return as_json(settings)

@@ -2,8 +2,11 @@
 # compiled into one PDF. Each table and figure is its own job and lists exactly the files it reads,
 # so a changed input (or template) reruns only what shows it.
 
-TABLES = list(range(1, 13))
-FIGURES = ["curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios"]
+# Surrogate scales add the power table (13), the calibration register (14) and the learning curves beside
+# the paper's published ones.
+TABLES = [*range(1, 13), *([13, 14] if SURROGATE else [])]
+FIGURES = ["curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios",
+           *(["surrogate_curves"] if SURROGATE else [])]
 
 wildcard_constraints:
     number=r"\d+",

@@ -43,6 +43,10 @@ INPUTS = {
     "probe": files("probe/*.json"),
     "decisions": [RES / "decisions/c2.json", RES / "decisions/c4.json"],
     "rules": [Path(__file__).parents[1] / "prereg" / "decision_rules.yaml"],
+    # surrogate scales (copied from a tiny_surrogate run)
+    "power": [RES / "decisions/power.json"],
+    "calibration": [RES / "models/surrogate/calibration.json"],
+    "published": [Path(__file__).parents[1] / "data" / "published" / "curves.yaml"],
 }
 
 
@@ -263,8 +267,8 @@ def test_unknown_and_missing_keys_and_settings():
         tables.render_table(5, {}, "x")
     with pytest.raises(UserError, match="unknown --settings"):
         tables.render_table(5, {"probe": INPUTS["probe"]}, "x", {"nope": 1})
-    with pytest.raises(UserError, match="tables 1-12"):
-        tables.render_table(13, {}, "x")
+    with pytest.raises(UserError, match="tables are 1-14"):
+        tables.render_table(15, {}, "x")
     with pytest.raises(UserError, match="KEY=PATH"):
         src.parse_input_args(["decisions"])
 

@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "evaluation",
     "stats",
     "probe",
+    "surrogate",
     "render",
 )
 

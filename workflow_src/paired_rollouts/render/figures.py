@@ -194,6 +194,54 @@ def _probe_ratios(fig, inputs: Inputs, scale: str) -> None:
 
 _EPISODES = KeySpec("episode records results/evals/RUN/*.jsonl (the condition's runs and the C0 runs)")
 
+# ---------------------------------------------------------------- surrogate beside the paper
+
+
+def _published_curves(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        steps = [int(s) for s in data["steps"]]
+        panels = data["panels"]
+        for key, panel in panels.items():
+            for arm in ("paired", "independent", "clean"):
+                if len(panel[arm]) != len(steps):
+                    raise ValueError(f"panel {key}: {arm} has {len(panel[arm])} points, steps {len(steps)}")
+    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
+        raise UserError(f"{path}: not a published-curves file ({exc}); see data/published/curves.yaml") from None
+    return data
+
+
+def _surrogate_curves(fig, inputs: Inputs, scale: str) -> None:
+    """Three panels (C2 noisy validation, C2 challenge, C4 clean validation): this scale's arm means (solid)
+    and the paper's published curves (dashed, hollow markers)."""
+    published = _published_curves(inputs.files("published")[0])
+    runs = src.single_runs(src.load_episodes(inputs.files("episodes"), phases=("periodic",)), "figure surrogate_curves")
+    panels = published["panels"]
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, panel in zip(axes, panels.values(), strict=True):
+        for arm in ("paired", "independent", "clean"):
+            color = ARM_COLORS[arm]
+            chosen = [r for r in runs if r.arm == arm and (r.condition == panel["condition"] if arm != "clean"
+                                                             else r.condition == "C0")]
+            curves = [c for c in (r.curve(panel["regime"]) for r in chosen) if c]
+            if curves:
+                steps = sorted(set.intersection(*(set(s for s, _ in c) for c in curves)))
+                mean = [sum(dict(c)[s] for c in curves) / len(curves) for s in steps]
+                ax.plot(steps, mean, color=color, lw=1.8, marker="o", ms=3,
+                        label=f"{scale}: {arm}, mean of {len(curves)}")
+            ax.plot(published["steps"], [v / 100 for v in panel[arm]], color=color, lw=1.0, ls="--", marker="o",
+                    ms=3, mfc="none", label=f"paper: {arm}, mean of 3")
+        ax.set_title(panel["title"], fontsize=8)
+        ax.set_xlabel("training step")
+        ax.grid(alpha=0.3, lw=0.5)
+    axes[0].set_ylabel("true success")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False, fontsize=7)
+    fig.suptitle(f"{scale} learning curves (solid) beside the paper's published curves (dashed)", fontsize=9)
+
+
 FIGURES: dict[str, FigureSpec] = {
     "curves_c2": FigureSpec("curves_c2", "Validation curves of the C2 runs (transition noise) and the clean-trained "
                             "C0 reference: mean over seeds (thick) and single seeds (thin)",
@@ -211,6 +259,11 @@ FIGURES: dict[str, FigureSpec] = {
     "probe_ratios": FigureSpec("probe_ratios", "Gradient-probe variance ratios (paired over independent) by "
                                "checkpoint, for outcome and transition noise",
                                {"probe": KeySpec("probe registers results/probe/TRAJECTORY.json")}, _probe_ratios),
+    "surrogate_curves": FigureSpec(
+        "surrogate_curves", "Learning curves of this scale (mean over seeds per arm, solid) beside the paper's "
+        "published curves (Qwen3.5-2B, mean of 3 seeds, dashed): C2 validation under tool faults, C2 recovery "
+        "challenge, C4 clean validation; 'clean' is the C0 reference trained without noise",
+        {"episodes": _EPISODES, "published": KeySpec("data/published/curves.yaml", many=False)}, _surrogate_curves),
 }
 
 
@@ -232,7 +285,8 @@ def render_figure(name: str, given: dict[str, list[Path]], scale: str, out: Path
         raise UserError(f"--out {out}: a figure is written as .pdf (the .png goes beside it)")
     inputs = Inputs(given, spec.keys, f"figure {name}")
     plt = _plt()
-    fig = plt.figure(figsize=(7.0, 2.8) if name != "spurious_variance" else (4.6, 3.4), layout="constrained")
+    size = {"spurious_variance": (4.6, 3.4), "surrogate_curves": (7.0, 3.6)}.get(name, (7.0, 2.8))
+    fig = plt.figure(figsize=size, layout="constrained")
     try:
         spec.draw(fig, inputs, scale)
         caption = caption_text(spec, inputs, scale)

@@ -1090,6 +1090,47 @@ def build_table12(ctx: Context) -> TableModel:
     return table
 
 
+# ---------------------------------------------------------------- surrogate scales
+
+
+def build_table13(ctx: Context) -> TableModel:
+    doc = src._load_json(ctx.inputs.files("power")[0], "power table")
+    hyps = doc.req("hypotheses")
+    sizes = sorted({int(n) for h in hyps.values() for n in h["power"]})
+    table = TableModel("Power of the registered rules by design size",
+                       [Tex("Hypothesis"), Tex("Condition"), Tex("passes (all pairs)")]
+                       + [Tex(f"$n={n}$") for n in sizes],
+                       ["l", "l", "c"] + ["r"] * len(sizes),
+                       groups=[(Tex(""), 1), (Tex(""), 1), (Tex(""), 1),
+                               (Tex("P(rule passes) with $n$ seed pairs"), len(sizes))])
+    for name in ("H2a", "H3", "H5", "H2b"):
+        if name not in hyps:
+            continue
+        h = hyps[name]
+        table.add([name, h["condition"], fmt.mark(h["passes_full"])]
+                  + [fmt.prop(h["power"].get(str(n)), 3, table.notes, "not estimated") for n in sizes])
+    table.extra_notes.append(Tex(
+        f"Each cell: the share of {int(doc.req('draws'))} draws of $n$ seed pairs (with replacement, from the "
+        f"{int(doc.req('full_pairs'))} admitted pairs) on which the registered rule passes; H5's interval uses "
+        f"{int(doc.req('bootstrap_resamples'))} bootstrap resamples per draw. $n=3$ is the paper's design."))
+    return table
+
+
+def build_table14(ctx: Context) -> TableModel:
+    doc = src._load_json(ctx.inputs.files("calibration")[0], "calibration register")
+    table = TableModel("Surrogate calibration to the paper's step-0 agent",
+                       [Tex("Target"), Tex("paper"), Tex("tolerance"), Tex("achieved"), Tex("passes")],
+                       ["l", "r", "r", "r", "c"])
+    for row in doc.req("targets"):
+        table.add([fmt.escape(str(row["target_name"]).replace("_", " ")), fmt.prop(row["target"], 3),
+                   Tex("$\\pm$") + fmt.prop(row["tolerance"], 3),
+                   fmt.prop(row["achieved"], 3, table.notes, "undefined"), fmt.mark(row["passes"])])
+    knobs = doc.req("knobs")
+    table.extra_notes.append(Tex("Fitted knobs: " + ", ".join(
+        f"{fmt.escape(k)} {v:.3f}" for k, v in sorted(knobs.items())) + f". Parameters: {len(doc.req('theta'))}."))
+    return table
+
+
 # ---------------------------------------------------------------- registry
 
 _EPISODES = KeySpec("episode records: results/evals/RUN/*.jsonl files (or folders)")
@@ -1134,6 +1175,11 @@ TABLES: dict[int, TableSpec] = {
     }, build_table11),
     12: TableSpec(12, "Outcome-probe traces", {"probe": _PROBE}, build_table12,
                   settings={"unit_exponent": "power of ten for LL, RR and MC (default: from the data; 5 at paper scale)"}),
+    13: TableSpec(13, "Power of the registered rules (surrogate scales)",
+                  {"power": KeySpec("results/<scale>/decisions/power.json", many=False)}, build_table13),
+    14: TableSpec(14, "Surrogate calibration register",
+                  {"calibration": KeySpec("results/<scale>/models/surrogate/calibration.json", many=False)},
+                  build_table14),
 }
 
 
@@ -1144,7 +1190,7 @@ def table_inputs(number: int) -> dict[str, KeySpec]:
 
 def spec_for(number: int) -> TableSpec:
     if number not in TABLES:
-        raise UserError(f"--number {number}: the paper has tables 1-{len(TABLES)}")
+        raise UserError(f"--number {number}: the tables are 1-{len(TABLES)} (13-14 at surrogate scales)")
     return TABLES[number]
 
 
