@@ -1123,7 +1123,7 @@ def build_table14(ctx: Context) -> TableModel:
                        ["l", "r", "r", "r", "c"])
     for row in doc.req("targets"):
         table.add([fmt.escape(str(row["target_name"]).replace("_", " ")), fmt.prop(row["target"], 3),
-                   Tex("$\\pm$") + fmt.prop(row["tolerance"], 3),
+                   Tex("$\\pm$" + str(fmt.prop(row["tolerance"], 3))),
                    fmt.prop(row["achieved"], 3, table.notes, "undefined"), fmt.mark(row["passes"])])
     knobs = doc.req("knobs")
     table.extra_notes.append(Tex("Fitted knobs: " + ", ".join(
