@@ -264,6 +264,10 @@ def expected_evidence_of(wildcards):
     return expected_evidence(wildcards.run)
 
 
+def luck_files_of(wildcards):
+    return luck_files(wildcards.run)
+
+
 # ---------------------------------------------------------------- decisions -------------------------
 
 
@@ -273,6 +277,11 @@ def upper_condition(wildcards):
 
 def decision_runs(wildcards):
     return runs_of(wildcards.condition.upper())
+
+
+def decision_seeds(wildcards):
+    """The design's seeds: a hypothesis is decided only when every one of their pairs is admitted."""
+    return " ".join(str(seed) for seed in SCALE["seeds"][wildcards.condition.upper()])
 
 
 def decision_eval_files(wildcards):

@@ -24,12 +24,13 @@ rule decide:
         condition=upper_condition,
         eval_dirs=decision_eval_dirs,
         reference_dirs=reference_eval_dirs,
+        seeds=decision_seeds,
     conda:
         software_env()
     log:
         "results/logs/decide/{condition}.log",
     shell:
-        "paired-rollouts decide --condition {params.condition} --episodes {params.eval_dirs} "
+        "paired-rollouts decide --condition {params.condition} --seeds {params.seeds} --episodes {params.eval_dirs} "
         "--groups {input.groups} --luck {input.luck} --complete {input.complete} "
         "--reference-episodes {params.reference_dirs} --rules {input.rules} "
         "--manifest {input.pool_manifest} --out {output} > {log} 2>&1"

@@ -45,10 +45,13 @@ rule luck_share:
 
 
 rule completeness:
-    """Every expected episode and group present, pool hashes equal, one code version across attempts."""
+    """Every expected episode and group present on the design's seeds, rows and steps, no stray file, pool
+    hashes equal, one code version across attempts. `--strict`: an incomplete run fails here and is never
+    analysed (the protocol reruns it)."""
     input:
         evals=eval_files_of,
         diagnostics=diagnostic_episode_files_of,
+        luck=luck_files_of,
         groups="results/runs/{run}/groups.jsonl",
         run_manifest="results/runs/{run}/manifest.json",
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
@@ -66,4 +69,4 @@ rule completeness:
     shell:
         "paired-rollouts completeness --run {wildcards.run} --expected {params.expected:q} "
         "--evals-dir {params.evals_dir} --diagnostics {params.diagnostics_dir} --groups {input.groups} --run-manifest {input.run_manifest} "
-        "--pool-manifest {input.pool_manifest} --out {output} > {log} 2>&1"
+        "--luck {input.luck} --pool-manifest {input.pool_manifest} --strict --out {output} > {log} 2>&1"

@@ -1,0 +1,201 @@
+"""Issue 14: no pre-registered decision on partial, altered or ill-typed evidence.
+
+Each case starts from the hand-built four-run C2 study of ``test_stats_decisions`` (real completeness,
+luck-share and decide code), changes one thing, and checks that no hypothesis is decided (``passes`` is
+null with the reason) or that the input is refused with one line naming the file.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from paired_rollouts.cli import main
+from paired_rollouts.noise.seeds import eval_schedule_seed
+
+from test_stats_decisions import completeness, decide, luck, make_pools, make_run
+
+C2_HYPOTHESES = ("H1a", "H2a", "H3", "H5")
+RUNS = ["c2-paired-s0", "c2-independent-s0", "c2-paired-s1", "c2-independent-s1"]
+
+
+@pytest.fixture()
+def study(tmp_path):
+    pools = make_pools(tmp_path)
+    for seed in (0, 1):
+        for arm in ("paired", "independent"):
+            make_run(tmp_path, "C2", arm, seed, pools)
+    for r in RUNS:
+        luck(tmp_path, r)
+        assert completeness(tmp_path, r, strict=True)["complete"]
+    return tmp_path
+
+
+def _undecided(reg: dict) -> None:
+    assert reg["decided"] is False and reg["complete"] is False
+    for name in C2_HYPOTHESES:
+        assert reg[name]["passes"] is None, name
+        assert "not decided" in reg[name]["reason"]
+
+
+def _rewrite(path: Path, edit) -> None:
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in edit(rows)))
+
+
+def test_whole_study_is_decided(study):
+    reg = decide(study, "C2", RUNS)
+    assert reg["decided"] and reg["design_seeds"] == [0, 1]
+    assert reg["H2a"]["passes"] is True and reg["H5"]["passes"] is False
+
+
+def test_missing_partner_arm(study):
+    shutil.rmtree(study / "results" / "evals" / "c2-independent-s1")
+    reg = decide(study, "C2", [r for r in RUNS if r != "c2-independent-s1"])
+    _undecided(reg)
+    assert reg["seeds"] == [0] and "c2-independent-s1: no episode records given" in reg["missing"]
+
+
+def test_missing_whole_seed(study):
+    reg = decide(study, "C2", RUNS[:2])          # the design has seeds 0 and 1
+    _undecided(reg)
+    assert "c2-paired-s1: no episode records given" in reg["missing"]
+    # without the design's seeds nothing can tell a partial matrix from a whole one
+    reg = decide(study, "C2", RUNS[:2], seeds=None, out_name="noseeds.json")
+    _undecided(reg)
+
+
+@pytest.mark.parametrize("case", ["duplicate", "unknown_regime", "deleted", "schedule_seed", "stray"])
+def test_failing_completeness_is_never_analysed(study, case):
+    run = "c2-paired-s1"
+    ev = study / "results" / "evals" / run
+    f = ev / "periodic-step4-clean.jsonl"
+    if case == "duplicate":
+        _rewrite(f, lambda rows: rows + rows[:1])
+    elif case == "unknown_regime":
+        _rewrite(f, lambda rows: [{**rows[0], "regime": "noisy_p050"}, *rows[1:]])
+    elif case == "deleted":
+        f.unlink()
+    elif case == "schedule_seed":   # changed consistently across the file: only the design can tell
+        _rewrite(f, lambda rows: [{**r, "schedule_seed": r["schedule_seed"] + 1} for r in rows])
+    else:                           # a final set stamped at the wrong step
+        shutil.copy(ev / "final-step8-clean.jsonl", ev / "final-step4-clean.jsonl")
+    if case == "unknown_regime":
+        # the typed reader refuses the record outright, naming file and line
+        out = study / "results" / "runs" / run / "complete.json"
+        out.unlink()
+        with pytest.raises(AssertionError):
+            completeness(study, run, strict=True)
+        assert not out.exists()
+        return
+    comp = completeness(study, run, strict=True, rc_expected=2)
+    assert comp["complete"] is False
+    if case == "schedule_seed":
+        assert any(d["kind"] == "schedule_seed" for d in comp["defects"])
+    if case == "stray":
+        assert {"kind": "stray", "path": "evals/final-step4-clean.jsonl"}.items() <= comp["defects"][0].items()
+    _undecided(decide(study, "C2", RUNS))
+
+
+def test_unknown_regime_error_line(study, capsys):
+    f = study / "results" / "evals" / "c2-paired-s1" / "periodic-step4-clean.jsonl"
+    _rewrite(f, lambda rows: [*rows[:2], {**rows[2], "regime": "noisy_p050"}, *rows[3:]])
+    res = study / "results"
+    rc = main(["completeness", "--run", "c2-paired-s1", "--evals", str(res / "evals" / "c2-paired-s1"),
+               "--manifest", str(study / "data" / "tasks" / "MANIFEST.json"), "--out", str(study / "x.json"),
+               "--settings", json.dumps({"periodic": {"steps": [4], "pool": "validation", "tasks": 2,
+                                                      "regimes": {"clean": [1, 2]}}})])
+    err = capsys.readouterr().err
+    assert rc == 1 and f"{f}:3:" in err and "'regime'" in err and "Traceback" not in err
+
+
+def test_altered_episode_after_the_check(study):
+    f = study / "results" / "evals" / "c2-independent-s0" / "periodic-step8-at_training.jsonl"
+    _rewrite(f, lambda rows: [{**r, "true_success": True} for r in rows])
+    reg = decide(study, "C2", RUNS)
+    _undecided(reg)
+    assert any("tampered" in r for r in reg["acceptance"]["c2-independent-s0"]["reasons"])
+
+
+def test_same_named_copy_in_a_subfolder(study):
+    """The copy used to escape the hash check (files keyed by base name) and flip H2a."""
+    ev = study / "results" / "evals" / "c2-paired-s0"
+    (ev / "extra").mkdir()
+    copy = ev / "extra" / "periodic-step8-at_training.jsonl"
+    shutil.copy(ev / "periodic-step8-at_training.jsonl", copy)
+    _rewrite(copy, lambda rows: [{**r, "true_success": False} for r in rows])
+    reg = decide(study, "C2", RUNS)
+    _undecided(reg)
+    reasons = reg["acceptance"]["c2-paired-s0"]["reasons"]
+    assert "evals/extra/periodic-step8-at_training.jsonl: not covered by the completeness check" in reasons
+    # and the completeness check itself names the stray file
+    comp = completeness(study, "c2-paired-s0", strict=True, rc_expected=2)
+    assert any(d.get("path") == "evals/extra/periodic-step8-at_training.jsonl" for d in comp["defects"])
+
+
+def test_edited_groups_file(study):
+    """Editing groups.jsonl used to flip H1a under complete: true."""
+    g = study / "results" / "runs" / "c2-independent-s1" / "groups.jsonl"
+    _rewrite(g, lambda rows: [{**r, "schedule_seeds": [r["schedule_seeds"][0]] * 4} for r in rows])
+    reg = decide(study, "C2", RUNS)
+    _undecided(reg)
+    assert "groups.jsonl: sha256 differs from complete.json (tampered)" in reg["acceptance"]["c2-independent-s1"]["reasons"]
+
+
+def test_edited_luck_share_file(study):
+    lf = study / "results" / "diagnostics" / "c2-paired-s0" / "luck-step0.json"
+    data = json.loads(lf.read_text())
+    data["per_task"] = [{**t, "lam": 0.0} for t in data["per_task"]]
+    lf.write_text(json.dumps(data))
+    reg = decide(study, "C2", RUNS)
+    _undecided(reg)
+    assert any("luck-step0.json: sha256 differs" in r for r in reg["acceptance"]["c2-paired-s0"]["reasons"])
+
+
+def test_luck_share_of_other_evidence_refused(study):
+    """A luck-share file computed from other diagnostic episodes fails the completeness check."""
+    d = study / "results" / "diagnostics" / "c2-paired-s0"
+    lf = d / "luck-step0.json"
+    data = json.loads(lf.read_text())
+    data["source_sha256"] = "0" * 64
+    lf.write_text(json.dumps(data))
+    comp = completeness(study, "c2-paired-s0", strict=True, rc_expected=2)
+    assert any(d["kind"] == "luck" for d in comp["defects"])
+
+
+def test_group_swapped_off_its_training_row(study):
+    g = study / "results" / "runs" / "c2-paired-s0" / "groups.jsonl"
+    _rewrite(g, lambda rows: [{**rows[1], "step": 0, "group": 0}, {**rows[0], "step": 0, "group": 1}, *rows[2:]])
+    comp = completeness(study, "c2-paired-s0", strict=True, rc_expected=2)
+    assert any("training row" in d.get("problem", "") or "row_index" in d.get("problem", "") for d in comp["defects"])
+
+
+@pytest.mark.parametrize("value", ['"false"', "NaN", "0"])
+def test_ill_typed_success_refused(study, capsys, value):
+    """``true_success: "false"`` used to count as a success (bool("false")) and flip H2a."""
+    f = study / "results" / "evals" / "c2-independent-s0" / "periodic-step8-at_training.jsonl"
+    lines = f.read_text().splitlines()
+    lines[1] = lines[1].replace('"true_success": false', f'"true_success": {value}').replace(
+        '"true_success": true', f'"true_success": {value}')
+    f.write_text("\n".join(lines) + "\n")
+    res = study / "results"
+    rc = main(["decide", "--condition", "C2", "--episodes", *[str(res / "evals" / r) for r in RUNS],
+               "--rules", str(study / "rules.yaml"), "--manifest", str(study / "data" / "tasks" / "MANIFEST.json"),
+               "--seeds", "0", "1", "--out", str(study / "d.json")])
+    err = capsys.readouterr().err
+    assert rc == 1 and f"{f}:2:" in err and not (study / "d.json").exists()
+
+
+def test_missing_key_is_one_line(study, capsys):
+    f = study / "results" / "evals" / "c2-paired-s0" / "final-step8-clean.jsonl"
+    _rewrite(f, lambda rows: [{k: v for k, v in rows[0].items() if k != "true_success"}, *rows[1:]])
+    rc = main(["luck-share", "--episodes", str(f), "--out", str(study / "l.json")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "lacks required key 'true_success'" in err and f"{f}:1" in err
+
+
+def test_schedule_seed_identity_is_the_design(study):
+    """Records are checked against eval_schedule_seed(task, k), not only against each other."""
+    f = study / "results" / "evals" / "c2-paired-s0" / "periodic-step0-clean.jsonl"
+    rows = [json.loads(x) for x in f.read_text().splitlines()]
+    assert all(r["schedule_seed"] == eval_schedule_seed(r["task_id"], r["schedule_index"]) for r in rows)
