@@ -32,6 +32,29 @@ def runs_of(condition):
 
 
 RUNS = runs_of("C2") + runs_of("C4") + runs_of("C0")
+
+
+def refuse_non_paper_pools():
+    """GPU profiles run the paper's experiment: pools whose MANIFEST differs from the paper's hashes
+    (e.g. written by `tasks --no-check`) are refused before anything runs. The cpu profile may use them;
+    every register and table then says the pools are not the paper's."""
+    manifest = Path(TASKS_DIR) / "MANIFEST.json"
+    if ACCELERATOR == "cpu" or not manifest.is_file():
+        return
+    from paired_rollouts.backoffice.tasks import paper_pools
+
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise WorkflowError(f"{manifest}: unreadable ({exc}); restore it: git checkout -- {manifest}")
+    if not paper_pools(data):
+        raise WorkflowError(
+            f"{manifest}: the task pools are not the paper's (hashes differ from PAPER_POOL_SHA256); the "
+            f"{ACCELERATOR} profile runs only the paper's pools: git checkout -- {TASKS_DIR}"
+        )
+
+
+refuse_non_paper_pools()
 DECISION_CONDITIONS = ["c2", "c4"]
 
 

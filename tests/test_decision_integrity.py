@@ -199,3 +199,15 @@ def test_schedule_seed_identity_is_the_design(study):
     f = study / "results" / "evals" / "c2-paired-s0" / "periodic-step0-clean.jsonl"
     rows = [json.loads(x) for x in f.read_text().splitlines()]
     assert all(r["schedule_seed"] == eval_schedule_seed(r["task_id"], r["schedule_index"]) for r in rows)
+
+
+def test_non_paper_pools_are_labelled(study):
+    """The hand-built pools are not the paper's: the register and table 2 say so."""
+    from paired_rollouts.render import tables
+
+    reg = decide(study, "C2", RUNS)
+    assert reg["paper_pools"] is False
+    comp = json.loads((study / "results" / "runs" / "c2-paired-s0" / "complete.json").read_text())
+    assert comp["paper_pools"] is False
+    text = tables.render_table(2, {"decisions": [study / "dec.json"]}, "s")
+    assert "NOT the paper" in text

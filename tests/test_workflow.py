@@ -234,3 +234,21 @@ def test_an_edited_protocol_stops_the_pipeline_before_training(tmp_path: Path) -
     assert "PREREGISTRATION.md" in log
     assert not (work / "results/prereg/verification.json").exists()
     assert not (work / "results/runs/c2-paired-s0/groups.jsonl").exists()
+
+
+def test_gpu_profiles_refuse_pools_that_are_not_the_papers(tmp_path: Path) -> None:
+    """A pool edited together with a re-hashed MANIFEST (what `tasks --no-check` writes) passes every
+    manifest check; the GPU profiles compare with the paper's hashes and stop before anything runs."""
+    import hashlib
+    import json
+
+    work = _copy_repo(tmp_path)
+    pool = work / "data/tasks/test.jsonl"
+    pool.write_bytes(pool.read_bytes().replace(b'"instruction": "', b'"instruction": "Now: ', 1))
+    manifest_path = work / "data/tasks/MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["pools"]["test"]["sha256"] = hashlib.sha256(pool.read_bytes()).hexdigest()
+    manifest_path.write_text(json.dumps(manifest))
+    result = snakemake("-n", "--config", "accelerator=h100", "scale=paper", cwd=work, check=False)
+    assert result.returncode != 0
+    assert "not the paper's" in result.stdout + result.stderr

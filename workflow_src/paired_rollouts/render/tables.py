@@ -177,6 +177,15 @@ def build_table1(ctx: Context) -> TableModel:
         doc = src.load_manifest(path)
         entries.append((src.run_identity(doc), src.manifest_stack(doc)))
     entries.sort(key=lambda e: e[0].order)
+    from paired_rollouts.backoffice.tasks import PAPER_POOL_SHA256
+    from paired_rollouts.stats.completeness import _pool_hashes
+
+    for path in ctx.inputs.files("manifests"):
+        hashes = _pool_hashes(src.load_manifest(path).data)
+        # full digests only: abbreviated ones (hand-made fixtures) cannot be compared
+        if any(len(digest) == 64 and PAPER_POOL_SHA256.get(name) != digest for name, digest in hashes.items()):
+            table.extra_notes.append(fmt.escape(NON_PAPER_POOLS))
+            break
     last_condition = None
     gap = "not recorded in the run manifest"
     for ident, stack in entries:
@@ -222,6 +231,10 @@ def _int(value: Any) -> int | None:
 
 
 # ---------------------------------------------------------------- table 2: registered outcomes
+
+
+NON_PAPER_POOLS = ("The task pools are NOT the paper's (their hashes differ from the paper's frozen pools): "
+                   "these are not the paper's experiment.")
 
 
 def _verdict(block: Doc) -> bool | None:
@@ -411,6 +424,8 @@ def build_table2(ctx: Context) -> TableModel:
         _h3_rows(table, c2)
         table.rule()
         _h5_rows(table, c2)
+    if any(doc.opt("paper_pools") is False for doc in decisions):
+        table.extra_notes.append(fmt.escape(NON_PAPER_POOLS))
     for doc in decisions:
         if doc.opt("complete") is False:
             missing = doc.opt("missing") or []

@@ -164,6 +164,12 @@ def _pool_hashes(manifest: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _paper(manifest: dict[str, Any]) -> bool:
+    from paired_rollouts.backoffice.tasks import paper_pools
+
+    return paper_pools(manifest)
+
+
 def _code_of(node: dict[str, Any]) -> str | None:
     """A code version from a manifest or attempt entry: code_version, code.sources_sha256, git_commit."""
     if node.get("code_version") is not None:
@@ -493,6 +499,7 @@ def check_run(
         "files": chk.files,
         "task_pools": task_pools,
         "task_pools_match": bool(task_pools) and all(v["match"] for v in task_pools.values()),
+        "paper_pools": _paper(data_manifest),
         "code_versions": code_versions,
         "code_consistent": len(code_versions) == 1,
         "missing": chk.missing,

@@ -539,6 +539,12 @@ def _mean_dicts(dicts: list[dict[str, float]]) -> dict[str, float]:
 HYPOTHESES = ("H1a", "H2a", "H2b", "H3", "H5")
 
 
+def _is_paper(manifest: dict[str, Any]) -> bool:
+    from paired_rollouts.backoffice.tasks import paper_pools
+
+    return paper_pools(manifest)
+
+
 def _run_inputs(run: str, groups: dict[str, Any], luck: dict[str, tuple[str, Any]]) -> dict[str, str]:
     """The non-episode inputs a decision reads for ``run``, keyed as complete.json lists them."""
     out: dict[str, str] = {}
@@ -624,6 +630,7 @@ def decide(
         "seed_pairs": [[p.run, i.run] for p, i in pairs],
         "bootstrap": {"resamples": rules.resamples, "seed": rules.seed},
         "pool_sha256": dict(sorted(pools.items())),
+        "paper_pools": _is_paper(manifest),
         "rules_source": rules.source,
         "rules_sha256": rules.sha256,
         "acceptance": acceptance,
