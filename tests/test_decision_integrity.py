@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from paired_rollouts.cli import main
 from paired_rollouts.noise.seeds import eval_schedule_seed
-
 from test_stats_decisions import completeness, decide, luck, make_pools, make_run
 
 C2_HYPOTHESES = ("H1a", "H2a", "H3", "H5")
@@ -57,7 +56,7 @@ def test_missing_partner_arm(study):
 
 
 def test_missing_whole_seed(study):
-    reg = decide(study, "C2", RUNS[:2])          # the design has seeds 0 and 1
+    reg = decide(study, "C2", RUNS[:2])  # the design has seeds 0 and 1
     _undecided(reg)
     assert "c2-paired-s1: no episode records given" in reg["missing"]
     # without the design's seeds nothing can tell a partial matrix from a whole one
@@ -76,9 +75,9 @@ def test_failing_completeness_is_never_analysed(study, case):
         _rewrite(f, lambda rows: [{**rows[0], "regime": "noisy_p050"}, *rows[1:]])
     elif case == "deleted":
         f.unlink()
-    elif case == "schedule_seed":   # changed consistently across the file: only the design can tell
+    elif case == "schedule_seed":  # changed consistently across the file: only the design can tell
         _rewrite(f, lambda rows: [{**r, "schedule_seed": r["schedule_seed"] + 1} for r in rows])
-    else:                           # a final set stamped at the wrong step
+    else:  # a final set stamped at the wrong step
         shutil.copy(ev / "final-step8-clean.jsonl", ev / "final-step4-clean.jsonl")
     if case == "unknown_regime":
         # the typed reader refuses the record outright, naming file and line
@@ -93,7 +92,9 @@ def test_failing_completeness_is_never_analysed(study, case):
     if case == "schedule_seed":
         assert any(d["kind"] == "schedule_seed" for d in comp["defects"])
     if case == "stray":
-        assert {"kind": "stray", "path": "evals/final-step4-clean.jsonl"}.items() <= comp["defects"][0].items()
+        assert {"kind": "stray", "path": "evals/final-step4-clean.jsonl"}.items() <= comp["defects"][
+            0
+        ].items()
     _undecided(decide(study, "C2", RUNS))
 
 
@@ -101,10 +102,23 @@ def test_unknown_regime_error_line(study, capsys):
     f = study / "results" / "evals" / "c2-paired-s1" / "periodic-step4-clean.jsonl"
     _rewrite(f, lambda rows: [*rows[:2], {**rows[2], "regime": "noisy_p050"}, *rows[3:]])
     res = study / "results"
-    rc = main(["completeness", "--run", "c2-paired-s1", "--evals", str(res / "evals" / "c2-paired-s1"),
-               "--manifest", str(study / "data" / "tasks" / "MANIFEST.json"), "--out", str(study / "x.json"),
-               "--settings", json.dumps({"periodic": {"steps": [4], "pool": "validation", "tasks": 2,
-                                                      "regimes": {"clean": [1, 2]}}})])
+    rc = main(
+        [
+            "completeness",
+            "--run",
+            "c2-paired-s1",
+            "--evals",
+            str(res / "evals" / "c2-paired-s1"),
+            "--manifest",
+            str(study / "data" / "tasks" / "MANIFEST.json"),
+            "--out",
+            str(study / "x.json"),
+            "--settings",
+            json.dumps(
+                {"periodic": {"steps": [4], "pool": "validation", "tasks": 2, "regimes": {"clean": [1, 2]}}}
+            ),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1 and f"{f}:3:" in err and "'regime'" in err and "Traceback" not in err
 
@@ -139,7 +153,10 @@ def test_edited_groups_file(study):
     _rewrite(g, lambda rows: [{**r, "schedule_seeds": [r["schedule_seeds"][0]] * 4} for r in rows])
     reg = decide(study, "C2", RUNS)
     _undecided(reg)
-    assert "groups.jsonl: sha256 differs from complete.json (tampered)" in reg["acceptance"]["c2-independent-s1"]["reasons"]
+    assert (
+        "groups.jsonl: sha256 differs from complete.json (tampered)"
+        in reg["acceptance"]["c2-independent-s1"]["reasons"]
+    )
 
 
 def test_edited_luck_share_file(study):
@@ -165,9 +182,13 @@ def test_luck_share_of_other_evidence_refused(study):
 
 def test_group_swapped_off_its_training_row(study):
     g = study / "results" / "runs" / "c2-paired-s0" / "groups.jsonl"
-    _rewrite(g, lambda rows: [{**rows[1], "step": 0, "group": 0}, {**rows[0], "step": 0, "group": 1}, *rows[2:]])
+    _rewrite(
+        g, lambda rows: [{**rows[1], "step": 0, "group": 0}, {**rows[0], "step": 0, "group": 1}, *rows[2:]]
+    )
     comp = completeness(study, "c2-paired-s0", strict=True, rc_expected=2)
-    assert any("training row" in d.get("problem", "") or "row_index" in d.get("problem", "") for d in comp["defects"])
+    assert any(
+        "training row" in d.get("problem", "") or "row_index" in d.get("problem", "") for d in comp["defects"]
+    )
 
 
 @pytest.mark.parametrize("value", ['"false"', "NaN", "0"])
@@ -175,13 +196,31 @@ def test_ill_typed_success_refused(study, capsys, value):
     """``true_success: "false"`` used to count as a success (bool("false")) and flip H2a."""
     f = study / "results" / "evals" / "c2-independent-s0" / "periodic-step8-at_training.jsonl"
     lines = f.read_text().splitlines()
-    lines[1] = lines[1].replace('"true_success": false', f'"true_success": {value}').replace(
-        '"true_success": true', f'"true_success": {value}')
+    lines[1] = (
+        lines[1]
+        .replace('"true_success": false', f'"true_success": {value}')
+        .replace('"true_success": true', f'"true_success": {value}')
+    )
     f.write_text("\n".join(lines) + "\n")
     res = study / "results"
-    rc = main(["decide", "--condition", "C2", "--episodes", *[str(res / "evals" / r) for r in RUNS],
-               "--rules", str(study / "rules.yaml"), "--manifest", str(study / "data" / "tasks" / "MANIFEST.json"),
-               "--seeds", "0", "1", "--out", str(study / "d.json")])
+    rc = main(
+        [
+            "decide",
+            "--condition",
+            "C2",
+            "--episodes",
+            *[str(res / "evals" / r) for r in RUNS],
+            "--rules",
+            str(study / "rules.yaml"),
+            "--manifest",
+            str(study / "data" / "tasks" / "MANIFEST.json"),
+            "--seeds",
+            "0",
+            "1",
+            "--out",
+            str(study / "d.json"),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1 and f"{f}:2:" in err and not (study / "d.json").exists()
 

@@ -62,42 +62,75 @@ def _is_dict(v: Any) -> bool:
     return isinstance(v, dict)
 
 
-TYPE_WORDS = {_is_int: "an integer", _is_num: "a finite number", _is_bool: "true or false",
-              _is_str: "a non-empty string", _is_dict: "an object", _is_int_or_none: "an integer or null"}
+TYPE_WORDS = {
+    _is_int: "an integer",
+    _is_num: "a finite number",
+    _is_bool: "true or false",
+    _is_str: "a non-empty string",
+    _is_dict: "an object",
+    _is_int_or_none: "an integer or null",
+}
 
 # CONTRACT: the episode record's required keys and their types.
 EPISODE = {
-    "run": _is_str, "condition": _one_of(*CONDITIONS), "arm": _one_of(*ARMS), "seed": _is_int,
-    "phase": _one_of(*PHASES), "step": _is_int, "regime": _one_of(*REGIMES), "task_id": _is_str,
-    "schedule_index": _is_int_or_none, "schedule_seed": _is_int, "true_success": _is_bool,
-    "observed_reward": _is_num, "flipped": _is_bool, "exposed": _is_bool, "calls": _is_int,
-    "budget": _is_int, "finished": _is_bool, "faults": _is_dict,
+    "run": _is_str,
+    "condition": _one_of(*CONDITIONS),
+    "arm": _one_of(*ARMS),
+    "seed": _is_int,
+    "phase": _one_of(*PHASES),
+    "step": _is_int,
+    "regime": _one_of(*REGIMES),
+    "task_id": _is_str,
+    "schedule_index": _is_int_or_none,
+    "schedule_seed": _is_int,
+    "true_success": _is_bool,
+    "observed_reward": _is_num,
+    "flipped": _is_bool,
+    "exposed": _is_bool,
+    "calls": _is_int,
+    "budget": _is_int,
+    "finished": _is_bool,
+    "faults": _is_dict,
 }
 # CONTRACT: the training-group record (``zero_variance``/``spurious`` are derived; checked when present).
 GROUP = {
-    "run": _is_str, "step": _is_int, "group": _is_int, "task_id": _is_str,
-    "schedule_seeds": _list_of(_is_int), "true_success": _list_of(_is_bool),
-    "observed_reward": _list_of(_is_num), "advantages": _list_of(_is_num),
+    "run": _is_str,
+    "step": _is_int,
+    "group": _is_int,
+    "task_id": _is_str,
+    "schedule_seeds": _list_of(_is_int),
+    "true_success": _list_of(_is_bool),
+    "observed_reward": _list_of(_is_num),
+    "advantages": _list_of(_is_num),
 }
-GROUP_OPTIONAL = {"zero_variance": _is_bool, "spurious": _is_bool, "row_index": _is_int,
-                  "schedule_seed": _is_int}
+GROUP_OPTIONAL = {
+    "zero_variance": _is_bool,
+    "spurious": _is_bool,
+    "row_index": _is_int,
+    "schedule_seed": _is_int,
+}
 
 
 def _word(check: Any) -> str:
     return TYPE_WORDS.get(check, getattr(check, "__name__", "valid"))
 
 
-def validate(record: Any, schema: dict[str, Any], where: str, what: str,
-             optional: dict[str, Any] | None = None) -> dict[str, Any]:
+def validate(
+    record: Any, schema: dict[str, Any], where: str, what: str, optional: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Check ``record`` against ``schema`` (key -> predicate); UserError naming ``where`` and the key."""
     if not isinstance(record, dict):
         raise UserError(f"{where}: a {what} must be a JSON object")
     for key, check in schema.items():
         if key not in record:
-            raise UserError(f"{where}: {what} lacks required key '{key}' (docs/records.md); regenerate the file")
+            raise UserError(
+                f"{where}: {what} lacks required key '{key}' (docs/records.md); regenerate the file"
+            )
         if not check(record[key]):
-            raise UserError(f"{where}: {what} key '{key}' is {record[key]!r}, expected {_word(check)}; "
-                            "regenerate the file")
+            raise UserError(
+                f"{where}: {what} key '{key}' is {record[key]!r}, expected {_word(check)}; "
+                "regenerate the file"
+            )
     for key, check in (optional or {}).items():
         if key in record and not check(record[key]):
             raise UserError(f"{where}: {what} key '{key}' is {record[key]!r}, expected {_word(check)}")
@@ -121,7 +154,9 @@ def iter_groups(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         validate(rec, GROUP, where, "training-group record", GROUP_OPTIONAL)
         lengths = {len(rec[k]) for k in ("schedule_seeds", "true_success", "observed_reward", "advantages")}
         if len(lengths) != 1 or 0 in lengths:
-            raise UserError(f"{where}: training-group lists have lengths {sorted(lengths)}; each needs G entries")
+            raise UserError(
+                f"{where}: training-group lists have lengths {sorted(lengths)}; each needs G entries"
+            )
         yield line, rec
 
 
@@ -175,13 +210,22 @@ def read_run_manifest(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UserError(f"{path}: a run manifest must be a JSON object")
     attempts = data.get("attempts")
-    if attempts is not None and not (isinstance(attempts, list) and all(isinstance(a, dict) for a in attempts)):
+    if attempts is not None and not (
+        isinstance(attempts, list) and all(isinstance(a, dict) for a in attempts)
+    ):
         raise UserError(f"{path}: run manifest 'attempts' must be a list of objects")
     return data
 
 
-COMPLETE = {"run": _is_str, "complete": _is_bool, "files": _is_dict, "task_pools": _is_dict,
-            "code_versions": _list_of(_is_str), "missing": _list_of(_is_dict), "defects": _list_of(_is_dict)}
+COMPLETE = {
+    "run": _is_str,
+    "complete": _is_bool,
+    "files": _is_dict,
+    "task_pools": _is_dict,
+    "code_versions": _list_of(_is_str),
+    "missing": _list_of(_is_dict),
+    "defects": _list_of(_is_dict),
+}
 
 
 def read_completeness(path: str | Path) -> dict[str, Any]:
@@ -194,8 +238,13 @@ def read_completeness(path: str | Path) -> dict[str, Any]:
     return data
 
 
-LUCK = {"run": _is_str, "step": _is_int, "source_sha256": _is_sha256, "defects": _list_of(_is_dict),
-        "per_task": _list_of(_is_dict)}
+LUCK = {
+    "run": _is_str,
+    "step": _is_int,
+    "source_sha256": _is_sha256,
+    "defects": _list_of(_is_dict),
+    "per_task": _list_of(_is_dict),
+}
 
 
 def read_luck(path: str | Path) -> dict[str, Any]:

@@ -16,7 +16,13 @@ from typing import Any
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import iter_jsonl, sha256_file
 from paired_rollouts.noise.seeds import diagnostic_seed, eval_schedule_seed, row_order, training_schedule_seed
-from paired_rollouts.records import iter_episodes, iter_groups, read_luck, read_pool_manifest, read_run_manifest
+from paired_rollouts.records import (
+    iter_episodes,
+    iter_groups,
+    read_luck,
+    read_pool_manifest,
+    read_run_manifest,
+)
 from paired_rollouts.stats.curves import parse_run_name
 
 SETTINGS_KEYS = {"periodic", "final", "diagnostic", "training", "run", "task_filter"}
