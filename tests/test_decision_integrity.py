@@ -250,3 +250,74 @@ def test_non_paper_pools_are_labelled(study):
     assert comp["paper_pools"] is False
     text = tables.render_table(2, {"decisions": [study / "dec.json"]}, "s")
     assert "NOT the paper" in text
+
+
+# ------------------------------------------------------------------ frozen keys are applied
+
+
+def _api_decide(root: Path, cond: str, runs, edit) -> dict:
+    """decide() through the Python API with an edited rules dict (bypassing the loader's consistency
+    checks, so that an applied key is visible in the numbers, not only in a label)."""
+    import yaml
+    from paired_rollouts.records import read_pool_manifest
+    from paired_rollouts.stats.decisions import decide as decide_api
+    from paired_rollouts.stats.decisions import load_episodes, load_groups, load_inputs
+    from paired_rollouts.stats.rules import rules_from_dict
+
+    res = root / "results"
+    raw = yaml.safe_load((root / "rules.yaml").read_text())
+    edit(raw)
+    complete, luck_in = load_inputs([res / "runs" / r / "complete.json" for r in runs],
+                                    [res / "diagnostics" / r / "luck-step0.json" for r in runs])
+    return decide_api(cond, load_episodes([res / "evals" / r for r in runs]), rules_from_dict(raw),
+                      read_pool_manifest(root / "data" / "tasks" / "MANIFEST.json"),
+                      groups=load_groups([res / "runs" / r / "groups.jsonl" for r in runs]), luck=luck_in,
+                      complete=complete, expected_seeds=[0, 1])
+
+
+def test_frozen_auc_weights_apply_on_their_grid(study):
+    reg = decide(study, "C2", RUNS)   # the repository's grid is 0..100: another scale, both recorded
+    applied = reg["H2a"]["auc_weights_applied"]
+    assert applied["source"].startswith("trapezoid") and applied["rule_steps"] == [0, 20, 40, 60, 80, 100]
+
+    def on_this_grid(raw):
+        raw["periodic_steps"], raw["auc_weights"] = [0, 4, 8], [0.5, 0.25, 0.25]   # unequal on purpose
+    reg = _api_decide(study, "C2", RUNS, on_this_grid)
+    h2 = reg["H2a"]
+    assert h2["auc_weights_applied"]["source"] == "rules" and h2["auc_weights"] == [0.5, 0.25, 0.25]
+    # s0 paired .5 .75 1 -> .5*.5+.25*.75+.25*1 = .6875
+    assert h2["auc_paired"][0] == pytest.approx(0.6875)
+
+
+def test_frozen_seed_sharing_thresholds_apply(study):
+    def strict(raw):
+        raw["h1a_c2"]["independent_min_seeds_per_group"] = 5   # G = 4 cannot reach it
+    reg = _api_decide(study, "C2", RUNS, strict)
+    sharing = reg["H1a"]["seed_sharing"]["c2-independent-s0"]
+    assert sharing["independent_min_seeds_per_group"] == 5 and sharing["passes"] is False
+    assert reg["H1a"]["passes"] is False
+
+
+@pytest.fixture()
+def c4_study(tmp_path):
+    pools = make_pools(tmp_path)
+    runs = [make_run(tmp_path, "C4", arm, s, pools) for s in (0, 1) for arm in ("paired", "independent")]
+    for r in runs:
+        luck(tmp_path, r)
+        assert completeness(tmp_path, r, strict=True)["complete"]
+    return tmp_path, runs
+
+
+def test_frozen_expected_rate_applies_at_its_group_size(c4_study):
+    root, runs = c4_study
+    reg = decide(root, "C4", runs)   # G = 4 trained, rule written for G = 8: both recorded
+    h1 = reg["H1a"]
+    assert h1["G"] == 4 and h1["G_rule"] == 8 and h1["expected_independent_rate_rule"] == pytest.approx(0.5695, abs=1e-4)
+    assert h1["expected_rate_source"].startswith("closed form")
+
+    def at_g4(raw):
+        raw["h1a_c4"]["group_size"], raw["h1a_c4"]["expected_independent_rate"] = 4, 0.95
+    h1 = _api_decide(root, "C4", runs, at_g4)["H1a"]
+    assert h1["expected_rate_source"] == "rules" and h1["expected_independent_rate"] == 0.95
+    # the independent arm's rate is 1.0: within .07 of the frozen .95, so the criterion now holds
+    assert h1["rule"]["independent_criterion"] is True

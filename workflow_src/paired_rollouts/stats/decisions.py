@@ -273,6 +273,17 @@ def _final_frame(pairs: list[tuple[RunEvidence, RunEvidence]], regime: str) -> t
     return tasks, "" if tasks else f"no final task common to all runs for '{regime}'"
 
 
+def applied_auc_weights(steps: list[int], rules: DecisionRules) -> tuple[np.ndarray, dict[str, Any]]:
+    """The frozen ``auc_weights`` when the evaluated steps are the frozen grid; otherwise (a smaller
+    scale evaluates another grid) the trapezoid on the evaluated steps, recording both and which decided."""
+    frozen, grid = rules.frozen_auc_weights(steps)
+    if frozen is not None and list(steps) == grid:
+        return np.array(frozen), {"source": "rules", "rule_weights": frozen, "rule_steps": grid}
+    return auc_weights(steps), {
+        "source": "trapezoid on the evaluated steps (the frozen weights are for another step grid)",
+        "rule_weights": frozen, "rule_steps": grid}
+
+
 def hypothesis_h2(pairs, condition: str, rules: DecisionRules) -> dict[str, Any]:
     names = rules.sets(condition)
     name = H2_NAME[condition]
@@ -283,7 +294,7 @@ def hypothesis_h2(pairs, condition: str, rules: DecisionRules) -> dict[str, Any]
     final_tasks, why_final = _final_frame(pairs, names["final"])
     if why or why_final:
         return _not_computed(name, why or why_final, bootstrap=boot)
-    w = auc_weights(steps)
+    w, weights_applied = applied_auc_weights(steps, rules)
     cp = [p.curve(names["validation"], steps, tasks) for p, _ in pairs]
     ci = [i.curve(names["validation"], steps, tasks) for _, i in pairs]
     auc_p = np.array([w @ c.mean(axis=1) for c in cp])
@@ -302,7 +313,8 @@ def hypothesis_h2(pairs, condition: str, rules: DecisionRules) -> dict[str, Any]
     return round4({
         "hypothesis": name, "computed": True, "condition": condition,
         "validation_set": names["validation"], "final_set": names["final"],
-        "steps": steps, "auc_weights": w.tolist(), "tasks": len(tasks), "final_tasks": len(final_tasks),
+        "steps": steps, "auc_weights": w.tolist(), "auc_weights_applied": weights_applied,
+        "tasks": len(tasks), "final_tasks": len(final_tasks),
         "seeds": seeds, "runs": [[p.run, i.run] for p, i in pairs],
         "curve_paired": {str(s): c.mean(axis=1).tolist() for s, c in zip(seeds, cp, strict=True)},
         "curve_independent": {str(s): c.mean(axis=1).tolist() for s, c in zip(seeds, ci, strict=True)},
@@ -441,7 +453,9 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
             luck_ok = bool(lam is not None and lam["lam"] is not None and lam["ci95"][0] is not None
                            and lam["lam"] >= rules.h1a_c2_lambda_at_least
                            and lam["ci95"][0] > rules.h1a_c2_lower_bound_above)
-            sharing[ev.run] = seed_sharing(groups[ev.run], ev.arm) if ev.run in groups else None
+            sharing[ev.run] = (seed_sharing(groups[ev.run], ev.arm, rules.paired_max_seeds,
+                                            rules.independent_min_seeds, report_rule=True)
+                               if ev.run in groups else None)
             share_ok = bool(sharing[ev.run] is not None and sharing[ev.run]["passes"])
             row = {"arm": ev.arm, "luck_criterion": luck_ok, "sharing_criterion": share_ok}
             reasons = []
@@ -454,18 +468,26 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
             run_rows[ev.run] = row
         out.update(seed_sharing=sharing, runs=run_rows,
                    rule={"lambda_at_least": rules.h1a_c2_lambda_at_least,
-                         "lower_bound_above": rules.h1a_c2_lower_bound_above},
+                         "lower_bound_above": rules.h1a_c2_lower_bound_above,
+                         "paired_max_seeds_per_group": rules.paired_max_seeds,
+                         "independent_min_seeds_per_group": rules.independent_min_seeds},
                    passes=all(r["luck_criterion"] and r["sharing_criterion"] for r in run_rows.values()))
     else:
         q = rules.h1a_c4_q
         rule_size = rules.h1a_c4_group_size
         size = max(sizes) if sizes else int(rule_size or 8)
-        # the expected rate follows the group size actually trained (stand-in scale uses smaller G)
-        expected = spurious_rate_closed_form(q, size)
+        frozen = rules.h1a_c4_expected_rate
+        if frozen is not None and rule_size is not None and size == int(rule_size):
+            expected, expected_source = float(frozen), "rules"
+        else:
+            # a scale that trains another G cannot apply the frozen rate: the closed form at the trained G
+            expected = spurious_rate_closed_form(q, size)
+            expected_source = f"closed form 1-(1-q)^G-q^G at the trained G={size} (the frozen rate is for G={rule_size})"
         ind, par = out["spurious_rate_independent"], out["spurious_rate_paired"]
         ind_ok = bool(ind is not None and abs(ind - expected) <= rules.h1a_c4_independent_within)
         par_ok = bool(par is not None and par <= rules.h1a_c4_paired_at_most)
-        out.update(expected_independent_rate=expected, q=q, G=size, G_rule=rule_size, runs=per_run,
+        out.update(expected_independent_rate=expected, expected_independent_rate_rule=frozen,
+                   expected_rate_source=expected_source, q=q, G=size, G_rule=rule_size, runs=per_run,
                    rule={"independent_within": rules.h1a_c4_independent_within, "independent_criterion": ind_ok,
                          "paired_at_most": rules.h1a_c4_paired_at_most, "paired_criterion": par_ok},
                    passes=ind_ok and par_ok)
@@ -478,7 +500,8 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
 # secondary endpoints
 
 
-def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: float) -> dict[str, Any]:
+def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: float,
+              rules: DecisionRules | None = None) -> dict[str, Any]:
     """Descriptive endpoints: steps-to-threshold, AUC and final means per run, arm means, C0 contrast."""
     everyone = runs + reference
     auc_by, final_by, rec_by, stt = {}, {}, {}, {}
@@ -491,7 +514,8 @@ def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: 
             if not tasks:
                 continue
             curve = ev.curve(regime, steps, tasks).mean(axis=1)
-            auc_by[ev.run][regime] = float(auc_weights(steps) @ curve)
+            weights = applied_auc_weights(steps, rules)[0] if rules is not None else auc_weights(steps)
+            auc_by[ev.run][regime] = float(weights @ curve)
             if regime == THRESHOLD_CURVE:
                 reached = steps_to_threshold(steps, curve, threshold)
                 stt[ev.run] = {"step": reached, "censored": reached is None}
@@ -655,7 +679,7 @@ def decide(
             block["reason"] = f"{block['reason']}; {why}" if block.get("reason") else why
         block["decided"] = block["passes"] is not None
     admitted_ref = [ev for r, ev in sorted(reference.items()) if acceptance[r]["admitted"]]
-    register["secondary"] = secondary(admitted_runs, admitted_ref, rules.threshold)
+    register["secondary"] = secondary(admitted_runs, admitted_ref, rules.threshold, rules)
     return register
 
 
