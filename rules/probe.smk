@@ -6,14 +6,15 @@ wildcard_constraints:
 
 
 rule probe:
-    """Score vectors at each checkpoint of a trajectory, then the outcome- and transition-noise traces."""
+    """Score vectors at each checkpoint of a trajectory, then the outcome- and transition-noise traces
+    (the expensive part; it reads no decision rule)."""
     input:
         pools=pool_files(),
         run_manifest=probe_run_manifest,
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation", "probe"),
     output:
-        "results/probe/{trajectory}.json",
+        "results/probe/traces/{trajectory}.json",
     params:
         tasks_dir=tasks_dir_of,
         run_dir=probe_run_dir,
@@ -28,3 +29,19 @@ rule probe:
         "paired-rollouts probe run --trajectory {wildcards.trajectory} --run-dir {params.run_dir} "
         "--steps {params.steps} --model-dir {params.model} --tasks-dir {params.tasks_dir} "
         "--settings {params.settings:q} --out {output} > {log} 2>&1"
+
+
+rule probe_verdict:
+    """The H1b verdict from the frozen rules file's h1b block: editing the rules reruns this, not the probe."""
+    input:
+        traces="results/probe/traces/{trajectory}.json",
+        rules=config["decision_rules"],
+        code=sources("probe", "prereg"),
+    output:
+        "results/probe/{trajectory}.json",
+    conda:
+        software_env()
+    log:
+        "results/logs/probe_verdict/{trajectory}.log",
+    shell:
+        "paired-rollouts probe verdict --traces {input.traces} --rules {input.rules} --out {output} > {log} 2>&1"

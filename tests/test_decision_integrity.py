@@ -321,3 +321,27 @@ def test_frozen_expected_rate_applies_at_its_group_size(c4_study):
     assert h1["expected_rate_source"] == "rules" and h1["expected_independent_rate"] == 0.95
     # the independent arm's rate is 1.0: within .07 of the frozen .95, so the criterion now holds
     assert h1["rule"]["independent_criterion"] is True
+
+
+def test_probe_verdict_comes_from_the_rules_file(tmp_path, capsys):
+    """The H1b verdict used to come from code defaults; `probe verdict` applies the rules file's h1b block."""
+    import yaml
+
+    fixture = Path(__file__).parent / "fixtures" / "render" / "results" / "probe"
+    register = json.loads(sorted(fixture.glob("*.json"))[0].read_text())
+    first = sorted(register["checkpoints"], key=int)[0]
+    trace = register["checkpoints"][first]["outcome"]["mean_centered"]["trace_var"]
+    trace["paired"] = trace["independent"] * 2          # outcome wins at 2 of 3 checkpoints
+    traces = tmp_path / "traces.json"
+    traces.write_text(json.dumps(register))
+    rules = yaml.safe_load((Path(__file__).resolve().parents[1] / "prereg" / "decision_rules.yaml").read_text())
+    out = tmp_path / "probe.json"
+    for outcome in ("every", "strict_majority"):
+        rules["h1b"]["outcome"] = outcome
+        (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+        assert main(["probe", "verdict", "--traces", str(traces), "--rules", str(tmp_path / "rules.yaml"),
+                     "--out", str(out)]) == 0
+        verdict = json.loads(out.read_text())["verdict"]
+        assert verdict["rule"]["outcome"] == outcome and verdict["rule_source"] == str(tmp_path / "rules.yaml")
+        assert (verdict["outcome_wins"], verdict["checkpoints"]) == (2, 3)
+        assert verdict["outcome_noise_every_checkpoint"] is (outcome == "strict_majority")

@@ -76,7 +76,7 @@ def test_paper_dag_has_the_papers_job_counts() -> None:
     assert counts["luck_share"] == diagnostics
     assert counts["group_stats"] == runs
     assert counts["completeness"] == runs
-    assert counts["probe"] == 2
+    assert counts["probe"] == 2 and counts["probe_verdict"] == 2
     assert counts["decide"] == 2
     assert counts["render_table"] == 12
     assert counts["render_figure"] == 5
@@ -186,9 +186,12 @@ def test_editing_a_threshold_reruns_only_decisions_and_tables(touched_copy: Path
         later = time.time() + 7200
         os.utime(verification, (later, later))
         counts = _rerun_rules(work)
-    assert set(counts) <= {"prereg_verify", "decide", "render_table", "render_document", "all"}, counts
-    assert counts["decide"] == 2
-    assert "train" not in counts and "evaluate" not in counts
+    assert set(counts) <= {"prereg_verify", "decide", "probe_verdict", "render_table", "render_figure",
+                           "render_document", "all"}, counts
+    assert counts.get("render_figure", 0) <= 1   # only the probe-ratio figure reads a probe register
+    # every stage that reads a frozen key reruns (the H1b verdict too), the expensive probe does not
+    assert counts["decide"] == 2 and counts["probe_verdict"] == 2
+    assert "train" not in counts and "evaluate" not in counts and "probe" not in counts
 
 
 def test_editing_a_template_reruns_only_rendering(touched_copy: Path) -> None:
