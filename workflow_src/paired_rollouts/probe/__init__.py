@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from paired_rollouts.errors import UserError
-
 from paired_rollouts.probe.enumeration import (
     OUTCOME_VECTOR_KEYS,
     OutcomeProbe,

@@ -28,8 +28,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _verdict(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json, read_json, sha256_file
-    from paired_rollouts.probe import apply_h1b_rules
     from paired_rollouts.prereg.rules import load_decision_rules
+    from paired_rollouts.probe import apply_h1b_rules
 
     rules = load_decision_rules(args.rules)
     traces = read_json(args.traces)
