@@ -6,6 +6,11 @@ import json
 from pathlib import Path
 
 SCALE_NAME = config["scale"]
+if SCALE_NAME not in config["scales"]:
+    raise WorkflowError(
+        f"scale {SCALE_NAME!r} has no block under `scales:` in config/config.yaml (defined: "
+        f"{', '.join(sorted(config['scales']))}); pick one with --config scale=NAME or add the block"
+    )
 SCALE = config["scales"][SCALE_NAME]
 ACCELERATOR = config["accelerator"]
 TASKS_DIR = config["tasks_dir"]
@@ -340,6 +345,31 @@ def reference_eval_dirs(wildcards):
 # ---------------------------------------------------------------- probe -----------------------------
 
 TRAJECTORIES = sorted(SCALE["probe"]["trajectories"])
+
+
+def check_design():
+    """Config consistency that the schema cannot express, checked before any job runs (dry runs fail)."""
+    last = training_steps()
+    for name, steps in SCALE["diagnostics"]["steps"].items():
+        beyond = [s for s in steps if s > last]
+        if beyond:
+            raise WorkflowError(
+                f"config/config.yaml scales.{SCALE_NAME}.diagnostics.steps.{name} has steps {beyond} beyond "
+                f"the last training step {last}; remove them or train longer"
+            )
+    for name, trajectory in SCALE["probe"]["trajectories"].items():
+        where = f"config/config.yaml scales.{SCALE_NAME}.probe.trajectories.{name}"
+        if trajectory["run"] not in RUNS:
+            raise WorkflowError(
+                f"{where}: run {trajectory['run']!r} is not in the seed matrix ({', '.join(RUNS)}); "
+                "a probe may only study a run of the design"
+            )
+        beyond = [s for s in trajectory["steps"] if s > last]
+        if beyond:
+            raise WorkflowError(f"{where}: steps {beyond} beyond the last training step {last}")
+
+
+check_design()
 
 
 def trajectory_of(wildcards):

@@ -255,3 +255,49 @@ def test_gpu_profiles_refuse_pools_that_are_not_the_papers(tmp_path: Path) -> No
     result = snakemake("-n", "--config", "accelerator=h100", "scale=paper", cwd=work, check=False)
     assert result.returncode != 0
     assert "not the paper's" in result.stdout + result.stderr
+
+
+def test_config_on_the_command_line_adds_to_the_profile() -> None:
+    """`--config scale=tiny` used to replace the profile's whole `config:` block (accelerator lost) and
+    fail with a misleading 'No profile given'."""
+    result = snakemake("--profile", "cpu", "-n", "results/prereg/verification.json", "--config", "scale=tiny",
+                       check=False)
+    text = result.stdout + result.stderr
+    assert result.returncode == 0, text[-3000:]
+    assert "No profile given" not in text
+
+
+def test_missing_scale_block_is_one_clear_error(tmp_path: Path) -> None:
+    """A scale named by the profile but without its block in config/config.yaml used to be a bare KeyError."""
+    import yaml
+
+    work = _copy_repo(tmp_path)
+    path = work / "config/config.yaml"
+    data = yaml.safe_load(path.read_text())
+    del data["scales"]["tiny"]
+    path.write_text(yaml.safe_dump(data))
+    result = snakemake("--profile", "cpu", "-n", "--config", "scale=tiny", cwd=work, check=False)
+    text = result.stdout + result.stderr
+    assert result.returncode != 0 and "scale 'tiny' has no block" in text and "KeyError" not in text
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda d: d["scales"]["tiny"]["training"].update(learnig_rate=1e-3), "learnig_rate"),
+    (lambda d: d["scales"]["tiny"]["model"].update(hiden_size=8), "hiden_size"),
+    (lambda d: d["scales"]["tiny"]["probe"]["trajectories"][sorted(d["scales"]["tiny"]["probe"]["trajectories"])[0]]
+     .update(run="c2-paired-s7"), "not in the seed matrix"),
+    (lambda d: d["scales"]["tiny"]["diagnostics"]["steps"]["seed0"].append(10_000), "beyond the last training step"),
+])
+def test_config_mistakes_fail_the_dry_run(tmp_path: Path, edit, needle) -> None:
+    """A typo in training:/model: used to surface after the warm start; a probe of a run outside the seed
+    matrix silently added a training job; diagnostic steps past the last step passed the dry run."""
+    import yaml
+
+    work = _copy_repo(tmp_path)
+    path = work / "config/config.yaml"
+    data = yaml.safe_load(path.read_text())
+    edit(data)
+    path.write_text(yaml.safe_dump(data))
+    result = snakemake("--profile", "cpu", "-n", "--config", "scale=tiny", cwd=work, check=False)
+    text = result.stdout + result.stderr
+    assert result.returncode != 0 and needle in text, text[-2000:]
