@@ -230,7 +230,7 @@ def test_missing_key_is_one_line(study, capsys):
     _rewrite(f, lambda rows: [{k: v for k, v in rows[0].items() if k != "true_success"}, *rows[1:]])
     rc = main(["luck-share", "--episodes", str(f), "--out", str(study / "l.json")])
     err = capsys.readouterr().err
-    assert rc == 1 and "lacks required key 'true_success'" in err and f"{f}:1" in err
+    assert rc == 1 and "missing key 'true_success'" in err and f"{f}:1" in err
 
 
 def test_schedule_seed_identity_is_the_design(study):

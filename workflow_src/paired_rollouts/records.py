@@ -124,7 +124,7 @@ def validate(
     for key, check in schema.items():
         if key not in record:
             raise UserError(
-                f"{where}: {what} lacks required key '{key}' (docs/records.md); regenerate the file"
+                f"{where}: missing key '{key}' in the {what} (docs/records.md section 0); regenerate the file"
             )
         if not check(record[key]):
             raise UserError(
@@ -174,7 +174,7 @@ def _numbered(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def _need(data: dict[str, Any], key: str, check: Any, where: str, what: str) -> Any:
     if key not in data:
-        raise UserError(f"{where}: {what} lacks required key '{key}' (docs/records.md); regenerate it")
+        raise UserError(f"{where}: missing key '{key}' in the {what} (docs/records.md); regenerate it")
     if not check(data[key]):
         raise UserError(f"{where}: {what} key '{key}' is {data[key]!r}, expected {_word(check)}")
     return data[key]
