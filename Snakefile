@@ -58,3 +58,4 @@ rule all:
         all_luck_files(),
         group_stat_files(),
         expand("results/runs/{run}/complete.json", run=RUNS),
+        expand("results/runs/{run}/register.json", run=RUNS),

@@ -70,3 +70,25 @@ rule completeness:
         "paired-rollouts completeness --run {wildcards.run} --expected {params.expected:q} "
         "--evals-dir {params.evals_dir} --diagnostics {params.diagnostics_dir} --groups {input.groups} --run-manifest {input.run_manifest} "
         "--luck {input.luck} --pool-manifest {input.pool_manifest} --strict --out {output} > {log} 2>&1"
+
+
+rule run_register:
+    """One run's register (curves, AUC, final sets, luck per checkpoint, training curve, lineage); read
+    by `paired-rollouts verify-run` for its ACCEPT/REJECT report."""
+    input:
+        complete="results/runs/{run}/complete.json",
+        evals=eval_files_of,
+        luck=luck_files_of,
+        groups="results/runs/{run}/groups.jsonl",
+        run_manifest="results/runs/{run}/manifest.json",
+        code=sources("stats"),
+    output:
+        "results/runs/{run}/register.json",
+    params:
+        run_dir=output_folder,
+    conda:
+        software_env()
+    log:
+        "results/logs/run_register/{run}.log",
+    shell:
+        "paired-rollouts run-register --run-dir {params.run_dir} --results results --out {output} > {log} 2>&1"

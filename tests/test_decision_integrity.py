@@ -345,3 +345,40 @@ def test_probe_verdict_comes_from_the_rules_file(tmp_path, capsys):
         assert verdict["rule"]["outcome"] == outcome and verdict["rule_source"] == str(tmp_path / "rules.yaml")
         assert (verdict["outcome_wins"], verdict["checkpoints"]) == (2, 3)
         assert verdict["outcome_noise_every_checkpoint"] is (outcome == "strict_majority")
+
+
+# ------------------------------------------------------------------ per-run register and verify-run
+
+
+def _register_and_verify(root: Path, run: str, capsys) -> tuple[int, str, dict]:
+    res = root / "results"
+    run_dir = res / "runs" / run
+    assert main(["run-register", "--run-dir", str(run_dir), "--results", str(res),
+                 "--out", str(run_dir / "register.json")]) == 0
+    capsys.readouterr()
+    rc = main(["verify-run", "--run-dir", str(run_dir), "--results", str(res)])
+    return rc, capsys.readouterr().out, json.loads((run_dir / "register.json").read_text())
+
+
+def test_run_register_and_verify_run_accept(study, capsys):
+    rc, out, reg = _register_and_verify(study, "c2-paired-s0", capsys)
+    assert rc == 0 and out.startswith("c2-paired-s0: ACCEPT")
+    # hand-worked at_training curve of s0 paired: .5 .75 1 (AUC .75); two training steps
+    assert reg["curves"]["at_training"] == {"0": 0.5, "4": 0.75, "8": 1.0} and reg["auc"]["at_training"] == 0.75
+    assert reg["luck_share"]["0"]["lam"] == 1.0 and [r["step"] for r in reg["training_curve"]] == [0, 1]
+    assert "NOT the paper's" in out          # the hand-built pools are labelled
+
+
+@pytest.mark.parametrize("change", ["edit", "stray"])
+def test_verify_run_rejects(study, capsys, change):
+    ev = study / "results" / "evals" / "c2-paired-s0"
+    if change == "edit":
+        _rewrite(ev / "final-step8-clean.jsonl", lambda rows: [{**r, "true_success": True} for r in rows])
+        needle = "evals/final-step8-clean.jsonl: sha256 differs"
+    else:
+        shutil.copy(ev / "final-step8-clean.jsonl", ev / "final-step4-clean.jsonl")
+        needle = "evals/final-step4-clean.jsonl: not listed in complete.json"
+    run_dir = study / "results" / "runs" / "c2-paired-s0"
+    rc = main(["verify-run", "--run-dir", str(run_dir), "--results", str(study / "results")])
+    out = capsys.readouterr().out
+    assert rc == 3 and out.startswith("c2-paired-s0: REJECT") and needle in out

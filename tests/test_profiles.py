@@ -26,6 +26,7 @@ RULES = {
     "luck_share",
     "group_stats",
     "completeness",
+    "run_register",
     "decide",
     "probe",
     "probe_verdict",
@@ -34,7 +35,7 @@ RULES = {
     "render_document",
 }
 GPU_RULES = {"train", "evaluate", "diagnose", "probe"}
-CPU_ONLY_RULES = {"tasks", "reference", "decide", "probe_verdict", "render_table", "render_figure",
+CPU_ONLY_RULES = {"tasks", "reference", "decide", "probe_verdict", "run_register", "render_table", "render_figure",
                   "render_document"}
 EXPECTED = {
     "cpu": ("cpu", "standin"),

@@ -94,6 +94,29 @@ def _decide(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_register(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.stats.run_register import build_register
+
+    out = build_register(args.run_dir, args.results)
+    atomic_write_json(args.out, out)
+    print(f"{out['run']}: register with {len(out['curves'])} curves, {len(out['final'])} final sets, "
+          f"{len(out['checkpoints'])} checkpoints -> {args.out}")
+    return 0
+
+
+def _verify_run(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import read_json
+    from paired_rollouts.stats.run_register import format_report, verify_run
+
+    accepted, reasons, notes = verify_run(args.run_dir, args.results)
+    register_path = Path(args.run_dir) / "register.json"
+    register = read_json(register_path) if register_path.is_file() else None
+    print(format_report(Path(args.run_dir).name, accepted, reasons, notes,
+                        register if isinstance(register, dict) else None))
+    return 0 if accepted else 3
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "luck-share", help="luck share (schedule share of outcome variance) of one diagnostic checkpoint",
@@ -141,6 +164,25 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, type=Path, help="results/runs/RUN/complete.json")
     p.add_argument("--strict", action="store_true", help="exit 2 when the run is incomplete")
     p.set_defaults(handler=_completeness)
+
+    p = subparsers.add_parser(
+        "run-register", help="one run's register: curves, AUC, final sets, luck, training curve, lineage",
+        description="Gather one run's curves and AUC per evaluation set, final sets, luck share per "
+                    "diagnostic checkpoint, training curve, timing, attempts and checkpoint inventory from the "
+                    "files its completeness record lists.",
+        epilog="Output shape: docs/records.md section 3.1.")
+    p.add_argument("--run-dir", required=True, type=Path, help="results/runs/RUN")
+    p.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results)")
+    p.add_argument("--out", required=True, type=Path, help="results/runs/RUN/register.json")
+    p.set_defaults(handler=_run_register)
+
+    p = subparsers.add_parser(
+        "verify-run", help="ACCEPT or REJECT one run: re-hash its evidence, refuse unlisted files",
+        description="Re-hash every file complete.json lists, refuse files it does not list, check the "
+                    "completeness verdict, code versions and register; prints a report. Exit 0 ACCEPT, 3 REJECT.")
+    p.add_argument("--run-dir", required=True, type=Path, help="results/runs/RUN")
+    p.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results)")
+    p.set_defaults(handler=_verify_run)
 
     p = subparsers.add_parser(
         "decide", help="the pre-registered decisions (H1a, H2a/H2b, H3, H5) of one condition",
