@@ -14,7 +14,8 @@ rule probe:
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation", "probe"),
     output:
-        "results/probe/traces/{trajectory}.json",
+        traces="results/probe/traces/{trajectory}.json",
+        evidence=directory("results/probe/evidence/{trajectory}"),
     params:
         tasks_dir=tasks_dir_of,
         run_dir=probe_run_dir,
@@ -28,7 +29,7 @@ rule probe:
     shell:
         "paired-rollouts probe run --trajectory {wildcards.trajectory} --run-dir {params.run_dir} "
         "--steps {params.steps} --model-dir {params.model} --tasks-dir {params.tasks_dir} "
-        "--settings {params.settings:q} --out {output} > {log} 2>&1"
+        "--settings {params.settings:q} --evidence-dir {output.evidence} --out {output.traces} > {log} 2>&1"
 
 
 rule probe_verdict:
