@@ -16,10 +16,10 @@ rule tokenizer:
     conda:
         software_env()
     log:
-        "results/logs/tokenizer.log",
+        res("logs/tokenizer.log"),
     shell:
-        "paired-rollouts tokenizer --tasks-dir {params.tasks_dir} --settings {params.settings:q} "
-        "--out {params.folder} > {log} 2>&1"
+        "paired-rollouts tokenizer --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
+        "--out {params.folder:q} > {log:q} 2>&1"
 
 
 rule warm_start:
@@ -38,7 +38,7 @@ rule warm_start:
     conda:
         software_env()
     log:
-        "results/logs/warm_start.log",
+        res("logs/warm_start.log"),
     shell:
-        "paired-rollouts warm-start --tokenizer {params.tokenizer} --tasks-dir {params.tasks_dir} "
-        "--settings {params.settings:q} --threads {threads} --out {params.folder} > {log} 2>&1"
+        "paired-rollouts warm-start --tokenizer {params.tokenizer:q} --tasks-dir {params.tasks_dir:q} "
+        "--settings {params.settings:q} --threads {threads:q} --out {params.folder:q} > {log:q} 2>&1"

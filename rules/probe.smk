@@ -1,5 +1,5 @@
 # Stage 8: the gradient-covariance probe (H1b) over the checkpoints of one trajectory
-# (analysis_spec section 4): exact grader-mask enumeration and transition-noise resampling.
+# (docs/analysis.md#gradient-probe): exact grader-mask enumeration and transition-noise resampling.
 
 wildcard_constraints:
     trajectory=r"[a-z0-9_]+",
@@ -7,15 +7,15 @@ wildcard_constraints:
 
 rule probe:
     """Score vectors at each checkpoint of a trajectory, then the outcome- and transition-noise traces
-    (the expensive part; it reads no decision rule)."""
+    and the evidence that reproduces them (the expensive part; it reads no decision rule)."""
     input:
         pools=pool_files(),
         run_manifest=probe_run_manifest,
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation", "probe"),
     output:
-        traces="results/probe/traces/{trajectory}.json",
-        evidence=directory("results/probe/evidence/{trajectory}"),
+        traces=res("probe/traces/{trajectory}.json"),
+        evidence=directory(res("probe/evidence/{trajectory}")),
     params:
         tasks_dir=tasks_dir_of,
         run_dir=probe_run_dir,
@@ -25,24 +25,26 @@ rule probe:
     conda:
         software_env()
     log:
-        "results/logs/probe/{trajectory}.log",
+        res("logs/probe/{trajectory}.log"),
     shell:
-        "paired-rollouts probe run --trajectory {wildcards.trajectory} --run-dir {params.run_dir} "
-        "--steps {params.steps} --model-dir {params.model} --tasks-dir {params.tasks_dir} "
-        "--settings {params.settings:q} --evidence-dir {output.evidence} --out {output.traces} > {log} 2>&1"
+        "paired-rollouts probe run --trajectory {wildcards.trajectory:q} --run-dir {params.run_dir:q} "
+        "--steps {params.steps:q} --model-dir {params.model:q} --tasks-dir {params.tasks_dir:q} "
+        "--settings {params.settings:q} --evidence-dir {output.evidence:q} --out {output.traces:q} "
+        "> {log:q} 2>&1"
 
 
 rule probe_verdict:
     """The H1b verdict from the frozen rules file's h1b block: editing the rules reruns this, not the probe."""
     input:
-        traces="results/probe/traces/{trajectory}.json",
+        traces=res("probe/traces/{trajectory}.json"),
         rules=config["decision_rules"],
         code=sources("probe", "prereg"),
     output:
-        "results/probe/{trajectory}.json",
+        res("probe/{trajectory}.json"),
     conda:
         software_env()
     log:
-        "results/logs/probe_verdict/{trajectory}.log",
+        res("logs/probe_verdict/{trajectory}.log"),
     shell:
-        "paired-rollouts probe verdict --traces {input.traces} --rules {input.rules} --out {output} > {log} 2>&1"
+        "paired-rollouts probe verdict --traces {input.traces:q} --rules {input.rules:q} --out {output:q} "
+        "> {log:q} 2>&1"
