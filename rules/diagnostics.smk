@@ -86,7 +86,7 @@ rule run_register:
         res("runs/{run}/register.json"),
     params:
         run_dir=output_folder,
-        results=RESULTS,
+        results=results_root,
     conda:
         software_env()
     log:

@@ -15,7 +15,7 @@ rule probe:
         code=sources(*SIMULATOR, "training", "evaluation", "probe"),
     output:
         traces=res("probe/traces/{trajectory}.json"),
-        evidence=directory(res("probe/evidence/{trajectory}")),
+        evidence=res("probe/evidence/{trajectory}.npz"),
     params:
         tasks_dir=tasks_dir_of,
         run_dir=probe_run_dir,
@@ -29,7 +29,7 @@ rule probe:
     shell:
         "paired-rollouts probe run --trajectory {wildcards.trajectory:q} --run-dir {params.run_dir:q} "
         "--steps {params.steps:q} --model-dir {params.model:q} --tasks-dir {params.tasks_dir:q} "
-        "--settings {params.settings:q} --evidence-dir {output.evidence:q} --out {output.traces:q} "
+        "--settings {params.settings:q} --evidence {output.evidence:q} --out {output.traces:q} "
         "> {log:q} 2>&1"
 
 

@@ -47,19 +47,20 @@ def test_recompute_reproduces_the_summaries():
 
 
 def test_recompute_cli_and_a_changed_reward(tmp_path, capsys):
-    checkpoints = {}
+    checkpoints, evidence = {}, {}
     for step in (0, 4):
-        outcome, transition, evidence = _summaries(step)
+        outcome, transition, evidence[step] = _summaries(step)
         checkpoints[step] = {"outcome": outcome, "transition": transition}
-        save_evidence(tmp_path / "evidence" / f"step{step}.npz", evidence)
+    path = tmp_path / "evidence" / "a.npz"
+    save_evidence(path, evidence)
     register = tmp_path / "probe.json"
     register.write_text(json.dumps(_plain(build_probe_register("a", "c2-paired-s0", checkpoints))))
-    assert main(["probe", "recompute", "--register", str(register), "--evidence-dir", str(tmp_path / "evidence")]) == 0
+    assert main(["probe", "recompute", "--register", str(register), "--evidence", str(path)]) == 0
     assert "reproduced within 1e-06" in capsys.readouterr().out
-    evidence = load_evidence(tmp_path / "evidence" / "step4.npz")
-    evidence["clean_success"][0] = not evidence["clean_success"][0]
-    save_evidence(tmp_path / "evidence" / "step4.npz", evidence)
-    assert main(["probe", "recompute", "--register", str(register), "--evidence-dir", str(tmp_path / "evidence")]) == 1
+    stored = load_evidence(path)
+    stored[4]["clean_success"][0] = not stored[4]["clean_success"][0]
+    save_evidence(path, stored)
+    assert main(["probe", "recompute", "--register", str(register), "--evidence", str(path)]) == 1
     out = capsys.readouterr().out
     assert "step 0: " in out and "step 4: " in out and "MISMATCH" in out and "NOT reproduced" in out
 
@@ -67,7 +68,7 @@ def test_recompute_cli_and_a_changed_reward(tmp_path, capsys):
 def test_missing_evidence_is_one_line(tmp_path, capsys):
     register = tmp_path / "probe.json"
     register.write_text(json.dumps({"checkpoints": {"0": {"outcome": {}, "transition": {}}}}))
-    assert main(["probe", "recompute", "--register", str(register), "--evidence-dir", str(tmp_path)]) == 1
+    assert main(["probe", "recompute", "--register", str(register), "--evidence", str(tmp_path / "none.npz")]) == 1
     assert "probe evidence not found" in capsys.readouterr().err
 
 

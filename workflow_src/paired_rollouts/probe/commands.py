@@ -55,12 +55,12 @@ def _recompute(args: argparse.Namespace) -> int:
     register = read_json(args.register)
     if not isinstance(register, dict) or not isinstance(register.get("checkpoints"), dict):
         raise UserError(f"{args.register}: not a probe register (no 'checkpoints')")
-    rows = recompute_register(register, args.evidence_dir, args.tolerance)
+    rows = recompute_register(register, args.evidence, args.tolerance)
     for row in rows:
         print(f"step {row['step']}: max |difference| {row['max_abs_difference']:.3g}"
               + (f" at {row['where']}" if row["where"] else "") + (" OK" if row["ok"] else " MISMATCH"))
     ok = all(r["ok"] for r in rows)
-    print(f"{args.register}: {'reproduced' if ok else 'NOT reproduced'} within {args.tolerance:g} from {args.evidence_dir}")
+    print(f"{args.register}: {'reproduced' if ok else 'NOT reproduced'} within {args.tolerance:g} from {args.evidence}")
     return 0 if ok else 1
 
 
@@ -88,9 +88,9 @@ def register(subparsers) -> None:
     p.add_argument("--model-dir", required=True, type=Path, help="results/models/MODEL (base weights)")
     p.add_argument("--tasks-dir", required=True, type=Path, help="data/tasks")
     p.add_argument("--settings", default=None, help="probe design: inline JSON or @file.json")
-    p.add_argument("--evidence-dir", type=Path, default=None,
-                   help="also write per-checkpoint evidence (Gram matrices, rewards, weights, index lists) "
-                        "as stepN.npz here, for 'probe recompute'")
+    p.add_argument("--evidence", type=Path, default=None,
+                   help="also write the evidence (per checkpoint: Gram matrices, rewards, weights, index lists) "
+                        "to this .npz, for 'probe recompute'")
     p.add_argument("--out", required=True, type=Path, help="results/probe/traces/TRAJECTORY.json")
     p.set_defaults(handler=_run)
 
@@ -100,7 +100,7 @@ def register(subparsers) -> None:
                                    "alone, and compare with the register. Exit 1 if any number differs by more "
                                    "than --tolerance.")
     p.add_argument("--register", required=True, type=Path, help="results/probe/TRAJECTORY.json (or traces/)")
-    p.add_argument("--evidence-dir", required=True, type=Path, help="results/probe/evidence/TRAJECTORY")
+    p.add_argument("--evidence", required=True, type=Path, help="results/probe/evidence/TRAJECTORY.npz")
     p.add_argument("--tolerance", type=float, default=1e-6, help="largest allowed |difference| (default 1e-6)")
     p.set_defaults(handler=_recompute)
 

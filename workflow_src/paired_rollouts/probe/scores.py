@@ -154,14 +154,15 @@ def summarise_probe(clean_groups: list, diag_groups: list, *, q: float, t_ref: f
     return outcome_summary, transition_summary, evidence
 
 
-def save_evidence(path: Path, evidence: dict[str, np.ndarray]) -> None:
-    """One ``.npz`` per checkpoint, written atomically (arrays only, no pickles)."""
+def save_evidence(path: Path, by_step: dict[int, dict[str, np.ndarray]]) -> None:
+    """One ``.npz`` per trajectory (arrays only, no pickles; keys ``step{N}.{name}``), written atomically."""
     import io as _io
 
     from paired_rollouts.io import atomic_write_bytes
 
+    arrays = {f"step{int(step)}.{name}": value for step, ev in by_step.items() for name, value in ev.items()}
     buffer = _io.BytesIO()
-    np.savez(buffer, **evidence)
+    np.savez(buffer, **arrays)
     atomic_write_bytes(path, buffer.getvalue())
 
 
@@ -236,7 +237,7 @@ def max_difference(a: Any, b: Any, path: str = "") -> tuple[float, str]:
 
 
 def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: int, tasks_dir: str,
-                     settings: dict[str, Any], evidence_out: Path | None = None) -> dict[str, Any]:
+                     settings: dict[str, Any], evidence_out: dict | None = None) -> dict[str, Any]:
     """Capture clean and diagnostic rollouts at one checkpoint, score them, summarise both noise kinds."""
     from paired_rollouts.backoffice.tasks import budget_for, load_pool
     from paired_rollouts.evaluation.evaluate import diagnostic_tasks
@@ -300,7 +301,7 @@ def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: 
         resamples=settings["probe_resamples"], rng_seed=probe_rng_seed(settings["probe_seed"], step))
     rho_zero = int(sum(int((np.asarray(rho) == 0).sum()) for *_, rho, _ in diag_groups))
     if evidence_out is not None:
-        save_evidence(evidence_out, evidence)
+        evidence_out[step] = evidence
 
     end_print = engine.fingerprint()
     if end_print != start_print:
@@ -359,13 +360,13 @@ def run_probe_cli(args: Any) -> int:
     condition, _arm, seed = parse_run(run)
     trajectory = args.trajectory or run
     checkpoints = {}
+    evidence: dict[int, dict[str, np.ndarray]] = {}
     for step in args.steps:
         folder = ckpt.step_dir(run_dir, step)
         if not folder.is_dir():
             raise UserError(f"{folder}: checkpoint not found; train the run to step {step} first")
         runner = PolicyRunner(str(args.model_dir), folder, settings, str(args.tasks_dir), seed, trainable=True)
         try:
-            evidence = Path(args.evidence_dir) / f"step{step}.npz" if args.evidence_dir else None
             checkpoints[step] = probe_checkpoint(runner, run=run, condition=condition, seed=seed, step=step,
                                                  tasks_dir=str(args.tasks_dir), settings=settings,
                                                  evidence_out=evidence)
@@ -375,25 +376,35 @@ def run_probe_cli(args: Any) -> int:
               f"outcome ratio {checkpoints[step]['outcome']['mean_centered']['ratio_paired_over_independent']}")
     register = build_probe_register(trajectory, run, checkpoints, settings={
         k: settings[k] for k in settings if k.startswith("probe_") or k == "task_filter"})
+    if args.evidence:
+        save_evidence(Path(args.evidence), evidence)
     atomic_write_json(args.out, _plain(register))
     return 0
 
 
-def load_evidence(path: Path) -> dict[str, np.ndarray]:
+def load_evidence(path: Path) -> dict[int, dict[str, np.ndarray]]:
+    """{step: evidence arrays} from a trajectory's ``.npz``."""
     if not Path(path).is_file():
-        raise UserError(f"{path}: probe evidence not found; rerun 'paired-rollouts probe run --evidence-dir ...'")
+        raise UserError(f"{path}: probe evidence not found; rerun 'paired-rollouts probe run --evidence ...'")
+    out: dict[int, dict[str, np.ndarray]] = {}
     try:
         with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+            for key in data.files:
+                step, _, name = key.partition(".")
+                out.setdefault(int(step.removeprefix("step")), {})[name] = data[key]
     except (ValueError, OSError) as exc:
         raise UserError(f"{path}: not a probe evidence file ({exc})") from exc
+    return out
 
 
-def recompute_register(register: dict[str, Any], evidence_dir: Path, tolerance: float = 1e-6) -> list[dict]:
+def recompute_register(register: dict[str, Any], evidence_path: Path, tolerance: float = 1e-6) -> list[dict]:
     """Per checkpoint: the largest difference between the register's summaries and the recompute."""
+    evidence = load_evidence(evidence_path)
     rows = []
     for step, payload in sorted(register["checkpoints"].items(), key=lambda kv: int(kv[0])):
-        outcome, transition = recompute_probe(load_evidence(Path(evidence_dir) / f"step{int(step)}.npz"))
+        if int(step) not in evidence:
+            raise UserError(f"{evidence_path}: no evidence for checkpoint step {step}")
+        outcome, transition = recompute_probe(evidence[int(step)])
         recomputed = _plain({"outcome": outcome, "transition": transition})
         diff, where = max_difference({"outcome": payload["outcome"], "transition": payload["transition"]},
                                      recomputed)
