@@ -382,3 +382,73 @@ def test_verify_run_rejects(study, capsys, change):
     rc = main(["verify-run", "--run-dir", str(run_dir), "--results", str(study / "results")])
     out = capsys.readouterr().out
     assert rc == 3 and out.startswith("c2-paired-s0: REJECT") and needle in out
+
+
+# ------------------------------------------------------------------ the checks agree with the producers
+
+
+def test_records_from_the_real_row_builders_pass_completeness(sim_tasks_dir, tmp_path):
+    """The identity checks (design seeds, training rows) accept exactly what the evaluation, diagnostic
+    and training row builders produce on the real pools, and reject one record moved off its row."""
+    from paired_rollouts.evaluation.evaluate import FINAL, PERIODIC, diagnostic_rows, evaluation_rows
+    from paired_rollouts.stats.completeness import check_run
+    from paired_rollouts.training.rows import build_rows
+
+    run, cond, arm, seed = "c2-paired-s1", "C2", "paired", 1
+    base = {"task_filter": "simple_id", "eval_tasks": 2, "final_tasks": 2, "diag_pool": "validation",
+            "diag_tasks": 2, "diag_schedules": 3, "diag_samples": 2}
+
+    def episode(row, phase, step, regime):
+        return {"run": run, "condition": cond, "arm": arm, "seed": seed, "phase": phase, "step": step,
+                "regime": regime, "task_id": row["task_id"], "schedule_index": row["schedule_index"],
+                "schedule_seed": row["schedule_seed"], "true_success": False, "observed_reward": 0.0,
+                "flipped": False, "exposed": False, "calls": 1, "budget": row["budget"], "finished": True,
+                "faults": {}}
+
+    evals, diags = tmp_path / "evals", tmp_path / "diagnostics"
+    for step in (0, 2):
+        for regime in PERIODIC:
+            rows = evaluation_rows(str(sim_tasks_dir), "periodic", regime, cond, base)
+            _write_rows(evals / f"periodic-step{step}-{regime}.jsonl", [episode(r, "periodic", step, regime) for r in rows])
+    for regime in ("clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge"):
+        assert regime in FINAL
+        rows = evaluation_rows(str(sim_tasks_dir), "final", regime, cond, base)
+        _write_rows(evals / f"final-step2-{regime}.jsonl", [episode(r, "final", 2, regime) for r in rows])
+    rows = diagnostic_rows(str(sim_tasks_dir), cond, seed, base)
+    _write_rows(diags / "diag-step0.jsonl", [episode(r, "diagnostic", 0, "diag") for r in rows])
+    from paired_rollouts.backoffice.tasks import load_pool, select_tasks
+
+    train = select_tasks(load_pool(sim_tasks_dir / "train.jsonl"), "simple_id")
+    groups = [{"run": run, "step": r["step"], "group": r["group"], "row_index": r["row_index"],
+               "task_id": r["task_id"], "schedule_seed": r["schedule_seed"],
+               "schedule_seeds": [r["schedule_seed"]] * 4, "true_success": [False] * 4,
+               "observed_reward": [0.0] * 4, "advantages": [0.0] * 4}
+              for r in build_rows(train, cond, arm, seed, 2, 2)]
+    _write_rows(tmp_path / "groups.jsonl", groups)
+    manifest = json.loads((sim_tasks_dir / "MANIFEST.json").read_text())
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"pools_sha256": {k: v["sha256"] for k, v in manifest["pools"].items()}, "code": {"sources_sha256": "x"}}))
+    settings = {"run": run, "task_filter": "simple_id", "periodic_steps": [0, 2],
+                "periodic_regimes": list(PERIODIC), "final_step": 2,
+                "final_regimes": ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge"],
+                "eval_tasks": 2, "final_tasks": 2, "training_steps": 2, "prompts_per_step": 2, "num_generations": 4,
+                "diagnostic_steps": [0], "diagnostic_pool": "validation", "diagnostic_tasks": 2,
+                "diagnostic_schedules": 3, "diagnostic_samples": 2}
+
+    def check():
+        return check_run(run, settings, evals_dir=evals, diagnostics_dir=diags, groups_path=tmp_path / "groups.jsonl",
+                         run_manifest_path=tmp_path / "manifest.json",
+                         data_manifest_path=sim_tasks_dir / "MANIFEST.json")
+
+    out = check()
+    assert out["complete"], (out["missing"], out["defects"])
+    assert out["paper_pools"] is True
+    groups[1]["task_id"], groups[2]["task_id"] = groups[2]["task_id"], groups[1]["task_id"]
+    _write_rows(tmp_path / "groups.jsonl", groups)
+    out = check()
+    assert not out["complete"] and any("training row" in d.get("problem", "") for d in out["defects"])
+
+
+def _write_rows(path: Path, rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
