@@ -577,7 +577,8 @@ def _run_inputs(run: str, groups: dict[str, Any], luck: dict[str, tuple[str, Any
         out["groups.jsonl"] = digests[run][1]
     for key, (_, data) in luck.items():
         if key.startswith(f"{run}@"):
-            out[f"diagnostics/luck-step{data['step']}.json"] = data["_sha256"]
+            # luck data without a file digest (built in memory) cannot be matched and is not admitted
+            out[f"diagnostics/luck-step{data['step']}.json"] = data.get("_sha256")
     return out
 
 
