@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "stats",
     "probe",
     "render",
+    "compare",
 )
 
 
