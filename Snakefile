@@ -42,6 +42,7 @@ include: "rules/diagnostics.smk"
 include: "rules/decide.smk"
 include: "rules/probe.smk"
 include: "rules/render.smk"
+include: "rules/compare.smk"
 
 
 rule all:
@@ -50,6 +51,7 @@ rule all:
     default_target: True
     input:
         "results/paper/tables.pdf",
+        f"{RESULTS}/comparison.json",
         "results/reference/scripted_reference.json",
         decision_files(),
         probe_files(),

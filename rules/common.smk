@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 SCALE_NAME = config["scale"]
+# The results root of this scale (main moves every rule's paths under it: `results/<scale>` off paper scale).
+RESULTS = "results"
 SCALE = config["scales"][SCALE_NAME]
 ACCELERATOR = config["accelerator"]
 TASKS_DIR = config["tasks_dir"]
@@ -370,6 +372,24 @@ def all_luck_files():
     return [f for run in RUNS for f in luck_files(run)]
 
 
+def bandit_file():
+    return f"{RESULTS}/probe/bandit.json"
+
+
+def comparison_inputs():
+    """Every register a published number may name (docs/compare.md): the compare job reruns when one changes."""
+    return (decision_files() + probe_files() + [bandit_file()] + all_luck_files() + group_stat_files()
+            + [f"{RESULTS}/reference/scripted_reference.json"])
+
+
+def results_root(wildcards, output):
+    return str(Path(output[0]).parent)
+
+
+def manifest_folder(wildcards, input):
+    return str(Path(input.manifest).parent)
+
+
 def group_stat_files():
     return [f"results/runs/{run}/group_stats.json" for run in RUNS]
 
@@ -384,6 +404,14 @@ def decision_rules_file():
     return [config["decision_rules"]]
 
 
+def published_file():
+    return [config["published"]]
+
+
+def comparison_file():
+    return f"{RESULTS}/comparison.json"
+
+
 def c2_decision():
     return ["results/decisions/c2.json"]
 
@@ -396,8 +424,8 @@ def c4_decision():
 TABLE_SOURCES = {
     1: {"manifests": run_manifests},
     2: {"decisions": decision_files, "probe": probe_files, "rules": decision_rules_file},
-    3: {"decisions": c2_decision},
-    4: {"decisions": c4_decision},
+    3: {"decisions": c2_decision, "published": published_file},
+    4: {"decisions": c4_decision, "published": published_file},
     5: {"probe": probe_files},
     6: {"decisions": decision_files, "probe": probe_files, "luck": all_luck_files,
         "rules": decision_rules_file},

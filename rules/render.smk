@@ -56,6 +56,7 @@ rule render_document:
         tables=expand("results/tables/table{number}.tex", number=TABLES),
         figures=expand("results/figures/{figure}.pdf", figure=FIGURES),
         verification=verification_file(),
+        comparison=comparison_file(),
         code=RENDER_SOURCES,
         template=document_template(),
     output:
@@ -70,5 +71,5 @@ rule render_document:
         "results/logs/render/document.log",
     shell:
         "paired-rollouts render document --tables {input.tables} --figures {input.figures} "
-        "--verification {input.verification} --profile {params.profile} --scale {params.scale:q} "
+        "--verification {input.verification} --comparison {input.comparison:q} --profile {params.profile} --scale {params.scale:q} "
         "--commit {params.commit} --out {output} > {log} 2>&1"

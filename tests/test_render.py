@@ -43,6 +43,7 @@ INPUTS = {
     "probe": files("probe/*.json"),
     "decisions": [RES / "decisions/c2.json", RES / "decisions/c4.json"],
     "rules": [Path(__file__).parents[1] / "prereg" / "decision_rules.yaml"],
+    "published": [Path(__file__).parents[1] / "data" / "published" / "paper.yaml"],
 }
 
 
@@ -112,6 +113,43 @@ def test_document_compiles_without_overfull_boxes(rendered, tmp_path):
         for needle in ("abc123def456", "cpu", "stand-in", "6dc709de6f36f008", "verified",
                        "Registered outcomes", "Outcome-noise probe traces"):
             assert needle in text, needle
+
+
+def test_document_opens_with_the_published_versus_reproduced_summary(rendered, tmp_path):
+    need_latex()
+    comparison = tmp_path / "comparison.json"
+    assert cli_main(["compare", "--results", str(RES), "--published", str(INPUTS["published"][0]),
+                     "--tasks-dir", str(Path(__file__).parents[1] / "data" / "tasks"), "--scale", "standin",
+                     "--scale-label", "stand-in", "--out", str(comparison)]) == 0
+    summary = json.loads(comparison.read_text())["summary"]
+    out = tmp_path / "tables.pdf"
+    document.build_document([rendered["table3"]], [], RES / "prereg/verification.json", "cpu", "stand-in", "abc",
+                            out, strict=True, comparison=comparison)
+    text = subprocess.run(["pdftotext", "-layout", str(out), "-"], capture_output=True, text=True, check=True).stdout
+    first = text.split("\f")[1]  # the page after the title page
+    assert "Published versus reproduced" in first
+    assert f"{summary['reproduced']} of {summary['entries']} published numbers reproduced within rounding" in first
+    assert "a mismatch with the published numbers is expected" in " ".join(first.split())
+    assert summary["reproduced"] >= 1 and summary["entries"] > 200
+
+
+def test_tables_3_and_4_show_the_published_values_under_the_reproduced(rendered):
+    from paired_rollouts.compare.published import load_published
+
+    pub = {e.id: e.value for e in load_published(INPUTS["published"][0]).entries}
+    for number, cond in ((3, "c2"), (4, "c4")):
+        text = rendered[f"table{number}"].read_text()
+        assert "Published (the paper" in text
+        published_rows = rows_of("\\midrule\n" + text.split("Published (the paper", 1)[1].split("\n", 1)[1])
+        seeds = [r for r in published_rows if r[0] in ("0", "1", "2")]
+        assert [r[0] for r in seeds] == ["0", "1", "2"]
+        for row in seeds:
+            s = row[0]
+            assert fmt.parse_number(row[1]) == pytest.approx(round(pub[f"{cond}.auc.paired.s{s}"], 3))
+            assert fmt.parse_number(row[2]) == pytest.approx(round(pub[f"{cond}.auc.independent.s{s}"], 3))
+            assert fmt.parse_number(row[3]) == pytest.approx(round(pub[f"{cond}.auc.difference.s{s}"], 3))
+        mean = next(r for r in published_rows if r[0] == "mean")
+        assert fmt.parse_number(mean[3]) == pytest.approx(pub[f"{cond}.auc.difference.mean"])
 
 
 def test_document_is_reproducible(rendered, tmp_path):

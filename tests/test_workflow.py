@@ -81,6 +81,7 @@ def test_paper_dag_has_the_papers_job_counts() -> None:
     assert counts["render_table"] == 12
     assert counts["render_figure"] == 5
     assert counts["render_document"] == 1
+    assert counts["compare"] == 1 and counts["probe_bandit"] == 1
     assert counts["tasks"] == 1 and counts["reference"] == 1 and counts["prereg_verify"] == 1
     # No stand-in model is built for the real model.
     assert "tokenizer" not in counts and "warm_start" not in counts
@@ -186,7 +187,7 @@ def test_editing_a_threshold_reruns_only_decisions_and_tables(touched_copy: Path
         later = time.time() + 7200
         os.utime(verification, (later, later))
         counts = _rerun_rules(work)
-    assert set(counts) <= {"prereg_verify", "decide", "render_table", "render_document", "all"}, counts
+    assert set(counts) <= {"prereg_verify", "decide", "render_table", "render_document", "compare", "all"}, counts
     assert counts["decide"] == 2
     assert "train" not in counts and "evaluate" not in counts
 

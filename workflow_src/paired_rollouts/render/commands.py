@@ -71,6 +71,7 @@ def register(subparsers) -> None:
     document.add_argument("--profile", required=True, help="the Snakemake profile (cpu, h100, mi300x)")
     document.add_argument("--scale", required=True, help="scale label (stand-in, paper)")
     document.add_argument("--commit", required=True, help="git commit the pipeline ran from")
+    document.add_argument("--comparison", default=None, help="RESULTS/comparison.json: opens with a summary page")
     document.add_argument("--strict", action="store_true", help="fail on overfull boxes (CI)")
     document.add_argument("--out", required=True, help="output PDF, e.g. results/paper/tables.pdf")
     document.set_defaults(handler=_document)
@@ -98,5 +99,5 @@ def _document(args) -> int:
 
     document.build_document([Path(t) for t in args.tables], [Path(f) for f in args.figures],
                             Path(args.verification), args.profile, args.scale, args.commit, Path(args.out),
-                            strict=args.strict)
+                            strict=args.strict, comparison=Path(args.comparison) if args.comparison else None)
     return 0

@@ -86,6 +86,52 @@ def verification_context(path: Path) -> dict[str, Any]:
     }
 
 
+FAMILIES = {
+    "c2": "C2 learning: AUC, final success (tables 3, 7)", "c4": "C4 learning: AUC, final success (tables 4, 8)",
+    "c0": "C0 clean-trained reference", "h3": "H3 recovery challenge", "h5": "H5 held-out fault types",
+    "luck": "Luck share (H1a)", "seed_sharing": "Schedule-seed sharing (H1a)",
+    "spurious": "Spurious-variance groups (H1a, C4)", "zero_variance": "Zero-variance groups (table 10)",
+    "probe": "Gradient probe (tables 5, 12; figure 5)", "bandit": "Aligned-scalar bandit (appendix A.1)",
+    "reference": "Scripted reference agent", "pools": "Task pools", "curve": "Learning curves (blog post)",
+    "budget": "Training budget",
+}
+
+
+def comparison_context(path: Path | None) -> dict[str, Any]:
+    """The summary page: N of M published numbers reproduced, by family, and whether a mismatch is expected."""
+    if path is None:
+        return {"comparison": None}
+    data = io.read_json(path)
+    try:
+        entries, summary = data["entries"], data["summary"]
+    except (KeyError, TypeError):
+        raise UserError(f"{path}: not a comparison.json (no 'entries'/'summary'); run `paired-rollouts compare`")
+    by: dict[str, dict[str, int]] = {}
+    for row in entries:
+        family = str(row["id"]).split(".")[0]
+        counts = by.setdefault(family, {"entries": 0, "reproduced": 0, "differs": 0, "not computed": 0})
+        counts["entries"] += 1
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    rows = [{"label": fmt.escape(FAMILIES.get(f, f)), "entries": fmt.integer(c["entries"]),
+             "reproduced": fmt.integer(c["reproduced"]), "differs": fmt.integer(c["differs"]),
+             "missing": fmt.integer(c["not computed"])} for f, c in by.items()]
+    expected = bool(data.get("mismatch_expected"))
+    label = str(data.get("scale_label", data.get("scale", "?")))
+    note = (f"This document was made at {label} scale: its runs are not the paper's (another model, fewer runs, "
+            "steps and tasks), so a mismatch with the published numbers is expected and says nothing about the "
+            "study. The numbers that do not depend on the runs (the scripted reference, the bandit, the task "
+            "pools) must agree at every scale." if expected else
+            "Paper scale: every published number should be reproduced within its printed rounding; a difference "
+            "is a finding, listed with its reason in comparison.json.")
+    return {"comparison": {
+        "headline": fmt.escape(f"{summary['reproduced']} of {summary['entries']} published numbers reproduced "
+                               "within rounding"),
+        "detail": fmt.escape(f"{summary['differs']} differ; {summary['not computed']} cannot be computed from "
+                             "this results root (their reasons are in the comparison file)."),
+        "note": fmt.escape(note), "rows": rows, "source": str(path),
+    }}
+
+
 def _latex_env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("SOURCE_DATE_EPOCH", "0")
@@ -126,15 +172,16 @@ def overfull_boxes(log: str) -> list[str]:
 
 
 def build_document(tables: list[Path], figure_files: list[Path], verification: Path, profile: str, scale: str,
-                   commit: str, out: Path, strict: bool = False) -> list[str]:
+                   commit: str, out: Path, strict: bool = False, comparison: Path | None = None) -> list[str]:
     """Compile the document to ``out``; returns the overfull-box warnings (an error when ``strict``)."""
-    for path in [*tables, *figure_files, verification]:
+    for path in [*tables, *figure_files, verification, *([comparison] if comparison else [])]:
         if not Path(path).is_file():
             raise UserError(f"{path}: file not found; build it first")
     names = [Path(t).name for t in tables]
     if len(set(names)) != len(names):
         raise UserError("--tables: two tables with the same file name")
     context = verification_context(Path(verification))
+    context.update(comparison_context(Path(comparison) if comparison else None))
     workdir = Path(tempfile.mkdtemp(prefix="paired-rollouts-render-"))
     (workdir / "tables").mkdir()
     (workdir / "figures").mkdir()

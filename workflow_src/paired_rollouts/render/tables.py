@@ -505,11 +505,61 @@ def _primary_table(ctx: Context, condition: str, name: str, title: str, with_ref
     cells += ["", "", ""] + ([""] if with_reference else [])
     table.add(cells)
     boot = decision.opt("bootstrap") or {}
+    _published_primary(ctx, table, condition, with_reference)
     table.extra_notes.append(fmt.escape(
         f"{name} {'passes' if block.req('passes') else 'misses'}; bootstrap: {boot.get('resamples')} resamples, "
         f"seed {boot.get('seed')}; {block.opt('tasks')} validation tasks, {block.opt('final_tasks', default='?')} "
         "final tasks."))
     return table
+
+
+def published_values(ctx: Context) -> dict[str, Any] | None:
+    """Published values by entry id (data/published/paper.yaml) in the register's unit, or None without it."""
+    files = ctx.inputs.files("published") if "published" in ctx.inputs.declared else []
+    if not files:
+        return None
+    from paired_rollouts.compare.published import load_published
+
+    return {e.id: (e.value / e.scale if isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
+                   else e.value) for e in load_published(files[0]).entries}
+
+
+def _published_primary(ctx: Context, table: TableModel, condition: str, with_reference: bool) -> None:
+    """The paper's values under the reproduced ones, in the same columns (tables 3 and 4)."""
+    pub = published_values(ctx)
+    if pub is None:
+        return
+    c = condition.lower()
+    regime = "noisy_p025" if c == "c2" else "clean"
+    table.rule()
+    table.section("Published (the paper; per-seed values from the original study's registers)")
+    seeds = sorted({int(k.rsplit(".s", 1)[1]) for k in pub if k.startswith(f"{c}.auc.paired.s")})
+    for seed in seeds:
+        fp, fi = pub.get(f"{c}.final.paired.s{seed}"), pub.get(f"{c}.final.independent.s{seed}")
+        cells = [fmt.integer(seed), fmt.prop(pub.get(f"{c}.auc.paired.s{seed}")),
+                 fmt.prop(pub.get(f"{c}.auc.independent.s{seed}")),
+                 fmt.signed(pub.get(f"{c}.auc.difference.s{seed}"))]
+        if with_reference:
+            cells.append(Tex(""))
+        cells += [fmt.prop(fp), fmt.prop(fi), fmt.signed(_diff(fp, fi))]
+        if with_reference:
+            cells.append(Tex(""))
+        table.add(cells)
+    cells = [Tex("mean"), Tex(""), Tex(""), fmt.signed(pub.get(f"{c}.auc.difference.mean"))]
+    if with_reference:
+        cells.append(Tex(""))
+    cells += [fmt.prop(pub.get(f"{c}.final.{regime}.paired.mean")),
+              fmt.prop(pub.get(f"{c}.final.{regime}.independent.mean")),
+              fmt.signed(pub.get(f"{c}.final.difference.mean"))]
+    if with_reference:
+        cells.append(fmt.prop(pub.get(f"c0.final.{regime}.mean")))
+    table.add(cells)
+    low, high = pub.get(f"{c}.auc.difference.ci95.low"), pub.get(f"{c}.auc.difference.ci95.high")
+    cells = [Tex("95\\,\\% CI"), "", "", fmt.interval([low, high], notes=table.notes) if low is not None else ""]
+    if with_reference:
+        cells.append("")
+    cells += ["", "", ""] + ([""] if with_reference else [])
+    table.add(cells)
 
 
 def build_table3(ctx: Context) -> TableModel:
@@ -1095,6 +1145,8 @@ def build_table12(ctx: Context) -> TableModel:
 _EPISODES = KeySpec("episode records: results/evals/RUN/*.jsonl files (or folders)")
 _DECISIONS = KeySpec("decision registers results/decisions/{c2,c4}.json")
 _PROBE = KeySpec("probe registers results/probe/TRAJECTORY.json")
+_PUBLISHED = KeySpec("data/published/paper.yaml: the paper's values, shown under the reproduced ones", required=False,
+                     many=False)
 
 TABLES: dict[int, TableSpec] = {
     1: TableSpec(1, "Run matrix", {"manifests": KeySpec("run manifests results/runs/RUN/manifest.json")},
@@ -1105,11 +1157,11 @@ TABLES: dict[int, TableSpec] = {
         "rules": KeySpec("prereg/decision_rules.yaml (hash checked against the registers)", required=False,
                          many=False),
     }, build_table2),
-    3: TableSpec(3, "C2 primary endpoints by seed", {"decisions": KeySpec("the C2 decision register")},
-                 build_table3),
+    3: TableSpec(3, "C2 primary endpoints by seed", {"decisions": KeySpec("the C2 decision register"),
+                                                     "published": _PUBLISHED}, build_table3),
     4: TableSpec(4, "C4 primary endpoints by seed",
-                 {"decisions": KeySpec("the C4 decision register (its secondary block holds the C0 reference)")},
-                 build_table4),
+                 {"decisions": KeySpec("the C4 decision register (its secondary block holds the C0 reference)"),
+                  "published": _PUBLISHED}, build_table4),
     5: TableSpec(5, "Probe ratios by checkpoint", {"probe": _PROBE}, build_table5),
     6: TableSpec(6, "Registered predictions and outcomes", {
         "decisions": KeySpec("decision registers", required=False),
