@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from paired_rollouts.cli import main
 from paired_rollouts.compare.compare import Registers, compare
 from paired_rollouts.compare.published import load_published
@@ -44,21 +43,38 @@ def _groups(run: str, *, n: int, zero_var: int, all_correct: int = 0, spurious: 
             truth, obs = [False] * 8, [0.0] * 8
         else:  # mixed
             truth, obs = [True, False] * 4, [1.0, 0.0] * 4
-        out.append({"run": run, "step": i // 24, "group": i % 24, "task_id": f"train-{i % 24:05d}",
-                    "schedule_seeds": seeds, "true_success": truth, "observed_reward": obs,
-                    "advantages": [0.0] * 8})
+        out.append(
+            {
+                "run": run,
+                "step": i // 24,
+                "group": i % 24,
+                "task_id": f"train-{i % 24:05d}",
+                "schedule_seeds": seeds,
+                "true_success": truth,
+                "observed_reward": obs,
+                "advantages": [0.0] * 8,
+            }
+        )
     return out
 
 
 def _write_group_stats(root: Path) -> None:
     from paired_rollouts.stats.groups import group_statistics
 
-    zero = {"c2-paired-s0": 1249, "c2-paired-s1": 1270, "c2-paired-s2": 1284,  # 52.0 %, 52.9 %, 53.5 %
-            "c2-independent-s0": 310, "c2-independent-s1": 312, "c2-independent-s2": 318}  # ~13 %
+    zero = {
+        "c2-paired-s0": 1249,
+        "c2-paired-s1": 1270,
+        "c2-paired-s2": 1284,  # 52.0 %, 52.9 %, 53.5 %
+        "c2-independent-s0": 310,
+        "c2-independent-s1": 312,
+        "c2-independent-s2": 318,
+    }  # ~13 %
     for run, z in zero.items():
         stats = group_statistics(_groups(run, n=2400, zero_var=z), q=None)
         atomic_write_json(root / "runs" / run / "group_stats.json", stats)
-    stats = group_statistics(_groups("c4-independent-s0", n=240, zero_var=10, all_correct=100, spurious=57), q=0.1)
+    stats = group_statistics(
+        _groups("c4-independent-s0", n=240, zero_var=10, all_correct=100, spurious=57), q=0.1
+    )
     atomic_write_json(root / "runs" / "c4-independent-s0" / "group_stats.json", stats)
 
 
@@ -67,24 +83,59 @@ def _decision_c2() -> dict:
     auc_p, auc_i = [0.6406, 0.6211, 0.6258], [0.5867, 0.6227, 0.5672]
     fin_p, fin_i = [0.6538, 0.6412, 0.71], [0.6138, 0.6312, 0.6075]
     diffs = [round(p - i, 4) for p, i in zip(auc_p, auc_i, strict=True)]
-    curves = {"paired": {"at_training": [54.4, 60.4, 60.7, 67.7, 64.6, 68.0], "challenge": [55.7, 58.3, 67.7, 71.9, 76.6, 76.6]},
-              "independent": {"at_training": [52.1, 56.0, 57.3, 58.9, 66.1, 63.5],
-                              "challenge": [56.3, 64.1, 64.6, 67.2, 68.2, 69.8]},
-              "clean": {"at_training": [51.6, 55.9, 55.1, 57.4, 55.9, 56.6], "challenge": [54.7, 53.9, 57.0, 57.0, 58.6, 57.8]}}
-    finals = {"paired": {"noisy_p025": round(sum(fin_p) / 3, 4), "challenge": 0.7221},
-              "independent": {"noisy_p025": round(sum(fin_i) / 3, 4), "challenge": 0.6870},
-              "clean": {"noisy_p025": 0.5641, "challenge": 0.5679}}
-    arms = {arm: {"final": finals[arm], "curve": {reg: {str(s): v / 100 for s, v in zip(B_STEPS, vals, strict=True)}
-                                                  for reg, vals in curves[arm].items()}} for arm in finals}
-    return {"condition": "C2",
-            "H2a": {"auc_paired": auc_p, "auc_independent": auc_i, "auc_difference_by_seed": diffs,
-                    "auc_difference_mean": round(sum(diffs) / 3, 4), "auc_difference_ci95": [-0.0039, 0.0779],
-                    "final_paired_by_seed": fin_p, "final_independent_by_seed": fin_i,
-                    "final_difference_mean": round((sum(fin_p) - sum(fin_i)) / 3, 4)},
-            "H3": {"difference_by_seed": [0.0729, 0.0156, 0.0729], "difference_mean": 0.0538, "ci95": [-0.0104, 0.1215]},
-            "H5": {"difference_by_seed": [0.0063, 0.01, 0.0525], "difference_mean": 0.0229,
-                   "difference_ci90": [-0.0037, 0.0525]},
-            "secondary": {"arms": arms}}
+    curves = {
+        "paired": {
+            "at_training": [54.4, 60.4, 60.7, 67.7, 64.6, 68.0],
+            "challenge": [55.7, 58.3, 67.7, 71.9, 76.6, 76.6],
+        },
+        "independent": {
+            "at_training": [52.1, 56.0, 57.3, 58.9, 66.1, 63.5],
+            "challenge": [56.3, 64.1, 64.6, 67.2, 68.2, 69.8],
+        },
+        "clean": {
+            "at_training": [51.6, 55.9, 55.1, 57.4, 55.9, 56.6],
+            "challenge": [54.7, 53.9, 57.0, 57.0, 58.6, 57.8],
+        },
+    }
+    finals = {
+        "paired": {"noisy_p025": round(sum(fin_p) / 3, 4), "challenge": 0.7221},
+        "independent": {"noisy_p025": round(sum(fin_i) / 3, 4), "challenge": 0.6870},
+        "clean": {"noisy_p025": 0.5641, "challenge": 0.5679},
+    }
+    arms = {
+        arm: {
+            "final": finals[arm],
+            "curve": {
+                reg: {str(s): v / 100 for s, v in zip(B_STEPS, vals, strict=True)}
+                for reg, vals in curves[arm].items()
+            },
+        }
+        for arm in finals
+    }
+    return {
+        "condition": "C2",
+        "H2a": {
+            "auc_paired": auc_p,
+            "auc_independent": auc_i,
+            "auc_difference_by_seed": diffs,
+            "auc_difference_mean": round(sum(diffs) / 3, 4),
+            "auc_difference_ci95": [-0.0039, 0.0779],
+            "final_paired_by_seed": fin_p,
+            "final_independent_by_seed": fin_i,
+            "final_difference_mean": round((sum(fin_p) - sum(fin_i)) / 3, 4),
+        },
+        "H3": {
+            "difference_by_seed": [0.0729, 0.0156, 0.0729],
+            "difference_mean": 0.0538,
+            "ci95": [-0.0104, 0.1215],
+        },
+        "H5": {
+            "difference_by_seed": [0.0063, 0.01, 0.0525],
+            "difference_mean": 0.0229,
+            "difference_ci90": [-0.0037, 0.0525],
+        },
+        "secondary": {"arms": arms},
+    }
 
 
 def _decision_c4() -> dict:
@@ -97,43 +148,91 @@ def _decision_c4() -> dict:
     for s in range(3):
         final_runs[f"c4-paired-s{s}"] = {"at_training": at_training_p[s], "clean": fin_p[s]}
         final_runs[f"c4-independent-s{s}"] = {"at_training": at_training_i[s], "clean": fin_i[s]}
-    curves = {"paired": [81.8, 82.5, 86.5, 87.5, 89.8, 89.8], "independent": [81.8, 83.6, 86.7, 85.9, 89.8, 87.8],
-              "clean": [81.3, 81.6, 88.3, 92.6, 91.0, 89.5]}
+    curves = {
+        "paired": [81.8, 82.5, 86.5, 87.5, 89.8, 89.8],
+        "independent": [81.8, 83.6, 86.7, 85.9, 89.8, 87.8],
+        "clean": [81.3, 81.6, 88.3, 92.6, 91.0, 89.5],
+    }
     arms = {}
     for arm, vals in curves.items():
-        final = {"clean": {"paired": round(sum(fin_p) / 3, 4), "independent": round(sum(fin_i) / 3, 4),
-                           "clean": 0.8988}[arm]}
+        final = {
+            "clean": {
+                "paired": round(sum(fin_p) / 3, 4),
+                "independent": round(sum(fin_i) / 3, 4),
+                "clean": 0.8988,
+            }[arm]
+        }
         if arm != "clean":
             members = [final_runs[f"c4-{arm}-s{s}"]["at_training"] for s in range(3)]
             final["at_training"] = round(sum(members) / 3, 4)
-        arms[arm] = {"final": final, "curve": {"clean": {str(s): v / 100 for s, v in zip(B_STEPS, vals, strict=True)}}}
-    return {"condition": "C4",
-            "H1a": {"spurious_rates": {"independent": {"all_correct_groups": 3726, "spurious": 2080, "rate": 2080 / 3726},
-                                       "paired": {"all_correct_groups": 3989, "spurious": 0, "rate": 0.0}}},
-            "H2b": {"auc_paired": auc_p, "auc_independent": auc_i, "auc_difference_by_seed": diffs,
-                    "auc_difference_mean": round(sum(diffs) / 3, 4), "auc_difference_ci95": [-0.0286, 0.0326],
-                    "final_paired_by_seed": fin_p, "final_independent_by_seed": fin_i,
-                    "final_difference_mean": round((sum(fin_p) - sum(fin_i)) / 3, 4)},
-            "secondary": {"arms": arms, "final": final_runs}}
+        arms[arm] = {
+            "final": final,
+            "curve": {"clean": {str(s): v / 100 for s, v in zip(B_STEPS, vals, strict=True)}},
+        }
+    return {
+        "condition": "C4",
+        "H1a": {
+            "spurious_rates": {
+                "independent": {"all_correct_groups": 3726, "spurious": 2080, "rate": 2080 / 3726},
+                "paired": {"all_correct_groups": 3989, "spurious": 0, "rate": 0.0},
+            }
+        },
+        "H2b": {
+            "auc_paired": auc_p,
+            "auc_independent": auc_i,
+            "auc_difference_by_seed": diffs,
+            "auc_difference_mean": round(sum(diffs) / 3, 4),
+            "auc_difference_ci95": [-0.0286, 0.0326],
+            "final_paired_by_seed": fin_p,
+            "final_independent_by_seed": fin_i,
+            "final_difference_mean": round((sum(fin_p) - sum(fin_i)) / 3, 4),
+        },
+        "secondary": {"arms": arms, "final": final_runs},
+    }
 
 
 def _luck(root: Path) -> None:
-    step0 = {"c2-paired-s0": (0.3467, 0.2395), "c2-independent-s0": (0.3524, 0.2207),
-             "c2-paired-s1": (0.3801, 0.2614), "c2-independent-s1": (0.3801, 0.2589),
-             "c2-paired-s2": (0.3323, 0.2077), "c2-independent-s2": (0.3323, 0.2094)}
+    step0 = {
+        "c2-paired-s0": (0.3467, 0.2395),
+        "c2-independent-s0": (0.3524, 0.2207),
+        "c2-paired-s1": (0.3801, 0.2614),
+        "c2-independent-s1": (0.3801, 0.2589),
+        "c2-paired-s2": (0.3323, 0.2077),
+        "c2-independent-s2": (0.3323, 0.2094),
+    }
     step100 = dict(zip(C2_RUNS, [0.4420, 0.4805, 0.5221, 0.5310, 0.4690, 0.4950], strict=True))
     for run, (lam, lo) in step0.items():
-        atomic_write_json(root / "diagnostics" / run / "luck-step0.json", {"run": run, "step": 0, "lam": lam,
-                                                                           "ci95": [lo, lam + 0.12]})
-        atomic_write_json(root / "diagnostics" / run / "luck-step100.json", {"run": run, "step": 100,
-                                                                             "lam": step100[run], "ci95": [0.3, 0.6]})
+        atomic_write_json(
+            root / "diagnostics" / run / "luck-step0.json",
+            {"run": run, "step": 0, "lam": lam, "ci95": [lo, lam + 0.12]},
+        )
+        atomic_write_json(
+            root / "diagnostics" / run / "luck-step100.json",
+            {"run": run, "step": 100, "lam": step100[run], "ci95": [0.3, 0.6]},
+        )
 
 
 def _probe(root: Path) -> None:
-    out_red = {("b", 0): 21, ("b", 20): 24, ("b", 40): 29, ("b", 60): 26, ("b", 80): 28, ("b", 100): 29,
-               ("a", 80): 30, ("a", 100): 27}
-    tr_red = {("b", 0): 40, ("b", 20): 48, ("b", 40): 58, ("b", 60): 61, ("b", 80): 62, ("b", 100): 63,
-              ("a", 80): 61, ("a", 100): 62}
+    out_red = {
+        ("b", 0): 21,
+        ("b", 20): 24,
+        ("b", 40): 29,
+        ("b", 60): 26,
+        ("b", 80): 28,
+        ("b", 100): 29,
+        ("a", 80): 30,
+        ("a", 100): 27,
+    }
+    tr_red = {
+        ("b", 0): 40,
+        ("b", 20): 48,
+        ("b", 40): 58,
+        ("b", 60): 61,
+        ("b", 80): 62,
+        ("b", 100): 63,
+        ("a", 80): 61,
+        ("a", 100): 62,
+    }
     lr = dict(zip(out_red, [0.27, 0.25, 0.22, 0.21, 0.19, 0.2, 0.23, 0.24], strict=True))
     rho0 = dict(zip(out_red, [0.039, 0.05, 0.072, 0.06, 0.055, 0.045, 0.041, 0.066], strict=True))
     mask = dict(zip(out_red, [0.29, 0.31, 0.37, 0.33, 0.3, 0.35, 0.32, 0.34], strict=True))
@@ -145,20 +244,40 @@ def _probe(root: Path) -> None:
             c = (traj, step) if (traj, step) in out_red else ("b", 0)
             ti, tt = 1.0e5, 1.2e5
             checkpoints[str(step)] = {
-                "step": step, "counts": {"rho_zero_fraction": rho0[c]},
-                "outcome": {"lhs_over_rhs": lr[c], "mean_centered": {
-                    "ratio_paired_over_independent": 1 - out_red[c] / 100,
-                    "ratio_within_paired_over_independent": 1 - removed[c],
-                    "trace_var": {"independent": ti}, "trace_var_within": {"independent": mask[c] * ti},
-                    "identity_residual": 1.2e-11},
-                    "implemented": {"ratio_paired_over_independent": 0.8}},
-                "transition": {"mean_centered": {
-                    "ratio_paired_over_independent": 1 - tr_red[c] / 100,
-                    "trace_var": {"independent_resampled": tt},
-                    "trace_var_within": {"independent_resampled": within_t[c] * tt}},
-                    "implemented": {"ratio_paired_over_independent": 1.044 if (traj, step) == ("b", 40) else 0.7}}}
-        atomic_write_json(root / "probe" / f"{traj}.json", {"trajectory": traj, "run": run, "steps": steps,
-                                                             "checkpoints": checkpoints, "verdict": {"passes": True}})
+                "step": step,
+                "counts": {"rho_zero_fraction": rho0[c]},
+                "outcome": {
+                    "lhs_over_rhs": lr[c],
+                    "mean_centered": {
+                        "ratio_paired_over_independent": 1 - out_red[c] / 100,
+                        "ratio_within_paired_over_independent": 1 - removed[c],
+                        "trace_var": {"independent": ti},
+                        "trace_var_within": {"independent": mask[c] * ti},
+                        "identity_residual": 1.2e-11,
+                    },
+                    "implemented": {"ratio_paired_over_independent": 0.8},
+                },
+                "transition": {
+                    "mean_centered": {
+                        "ratio_paired_over_independent": 1 - tr_red[c] / 100,
+                        "trace_var": {"independent_resampled": tt},
+                        "trace_var_within": {"independent_resampled": within_t[c] * tt},
+                    },
+                    "implemented": {
+                        "ratio_paired_over_independent": 1.044 if (traj, step) == ("b", 40) else 0.7
+                    },
+                },
+            }
+        atomic_write_json(
+            root / "probe" / f"{traj}.json",
+            {
+                "trajectory": traj,
+                "run": run,
+                "steps": steps,
+                "checkpoints": checkpoints,
+                "verdict": {"passes": True},
+            },
+        )
 
 
 def _real_writers(root: Path) -> None:
@@ -166,7 +285,18 @@ def _real_writers(root: Path) -> None:
     from paired_rollouts.probe.bandit import bandit_enumeration
 
     atomic_write_json(root / "probe" / "bandit.json", bandit_enumeration())
-    assert main(["reference", "--tasks-dir", str(TASKS), "--out", str(root / "reference" / "scripted_reference.json")]) == 0
+    assert (
+        main(
+            [
+                "reference",
+                "--tasks-dir",
+                str(TASKS),
+                "--out",
+                str(root / "reference" / "scripted_reference.json"),
+            ]
+        )
+        == 0
+    )
 
 
 @pytest.fixture(scope="module")
@@ -189,12 +319,29 @@ def test_published_file_holds_every_family_the_paper_reports():
     ids = {e.id for e in pub.entries}
     for seed in range(3):
         for cond in ("c2", "c4"):
-            for name in ("auc.paired", "auc.independent", "auc.difference", "final.paired", "final.independent"):
+            for name in (
+                "auc.paired",
+                "auc.independent",
+                "auc.difference",
+                "final.paired",
+                "final.independent",
+            ):
                 assert f"{cond}.{name}.s{seed}" in ids
-    for name in ("c2.auc.difference.ci95.low", "c4.auc.difference.ci95.high", "h3.difference.mean",
-                 "h3.difference.ci95.low", "h5.difference.ci90.low", "luck.step0.range", "luck.step100.range",
-                 "spurious.independent.count", "spurious.paired.all_correct", "zero_variance.c2.paired.range",
-                 "probe.lhs_over_rhs.range", "probe.b40.transition.sw.ratio", "curve.c4.clean.clean.step100"):
+    for name in (
+        "c2.auc.difference.ci95.low",
+        "c4.auc.difference.ci95.high",
+        "h3.difference.mean",
+        "h3.difference.ci95.low",
+        "h5.difference.ci90.low",
+        "luck.step0.range",
+        "luck.step100.range",
+        "spurious.independent.count",
+        "spurious.paired.all_correct",
+        "zero_variance.c2.paired.range",
+        "probe.lhs_over_rhs.range",
+        "probe.b40.transition.sw.ratio",
+        "curve.c4.clean.clean.step100",
+    ):
         assert name in ids
     values = {e.id: e.value for e in pub.entries}
     assert (values["spurious.independent.count"], values["spurious.independent.all_correct"]) == (2080, 3726)
@@ -208,14 +355,17 @@ def test_published_file_holds_every_family_the_paper_reports():
     assert pub.budget["episodes_per_run"] == 27000 and pub.budget["gpu_hours_per_run"] == 16.3
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda e: e.update(extra=1), "unknown fields"),
-    (lambda e: e.update(op="median"), "op 'median'"),
-    (lambda e: e.update(keys=["decisions/c2.json"]), "FILE.json:DOTTED.PATH"),
-    (lambda e: e.update(rounding=0), "rounding must be a positive"),
-    (lambda e: e.pop("where"), "missing fields ['where']"),
-    (lambda e: e.update(keys=["a.json:x", "b.json:y"]), "takes 1 key"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda e: e.update(extra=1), "unknown fields"),
+        (lambda e: e.update(op="median"), "op 'median'"),
+        (lambda e: e.update(keys=["decisions/c2.json"]), "FILE.json:DOTTED.PATH"),
+        (lambda e: e.update(rounding=0), "rounding must be a positive"),
+        (lambda e: e.pop("where"), "missing fields ['where']"),
+        (lambda e: e.update(keys=["a.json:x", "b.json:y"]), "takes 1 key"),
+    ],
+)
 def test_loader_rejects_a_malformed_entry_naming_it(tmp_path, edit, message):
     doc = yaml.safe_load(PAPER.read_text())
     edit(doc["entries"][3])
@@ -237,7 +387,11 @@ def test_loader_rejects_a_duplicate_id(tmp_path):
 
 def test_registers_at_the_papers_values_reproduce_every_entry(paper_root):
     out = compare(load_published(PAPER), Registers(paper_root, TASKS), scale="paper", scale_label="paper")
-    bad = [(r["id"], r["reproduced"], r["published"], r["reason"]) for r in out["entries"] if r["status"] != "reproduced"]
+    bad = [
+        (r["id"], r["reproduced"], r["published"], r["reason"])
+        for r in out["entries"]
+        if r["status"] != "reproduced"
+    ]
     assert bad == []
     assert out["summary"]["reproduced"] == out["summary"]["entries"] == len(load_published(PAPER).entries)
     assert out["mismatch_expected"] is False
@@ -252,8 +406,12 @@ def test_a_perturbed_register_value_is_reported_as_differing(paper_root, tmp_pat
     reg["H2a"]["auc_difference_mean"] = 0.0384  # the paper prints +0.037
     reg["H3"]["ci95"][1] = 0.1260  # +12.6 points, the paper prints +12.2
     atomic_write_json(root / "decisions" / "c2.json", reg)
-    rows = {r["id"]: r for r in compare(load_published(PAPER), Registers(root, TASKS), scale="paper",
-                                        scale_label="paper")["entries"]}
+    rows = {
+        r["id"]: r
+        for r in compare(load_published(PAPER), Registers(root, TASKS), scale="paper", scale_label="paper")[
+            "entries"
+        ]
+    }
     assert rows["c2.auc.difference.mean"]["status"] == "differs"
     assert rows["c2.auc.difference.mean"]["difference"] == pytest.approx(0.0014)
     assert rows["h3.difference.ci95.high"]["status"] == "differs"
@@ -264,23 +422,55 @@ def test_reference_bandit_and_pools_reproduce_at_every_scale(tmp_path):
     """A results root with none of the runs: the scale-free numbers still reproduce, the rest say why not."""
     _real_writers(tmp_path)
     out_path = tmp_path / "comparison.json"
-    assert main(["compare", "--results", str(tmp_path), "--published", str(PAPER), "--tasks-dir", str(TASKS),
-                 "--scale", "standin", "--scale-label", "stand-in", "--out", str(out_path)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--results",
+                str(tmp_path),
+                "--published",
+                str(PAPER),
+                "--tasks-dir",
+                str(TASKS),
+                "--scale",
+                "standin",
+                "--scale-label",
+                "stand-in",
+                "--out",
+                str(out_path),
+            ]
+        )
+        == 0
+    )
     out = json.loads(out_path.read_text())
     rows = {r["id"]: r for r in out["entries"]}
     scale_free = [i for i in rows if i.startswith(("bandit.", "reference.", "pools."))]
     assert len(scale_free) >= 24
-    assert all(rows[i]["status"] == "reproduced" for i in scale_free), [rows[i] for i in scale_free
-                                                                         if rows[i]["status"] != "reproduced"]
+    assert all(rows[i]["status"] == "reproduced" for i in scale_free), [
+        rows[i] for i in scale_free if rows[i]["status"] != "reproduced"
+    ]
     assert rows["reference.test.recovering.clean.calls"]["reproduced"] == pytest.approx(6.6033, abs=1e-4)
     other = [r for i, r in rows.items() if i not in scale_free]
-    assert all(r["status"] == "not computed" and r["reason"].startswith("cannot be computed at stand-in scale")
-               for r in other)
+    assert all(
+        r["status"] == "not computed" and r["reason"].startswith("cannot be computed at stand-in scale")
+        for r in other
+    )
     assert out["mismatch_expected"] is True and "a mismatch is expected" in out["summary"]["text"]
 
 
 def test_compare_refuses_a_missing_results_root(tmp_path, capsys):
-    code = main(["compare", "--results", str(tmp_path / "nope"), "--published", str(PAPER), "--scale", "paper",
-                 "--out", str(tmp_path / "c.json")])
+    code = main(
+        [
+            "compare",
+            "--results",
+            str(tmp_path / "nope"),
+            "--published",
+            str(PAPER),
+            "--scale",
+            "paper",
+            "--out",
+            str(tmp_path / "c.json"),
+        ]
+    )
     assert code == 1 and "results root not found" in capsys.readouterr().err
     assert not (tmp_path / "c.json").exists()

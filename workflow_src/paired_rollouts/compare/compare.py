@@ -124,7 +124,9 @@ def agrees(entry: Entry, rep: Any) -> bool:
     if entry.op == "max_abs_at_most":
         return rep <= entry.value * 100
     if entry.kind == "range":
-        return _within(rep[0], entry.value[0], entry.rounding) and _within(rep[1], entry.value[1], entry.rounding)
+        return _within(rep[0], entry.value[0], entry.rounding) and _within(
+            rep[1], entry.value[1], entry.rounding
+        )
     return _within(rep, entry.value, entry.rounding)
 
 
@@ -145,26 +147,48 @@ def compare(published: Published, regs: Registers, *, scale: str, scale_label: s
     """Build comparison.json (docs/compare.md)."""
     rows = []
     for e in published.entries:
-        row: dict[str, Any] = {"id": e.id, "where": e.where, "printed": e.printed, "published": e.value,
-                               "unit": e.unit, "rounding": e.rounding, "keys": [list(k) if isinstance(k, tuple)
-                                                                                 else k for k in e.keys]}
+        row: dict[str, Any] = {
+            "id": e.id,
+            "where": e.where,
+            "printed": e.printed,
+            "published": e.value,
+            "unit": e.unit,
+            "rounding": e.rounding,
+            "keys": [list(k) if isinstance(k, tuple) else k for k in e.keys],
+        }
         try:
             rep = reproduce(e, regs)
         except Missing as exc:
-            row.update(status="not computed", reproduced=None, difference=None, agrees=None,
-                       reason=f"cannot be computed at {scale_label} scale: {exc}")
+            row.update(
+                status="not computed",
+                reproduced=None,
+                difference=None,
+                agrees=None,
+                reason=f"cannot be computed at {scale_label} scale: {exc}",
+            )
         except ZeroDivisionError:
-            row.update(status="not computed", reproduced=None, difference=None, agrees=None,
-                       reason="a denominator register value is 0")
+            row.update(
+                status="not computed",
+                reproduced=None,
+                difference=None,
+                agrees=None,
+                reason="a denominator register value is 0",
+            )
         else:
             if isinstance(rep, float):
                 rep = _clean(rep)
             elif isinstance(rep, list):
                 rep = [_clean(v) for v in rep]
             ok = agrees(e, rep)
-            row.update(status="reproduced" if ok else "differs", reproduced=rep, difference=_difference(e, rep),
-                       agrees=ok, reason=None if ok or scale == "paper" else
-                       f"expected at {scale_label} scale: not the paper's model, runs or step counts")
+            row.update(
+                status="reproduced" if ok else "differs",
+                reproduced=rep,
+                difference=_difference(e, rep),
+                agrees=ok,
+                reason=None
+                if ok or scale == "paper"
+                else f"expected at {scale_label} scale: not the paper's model, runs or step counts",
+            )
         rows.append(row)
     counts = {s: sum(r["status"] == s for r in rows) for s in STATUS}
     expected = scale != "paper"
@@ -174,10 +198,18 @@ def compare(published: Published, regs: Registers, *, scale: str, scale_label: s
         "scale": scale,
         "scale_label": scale_label,
         "mismatch_expected": expected,
-        "summary": {"entries": len(rows), **counts,
-                    "text": (f"{counts['reproduced']} of {len(rows)} published numbers reproduced within rounding"
-                             + (f" (at {scale_label} scale a mismatch is expected: the runs are not the paper's)"
-                                if expected else ""))},
+        "summary": {
+            "entries": len(rows),
+            **counts,
+            "text": (
+                f"{counts['reproduced']} of {len(rows)} published numbers reproduced within rounding"
+                + (
+                    f" (at {scale_label} scale a mismatch is expected: the runs are not the paper's)"
+                    if expected
+                    else ""
+                )
+            ),
+        },
         "budget": published.budget,
         "entries": rows,
     }

@@ -25,7 +25,11 @@ OPS: dict[str, tuple[str, bool, str]] = {
     "difference_times": ("two", False, "scalar"),  # (keys[0] - keys[1]) * q(1-q), q = 0.1 (the bandit's gap)
     "mean": ("many", False, "scalar"),
     "min_above": ("many", False, "scalar"),  # published: every value lies above it
-    "max_abs_at_most": ("many", False, "scalar"),  # published: an order of magnitude; every |value| <= 100x it
+    "max_abs_at_most": (
+        "many",
+        False,
+        "scalar",
+    ),  # published: an order of magnitude; every |value| <= 100x it
     "count_below_one": ("many", False, "scalar"),
     "range": ("many", False, "range"),  # published [lo, hi] = min and max over the keys
     "range_one_minus": ("many", False, "range"),
@@ -82,8 +86,10 @@ def _entry(raw: Any, where: str) -> Entry:
     unknown = set(raw) - FIELDS
     missing = REQUIRED - set(raw)
     if unknown or missing:
-        raise UserError(f"{name}: unknown fields {sorted(unknown)} / missing fields {sorted(missing)}; "
-                        f"fields are {sorted(FIELDS)}")
+        raise UserError(
+            f"{name}: unknown fields {sorted(unknown)} / missing fields {sorted(missing)}; "
+            f"fields are {sorted(FIELDS)}"
+        )
     if not isinstance(raw["id"], str) or not ID_RE.match(raw["id"]):
         raise UserError(f"{name}: id must be lower-case letters, digits, '.', '_' or '-'")
     for field in ("where", "printed"):
@@ -121,7 +127,9 @@ def _entry(raw: Any, where: str) -> Entry:
             raise UserError(f"{name}: an order of magnitude is a number with rounding null")
     else:
         if not isinstance(rounding, (int, float)) or isinstance(rounding, bool) or rounding <= 0:
-            raise UserError(f"{name}: rounding must be a positive number (the unit of the last printed digit)")
+            raise UserError(
+                f"{name}: rounding must be a positive number (the unit of the last printed digit)"
+            )
         numbers = value if kind == "range" else [value]
         if kind == "range" and not (isinstance(value, list) and len(value) == 2 and value[0] <= value[1]):
             raise UserError(f"{name}: a range value is [low, high]")
@@ -133,9 +141,18 @@ def _entry(raw: Any, where: str) -> Entry:
     note = raw.get("note")
     if note is not None and not isinstance(note, str):
         raise UserError(f"{name}: note must be a string")
-    return Entry(id=raw["id"], where=raw["where"], printed=raw["printed"], value=value, rounding=rounding,
-                 unit=unit, op=op, keys=tuple(tuple(k) if isinstance(k, list) else k for k in keys),
-                 scale=float(scale), note=note)
+    return Entry(
+        id=raw["id"],
+        where=raw["where"],
+        printed=raw["printed"],
+        value=value,
+        rounding=rounding,
+        unit=unit,
+        op=op,
+        keys=tuple(tuple(k) if isinstance(k, list) else k for k in keys),
+        scale=float(scale),
+        note=note,
+    )
 
 
 def load_published(path: str | Path) -> Published:
@@ -153,9 +170,12 @@ def load_published(path: str | Path) -> Published:
     if raw["schema"] != 1:
         raise UserError(f"{path}: schema {raw['schema']!r} is not supported (1)")
     budget = raw["budget"]
-    if not isinstance(budget, dict) or not {"episodes_per_run", "gpu_hours_per_run", "accelerator", "where"} <= set(
-        budget
-    ):
+    if not isinstance(budget, dict) or not {
+        "episodes_per_run",
+        "gpu_hours_per_run",
+        "accelerator",
+        "where",
+    } <= set(budget):
         raise UserError(f"{path}: budget needs episodes_per_run, gpu_hours_per_run, accelerator, where")
     if not isinstance(raw["entries"], list) or not raw["entries"]:
         raise UserError(f"{path}: entries must be a non-empty list")

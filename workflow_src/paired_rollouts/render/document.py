@@ -105,7 +105,7 @@ def comparison_context(path: Path | None) -> dict[str, Any]:
     try:
         entries, summary = data["entries"], data["summary"]
     except (KeyError, TypeError):
-        raise UserError(f"{path}: not a comparison.json (no 'entries'/'summary'); run `paired-rollouts compare`")
+        raise UserError(f"{path}: not a comparison.json (no 'entries'/'summary'); run `paired-rollouts compare`") from None
     by: dict[str, dict[str, int]] = {}
     for row in entries:
         family = str(row["id"]).split(".")[0]
