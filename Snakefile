@@ -15,6 +15,9 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+report: "report/workflow.rst"
+
+
 # `snakemake --lint` is the one use that needs no profile: the rules are the same at every scale, so the
 # stand-in configuration is linted. Snakemake builds the lint workflow without checking environment
 # variables (its only such use), which tells lint apart from a run; tests/test_workflow.py checks both.

@@ -382,8 +382,33 @@ def comparison_inputs():
             + [f"{RESULTS}/reference/scripted_reference.json"])
 
 
+def benchmark_files():
+    """The benchmark file of every job that runs before the document (the ledger's inputs)."""
+    bench = "results/benchmarks"
+    files = [f"{bench}/reference.tsv", f"{bench}/prereg_verify.tsv", f"{RESULTS}/benchmarks/probe/bandit.tsv",
+             f"{RESULTS}/benchmarks/compare.tsv"]
+    if ACCELERATOR == "cpu":
+        files.append(f"{bench}/prereg_freeze_local.tsv")
+    if SCALE["model"]["kind"] == "standin":
+        files += [f"{bench}/tokenizer.tsv", f"{bench}/warm_start.tsv"]
+    for run in RUNS:
+        files += [f"{bench}/{stage}/{run}.tsv" for stage in ("train", "group_stats", "completeness")]
+        files += [f"{bench}/evaluate/{run}/{Path(f).stem}.tsv" for f in eval_files(run)]
+        files += [f"{bench}/{stage}/{run}/step{step}.tsv" for stage in ("diagnose", "luck_share")
+                  for step in diagnostic_steps(run)]
+    files += [f"{bench}/decide/{c}.tsv" for c in DECISION_CONDITIONS]
+    files += [f"{bench}/probe/{t}.tsv" for t in TRAJECTORIES]
+    files += [f"{bench}/render/table{n}.tsv" for n in range(1, 13)]
+    files += [f"{bench}/render/{name}.tsv" for name in FIGURE_SOURCES]
+    return files
+
+
 def results_root(wildcards, output):
     return str(Path(output[0]).parent)
+
+
+def benchmark_root(wildcards, output):
+    return str(Path(output[0]).parent / "benchmarks")
 
 
 def manifest_folder(wildcards, input):

@@ -27,7 +27,9 @@ rule compare:
         manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("compare"),
     output:
-        f"{RESULTS}/comparison.json",
+        json=f"{RESULTS}/comparison.json",
+        html=report(f"{RESULTS}/comparison.html", caption="../report/comparison.rst",
+                    category="Published versus reproduced"),
     params:
         root=results_root,
         tasks_dir=manifest_folder,
@@ -42,4 +44,29 @@ rule compare:
     shell:
         "paired-rollouts compare --results {params.root:q} --published {input.published:q} "
         "--tasks-dir {params.tasks_dir:q} --scale {params.scale:q} --scale-label {params.label:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--out {output.json:q} --html {output.html:q} > {log:q} 2>&1"
+
+
+rule ledger:
+    """The cost ledger from every job's benchmark file, beside the paper's budget (PDF and report)."""
+    input:
+        benchmarks=benchmark_files(),
+        published=config["published"],
+        code=sources("compare"),
+    output:
+        json=f"{RESULTS}/ledger.json",
+        html=report(f"{RESULTS}/ledger.html", caption="../report/ledger.rst", category="Cost ledger"),
+    params:
+        root=benchmark_root,
+        accelerator=ACCELERATOR,
+        runs=len(RUNS),
+    conda:
+        software_env()
+    log:
+        f"{RESULTS}/logs/ledger.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/ledger.tsv"
+    shell:
+        "paired-rollouts ledger --benchmarks {input.benchmarks:q} --root {params.root:q} "
+        "--accelerator {params.accelerator:q} --runs {params.runs} --published {input.published:q} "
+        "--out {output.json:q} --html {output.html:q} > {log:q} 2>&1"

@@ -19,7 +19,8 @@ rule decide:
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("stats", "prereg"),
     output:
-        "results/decisions/{condition}.json",
+        report("results/decisions/{condition}.json", caption="../report/decision.rst", category="Decisions",
+               labels={"condition": "{condition}"}),
     params:
         condition=upper_condition,
         eval_dirs=decision_eval_dirs,
@@ -28,6 +29,8 @@ rule decide:
         software_env()
     log:
         "results/logs/decide/{condition}.log",
+    benchmark:
+        "results/benchmarks/decide/{condition}.tsv",
     shell:
         "paired-rollouts decide --condition {params.condition} --episodes {params.eval_dirs} "
         "--groups {input.groups} --luck {input.luck} --complete {input.complete} "

@@ -20,6 +20,8 @@ rule diagnose:
         software_env()
     log:
         "results/logs/diagnose/{run}/step{step}.log",
+    benchmark:
+        "results/benchmarks/diagnose/{run}/step{step}.tsv",
     shell:
         "paired-rollouts diagnose --run {wildcards.run} --step {wildcards.step} --tasks-dir {params.tasks_dir} "
         "--checkpoint {params.checkpoint} --model-dir {params.model} --settings {params.settings:q} "
@@ -39,6 +41,8 @@ rule luck_share:
         software_env()
     log:
         "results/logs/luck_share/{run}/step{step}.log",
+    benchmark:
+        "results/benchmarks/luck_share/{run}/step{step}.tsv",
     shell:
         "paired-rollouts luck-share --episodes {input.episodes} --resamples {params.resamples} "
         "--out {output} > {log} 2>&1"
@@ -63,6 +67,8 @@ rule completeness:
         software_env()
     log:
         "results/logs/completeness/{run}.log",
+    benchmark:
+        "results/benchmarks/completeness/{run}.tsv",
     shell:
         "paired-rollouts completeness --run {wildcards.run} --expected {params.expected:q} "
         "--evals-dir {params.evals_dir} --diagnostics {params.diagnostics_dir} --groups {input.groups} --run-manifest {input.run_manifest} "

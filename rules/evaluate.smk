@@ -24,6 +24,8 @@ rule evaluate:
         software_env()
     log:
         "results/logs/evaluate/{run}/{phase}-step{step}-{regime}.log",
+    benchmark:
+        "results/benchmarks/evaluate/{run}/{phase}-step{step}-{regime}.tsv",
     shell:
         "paired-rollouts evaluate --run {wildcards.run} --step {wildcards.step} --phase {wildcards.phase} "
         "--regime {wildcards.regime} --tasks-dir {params.tasks_dir} --checkpoint {params.checkpoint} "

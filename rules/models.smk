@@ -17,6 +17,8 @@ rule tokenizer:
         software_env()
     log:
         "results/logs/tokenizer.log",
+    benchmark:
+        "results/benchmarks/tokenizer.tsv",
     shell:
         "paired-rollouts tokenizer --tasks-dir {params.tasks_dir} --settings {params.settings:q} "
         "--out {params.folder} > {log} 2>&1"
@@ -39,6 +41,8 @@ rule warm_start:
         software_env()
     log:
         "results/logs/warm_start.log",
+    benchmark:
+        "results/benchmarks/warm_start.tsv",
     shell:
         "paired-rollouts warm-start --tokenizer {params.tokenizer} --tasks-dir {params.tasks_dir} "
         "--settings {params.settings:q} --threads {threads} --out {params.folder} > {log} 2>&1"

@@ -29,6 +29,8 @@ if ACCELERATOR == "cpu":
             software_env()
         log:
             "results/logs/prereg_freeze_local.log",
+        benchmark:
+            "results/benchmarks/prereg_freeze_local.tsv",
         shell:
             "rm -rf {params.folder} && "
             "paired-rollouts prereg freeze-local --out {params.folder} --documents {params.documents} > {log} 2>&1"
@@ -51,6 +53,8 @@ else:
             software_env()
         log:
             "results/logs/prereg_public_freeze_missing.log",
+        benchmark:
+            "results/benchmarks/prereg_public_freeze_missing.tsv",
         shell:
             "echo '{params.folder}/freeze.json is missing. GPU profiles only run a protocol frozen against "
             "public time-stamp authorities. On a machine with internet run: paired-rollouts prereg freeze "
@@ -73,6 +77,8 @@ rule prereg_verify:
         software_env()
     log:
         "results/logs/prereg_verify.log",
+    benchmark:
+        "results/benchmarks/prereg_verify.tsv",
     shell:
         "paired-rollouts prereg verify --freeze {params.folder} {params.test_authority} --out {output} > {log} 2>&1 "
         "|| {{ cat {log} >&2; exit 1; }}"

@@ -13,7 +13,8 @@ rule probe:
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation", "probe"),
     output:
-        "results/probe/{trajectory}.json",
+        report("results/probe/{trajectory}.json", caption="../report/probe.rst", category="Gradient probe",
+               labels={"trajectory": "{trajectory}"}),
     params:
         tasks_dir=tasks_dir_of,
         run_dir=probe_run_dir,
@@ -24,6 +25,8 @@ rule probe:
         software_env()
     log:
         "results/logs/probe/{trajectory}.log",
+    benchmark:
+        "results/benchmarks/probe/{trajectory}.tsv",
     shell:
         "paired-rollouts probe run --trajectory {wildcards.trajectory} --run-dir {params.run_dir} "
         "--steps {params.steps} --model-dir {params.model} --tasks-dir {params.tasks_dir} "

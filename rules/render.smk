@@ -17,7 +17,9 @@ rule render_table:
         code=RENDER_SOURCES,
         templates=table_templates,
     output:
-        "results/tables/table{number}.tex",
+        tex="results/tables/table{number}.tex",
+        html=report("results/tables/table{number}.html", caption="../report/table.rst", category="Tables",
+                    subcategory="Table {number}", labels={"table": "{number}"}),
     params:
         inputs=table_input_args,
         scale=SCALE["label"],
@@ -25,9 +27,11 @@ rule render_table:
         software_env()
     log:
         "results/logs/render/table{number}.log",
+    benchmark:
+        "results/benchmarks/render/table{number}.tsv",
     shell:
         "paired-rollouts render table --number {wildcards.number} {params.inputs} --scale {params.scale:q} "
-        "--out {output} > {log} 2>&1"
+        "--out {output.tex} --html {output.html:q} > {log} 2>&1"
 
 
 rule render_figure:
@@ -37,7 +41,8 @@ rule render_figure:
         code=RENDER_SOURCES,
     output:
         pdf="results/figures/{figure}.pdf",
-        png="results/figures/{figure}.png",
+        png=report("results/figures/{figure}.png", caption="../report/figure.rst", category="Figures",
+                   labels={"figure": "{figure}"}),
     params:
         inputs=figure_input_args,
         scale=SCALE["label"],
@@ -45,6 +50,8 @@ rule render_figure:
         software_env()
     log:
         "results/logs/render/{figure}.log",
+    benchmark:
+        "results/benchmarks/render/{figure}.tsv",
     shell:
         "paired-rollouts render figure --name {wildcards.figure} {params.inputs} --scale {params.scale:q} "
         "--out {output.pdf} > {log} 2>&1"
@@ -57,10 +64,11 @@ rule render_document:
         figures=expand("results/figures/{figure}.pdf", figure=FIGURES),
         verification=verification_file(),
         comparison=comparison_file(),
+        ledger=f"{RESULTS}/ledger.json",
         code=RENDER_SOURCES,
         template=document_template(),
     output:
-        "results/paper/tables.pdf",
+        report("results/paper/tables.pdf", caption="../report/document.rst", category="Document"),
     params:
         commit=git_commit(),
         profile=ACCELERATOR,
@@ -69,7 +77,9 @@ rule render_document:
         software_env()
     log:
         "results/logs/render/document.log",
+    benchmark:
+        "results/benchmarks/render/document.tsv",
     shell:
         "paired-rollouts render document --tables {input.tables} --figures {input.figures} "
-        "--verification {input.verification} --comparison {input.comparison:q} --profile {params.profile} --scale {params.scale:q} "
+        "--verification {input.verification} --comparison {input.comparison:q} --ledger {input.ledger:q} --profile {params.profile} --scale {params.scale:q} "
         "--commit {params.commit} --out {output} > {log} 2>&1"

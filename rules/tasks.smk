@@ -14,6 +14,8 @@ rule tasks:
         software_env()
     log:
         "results/logs/tasks.log",
+    benchmark:
+        "results/benchmarks/tasks.tsv",
     shell:
         "paired-rollouts tasks --out {params.tasks_dir} > {log} 2>&1"
 
@@ -32,5 +34,7 @@ rule reference:
         software_env()
     log:
         "results/logs/reference.log",
+    benchmark:
+        "results/benchmarks/reference.tsv",
     shell:
         "paired-rollouts reference --tasks-dir {params.tasks_dir} --out {output} > {log} 2>&1"

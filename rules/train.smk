@@ -31,6 +31,8 @@ rule train:
         software_env()
     log:
         "results/logs/train/{run}.log",
+    benchmark:
+        "results/benchmarks/train/{run}.tsv",
     shell:
         "paired-rollouts train --run {wildcards.run} --tasks-dir {params.tasks_dir} --model-dir {params.model} "
         "--verification {input.verification} --settings {params.settings:q} --out-dir {params.out_dir} "
@@ -48,5 +50,7 @@ rule group_stats:
         software_env()
     log:
         "results/logs/group_stats/{run}.log",
+    benchmark:
+        "results/benchmarks/group_stats/{run}.tsv",
     shell:
         "paired-rollouts group-stats --groups {input.groups} --out {output} > {log} 2>&1"

@@ -474,3 +474,51 @@ def test_compare_refuses_a_missing_results_root(tmp_path, capsys):
     )
     assert code == 1 and "results root not found" in capsys.readouterr().err
     assert not (tmp_path / "c.json").exists()
+
+
+# ------------------------------------------------------------------ the cost ledger
+
+
+def _bench(path: Path, seconds: float, rss: float, cpu: float) -> Path:
+    """A benchmark file written by Snakemake's own writer."""
+    from snakemake.benchmark import BenchmarkRecord, write_benchmark_records
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = BenchmarkRecord(running_time=seconds, max_rss=rss, max_vms=rss, max_uss=rss, max_pss=rss, io_in=0.0,
+                             io_out=0.0, cpu_usage=cpu, cpu_time=cpu)
+    record.data_collected = True  # as after a sampled job
+    write_benchmark_records([record], str(path), False)
+    return path
+
+
+def test_ledger_sums_stages_and_runs_and_counts_gpu_hours_on_gpu_profiles(tmp_path):
+    from paired_rollouts.compare.ledger import build_ledger
+
+    root = tmp_path / "benchmarks"
+    files = [
+        _bench(root / "train" / "c2-paired-s0.tsv", 3600.0, 900.0, 3000.0),
+        _bench(root / "train" / "c2-independent-s0.tsv", 1800.0, 1200.0, 1500.0),
+        _bench(root / "evaluate" / "c2-paired-s0" / "final-step100-clean.tsv", 720.0, 500.0, 600.0),
+        _bench(root / "decide" / "c2.tsv", 10.0, 300.0, 9.0),
+        _bench(root / "render" / "table3.tsv", 2.0, 100.0, 1.5),
+    ]
+    budget = load_published(PAPER).budget
+    cpu = build_ledger(files, root, "cpu", budget, runs=2)
+    assert cpu["stages"]["train"] == {"jobs": 2, "wall_s": 5400.0, "cpu_s": 4500.0, "peak_rss_mb": 1200.0,
+                                      "gpu_hours": None}
+    assert cpu["runs"]["c2-paired-s0"]["jobs"] == 2 and cpu["runs"]["c2-paired-s0"]["wall_s"] == 4320.0
+    assert cpu["total"]["wall_s"] == 6132.0 and cpu["total"]["peak_rss_mb"] == 1200.0
+    assert cpu["gpu_hours_per_run"] is None and cpu["published_budget"]["gpu_hours_per_run"] == 16.3
+    gpu = build_ledger(files, root, "h100", budget, runs=2)
+    assert gpu["stages"]["train"]["gpu_hours"] == 1.5 and gpu["stages"]["decide"]["gpu_hours"] == 0.0
+    assert gpu["total"]["gpu_hours"] == 1.7 and gpu["gpu_hours_per_run"] == 0.85
+
+
+def test_ledger_names_a_file_that_is_not_a_benchmark(tmp_path):
+    from paired_rollouts.compare.ledger import build_ledger
+
+    bad = tmp_path / "train" / "x.tsv"
+    bad.parent.mkdir()
+    bad.write_text("a\tb\n1\t2\n")
+    with pytest.raises(UserError, match="not a Snakemake benchmark file"):
+        build_ledger([bad], tmp_path, "cpu", None)

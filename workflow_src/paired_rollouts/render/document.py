@@ -132,6 +132,44 @@ def comparison_context(path: Path | None) -> dict[str, Any]:
     }}
 
 
+def _duration(seconds: float | None) -> Tex:
+    if seconds is None:
+        return Tex("---")
+    seconds = int(round(seconds))
+    return fmt.escape(f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}")
+
+
+def ledger_rows(ledger: dict[str, Any]) -> tuple[list[dict[str, Tex]], list[dict[str, Tex]], dict[str, Tex]]:
+    """Stage rows, run rows and the total row of the cost ledger, formatted for LaTeX or HTML."""
+    def row(label: str, t: dict[str, Any]) -> dict[str, Tex]:
+        return {"label": fmt.escape(label), "jobs": fmt.integer(t["jobs"]), "wall": _duration(t["wall_s"]),
+                "cpu": _duration(t["cpu_s"]),
+                "rss": fmt.escape(f"{t['peak_rss_mb']:.0f}") if t.get("peak_rss_mb") is not None else Tex("---"),
+                "gpu": fmt.escape(f"{t['gpu_hours']:.2f}") if t.get("gpu_hours") is not None else Tex("---")}
+    stages = [row(name, t) for name, t in ledger["stages"].items()]
+    runs = [row(name, t) for name, t in ledger["runs"].items()]
+    return stages, runs, row("all jobs", ledger["total"])
+
+
+def ledger_context(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {"ledger": None}
+    data = io.read_json(path)
+    if not isinstance(data, dict) or "stages" not in data or "total" not in data:
+        raise UserError(f"{path}: not a ledger.json (no 'stages'/'total'); run `paired-rollouts ledger`")
+    stages, runs, total = ledger_rows(data)
+    budget = data.get("published_budget") or {}
+    gpu = data.get("gpu_hours_per_run")
+    this = (f"This run ({data['accelerator']}): {gpu:.2f} GPU-hours per training run, over "
+            f"{data.get('runs_in_study')} runs." if gpu is not None else
+            f"This run used no GPU ({data['accelerator']} profile): the ledger has no GPU-hours.")
+    paper = (f"Published budget: about {budget.get('episodes_per_run', '?'):,} episodes and "
+             f"{budget.get('gpu_hours_per_run', '?')} GPU-hours per run on {budget.get('accelerator', '?')}."
+             if budget else "No published budget given.")
+    return {"ledger": {"stages": stages, "runs": runs, "total": total, "paper": fmt.escape(paper),
+                       "this": fmt.escape(this), "source": str(path)}}
+
+
 def _latex_env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("SOURCE_DATE_EPOCH", "0")
@@ -172,9 +210,10 @@ def overfull_boxes(log: str) -> list[str]:
 
 
 def build_document(tables: list[Path], figure_files: list[Path], verification: Path, profile: str, scale: str,
-                   commit: str, out: Path, strict: bool = False, comparison: Path | None = None) -> list[str]:
+                   commit: str, out: Path, strict: bool = False, comparison: Path | None = None,
+                   ledger: Path | None = None) -> list[str]:
     """Compile the document to ``out``; returns the overfull-box warnings (an error when ``strict``)."""
-    for path in [*tables, *figure_files, verification, *([comparison] if comparison else [])]:
+    for path in [*tables, *figure_files, verification, *[p for p in (comparison, ledger) if p]]:
         if not Path(path).is_file():
             raise UserError(f"{path}: file not found; build it first")
     names = [Path(t).name for t in tables]
@@ -182,6 +221,7 @@ def build_document(tables: list[Path], figure_files: list[Path], verification: P
         raise UserError("--tables: two tables with the same file name")
     context = verification_context(Path(verification))
     context.update(comparison_context(Path(comparison) if comparison else None))
+    context.update(ledger_context(Path(ledger) if ledger else None))
     workdir = Path(tempfile.mkdtemp(prefix="paired-rollouts-render-"))
     (workdir / "tables").mkdir()
     (workdir / "figures").mkdir()

@@ -1216,8 +1216,18 @@ def render_table(number: int, given: dict[str, list[Path]], scale: str, settings
     from paired_rollouts.render import tex
 
     model, inputs = build(number, given, scale, settings or {})
-    used = [p for key, spec in inputs.declared.items() if "not read" not in spec.description
-            for p in inputs.files(key)]
+    return render_model(number, model, inputs, scale)
+
+
+def used_sources(inputs: Inputs) -> list[Path]:
+    return [p for key, spec in inputs.declared.items() if "not read" not in spec.description for p in inputs.files(key)]
+
+
+def render_model(number: int, model: TableModel, inputs: Inputs, scale: str) -> str:
+    """The LaTeX text of a built table."""
+    from paired_rollouts.render import tex
+
+    used = used_sources(inputs)
     context = model.context()
     context.update(
         number=Tex(str(number)),
