@@ -129,6 +129,14 @@ def _touch_all_outputs(work: Path) -> None:
         path = work / fields[0]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
+    # Benchmark files are not in the summary; the cost ledger reads them (the dry run prints its inputs).
+    dry = snakemake("--profile", "cpu", "-n", "--forceall", "results/ledger.json", cwd=work).stdout
+    block = dry.split("rule ledger:", 1)[1]
+    inputs = next(x for x in block.splitlines() if x.strip().startswith("input:")).split("input:", 1)[1]
+    for name in inputs.strip().split(", "):
+        if "/benchmarks/" in name:
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            (work / name).touch()
     snakemake("--profile", "cpu", "--touch", "--forceall", "all", cwd=work)
 
 
@@ -182,12 +190,15 @@ def test_editing_a_threshold_reruns_only_decisions_and_tables(touched_copy: Path
     work = touched_copy
     verification = work / "results/prereg/verification.json"
     # The threshold is edited, the freeze amended and re-verified: the verification is newest.
+    bench = work / "results/benchmarks/prereg_verify.tsv"  # the re-verification writes its benchmark too
     with _edited(work / "prereg/decision_rules.yaml", "\n# edited threshold\n"), \
-            _edited(verification, "\n"):
+            _edited(verification, "\n"), _edited(bench, ""):
         later = time.time() + 7200
         os.utime(verification, (later, later))
+        os.utime(bench, (later, later))
         counts = _rerun_rules(work)
-    assert set(counts) <= {"prereg_verify", "decide", "render_table", "render_document", "compare", "all"}, counts
+    assert set(counts) <= {"prereg_verify", "decide", "render_table", "render_document", "compare", "ledger",
+                           "all"}, counts
     assert counts["decide"] == 2
     assert "train" not in counts and "evaluate" not in counts
 
@@ -196,7 +207,7 @@ def test_editing_a_template_reruns_only_rendering(touched_copy: Path) -> None:
     work = touched_copy
     with _edited(work / "workflow_src/paired_rollouts/render/templates/table3.tex.j2", "\n"):
         counts = _rerun_rules(work)
-    assert set(counts) <= {"render_table", "render_document", "all"}, counts
+    assert set(counts) <= {"render_table", "render_document", "ledger", "all"}, counts
     assert counts["render_table"] == 1 and counts["render_document"] == 1
 
 

@@ -1213,7 +1213,6 @@ def build(number: int, given: dict[str, list[Path]], scale: str, settings: dict[
 
 def render_table(number: int, given: dict[str, list[Path]], scale: str, settings: dict[str, Any] | None = None) -> str:
     """The LaTeX text of table ``number`` (does not write anything)."""
-    from paired_rollouts.render import tex
 
     model, inputs = build(number, given, scale, settings or {})
     return render_model(number, model, inputs, scale)
