@@ -429,3 +429,21 @@ def test_help_lists_each_tables_inputs(capsys):
         cli_main(["render", "table", "--help"])
     out = capsys.readouterr().out
     assert "12 Outcome-probe traces: probe*" in out and "decisions*" in out
+
+
+def test_added_table_content_p13_within_ratios_sw_traces_and_residual(rendered):
+    probe = json.loads((RES / "probe/c2-paired-s0.json").read_text())
+    t2 = rendered["table2"].read_text()
+    assert t2.count(r"\textbf{P13}") == 2 and "transition-noise MC ratio below one" in t2
+    base = probe["checkpoints"][str(probe["steps"][0])]["outcome"]["lhs_over_rhs"]
+    assert f"$L/R$ = {base:.3f}" in t2
+    rows5 = rows_of(rendered["table5"].read_text())
+    first = rows5[0]
+    cp = probe["checkpoints"][str(probe["steps"][0])]
+    assert fmt.parse_number(first[9]) == pytest.approx(round(cp["counts"]["rho_zero_fraction"], 3))
+    assert fmt.parse_number(first[7]) == pytest.approx(
+        round(cp["outcome"]["mean_centered"]["ratio_within_paired_over_independent"], 3))
+    t12 = rendered["table12"].read_text()
+    residual = cp["outcome"]["mean_centered"]["identity_residual"]
+    mantissa, exponent = f"{residual:.2e}".split("e")
+    assert f"${mantissa}\\times 10^{{{int(exponent)}}}$" in t12

@@ -365,6 +365,37 @@ def _h1b_rows(table: TableModel, probe: Doc) -> None:
     _outcome_rows(table, "H1b", "C2", criteria, bool(verdict.req("passes")))
 
 
+def _p13_rows(table: TableModel, probe: Doc) -> None:
+    """Registered prediction P13 (the probe): base condition by a factor of two, outcome ratio falls,
+    transition ratio below one at a majority of checkpoints; the flags are the probe register's."""
+    verdict = probe.sub("verdict")
+    p13 = verdict.opt("p13")
+    trajectory = str(probe.req("trajectory"))
+    if not isinstance(p13, dict):
+        _outcome_rows(table, "P13", "C2", [], None, reason=f"no P13 block in the probe register of {trajectory}")
+        return
+    steps = src.probe_steps(probe)
+    first, last = (str(steps[0]), str(steps[-1])) if steps else ("", "")
+    ratios = verdict.opt("ratios_by_step", "outcome") or {}
+    base_lr = _num(probe.opt("checkpoints", first, "outcome", "lhs_over_rhs")) if steps else None
+    n = int(verdict.number("checkpoints") or 0)
+    wins = int(verdict.number("transition_wins") or 0)
+    criteria = [
+        (Tex(f"base checkpoint: $L \\leq R/2$ (\\texttt{{{fmt.escape(trajectory)}}})"), Tex("$L/R \\leq$ 0.500"),
+         Tex("$L/R$ = " + fmt.prop(base_lr, 3, table.notes, "no successful rollout (R = 0)")), "",
+         p13.get("base_lhs_at_most_half_rhs")),
+        ("outcome-noise MC ratio lower at the last checkpoint", Tex(f"step {fmt.escape(last)} $<$ step {fmt.escape(first)}"),
+         Tex(fmt.prop(_num(ratios.get(last)), 3, table.notes, "ratio undefined") + " vs "
+             + fmt.prop(_num(ratios.get(first)), 3, table.notes, "ratio undefined")), "",
+         p13.get("outcome_ratio_falls")),
+        ("transition-noise MC ratio below one", Tex(f"$>$ {fmt.integer(n)}/2"),
+         Tex(f"{fmt.integer(wins)}/{fmt.integer(n)}"), "", p13.get("transition_ratio_below_one_majority")),
+    ]
+    flags = [c[4] for c in criteria]
+    met = None if any(f is None for f in flags) else all(bool(f) for f in flags)
+    _outcome_rows(table, "P13", "C2", criteria, met)
+
+
 def build_table2(ctx: Context) -> TableModel:
     table = TableModel(
         "Registered outcomes",
@@ -387,6 +418,9 @@ def build_table2(ctx: Context) -> TableModel:
     for probe in sorted(probes, key=lambda d: str(d.req("trajectory"))):
         table.rule()
         _h1b_rows(table, probe)
+    for probe in sorted(probes, key=lambda d: str(d.req("trajectory"))):
+        table.rule()
+        _p13_rows(table, probe)
     if c2 is not None:
         table.rule()
         _h2_rows(table, c2, "H2a")
@@ -577,9 +611,11 @@ def build_table5(ctx: Context) -> TableModel:
     table = TableModel(
         "Gradient-probe variance ratios by checkpoint",
         [Tex("Step"), Tex("$L/R$"), Tex("outcome"), Tex("transition"), Tex("stratified"), Tex("outcome"),
-         Tex("transition")],
-        ["r", "r", "r", "r", "r", "r", "r"],
-        groups=[(Tex(""), 2), (Tex("MC: paired / independent"), 3), (Tex("SW: paired / independent"), 2)],
+         Tex("transition"), Tex("outcome"), Tex("transition"), Tex("$\\rho=0$")],
+        ["r"] * 10,
+        groups=[(Tex(""), 2), (Tex("MC: paired / independent"), 3), (Tex("SW: paired / independent"), 2),
+                (Tex("MC within groups"), 2), (Tex(""), 1)],
+        size=r"\footnotesize",
     )
     probes = sorted((src.load_probe(p) for p in ctx.inputs.files("probe")), key=lambda d: str(d.req("trajectory")))
     for index, probe in enumerate(probes):
@@ -601,6 +637,11 @@ def build_table5(ctx: Context) -> TableModel:
                          "ratio undefined"),
                 fmt.prop(cp.number("transition", "implemented", "ratio_paired_over_independent"), 3, table.notes,
                          "ratio undefined"),
+                fmt.prop(_num(cp.opt("outcome", "mean_centered", "ratio_within_paired_over_independent")), 3,
+                         table.notes, "not in the probe register"),
+                fmt.prop(_num(cp.opt("transition", "mean_centered", "ratio_within_paired_over_independent")), 3,
+                         table.notes, "not in the probe register"),
+                fmt.prop(_num(cp.opt("counts", "rho_zero_fraction")), 3, table.notes, "not recorded by the probe"),
             ])
         verdict = probe.sub("verdict")
         n = int(verdict.number("checkpoints") or 0)
@@ -1107,7 +1148,10 @@ def build_table12(ctx: Context) -> TableModel:
             rows.append((str(probe.req("trajectory")), step, out.number("lhs_mean"), out.number("rhs_mean"),
                          out.number("mean_centered", "trace_var", "paired"),
                          out.number("mean_centered", "trace_var", "independent"),
-                         success, cp.opt("counts", "rho_zero_fraction"), nonzero))
+                         success, cp.opt("counts", "rho_zero_fraction"), nonzero,
+                         _num(out.opt("implemented", "trace_var", "paired")),
+                         _num(out.opt("implemented", "trace_var", "independent")),
+                         _num(out.opt("mean_centered", "identity_residual"))))
     unit_exp = ctx.settings.get("unit_exponent")
     if unit_exp is None:
         unit_exp = _exponent([v for r in rows for v in r[2:6]])
@@ -1115,11 +1159,12 @@ def build_table12(ctx: Context) -> TableModel:
     table = TableModel(
         "Outcome-noise probe traces",
         [Tex("Step"), Tex("$LL$"), Tex("$RR$"), Tex("paired"), Tex("indep."), Tex("success"), Tex("masked"),
-         Tex("non-zero")],
-        ["r"] * 8,
+         Tex("non-zero"), Tex("paired"), Tex("indep."), Tex("residual")],
+        ["r"] * 11,
         groups=[(Tex(""), 1), (Tex(f"$\\times 10^{{{int(unit_exp)}}}$"), 2),
-                (Tex(f"MC Tr\\,Var $\\times 10^{{{int(unit_exp)}}}$"), 2), (Tex("fractions"), 3)],
-        size=r"\small",
+                (Tex(f"MC Tr\\,Var $\\times 10^{{{int(unit_exp)}}}$"), 2), (Tex("fractions"), 3),
+                (Tex("SW Tr\\,Var"), 2), (Tex("identity"), 1)],
+        size=r"\footnotesize",
     )
     current = None
     for r in rows:
@@ -1131,13 +1176,46 @@ def build_table12(ctx: Context) -> TableModel:
         table.add([fmt.integer(r[1])] + [fmt.scaled(v, unit, 3, table.notes, "not available") for v in r[2:6]]
                   + [fmt.prop(r[6], 3, table.notes, "no clean groups"),
                      fmt.prop(_num(r[7]), 3, table.notes, "not recorded by the probe"),
-                     fmt.prop(r[8], 3, table.notes, "no clean groups")])
+                     fmt.prop(r[8], 3, table.notes, "no clean groups")]
+                  + [_sci(v, table.notes) for v in r[9:12]])
     table.extra_notes.append(Tex(
         "$LL$ = mean $\\|g_c\\|^2$ of the clean group gradient; $RR$ = mean $G^{-2}\\sum_i r_i\\|S_i-\\bar S\\|^2$; "
         "pairing lowers the MC variance iff $LL<RR$. Success: mean true success of the clean rollouts. Masked: "
         "fraction of rollouts whose importance ratio is 0. Non-zero: fraction of clean groups with mixed "
-        "outcomes ($0<k<G$), i.e.\\ non-zero MC weights."))
+        "outcomes ($0<k<G$), i.e.\\ non-zero MC weights. SW: the implemented (standardised, importance-weighted) "
+        "estimator's traces. Identity residual: MC Tr\\,Var paired $-$ independent $- q(1-q)(LL-RR)$ (zero up to "
+        "rounding)."))
+    _by_k_rows(table, probes)
     return table
+
+
+def _sci(value: float | None, notes: fmt.Notes) -> Tex:
+    """A number of any magnitude in scientific notation (traces of the SW estimator, residuals)."""
+    if value is None:
+        return fmt.missing(notes, "not in the probe register")
+    if value == 0:
+        return Tex("0")
+    mantissa, exponent = f"{value:.2e}".split("e")
+    return Tex(f"${mantissa}\\times 10^{{{int(exponent)}}}$")
+
+
+def _by_k_rows(table: TableModel, probes: list[Doc]) -> None:
+    """Clean groups by success count k: how many, and their mean L/R (the probe register's `by_k`)."""
+    for probe in probes:
+        steps = src.probe_steps(probe)
+        ks = sorted({int(k) for step in steps for k in (probe.opt("checkpoints", str(step), "outcome", "by_k") or {})})
+        if not ks:
+            continue
+        table.rule()
+        table.section(Tex(r"by success count $k$, trajectory \texttt{" + fmt.escape(str(probe.req("trajectory")))
+                          + r"}: groups and mean $L/R$ per $k$"))
+        for step in steps:
+            by_k = probe.opt("checkpoints", str(step), "outcome", "by_k") or {}
+            text = "; ".join(f"k={k}: {int(by_k[str(k)].get('count', 0))}, "
+                             + (f"{by_k[str(k)]['lhs_over_rhs']:.3f}" if by_k[str(k)].get("lhs_over_rhs") is not None
+                                else "n/a")
+                             for k in ks if str(k) in by_k)
+            table.add([fmt.integer(step), Tex(r"\multicolumn{10}{l}{" + fmt.escape(text) + "}")], kind="span")
 
 
 # ---------------------------------------------------------------- registry
