@@ -468,6 +468,8 @@ FIGURE_SOURCES = {
     "luck_share": {"luck": all_luck_files},
     "spurious_variance": {"group_stats": group_stat_files},
     "probe_ratios": {"probe": probe_files},
+    "final_success": {"decisions": decision_files},
+    "probe_decomposition": {"probe": probe_files},
 }
 
 

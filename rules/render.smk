@@ -3,7 +3,8 @@
 # so a changed input (or template) reruns only what shows it.
 
 TABLES = list(range(1, 13))
-FIGURES = ["curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios"]
+FIGURES = ["curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios", "final_success",
+           "probe_decomposition"]
 
 wildcard_constraints:
     number=r"\d+",

@@ -79,7 +79,7 @@ def test_paper_dag_has_the_papers_job_counts() -> None:
     assert counts["probe"] == 2
     assert counts["decide"] == 2
     assert counts["render_table"] == 12
-    assert counts["render_figure"] == 5
+    assert counts["render_figure"] == 7
     assert counts["render_document"] == 1
     assert counts["compare"] == 1 and counts["probe_bandit"] == 1
     assert counts["tasks"] == 1 and counts["reference"] == 1 and counts["prereg_verify"] == 1
