@@ -8,13 +8,13 @@ rule probe_bandit:
     input:
         code=sources("probe"),
     output:
-        f"{RESULTS}/probe/bandit.json",
+        res("probe/bandit.json"),
     conda:
         software_env()
     log:
-        f"{RESULTS}/logs/probe/bandit.log",
+        res("logs/probe/bandit.log"),
     benchmark:
-        f"{RESULTS}/benchmarks/probe/bandit.tsv"
+        res("benchmarks/probe/bandit.tsv")
     shell:
         "paired-rollouts probe bandit --out {output:q} > {log:q} 2>&1"
 
@@ -27,8 +27,8 @@ rule compare:
         manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("compare"),
     output:
-        json=f"{RESULTS}/comparison.json",
-        html=report(f"{RESULTS}/comparison.html", caption="../report/comparison.rst",
+        json=res("comparison.json"),
+        html=report(res("comparison.html"), caption="../report/comparison.rst",
                     category="Published versus reproduced"),
     params:
         root=results_root,
@@ -38,12 +38,12 @@ rule compare:
     conda:
         software_env()
     log:
-        f"{RESULTS}/logs/compare.log",
+        res("logs/compare.log"),
     benchmark:
-        f"{RESULTS}/benchmarks/compare.tsv"
+        res("benchmarks/compare.tsv")
     shell:
         "paired-rollouts compare --results {params.root:q} --published {input.published:q} "
-        "--tasks-dir {params.tasks_dir:q} --scale {params.scale:q} --scale-label {params.label:q} "
+        "--tasks-dir {params.tasks_dir:q} --scale-name {params.scale:q} --scale {params.label:q} "
         "--out {output.json:q} --html {output.html:q} > {log:q} 2>&1"
 
 
@@ -54,8 +54,8 @@ rule ledger:
         published=config["published"],
         code=sources("compare"),
     output:
-        json=f"{RESULTS}/ledger.json",
-        html=report(f"{RESULTS}/ledger.html", caption="../report/ledger.rst", category="Cost ledger"),
+        json=res("ledger.json"),
+        html=report(res("ledger.html"), caption="../report/ledger.rst", category="Cost ledger"),
     params:
         root=benchmark_root,
         accelerator=ACCELERATOR,
@@ -63,10 +63,10 @@ rule ledger:
     conda:
         software_env()
     log:
-        f"{RESULTS}/logs/ledger.log",
+        res("logs/ledger.log"),
     benchmark:
-        f"{RESULTS}/benchmarks/ledger.tsv"
+        res("benchmarks/ledger.tsv")
     shell:
         "paired-rollouts ledger --benchmarks {input.benchmarks:q} --root {params.root:q} "
-        "--accelerator {params.accelerator:q} --runs {params.runs} --published {input.published:q} "
+        "--accelerator {params.accelerator:q} --runs {params.runs:q} --published {input.published:q} "
         "--out {output.json:q} --html {output.html:q} > {log:q} 2>&1"

@@ -10,11 +10,11 @@ rule evaluate:
     """Roll out one checkpoint on the validation (periodic) or test (final) pool under one regime."""
     input:
         pools=pool_files(),
-        run_manifest="results/runs/{run}/manifest.json",
+        run_manifest=res("runs/{run}/manifest.json"),
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation"),
     output:
-        "results/evals/{run}/{phase}-step{step}-{regime}.jsonl",
+        res("evals/{run}/{phase}-step{step}-{regime}.jsonl"),
     params:
         tasks_dir=tasks_dir_of,
         settings=eval_settings(),
@@ -23,10 +23,10 @@ rule evaluate:
     conda:
         software_env()
     log:
-        "results/logs/evaluate/{run}/{phase}-step{step}-{regime}.log",
+        res("logs/evaluate/{run}/{phase}-step{step}-{regime}.log"),
     benchmark:
-        "results/benchmarks/evaluate/{run}/{phase}-step{step}-{regime}.tsv",
+        res("benchmarks/evaluate/{run}/{phase}-step{step}-{regime}.tsv"),
     shell:
-        "paired-rollouts evaluate --run {wildcards.run} --step {wildcards.step} --phase {wildcards.phase} "
-        "--regime {wildcards.regime} --tasks-dir {params.tasks_dir} --checkpoint {params.checkpoint} "
-        "--model-dir {params.model} --settings {params.settings:q} --out {output} > {log} 2>&1"
+        "paired-rollouts evaluate --run {wildcards.run:q} --step {wildcards.step:q} --phase {wildcards.phase:q} "
+        "--regime {wildcards.regime:q} --tasks-dir {params.tasks_dir:q} --checkpoint {params.checkpoint:q} "
+        "--model-dir {params.model:q} --settings {params.settings:q} --out {output:q} > {log:q} 2>&1"

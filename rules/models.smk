@@ -16,12 +16,12 @@ rule tokenizer:
     conda:
         software_env()
     log:
-        "results/logs/tokenizer.log",
+        res("logs/tokenizer.log"),
     benchmark:
-        "results/benchmarks/tokenizer.tsv",
+        res("benchmarks/tokenizer.tsv"),
     shell:
-        "paired-rollouts tokenizer --tasks-dir {params.tasks_dir} --settings {params.settings:q} "
-        "--out {params.folder} > {log} 2>&1"
+        "paired-rollouts tokenizer --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
+        "--out {params.folder:q} > {log:q} 2>&1"
 
 
 rule warm_start:
@@ -40,9 +40,9 @@ rule warm_start:
     conda:
         software_env()
     log:
-        "results/logs/warm_start.log",
+        res("logs/warm_start.log"),
     benchmark:
-        "results/benchmarks/warm_start.tsv",
+        res("benchmarks/warm_start.tsv"),
     shell:
-        "paired-rollouts warm-start --tokenizer {params.tokenizer} --tasks-dir {params.tasks_dir} "
-        "--settings {params.settings:q} --threads {threads} --out {params.folder} > {log} 2>&1"
+        "paired-rollouts warm-start --tokenizer {params.tokenizer:q} --tasks-dir {params.tasks_dir:q} "
+        "--settings {params.settings:q} --threads {threads:q} --out {params.folder:q} > {log:q} 2>&1"

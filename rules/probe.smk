@@ -1,5 +1,5 @@
 # Stage 8: the gradient-covariance probe (H1b) over the checkpoints of one trajectory
-# (analysis_spec section 4): exact grader-mask enumeration and transition-noise resampling.
+# (docs/analysis.md#gradient-probe): exact grader-mask enumeration and transition-noise resampling.
 
 wildcard_constraints:
     trajectory=r"[a-z0-9_]+",
@@ -13,7 +13,7 @@ rule probe:
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation", "probe"),
     output:
-        report("results/probe/{trajectory}.json", caption="../report/probe.rst", category="Gradient probe",
+        report(res("probe/{trajectory}.json"), caption="../report/probe.rst", category="Gradient probe",
                labels={"trajectory": "{trajectory}"}),
     params:
         tasks_dir=tasks_dir_of,
@@ -24,10 +24,10 @@ rule probe:
     conda:
         software_env()
     log:
-        "results/logs/probe/{trajectory}.log",
+        res("logs/probe/{trajectory}.log"),
     benchmark:
-        "results/benchmarks/probe/{trajectory}.tsv",
+        res("benchmarks/probe/{trajectory}.tsv"),
     shell:
-        "paired-rollouts probe run --trajectory {wildcards.trajectory} --run-dir {params.run_dir} "
-        "--steps {params.steps} --model-dir {params.model} --tasks-dir {params.tasks_dir} "
-        "--settings {params.settings:q} --out {output} > {log} 2>&1"
+        "paired-rollouts probe run --trajectory {wildcards.trajectory:q} --run-dir {params.run_dir:q} "
+        "--steps {params.steps:q} --model-dir {params.model:q} --tasks-dir {params.tasks_dir:q} "
+        "--settings {params.settings:q} --out {output:q} > {log:q} 2>&1"

@@ -18,8 +18,8 @@ rule render_table:
         code=RENDER_SOURCES,
         templates=table_templates,
     output:
-        tex="results/tables/table{number}.tex",
-        html=report("results/tables/table{number}.html", caption="../report/table.rst", category="Tables",
+        tex=res("tables/table{number}.tex"),
+        html=report(res("tables/table{number}.html"), caption="../report/table.rst", category="Tables",
                     subcategory="Table {number}", labels={"table": "{number}"}),
     params:
         inputs=table_input_args,
@@ -27,12 +27,12 @@ rule render_table:
     conda:
         software_env()
     log:
-        "results/logs/render/table{number}.log",
+        res("logs/render/table{number}.log"),
     benchmark:
-        "results/benchmarks/render/table{number}.tsv",
+        res("benchmarks/render/table{number}.tsv"),
     shell:
-        "paired-rollouts render table --number {wildcards.number} {params.inputs} --scale {params.scale:q} "
-        "--out {output.tex} --html {output.html:q} > {log} 2>&1"
+        "paired-rollouts render table --number {wildcards.number:q} {params.inputs:q} --scale {params.scale:q} "
+        "--out {output.tex:q} --html {output.html:q} > {log:q} 2>&1"
 
 
 rule render_figure:
@@ -41,8 +41,8 @@ rule render_figure:
         unpack(figure_inputs),
         code=RENDER_SOURCES,
     output:
-        pdf="results/figures/{figure}.pdf",
-        png=report("results/figures/{figure}.png", caption="../report/figure.rst", category="Figures",
+        pdf=res("figures/{figure}.pdf"),
+        png=report(res("figures/{figure}.png"), caption="../report/figure.rst", category="Figures",
                    labels={"figure": "{figure}"}),
     params:
         inputs=figure_input_args,
@@ -50,26 +50,26 @@ rule render_figure:
     conda:
         software_env()
     log:
-        "results/logs/render/{figure}.log",
+        res("logs/render/{figure}.log"),
     benchmark:
-        "results/benchmarks/render/{figure}.tsv",
+        res("benchmarks/render/{figure}.tsv"),
     shell:
-        "paired-rollouts render figure --name {wildcards.figure} {params.inputs} --scale {params.scale:q} "
-        "--out {output.pdf} > {log} 2>&1"
+        "paired-rollouts render figure --name {wildcards.figure:q} {params.inputs:q} --scale {params.scale:q} "
+        "--out {output.pdf:q} > {log:q} 2>&1"
 
 
 rule render_document:
     """Every table and figure in one document, compiled with latexmk/pdflatex."""
     input:
-        tables=expand("results/tables/table{number}.tex", number=TABLES),
-        figures=expand("results/figures/{figure}.pdf", figure=FIGURES),
+        tables=expand(res("tables/table{number}.tex"), number=TABLES),
+        figures=expand(res("figures/{figure}.pdf"), figure=FIGURES),
         verification=verification_file(),
         comparison=comparison_file(),
-        ledger=f"{RESULTS}/ledger.json",
+        ledger=res("ledger.json"),
         code=RENDER_SOURCES,
         template=document_template(),
     output:
-        report("results/paper/tables.pdf", caption="../report/document.rst", category="Document"),
+        report(res("paper/tables.pdf"), caption="../report/document.rst", category="Document"),
     params:
         commit=git_commit(),
         profile=ACCELERATOR,
@@ -77,10 +77,11 @@ rule render_document:
     conda:
         software_env()
     log:
-        "results/logs/render/document.log",
+        res("logs/render/document.log"),
     benchmark:
-        "results/benchmarks/render/document.tsv",
+        res("benchmarks/render/document.tsv"),
     shell:
-        "paired-rollouts render document --tables {input.tables} --figures {input.figures} "
-        "--verification {input.verification} --comparison {input.comparison:q} --ledger {input.ledger:q} --profile {params.profile} --scale {params.scale:q} "
-        "--commit {params.commit} --out {output} > {log} 2>&1"
+        "paired-rollouts render document --tables {input.tables:q} --figures {input.figures:q} "
+        "--verification {input.verification:q} --comparison {input.comparison:q} --ledger {input.ledger:q} "
+        "--profile {params.profile:q} --scale {params.scale:q} "
+        "--commit {params.commit:q} --out {output:q} > {log:q} 2>&1"

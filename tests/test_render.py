@@ -119,8 +119,8 @@ def test_document_opens_with_the_published_versus_reproduced_summary(rendered, t
     need_latex()
     comparison = tmp_path / "comparison.json"
     assert cli_main(["compare", "--results", str(RES), "--published", str(INPUTS["published"][0]),
-                     "--tasks-dir", str(Path(__file__).parents[1] / "data" / "tasks"), "--scale", "standin",
-                     "--scale-label", "stand-in", "--out", str(comparison)]) == 0
+                     "--tasks-dir", str(Path(__file__).parents[1] / "data" / "tasks"), "--scale-name", "standin",
+                     "--scale", "stand-in", "--out", str(comparison)]) == 0
     summary = json.loads(comparison.read_text())["summary"]
     out = tmp_path / "tables.pdf"
     document.build_document([rendered["table3"]], [], RES / "prereg/verification.json", "cpu", "stand-in", "abc",

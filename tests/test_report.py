@@ -49,7 +49,7 @@ def paired(*args: str, cwd: Path) -> None:
 
 def ledger_inputs(work: Path) -> list[str]:
     """The benchmark files the ledger job reads, from the dry run's printout of that job."""
-    text = snakemake(*TINY, "-n", "--forceall", "results/ledger.json", cwd=work).stdout
+    text = snakemake(*TINY, "-n", "--forceall", "results/tiny/ledger.json", cwd=work).stdout
     block = text.split("rule ledger:", 1)[1]
     line = next(x for x in block.splitlines() if x.strip().startswith("input:"))
     return [p for p in line.split("input:", 1)[1].strip().split(", ") if "/benchmarks/" in p]
@@ -74,7 +74,7 @@ def touch_study(work: Path) -> None:
 
 def fill_report_outputs(work: Path) -> None:
     """Give the report-flagged outputs real content, made by the real commands from the fixture registers."""
-    res = work / "results"
+    res = work / "results" / "tiny"
     decisions = [FIX / "decisions" / "c2.json", FIX / "decisions" / "c4.json"]
     probes = sorted((FIX / "probe").glob("*.json"))
     inputs = {
@@ -136,9 +136,9 @@ def fill_report_outputs(work: Path) -> None:
         "data/published/paper.yaml",
         "--tasks-dir",
         "data/tasks",
-        "--scale",
+        "--scale-name",
         "tiny",
-        "--scale-label",
+        "--scale",
         "tiny test",
         "--out",
         str(res / "comparison.json"),
@@ -201,9 +201,9 @@ def report(tmp_path_factory) -> Path:
     shutil.copytree(REPO, work, symlinks=True, ignore=ignore)
     touch_study(work)
     fill_report_outputs(work)
-    snakemake(*TINY, "--report", "results/report.zip", cwd=work)
+    snakemake(*TINY, "--report", "results/tiny/report.zip", cwd=work)
     out = work / "report"
-    with zipfile.ZipFile(work / "results" / "report.zip") as archive:
+    with zipfile.ZipFile(work / "results" / "tiny" / "report.zip") as archive:
         archive.extractall(out)
     return out
 

@@ -130,7 +130,7 @@ def _touch_all_outputs(work: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
     # Benchmark files are not in the summary; the cost ledger reads them (the dry run prints its inputs).
-    dry = snakemake("--profile", "cpu", "-n", "--forceall", "results/ledger.json", cwd=work).stdout
+    dry = snakemake("--profile", "cpu", "-n", "--forceall", "results/standin/ledger.json", cwd=work).stdout
     block = dry.split("rule ledger:", 1)[1]
     inputs = next(x for x in block.splitlines() if x.strip().startswith("input:")).split("input:", 1)[1]
     for name in inputs.strip().split(", "):
@@ -188,17 +188,18 @@ def test_editing_the_simulator_reruns_pools_and_everything_downstream(touched_co
 
 def test_editing_a_threshold_reruns_only_decisions_and_tables(touched_copy: Path) -> None:
     work = touched_copy
-    verification = work / "results/prereg/verification.json"
+    verification = work / "results/standin/prereg/verification.json"
     # The threshold is edited, the freeze amended and re-verified: the verification is newest.
-    bench = work / "results/benchmarks/prereg_verify.tsv"  # the re-verification writes its benchmark too
+    bench = work / "results/standin/benchmarks/prereg_verify.tsv"  # the re-verification writes its benchmark too
     with _edited(work / "prereg/decision_rules.yaml", "\n# edited threshold\n"), \
             _edited(verification, "\n"), _edited(bench, ""):
         later = time.time() + 7200
         os.utime(verification, (later, later))
         os.utime(bench, (later, later))
         counts = _rerun_rules(work)
-    assert set(counts) <= {"prereg_verify", "decide", "render_table", "render_document", "compare", "ledger",
-                           "all"}, counts
+    # final_success (figure 3) shows the decision registers' final values, so it is redrawn too
+    assert set(counts) <= {"prereg_verify", "decide", "render_table", "render_figure", "render_document", "compare",
+                           "ledger", "all"}, counts
     assert counts["decide"] == 2
     assert "train" not in counts and "evaluate" not in counts
 
@@ -213,7 +214,7 @@ def test_editing_a_template_reruns_only_rendering(touched_copy: Path) -> None:
 
 def test_deleting_one_evaluation_reruns_only_that_job_and_its_dependants(touched_copy: Path) -> None:
     work = touched_copy
-    victim = sorted((work / "results/evals/c2-paired-s0").glob("periodic-step*-clean.jsonl"))[-1]
+    victim = sorted((work / "results/standin/evals/c2-paired-s0").glob("periodic-step*-clean.jsonl"))[-1]
     saved = victim.read_bytes()
     mtime = victim.stat().st_mtime
     victim.unlink()
@@ -233,16 +234,16 @@ def test_an_edited_protocol_stops_the_pipeline_before_training(tmp_path: Path) -
     work = _copy_repo(tmp_path)
     tiny = ("--profile", "cpu", "--config", "accelerator=cpu", "scale=tiny")
     # Targets first: `--config` takes every word after it.
-    snakemake("results/prereg/verification.json", *tiny, cwd=work)
-    assert '"passes": true' in (work / "results/prereg/verification.json").read_text()
+    snakemake("results/tiny/prereg/verification.json", *tiny, cwd=work)
+    assert '"passes": true' in (work / "results/tiny/prereg/verification.json").read_text()
 
     protocol = work / "prereg/PREREGISTRATION.md"
     text = protocol.read_text()
     protocol.write_text(text.replace("e", "E", 1))
-    result = snakemake("results/runs/c2-paired-s0/groups.jsonl", *tiny, cwd=work, check=False)
+    result = snakemake("results/tiny/runs/c2-paired-s0/groups.jsonl", *tiny, cwd=work, check=False)
     assert result.returncode != 0
     assert "Error in rule prereg_verify" in result.stdout + result.stderr
-    log = (work / "results/logs/prereg_verify.log").read_text()
+    log = (work / "results/tiny/logs/prereg_verify.log").read_text()
     assert "PREREGISTRATION.md" in log
-    assert not (work / "results/prereg/verification.json").exists()
-    assert not (work / "results/runs/c2-paired-s0/groups.jsonl").exists()
+    assert not (work / "results/tiny/prereg/verification.json").exists()
+    assert not (work / "results/tiny/runs/c2-paired-s0/groups.jsonl").exists()

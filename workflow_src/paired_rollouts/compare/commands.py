@@ -20,8 +20,8 @@ def _compare(args: argparse.Namespace) -> int:
     out = compare(
         published,
         Registers(args.results, args.tasks_dir),
-        scale=args.scale,
-        scale_label=args.scale_label or args.scale,
+        scale=args.scale_name,
+        scale_label=args.scale,
     )
     atomic_write_json(args.out, out)
     if args.html:
@@ -71,8 +71,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "--tasks-dir", type=Path, default=None, help="task-pool folder for tasks/ keys (data/tasks)"
     )
-    p.add_argument("--scale", required=True, help="scale name (paper, standin, tiny, ...)")
-    p.add_argument("--scale-label", default=None, help="scale label shown in reasons (default: the name)")
+    p.add_argument("--scale", required=True, help="scale label shown in the reasons (paper, stand-in, ...)")
+    p.add_argument("--scale-name", required=True, help="the config's scale name: 'paper' expects agreement")
     p.add_argument("--out", required=True, type=Path, help="RESULTS/comparison.json")
     p.add_argument(
         "--html", type=Path, default=None, help="also write an HTML page (RESULTS/comparison.html)"

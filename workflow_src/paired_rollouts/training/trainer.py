@@ -23,7 +23,7 @@ class BatchSink(Protocol):
 
 
 def grpo_args(settings: dict[str, Any], output_dir: str | Path, seed: int, *, evaluation: bool = False) -> Any:
-    """GRPOConfig from resolved settings: one optimizer step per generation batch (analysis_spec 6.3)."""
+    """GRPOConfig from resolved settings: one optimizer step per generation batch (docs/training.md#paper-scale-settings)."""
     from trl import GRPOConfig
 
     g = settings["num_generations"]
