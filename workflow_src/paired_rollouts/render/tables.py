@@ -838,18 +838,25 @@ def _thresholds_table(ctx: Context, decisions: dict[str, Doc], probes: dict[str,
 # ---------------------------------------------------------------- table 7: C2 secondary endpoints
 
 
+RECOVERY_SETS = ["noisy_p025", "challenge"]
+
+
 def build_table7(ctx: Context) -> TableModel:
     decision = src.decision_for(_decisions(ctx), "C2", "table 7")
     final_regimes = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge"]
     table = TableModel(
         "C2 secondary endpoints",
-        [Tex("Run"), Tex("Steps to $T$"), Tex("AUC")] + [regime_label(r) for r in final_regimes],
-        ["l", "r", "r"] + ["r"] * len(final_regimes),
-        groups=[(Tex(""), 3), (Tex("Final test success"), len(final_regimes))],
-        size=r"\footnotesize",
+        [Tex("Run"), Tex("Steps to $T$"), Tex("AUC")] + [regime_label(r) for r in final_regimes]
+        + [regime_label(r) for r in RECOVERY_SETS] + [regime_label(r) for r in RECOVERY_SETS],
+        ["l", "r", "r"] + ["r"] * (len(final_regimes) + 2 * len(RECOVERY_SETS)),
+        groups=[(Tex(""), 3), (Tex("Final test success"), len(final_regimes)),
+                (Tex("Recovery success"), len(RECOVERY_SETS)), (Tex("Exposed"), len(RECOVERY_SETS))],
+        size=r"\scriptsize",
+        tabcolsep="3pt",
     )
     if decision.opt("secondary") is None:
-        table.add([fmt.missing(table.notes, "the decision register has no secondary block")] + [""] * 7)
+        table.add([fmt.missing(table.notes, "the decision register has no secondary block")]
+                  + [""] * (len(table.headers) - 1))
         return table
     sec = decision.sub("secondary")
     threshold = sec.number("threshold")
@@ -881,6 +888,12 @@ def build_table7(ctx: Context) -> TableModel:
             cells.append(fmt.prop(_num(sec.opt("auc", run, curve)), 3, table.notes, "not evaluated"))
             for regime in final_regimes:
                 cells.append(fmt.prop(_num(sec.opt("final", run, regime)), 3, table.notes, "not evaluated"))
+            for regime in RECOVERY_SETS:
+                cells.append(fmt.prop(_num(sec.opt("recovery_success", run, regime)), 3, table.notes,
+                                      "no exposed episode (or not in the register)"))
+            for regime in RECOVERY_SETS:
+                cells.append(fmt.prop(_num(sec.opt("exposure", run, regime)), 3, table.notes,
+                                      "exposure not in the register"))
             table.add(cells)
         summary = sec.opt("steps_to_threshold_by_arm", arm) or {}
         reached = summary.get("reached")
@@ -892,11 +905,13 @@ def build_table7(ctx: Context) -> TableModel:
                                                               table.notes, "not evaluated")]
         for regime in final_regimes:
             cells.append(fmt.prop(_num(sec.opt("arms", arm, "final", regime)), 3, table.notes, "not evaluated"))
-        table.add(cells)
+        table.add(cells + [Tex("")] * (2 * len(RECOVERY_SETS)))
     table.extra_notes.append(Tex(
         f"Steps to $T$: first evaluated step whose {regime_label(curve)} success reaches $T$, linearly "
         f"interpolated; $>${horizon if horizon is not None else '?'} = never reached (censored). "
-        "Mean rows: median over the runs that reached $T$ (reached/runs), and means over seeds."))
+        "Mean rows: median over the runs that reached $T$ (reached/runs), and means over seeds. Recovery success: "
+        "true success among the final episodes that met at least one fault; exposed: the share of final episodes "
+        "that met one."))
     return table
 
 
@@ -912,7 +927,8 @@ def _episodes(ctx: Context, what: str) -> list[src.RunEpisodes]:
 
 def build_table8(ctx: Context) -> TableModel:
     runs = _episodes(ctx, "table 8")
-    regimes = ["clean", "noisy_p010", "noisy_p025", "heldout_types"]
+    # at_training is the C4 runs' own regime (grader flips at q = 0.10); the other runs are not evaluated there
+    regimes = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge", "at_training"]
     table = TableModel(
         "Policies trained with grader noise (C4) under tool faults",
         [Tex("Run")] + [regime_label(r) for r in regimes],

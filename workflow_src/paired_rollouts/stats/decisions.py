@@ -440,7 +440,7 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
 def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: float) -> dict[str, Any]:
     """Descriptive endpoints: steps-to-threshold, AUC and final means per run, arm means, C0 contrast."""
     everyone = runs + reference
-    auc_by, final_by, rec_by, stt, curve_by = {}, {}, {}, {}, {}
+    auc_by, final_by, rec_by, stt, curve_by, exp_by = {}, {}, {}, {}, {}, {}
     steps_used: list[int] = []
     for ev in everyone:
         auc_by[ev.run] = {}
@@ -461,6 +461,8 @@ def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: 
                             for reg, table in sorted(ev.final.items())}
         rec_by[ev.run] = {reg: (float(np.mean(ev.final_exposed[reg])) if ev.final_exposed.get(reg) else None)
                           for reg in sorted(ev.final)}
+        exp_by[ev.run] = {reg: len(ev.final_exposed.get(reg, [])) / sum(len(v) for v in ev.final[reg].values())
+                          for reg in sorted(ev.final) if ev.final[reg]}
     by_arm: dict[str, Any] = {}
     stt_arm: dict[str, Any] = {}
     for arm in ("paired", "independent", "clean"):
@@ -485,7 +487,8 @@ def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: 
                     for part in ("auc", "final")}
     return round4({"threshold": threshold, "threshold_curve": THRESHOLD_CURVE, "steps": steps_used,
                    "steps_to_threshold": stt, "steps_to_threshold_by_arm": stt_arm, "auc": auc_by,
-                   "final": final_by, "recovery_success": rec_by, "arms": by_arm, "curves": curve_by,
+                   "final": final_by, "recovery_success": rec_by, "exposure": exp_by, "arms": by_arm,
+                   "curves": curve_by,
                    "clean_reference": clean_ref})
 
 
