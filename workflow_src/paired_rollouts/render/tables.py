@@ -611,10 +611,10 @@ def build_table5(ctx: Context) -> TableModel:
     table = TableModel(
         "Gradient-probe variance ratios by checkpoint",
         [Tex("Step"), Tex("$L/R$"), Tex("outcome"), Tex("transition"), Tex("stratified"), Tex("outcome"),
-         Tex("transition"), Tex("outcome"), Tex("transition"), Tex("$\\rho=0$")],
-        ["r"] * 10,
+         Tex("transition"), Tex("outcome"), Tex("transition"), Tex("$\\rho=0$"), Tex("outcome"), Tex("transition")],
+        ["r"] * 12,
         groups=[(Tex(""), 2), (Tex("MC: paired / independent"), 3), (Tex("SW: paired / independent"), 2),
-                (Tex("MC within groups"), 2), (Tex(""), 1)],
+                (Tex("MC within groups"), 2), (Tex(""), 1), (Tex("batch equivalent"), 2)],
         size=r"\footnotesize",
     )
     probes = sorted((src.load_probe(p) for p in ctx.inputs.files("probe")), key=lambda d: str(d.req("trajectory")))
@@ -642,6 +642,8 @@ def build_table5(ctx: Context) -> TableModel:
                 fmt.prop(_num(cp.opt("transition", "mean_centered", "ratio_within_paired_over_independent")), 3,
                          table.notes, "not in the probe register"),
                 fmt.prop(_num(cp.opt("counts", "rho_zero_fraction")), 3, table.notes, "not recorded by the probe"),
+                fmt.prop(_num(cp.opt("batch_equivalent", "outcome")), 2, table.notes, "not in the probe register"),
+                fmt.prop(_num(cp.opt("batch_equivalent", "transition")), 2, table.notes, "not in the probe register"),
             ])
         verdict = probe.sub("verdict")
         n = int(verdict.number("checkpoints") or 0)
