@@ -18,6 +18,9 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+report: "report/workflow.rst"
+
+
 # `snakemake --lint` is the one use that needs no profile: the rules are the same at every scale, so the
 # stand-in configuration is linted. Snakemake builds the lint workflow without checking environment
 # variables (its only such use), which tells lint apart from a run; tests/test_workflow.py checks both.
@@ -60,6 +63,7 @@ else:
 include: "rules/register.smk"
 include: "rules/decide.smk"
 include: "rules/render.smk"
+include: "rules/compare.smk"
 
 
 rule all:
@@ -68,6 +72,7 @@ rule all:
     default_target: True
     input:
         res("paper/tables.pdf"),
+        res("comparison.json"),
         res("reference/scripted_reference.json"),
         decision_files(),
         probe_files(),

@@ -449,6 +449,56 @@ def all_luck_files():
     return [f for run in RUNS for f in luck_files(run)]
 
 
+def bandit_file():
+    return f"{RESULTS}/probe/bandit.json"
+
+
+def comparison_inputs():
+    """Every register a published number may name (docs/compare.md): the compare job reruns when one changes."""
+    return (decision_files() + probe_files() + [bandit_file()] + all_luck_files() + group_stat_files()
+            + [f"{RESULTS}/reference/scripted_reference.json"])
+
+
+def benchmark_files():
+    """The benchmark file of every job that runs before the document (the ledger's inputs)."""
+    bench = res("benchmarks")
+    files = [f"{bench}/reference.tsv", f"{bench}/prereg_verify.tsv", f"{RESULTS}/benchmarks/probe/bandit.tsv",
+             f"{RESULTS}/benchmarks/compare.tsv"]
+    if ACCELERATOR == "cpu":
+        files.append(f"{bench}/prereg_freeze_local.tsv")
+    if SCALE["model"]["kind"] == "standin":
+        files += [f"{bench}/tokenizer.tsv", f"{bench}/warm_start.tsv"]
+    if SURROGATE:
+        # One job trains, evaluates and diagnoses a chunk of an arm's seeds; one runs their statistics.
+        files.append(f"{bench}/surrogate/calibrate.tsv")
+        files += [f"{bench}/surrogate/{kind}-{job}.tsv" for job in surrogate_jobs() for kind in ("arm", "stats")]
+    files += [f"{bench}/run_register/{run}.tsv" for run in RUNS]
+    for run in [] if SURROGATE else RUNS:
+        files += [f"{bench}/{stage}/{run}.tsv" for stage in ("train", "group_stats", "completeness")]
+        files += [f"{bench}/evaluate/{run}/{Path(f).stem}.tsv" for f in eval_files(run)]
+        files += [f"{bench}/{stage}/{run}/step{step}.tsv" for stage in ("diagnose", "luck_share")
+                  for step in diagnostic_steps(run)]
+    files += [f"{bench}/decide/{c}.tsv" for c in DECISION_CONDITIONS]
+    files += [f"{bench}/probe/{t}.tsv" for t in TRAJECTORIES]
+    files += [] if SURROGATE else [f"{bench}/probe_verdict/{t}.tsv" for t in TRAJECTORIES]
+    # TABLES and FIGURES (rules/render.smk) are what this scale renders.
+    files += [f"{bench}/render/table{n}.tsv" for n in TABLES]
+    files += [f"{bench}/render/{name}.tsv" for name in FIGURES]
+    return files
+
+
+def results_root(wildcards, output):
+    return str(Path(output[0]).parent)
+
+
+def benchmark_root(wildcards, output):
+    return str(Path(output[0]).parent / "benchmarks")
+
+
+def manifest_folder(wildcards, input):
+    return str(Path(input.manifest).parent)
+
+
 def group_stat_files():
     return [f"{RESULTS}/runs/{run}/group_stats.json" for run in RUNS]
 
@@ -463,6 +513,14 @@ def decision_rules_file():
     return [config["decision_rules"]]
 
 
+def published_file():
+    return [config["published"]]
+
+
+def comparison_file():
+    return f"{RESULTS}/comparison.json"
+
+
 def c2_decision():
     return [res("decisions/c2.json")]
 
@@ -475,8 +533,8 @@ def c4_decision():
 TABLE_SOURCES = {
     1: {"manifests": run_manifests},
     2: {"decisions": decision_files, "probe": probe_files, "rules": decision_rules_file},
-    3: {"decisions": c2_decision},
-    4: {"decisions": c4_decision},
+    3: {"decisions": c2_decision, "published": published_file},
+    4: {"decisions": c4_decision, "published": published_file},
     5: {"probe": probe_files},
     6: {"decisions": decision_files, "probe": probe_files, "luck": all_luck_files,
         "rules": decision_rules_file},
@@ -496,7 +554,9 @@ FIGURE_SOURCES = {
     "luck_share": {"luck": all_luck_files},
     "spurious_variance": {"group_stats": group_stat_files},
     "probe_ratios": {"probe": probe_files},
-    "surrogate_curves": {"episodes": all_eval_files, "published": lambda: [PUBLISHED_CURVES]},
+    "surrogate_curves": {"episodes": all_eval_files, "published_curves": lambda: [PUBLISHED_CURVES]},
+    "final_success": {"decisions": decision_files},
+    "probe_decomposition": {"probe": probe_files},
 }
 
 

@@ -19,7 +19,8 @@ rule decide:
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("stats", "prereg"),
     output:
-        res("decisions/{condition}.json"),
+        report(res("decisions/{condition}.json"), caption="../report/decision.rst", category="Decisions",
+               labels={"condition": "{condition}"}),
     params:
         condition=upper_condition,
         eval_dirs=decision_eval_dirs,
@@ -29,6 +30,8 @@ rule decide:
         software_env()
     log:
         res("logs/decide/{condition}.log"),
+    benchmark:
+        res("benchmarks/decide/{condition}.tsv"),
     shell:
         "paired-rollouts decide --condition {params.condition:q} --seeds {params.seeds:q} "
         "--episodes {params.eval_dirs:q} "

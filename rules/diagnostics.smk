@@ -20,6 +20,8 @@ rule diagnose:
         software_env()
     log:
         res("logs/diagnose/{run}/step{step}.log"),
+    benchmark:
+        res("benchmarks/diagnose/{run}/step{step}.tsv"),
     shell:
         "paired-rollouts diagnose --run {wildcards.run:q} --step {wildcards.step:q} --tasks-dir {params.tasks_dir:q} "
         "--checkpoint {params.checkpoint:q} --model-dir {params.model:q} --settings {params.settings:q} "
@@ -39,6 +41,8 @@ rule luck_share:
         software_env()
     log:
         res("logs/luck_share/{run}/step{step}.log"),
+    benchmark:
+        res("benchmarks/luck_share/{run}/step{step}.tsv"),
     shell:
         "paired-rollouts luck-share --episodes {input.episodes:q} --resamples {params.resamples:q} "
         "--out {output:q} > {log:q} 2>&1"
@@ -66,6 +70,8 @@ rule completeness:
         software_env()
     log:
         res("logs/completeness/{run}.log"),
+    benchmark:
+        res("benchmarks/completeness/{run}.tsv"),
     shell:
         "paired-rollouts completeness --run {wildcards.run:q} --expected {params.expected:q} "
         "--evals-dir {params.evals_dir:q} --diagnostics {params.diagnostics_dir:q} --groups {input.groups:q} --run-manifest {input.run_manifest:q} "

@@ -24,6 +24,8 @@ rule evaluate:
         software_env()
     log:
         res("logs/evaluate/{run}/{phase}-step{step}-{regime}.log"),
+    benchmark:
+        res("benchmarks/evaluate/{run}/{phase}-step{step}-{regime}.tsv"),
     shell:
         "paired-rollouts evaluate --run {wildcards.run:q} --step {wildcards.step:q} --phase {wildcards.phase:q} "
         "--regime {wildcards.regime:q} --tasks-dir {params.tasks_dir:q} --checkpoint {params.checkpoint:q} "

@@ -26,6 +26,8 @@ rule probe:
         software_env()
     log:
         res("logs/probe/{trajectory}.log"),
+    benchmark:
+        res("benchmarks/probe/{trajectory}.tsv"),
     shell:
         "paired-rollouts probe run --trajectory {wildcards.trajectory:q} --run-dir {params.run_dir:q} "
         "--steps {params.steps:q} --model-dir {params.model:q} --tasks-dir {params.tasks_dir:q} "
@@ -40,11 +42,14 @@ rule probe_verdict:
         rules=config["decision_rules"],
         code=sources("probe", "prereg"),
     output:
-        res("probe/{trajectory}.json"),
+        report(res("probe/{trajectory}.json"), caption="../report/probe.rst", category="Gradient probe",
+               labels={"trajectory": "{trajectory}"}),
     conda:
         software_env()
     log:
         res("logs/probe_verdict/{trajectory}.log"),
+    benchmark:
+        res("benchmarks/probe_verdict/{trajectory}.tsv"),
     shell:
         "paired-rollouts probe verdict --traces {input.traces:q} --rules {input.rules:q} --out {output:q} "
         "> {log:q} 2>&1"

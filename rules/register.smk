@@ -21,6 +21,8 @@ rule run_register:
         software_env()
     log:
         res("logs/run_register/{run}.log"),
+    benchmark:
+        res("benchmarks/run_register/{run}.tsv"),
     shell:
         "paired-rollouts run-register --run-dir {params.run_dir:q} --results {params.results:q} "
         "--out {output:q} > {log:q} 2>&1"

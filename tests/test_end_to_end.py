@@ -101,6 +101,26 @@ def test_tables_show_the_registers_numbers(study: Path) -> None:
     assert re.search(rf"{auc:.3f}", table3), (auc, table3)
 
 
+def test_comparison_and_ledger_come_from_this_run(study: Path) -> None:
+    comparison = json.loads((study / "results/tiny/comparison.json").read_text())
+    rows = {r["id"]: r for r in comparison["entries"]}
+    assert comparison["mismatch_expected"] is True
+    for name in ("reference.test.recovering.clean.calls", "bandit.trace_var_mean_centered.paired",
+                 "pools.test.sha256"):
+        assert rows[name]["status"] == "reproduced", rows[name]
+    # seeds 1 and 2 do not exist at this scale: said so, not guessed
+    assert rows["c2.auc.paired.s1"]["status"] == "not computed"
+    assert rows["c2.auc.paired.s0"]["reproduced"] == json.loads(
+        (study / "results/tiny/decisions/c2.json").read_text())["H2a"]["auc_paired"][0]
+    ledger = json.loads((study / "results/tiny/ledger.json").read_text())
+    # every job before the document wrote a benchmark the ledger read (the task pools are committed data:
+    # their job, when it runs, is not part of the study's cost)
+    benchmarks = [p for p in (study / "results/tiny/benchmarks").rglob("*.tsv")
+                  if p.name not in ("ledger.tsv", "document.tsv", "tasks.tsv")]
+    assert ledger["benchmarks"] == ledger["total"]["jobs"] == len(benchmarks)
+    assert ledger["stages"]["train"]["jobs"] == len(RUNS) and ledger["stages"]["train"]["wall_s"] > 0
+
+
 def test_second_invocation_does_nothing(study: Path) -> None:
     result = _snakemake(study, "-n", "all")
     assert result.returncode == 0

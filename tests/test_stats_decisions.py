@@ -223,6 +223,16 @@ def test_c2_decision_by_hand(study):
     # s0 paired at_training curve .5 .75 1 reaches .617 between steps 0 and 4: 0 + (.117/.25)*4
     assert sec["steps_to_threshold"]["c2-paired-s0"]["step"] == pytest.approx(1.872, abs=1e-4)
     assert sec["steps_to_threshold"]["c2-independent-s1"] == {"step": None, "censored": True}
+    # per-step curves (the blog's learning-curve points): the s0 paired at_training curve above, and the arm mean
+    assert sec["curves"]["c2-paired-s0"]["at_training"] == {"0": 0.5, "4": 0.75, "8": 1.0}
+    members = [sec["curves"][r]["at_training"] for r in ("c2-paired-s0", "c2-paired-s1")]
+    assert sec["arms"]["paired"]["curve"]["at_training"] == {
+        k: pytest.approx((members[0][k] + members[1][k]) / 2, abs=1e-4) for k in members[0]}
+    # exposure: the share of final episodes that met a fault, beside recovery success among them
+    for run, by_regime in sec["exposure"].items():
+        assert all(0.0 <= v <= 1.0 for v in by_regime.values()), run
+        for regime, share in by_regime.items():
+            assert (sec["recovery_success"][run][regime] is None) == (share == 0.0), (run, regime)
     assert reg["bootstrap"] == {"resamples": 2000, "seed": 20260911}
     # the same inputs give the same bytes
     first = (root / "dec.json").read_bytes()

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "probe",
     "surrogate",
     "render",
+    "compare",
 )
 
 

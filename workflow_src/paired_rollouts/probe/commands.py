@@ -13,7 +13,12 @@ def _bandit(args: argparse.Namespace) -> int:
     from paired_rollouts.probe.bandit import bandit_enumeration, format_bandit
 
     result = bandit_enumeration()
-    if args.json:
+    if args.out:
+        from paired_rollouts.io import atomic_write_json
+
+        atomic_write_json(args.out, result)
+        print(format_bandit(result))
+    elif args.json:
         print(json.dumps(result, sort_keys=True, indent=2))
     else:
         print(format_bandit(result))
@@ -76,6 +81,7 @@ def register(subparsers) -> None:
                                    "lhs/rhs and the orthogonal-score case.",
                        epilog="JSON shape: docs/records.md section 6.4.")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--out", type=Path, default=None, help="also write the JSON to this file (results/probe/bandit.json)")
     p.set_defaults(handler=_bandit)
 
     p = sub.add_parser("run", help="probe a trajectory's checkpoints (needs the train extra: torch)",

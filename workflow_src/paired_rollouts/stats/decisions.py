@@ -504,10 +504,11 @@ def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: 
               rules: DecisionRules | None = None) -> dict[str, Any]:
     """Descriptive endpoints: steps-to-threshold, AUC and final means per run, arm means, C0 contrast."""
     everyone = runs + reference
-    auc_by, final_by, rec_by, stt = {}, {}, {}, {}
+    auc_by, final_by, rec_by, stt, curve_by, exp_by = {}, {}, {}, {}, {}, {}
     steps_used: list[int] = []
     for ev in everyone:
         auc_by[ev.run] = {}
+        curve_by[ev.run] = {}
         for regime, table in sorted(ev.periodic.items()):
             steps = sorted(table)
             tasks = common_tasks(table[s] for s in steps)
@@ -516,6 +517,7 @@ def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: 
             curve = ev.curve(regime, steps, tasks).mean(axis=1)
             weights = applied_auc_weights(steps, rules)[0] if rules is not None else auc_weights(steps)
             auc_by[ev.run][regime] = float(weights @ curve)
+            curve_by[ev.run][regime] = {str(step): float(v) for step, v in zip(steps, curve, strict=True)}
             if regime == THRESHOLD_CURVE:
                 reached = steps_to_threshold(steps, curve, threshold)
                 stt[ev.run] = {"step": reached, "censored": reached is None}
@@ -524,6 +526,8 @@ def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: 
                             for reg, table in sorted(ev.final.items())}
         rec_by[ev.run] = {reg: (float(np.mean(ev.final_exposed[reg])) if ev.final_exposed.get(reg) else None)
                           for reg in sorted(ev.final)}
+        exp_by[ev.run] = {reg: len(ev.final_exposed.get(reg, [])) / sum(len(v) for v in ev.final[reg].values())
+                          for reg in sorted(ev.final) if ev.final[reg]}
     by_arm: dict[str, Any] = {}
     stt_arm: dict[str, Any] = {}
     for arm in ("paired", "independent", "clean"):
@@ -531,7 +535,8 @@ def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: 
         if not members:
             continue
         by_arm[arm] = {"auc": _mean_dicts([auc_by[r] for r in members]),
-                       "final": _mean_dicts([final_by[r] for r in members])}
+                       "final": _mean_dicts([final_by[r] for r in members]),
+                       "curve": _mean_curves([curve_by[r] for r in members])}
         hits = [stt[r]["step"] for r in members if r in stt and stt[r]["step"] is not None]
         stt_arm[arm] = {"reached": len(hits), "runs": len(members),
                         "median_reached": float(np.median(hits)) if hits else None}
@@ -547,8 +552,20 @@ def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: 
                     for part in ("auc", "final")}
     return round4({"threshold": threshold, "threshold_curve": THRESHOLD_CURVE, "steps": steps_used,
                    "steps_to_threshold": stt, "steps_to_threshold_by_arm": stt_arm, "auc": auc_by,
-                   "final": final_by, "recovery_success": rec_by, "arms": by_arm,
+                   "final": final_by, "recovery_success": rec_by, "exposure": exp_by, "arms": by_arm,
+                   "curves": curve_by,
                    "clean_reference": clean_ref})
+
+
+def _mean_curves(curves: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Mean over runs of each regime's curve, at the steps every run has (the blog's learning curves)."""
+    regimes = set.intersection(*[set(c) for c in curves]) if curves else set()
+    out = {}
+    for regime in sorted(regimes):
+        steps = set.intersection(*[set(c[regime]) for c in curves])
+        out[regime] = {step: float(np.mean([c[regime][step] for c in curves]))
+                       for step in sorted(steps, key=int)}
+    return out
 
 
 def _mean_dicts(dicts: list[dict[str, float]]) -> dict[str, float]:
