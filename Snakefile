@@ -57,6 +57,7 @@ else:
     include: "rules/probe.smk"
 
 
+include: "rules/register.smk"
 include: "rules/decide.smk"
 include: "rules/render.smk"
 
@@ -75,3 +76,4 @@ rule all:
         all_luck_files(),
         group_stat_files(),
         expand(res("runs/{run}/complete.json"), run=RUNS),
+        expand(res("runs/{run}/register.json"), run=RUNS),

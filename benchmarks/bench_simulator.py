@@ -45,7 +45,9 @@ def session_naive() -> Episode:
     return run
 
 
-def measure(tasks: list[dict], config: NoiseConfig, policy: str | Episode, seconds: float) -> tuple[float, float]:
+def measure(
+    tasks: list[dict], config: NoiseConfig, policy: str | Episode, seconds: float
+) -> tuple[float, float]:
     """(episodes per CPU second, episodes per wall second) over whole passes of >= ``seconds`` CPU time.
 
     CPU time is the headline number: on a shared machine wall time also counts other people's work.
@@ -67,7 +69,9 @@ def measure(tasks: list[dict], config: NoiseConfig, policy: str | Episode, secon
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--tasks-dir", default="data/tasks")
     parser.add_argument("--pool", default="validation")
     parser.add_argument("--seconds", type=float, default=3.0, help="CPU seconds timed per setting")
@@ -86,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:34s} {name:10s} {rate:8.0f} episodes/s (CPU time)  {wall_rate:8.0f} episodes/s (wall)")
         if label.startswith("noise on  (C2 p=0.25)") and policy == "recovering" and rate < TARGET:
             ok = False
-    print(f"target >= {TARGET:.0f} episodes per CPU second at p=0.25 (recovering): {'met' if ok else 'NOT met'}")
+    print(
+        f"target >= {TARGET:.0f} episodes per CPU second at p=0.25 (recovering): {'met' if ok else 'NOT met'}"
+    )
     return 0 if ok else 1
 
 

@@ -6,6 +6,11 @@ import json
 from pathlib import Path
 
 SCALE_NAME = config["scale"]
+if SCALE_NAME not in config["scales"]:
+    raise WorkflowError(
+        f"scale {SCALE_NAME!r} has no block under `scales:` in config/config.yaml (defined: "
+        f"{', '.join(sorted(config['scales']))}); pick one with --config scale=NAME or add the block"
+    )
 SCALE = config["scales"][SCALE_NAME]
 ACCELERATOR = config["accelerator"]
 TASKS_DIR = config["tasks_dir"]
@@ -48,6 +53,29 @@ def runs_of(condition):
 
 
 RUNS = runs_of("C2") + runs_of("C4") + runs_of("C0")
+
+
+def refuse_non_paper_pools():
+    """GPU profiles run the paper's experiment: pools whose MANIFEST differs from the paper's hashes
+    (e.g. written by `tasks --no-check`) are refused before anything runs. The cpu profile may use them;
+    every register and table then says the pools are not the paper's."""
+    manifest = Path(TASKS_DIR) / "MANIFEST.json"
+    if ACCELERATOR == "cpu" or not manifest.is_file():
+        return
+    from paired_rollouts.backoffice.tasks import paper_pools
+
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise WorkflowError(f"{manifest}: unreadable ({exc}); restore it: git checkout -- {manifest}")
+    if not paper_pools(data):
+        raise WorkflowError(
+            f"{manifest}: the task pools are not the paper's (hashes differ from PAPER_POOL_SHA256); the "
+            f"{ACCELERATOR} profile runs only the paper's pools: git checkout -- {TASKS_DIR}"
+        )
+
+
+refuse_non_paper_pools()
 DECISION_CONDITIONS = ["c2", "c4"]
 
 
@@ -280,6 +308,10 @@ def expected_evidence_of(wildcards):
     return expected_evidence(wildcards.run)
 
 
+def luck_files_of(wildcards):
+    return luck_files(wildcards.run)
+
+
 # ---------------------------------------------------------------- decisions -------------------------
 
 
@@ -289,6 +321,11 @@ def upper_condition(wildcards):
 
 def decision_runs(wildcards):
     return runs_of(wildcards.condition.upper())
+
+
+def decision_seeds(wildcards):
+    """The design's seeds: a hypothesis is decided only when every one of their pairs is admitted."""
+    return [str(seed) for seed in SCALE["seeds"][wildcards.condition.upper()]]
 
 
 def decision_eval_files(wildcards):
@@ -325,6 +362,31 @@ def reference_eval_dirs(wildcards):
 # ---------------------------------------------------------------- probe -----------------------------
 
 TRAJECTORIES = sorted(SCALE["probe"]["trajectories"])
+
+
+def check_design():
+    """Config consistency that the schema cannot express, checked before any job runs (dry runs fail)."""
+    last = training_steps()
+    for name, steps in SCALE["diagnostics"]["steps"].items():
+        beyond = [s for s in steps if s > last]
+        if beyond:
+            raise WorkflowError(
+                f"config/config.yaml scales.{SCALE_NAME}.diagnostics.steps.{name} has steps {beyond} beyond "
+                f"the last training step {last}; remove them or train longer"
+            )
+    for name, trajectory in SCALE["probe"]["trajectories"].items():
+        where = f"config/config.yaml scales.{SCALE_NAME}.probe.trajectories.{name}"
+        if trajectory["run"] not in RUNS:
+            raise WorkflowError(
+                f"{where}: run {trajectory['run']!r} is not in the seed matrix ({', '.join(RUNS)}); "
+                "a probe may only study a run of the design"
+            )
+        beyond = [s for s in trajectory["steps"] if s > last]
+        if beyond:
+            raise WorkflowError(f"{where}: steps {beyond} beyond the last training step {last}")
+
+
+check_design()
 
 
 def trajectory_of(wildcards):
@@ -470,6 +532,11 @@ def figure_input_args(wildcards):
 
 def tasks_dir_of(wildcards, input):
     return str(Path(input.pools[0]).parent)
+
+
+def results_root(wildcards):
+    """This scale's results root (a function, so lint does not take it for a hard-coded output prefix)."""
+    return RESULTS
 
 
 def output_folder(wildcards, output):

@@ -45,10 +45,13 @@ rule luck_share:
 
 
 rule completeness:
-    """Every expected episode and group present, pool hashes equal, one code version across attempts."""
+    """Every expected episode and group present on the design's seeds, rows and steps, no stray file, pool
+    hashes equal, one code version across attempts. `--strict`: an incomplete run fails here and is never
+    analysed (the protocol reruns it)."""
     input:
         evals=eval_files_of,
         diagnostics=diagnostic_episode_files_of,
+        luck=luck_files_of,
         groups=res("runs/{run}/groups.jsonl"),
         run_manifest=res("runs/{run}/manifest.json"),
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
@@ -66,4 +69,4 @@ rule completeness:
     shell:
         "paired-rollouts completeness --run {wildcards.run:q} --expected {params.expected:q} "
         "--evals-dir {params.evals_dir:q} --diagnostics {params.diagnostics_dir:q} --groups {input.groups:q} --run-manifest {input.run_manifest:q} "
-        "--pool-manifest {input.pool_manifest:q} --out {output:q} > {log:q} 2>&1"
+        "--luck {input.luck:q} --pool-manifest {input.pool_manifest:q} --strict --out {output:q} > {log:q} 2>&1"

@@ -59,6 +59,7 @@ rule render_document:
         tables=expand(res("tables/table{number}.tex"), number=TABLES),
         figures=expand(res("figures/{figure}.pdf"), figure=FIGURES),
         verification=verification_file(),
+        decisions=decision_files(),
         code=RENDER_SOURCES,
         template=document_template(),
     output:
@@ -73,5 +74,5 @@ rule render_document:
         res("logs/render/document.log"),
     shell:
         "paired-rollouts render document --tables {input.tables:q} --figures {input.figures:q} "
-        "--verification {input.verification:q} --profile {params.profile:q} --scale {params.scale:q} "
+        "--verification {input.verification:q} --decisions {input.decisions:q} --profile {params.profile:q} --scale {params.scale:q} "
         "--commit {params.commit:q} --out {output:q} > {log:q} 2>&1"

@@ -395,3 +395,39 @@ def test_help_lists_each_tables_inputs(capsys):
         cli_main(["render", "table", "--help"])
     out = capsys.readouterr().out
     assert "12 Outcome-probe traces: probe*" in out and "decisions*" in out
+
+
+def _undecided_register(tmp_path):
+    data = json.loads((RES / "decisions/c2.json").read_text())
+    reason = "not decided: 1 of 2 seed pairs of the design admitted (3 problem(s) under 'missing')"
+    for name in ("H1a", "H2a", "H3", "H5"):
+        data[name]["passes"] = None
+        data[name]["reason"] = reason
+    data.update(complete=False, decided=False, design_seeds=[0, 1], seed_pairs=data["seed_pairs"][:1])
+    path = tmp_path / "decisions" / "c2.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data))
+    return path, reason
+
+
+def test_table2_says_not_decided_on_partial_evidence(tmp_path):
+    """A register decided on fewer seed pairs than the design used to print a bold pass in table 2."""
+    path, reason = _undecided_register(tmp_path)
+    text = tables.render_table(2, {"decisions": [path]}, "s")
+    h2a = text[text.index("H2a"):text.index("H3")]
+    assert "not decided" in h2a and "\\textbf{pass}" not in text.split("\\midrule", 1)[-1].split("H1b")[0] + h2a
+    assert "1 of 2 seed pairs" in text
+
+
+def test_title_page_says_the_study_is_incomplete(rendered, tmp_path):
+    need_latex()
+    path, _ = _undecided_register(tmp_path)
+    assert document.study_status([RES / "decisions/c2.json"]) == ""   # the fixture c2 register is complete
+    status = document.study_status([path])
+    assert status.startswith("STUDY INCOMPLETE: C2: 1 of 2 seed pairs admitted, H1a, H2a, H3, H5 not decided")
+    out = tmp_path / "doc.pdf"
+    document.build_document([rendered["table3"]], [], RES / "prereg/verification.json", "cpu", "stand-in", "abc",
+                            out, decisions=[path])
+    if shutil.which("pdftotext"):
+        text = subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True, check=True).stdout
+        assert "STUDY INCOMPLETE" in text

@@ -76,7 +76,7 @@ def test_paper_dag_has_the_papers_job_counts() -> None:
     assert counts["luck_share"] == diagnostics
     assert counts["group_stats"] == runs
     assert counts["completeness"] == runs
-    assert counts["probe"] == 2
+    assert counts["probe"] == 2 and counts["probe_verdict"] == 2
     assert counts["decide"] == 2
     assert counts["render_table"] == 12
     assert counts["render_figure"] == 5
@@ -186,9 +186,12 @@ def test_editing_a_threshold_reruns_only_decisions_and_tables(touched_copy: Path
         later = time.time() + 7200
         os.utime(verification, (later, later))
         counts = _rerun_rules(work)
-    assert set(counts) <= {"prereg_verify", "decide", "render_table", "render_document", "all"}, counts
-    assert counts["decide"] == 2
-    assert "train" not in counts and "evaluate" not in counts
+    assert set(counts) <= {"prereg_verify", "decide", "probe_verdict", "render_table", "render_figure",
+                           "render_document", "all"}, counts
+    assert counts.get("render_figure", 0) <= 1   # only the probe-ratio figure reads a probe register
+    # every stage that reads a frozen key reruns (the H1b verdict too), the expensive probe does not
+    assert counts["decide"] == 2 and counts["probe_verdict"] == 2
+    assert "train" not in counts and "evaluate" not in counts and "probe" not in counts
 
 
 def test_editing_a_template_reruns_only_rendering(touched_copy: Path) -> None:
@@ -234,3 +237,67 @@ def test_an_edited_protocol_stops_the_pipeline_before_training(tmp_path: Path) -
     assert "PREREGISTRATION.md" in log
     assert not (work / "results/tiny/prereg/verification.json").exists()
     assert not (work / "results/tiny/runs/c2-paired-s0/groups.jsonl").exists()
+
+
+def test_gpu_profiles_refuse_pools_that_are_not_the_papers(tmp_path: Path) -> None:
+    """A pool edited together with a re-hashed MANIFEST (what `tasks --no-check` writes) passes every
+    manifest check; the GPU profiles compare with the paper's hashes and stop before anything runs."""
+    import hashlib
+    import json
+
+    work = _copy_repo(tmp_path)
+    pool = work / "data/tasks/test.jsonl"
+    pool.write_bytes(pool.read_bytes().replace(b'"instruction": "', b'"instruction": "Now: ', 1))
+    manifest_path = work / "data/tasks/MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["pools"]["test"]["sha256"] = hashlib.sha256(pool.read_bytes()).hexdigest()
+    manifest_path.write_text(json.dumps(manifest))
+    result = snakemake("-n", "--config", "accelerator=h100", "scale=paper", cwd=work, check=False)
+    assert result.returncode != 0
+    assert "not the paper's" in result.stdout + result.stderr
+
+
+def test_config_on_the_command_line_adds_to_the_profile() -> None:
+    """`--config scale=tiny` used to replace the profile's whole `config:` block (accelerator lost) and
+    fail with a misleading 'No profile given'."""
+    result = snakemake("--profile", "cpu", "-n", "results/tiny/prereg/verification.json", "--config", "scale=tiny",
+                       check=False)
+    text = result.stdout + result.stderr
+    assert result.returncode == 0, text[-3000:]
+    assert "No profile given" not in text
+
+
+def test_missing_scale_block_is_one_clear_error(tmp_path: Path) -> None:
+    """A scale named by the profile but without its block in config/config.yaml used to be a bare KeyError."""
+    import yaml
+
+    work = _copy_repo(tmp_path)
+    path = work / "config/config.yaml"
+    data = yaml.safe_load(path.read_text())
+    del data["scales"]["tiny"]
+    path.write_text(yaml.safe_dump(data))
+    result = snakemake("--profile", "cpu", "-n", "--config", "scale=tiny", cwd=work, check=False)
+    text = result.stdout + result.stderr
+    assert result.returncode != 0 and "scale 'tiny' has no block" in text and "KeyError" not in text
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda d: d["scales"]["tiny"]["training"].update(learnig_rate=1e-3), "learnig_rate"),
+    (lambda d: d["scales"]["tiny"]["model"].update(hiden_size=8), "hiden_size"),
+    (lambda d: d["scales"]["tiny"]["probe"]["trajectories"][sorted(d["scales"]["tiny"]["probe"]["trajectories"])[0]]
+     .update(run="c2-paired-s7"), "not in the seed matrix"),
+    (lambda d: d["scales"]["tiny"]["diagnostics"]["steps"]["seed0"].append(10_000), "beyond the last training step"),
+])
+def test_config_mistakes_fail_the_dry_run(tmp_path: Path, edit, needle) -> None:
+    """A typo in training:/model: used to surface after the warm start; a probe of a run outside the seed
+    matrix silently added a training job; diagnostic steps past the last step passed the dry run."""
+    import yaml
+
+    work = _copy_repo(tmp_path)
+    path = work / "config/config.yaml"
+    data = yaml.safe_load(path.read_text())
+    edit(data)
+    path.write_text(yaml.safe_dump(data))
+    result = snakemake("--profile", "cpu", "-n", "--config", "scale=tiny", cwd=work, check=False)
+    text = result.stdout + result.stderr
+    assert result.returncode != 0 and needle in text, text[-2000:]

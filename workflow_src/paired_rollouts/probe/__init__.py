@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from paired_rollouts.errors import UserError
 from paired_rollouts.probe.enumeration import (
     OUTCOME_VECTOR_KEYS,
     OutcomeProbe,
@@ -96,6 +97,21 @@ def probe_verdict(checkpoints: dict[Any, dict[str, Any]], estimator: str = "mean
         "ratios_by_step": ratios,
         f"{other}_ratios_by_step": sw,
     }
+
+
+def apply_h1b_rules(register: dict[str, Any], h1b: dict[str, str], source: str,
+                    sha256: str | None) -> dict[str, Any]:
+    """The probe register with its H1b verdict recomputed under the frozen ``h1b`` block of the rules
+    file (estimator, outcome, transition); the verdict names the rules file it applied."""
+    checkpoints = register.get("checkpoints")
+    if not isinstance(checkpoints, dict) or not checkpoints:
+        raise UserError("probe register has no 'checkpoints'; rerun 'paired-rollouts probe run'")
+    by_step = {int(s): v for s, v in checkpoints.items()}
+    verdict = probe_verdict(by_step, estimator=h1b["estimator"], outcome=h1b["outcome"],
+                            transition=h1b["transition"])
+    verdict["rule_source"] = source
+    verdict["rules_sha256"] = sha256
+    return {**register, "verdict": verdict}
 
 
 def t_ref_from_tokens(token_counts, prompts_per_step: int, num_generations: int) -> float:

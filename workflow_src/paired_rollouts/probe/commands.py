@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from paired_rollouts.errors import UserError
+
 
 def _bandit(args: argparse.Namespace) -> int:
     from paired_rollouts.probe.bandit import bandit_enumeration, format_bandit
@@ -22,6 +24,44 @@ def _run(args: argparse.Namespace) -> int:
     from paired_rollouts.probe.scores import run_probe_cli  # torch lives there; import lazily
 
     return run_probe_cli(args)
+
+
+def _verdict(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json, read_json, sha256_file
+    from paired_rollouts.prereg.rules import load_decision_rules
+    from paired_rollouts.probe import apply_h1b_rules
+
+    rules = load_decision_rules(args.rules)
+    traces = read_json(args.traces)
+    if not isinstance(traces, dict):
+        raise UserError(f"{args.traces}: not a probe register (expected an object)")
+    try:
+        out = apply_h1b_rules(traces, rules["h1b"], str(args.rules), sha256_file(args.rules))
+    except UserError as exc:
+        raise UserError(f"{args.traces}: {exc}") from exc
+    except (KeyError, TypeError) as exc:
+        raise UserError(f"{args.traces}: malformed probe register ({exc}); rerun 'paired-rollouts probe run'") from exc
+    atomic_write_json(args.out, out)
+    v = out["verdict"]
+    print(f"{out.get('trajectory')}: H1b passes={v['passes']} (outcome {v['outcome_wins']}/{v['checkpoints']}, "
+          f"transition {v['transition_wins']}/{v['checkpoints']}; rules {args.rules}) -> {args.out}")
+    return 0
+
+
+def _recompute(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import read_json
+    from paired_rollouts.probe.scores import recompute_register
+
+    register = read_json(args.register)
+    if not isinstance(register, dict) or not isinstance(register.get("checkpoints"), dict):
+        raise UserError(f"{args.register}: not a probe register (no 'checkpoints')")
+    rows = recompute_register(register, args.evidence, args.tolerance)
+    for row in rows:
+        print(f"step {row['step']}: max |difference| {row['max_abs_difference']:.3g}"
+              + (f" at {row['where']}" if row["where"] else "") + (" OK" if row["ok"] else " MISMATCH"))
+    ok = all(r["ok"] for r in rows)
+    print(f"{args.register}: {'reproduced' if ok else 'NOT reproduced'} within {args.tolerance:g} from {args.evidence}")
+    return 0 if ok else 1
 
 
 def register(subparsers) -> None:
@@ -48,5 +88,28 @@ def register(subparsers) -> None:
     p.add_argument("--model-dir", required=True, type=Path, help="results/models/MODEL (base weights)")
     p.add_argument("--tasks-dir", required=True, type=Path, help="data/tasks")
     p.add_argument("--settings", default=None, help="probe design: inline JSON or @file.json")
-    p.add_argument("--out", required=True, type=Path, help="results/probe/TRAJECTORY.json")
+    p.add_argument("--evidence", type=Path, default=None,
+                   help="also write the evidence (per checkpoint: Gram matrices, rewards, weights, index lists) "
+                        "to this .npz, for 'probe recompute'")
+    p.add_argument("--out", required=True, type=Path, help="results/probe/traces/TRAJECTORY.json")
     p.set_defaults(handler=_run)
+
+    p = sub.add_parser("recompute", help="reproduce a probe register's summaries from its evidence (no GPU)",
+                       description="Rebuild every checkpoint's outcome and transition summaries from the stored "
+                                   "Gram matrices, rewards, importance weights and index lists with numpy "
+                                   "alone, and compare with the register. Exit 1 if any number differs by more "
+                                   "than --tolerance.")
+    p.add_argument("--register", required=True, type=Path, help="results/probe/TRAJECTORY.json (or traces/)")
+    p.add_argument("--evidence", required=True, type=Path, help="results/probe/evidence/TRAJECTORY.npz")
+    p.add_argument("--tolerance", type=float, default=1e-6, help="largest allowed |difference| (default 1e-6)")
+    p.set_defaults(handler=_recompute)
+
+    p = sub.add_parser("verdict", help="apply the frozen H1b rule (rules file's h1b block) to probe traces",
+                       description="Recompute the H1b verdict of a probe register under the estimator and the "
+                                   "outcome/transition rules of the frozen rules file; cheap, no model needed, "
+                                   "so editing the rules reruns only this step, not the probe.",
+                       epilog="Output shape: docs/records.md section 6.3.")
+    p.add_argument("--traces", required=True, type=Path, help="results/probe/traces/TRAJECTORY.json")
+    p.add_argument("--rules", required=True, type=Path, help="prereg/decision_rules.yaml")
+    p.add_argument("--out", required=True, type=Path, help="results/probe/TRAJECTORY.json")
+    p.set_defaults(handler=_verdict)

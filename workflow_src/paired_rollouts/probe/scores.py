@@ -90,22 +90,160 @@ def _gram(scores: np.ndarray) -> np.ndarray:
     return s @ s.T
 
 
-def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: int, tasks_dir: str,
-                     settings: dict[str, Any]) -> dict[str, Any]:
-    """Capture clean and diagnostic rollouts at one checkpoint, score them, summarise both noise kinds."""
-    from paired_rollouts.backoffice.tasks import budget_for, load_pool
-    from paired_rollouts.evaluation.evaluate import diagnostic_tasks
-    from paired_rollouts.noise.config import NoiseConfig
-    from paired_rollouts.noise.seeds import derive_seed, diagnostic_seed, eval_schedule_seed
+def summarise_probe(clean_groups: list, diag_groups: list, *, q: float, t_ref: float, schedules: int,
+                    samples: int, resamples: int, rng_seed: int) -> tuple[dict, dict, dict[str, np.ndarray]]:
+    """Outcome and transition summaries from score vectors, and the evidence that reproduces them.
+
+    ``clean_groups``: (task_id, scores n x P, successes, rho) per clean group; ``diag_groups``: (task_id,
+    scores, rewards, rho, schedule_seeds) per diagnostic task. The summaries depend on the scores only
+    through Gram matrices, so the evidence (the fp64 Gram of all clean rollouts and of all diagnostic
+    rollouts in schedule-major order, the rewards, weights and index lists) lets ``recompute_probe``
+    reproduce them without a model or a GPU."""
     from paired_rollouts.probe import (
         OUTCOME_VECTOR_KEYS,
         TRANSITION_VECTOR_KEYS,
         OutcomeProbe,
         TransitionProbe,
-        probe_rng_seed,
         schedule_major_order,
-        t_ref_from_tokens,
     )
+
+    outcome = OutcomeProbe(q, t_ref)
+    size = clean_groups[0][1].shape[1] if clean_groups else diag_groups[0][1].shape[1]
+    vectors = {k: np.zeros(size, dtype=np.float64) for k in OUTCOME_VECTOR_KEYS}
+    for task_id, scores, success, rho in clean_groups:
+        coeffs = outcome.add_group(_gram(scores), list(success), np.asarray(rho, dtype=float).tolist(),
+                                   task_id=task_id)
+        for key, c in coeffs.items():
+            vectors[key] += np.asarray(c, dtype=np.float64) @ scores.astype(np.float64)
+    outcome_summary = outcome.summary(_vector_gram(vectors, OUTCOME_VECTOR_KEYS))
+
+    transition = TransitionProbe(schedules, samples, resamples, t_ref, rng_seed)
+    vectors = {k: np.zeros(size, dtype=np.float64) for k in TRANSITION_VECTOR_KEYS}
+    ordered_scores, rewards_all, rho_all, seeds_all, diag_ids, diag_sizes = [], [], [], [], [], []
+    for task_id, scores, rewards, rho, seeds in diag_groups:
+        order = schedule_major_order(list(seeds), schedules, samples)
+        s_ord, rho_ord = scores[order], np.asarray(rho, dtype=float)[order]
+        r_ord = [float(rewards[i]) for i in order]
+        seeds_ord = [int(seeds[i]) for i in order]
+        coeffs = transition.add_task(_gram(s_ord), r_ord, rho_ord.tolist(), task_id=task_id,
+                                     schedule_seeds=seeds_ord)
+        for key, c in coeffs.items():
+            vectors[key] += np.asarray(c, dtype=np.float64) @ s_ord.astype(np.float64)
+        ordered_scores.append(s_ord)
+        rewards_all += r_ord
+        rho_all += rho_ord.tolist()
+        seeds_all += seeds_ord
+        diag_ids.append(task_id)
+        diag_sizes.append(len(order))
+    transition_summary = transition.summary(_vector_gram(vectors, TRANSITION_VECTOR_KEYS))
+    clean_scores = [g[1] for g in clean_groups]
+    evidence = {
+        "gram_clean": _gram(np.concatenate(clean_scores)) if clean_scores else np.zeros((0, 0)),
+        "clean_success": np.array([bool(x) for g in clean_groups for x in g[2]]),
+        "clean_rho": np.array([float(x) for g in clean_groups for x in np.asarray(g[3], dtype=float)]),
+        "clean_sizes": np.array([len(g[2]) for g in clean_groups], dtype=np.int64),
+        "clean_task_ids": np.array([str(g[0]) for g in clean_groups]),
+        "gram_diag": _gram(np.concatenate(ordered_scores)) if ordered_scores else np.zeros((0, 0)),
+        "diag_rewards": np.array(rewards_all, dtype=np.float64),
+        "diag_rho": np.array(rho_all, dtype=np.float64),
+        "diag_schedule_seeds": np.array(seeds_all, dtype=np.int64),
+        "diag_sizes": np.array(diag_sizes, dtype=np.int64),
+        "diag_task_ids": np.array([str(t) for t in diag_ids]),
+        "params": np.array([q, t_ref, schedules, samples, resamples, rng_seed], dtype=np.float64),
+    }
+    return outcome_summary, transition_summary, evidence
+
+
+def save_evidence(path: Path, by_step: dict[int, dict[str, np.ndarray]]) -> None:
+    """One ``.npz`` per trajectory (arrays only, no pickles; keys ``step{N}.{name}``), written atomically."""
+    import io as _io
+
+    from paired_rollouts.io import atomic_write_bytes
+
+    arrays = {f"step{int(step)}.{name}": value for step, ev in by_step.items() for name, value in ev.items()}
+    buffer = _io.BytesIO()
+    np.savez(buffer, **arrays)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def _split(sizes: np.ndarray) -> list[slice]:
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    return [slice(int(a), int(b)) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+
+
+def recompute_probe(evidence: dict[str, np.ndarray]) -> tuple[dict, dict]:
+    """The outcome and transition summaries from the evidence alone (numpy, no model): every vector
+    Gram entry is sum_g sum_h c_g^k . Gram[g, h] . c_h^l over the stored full Gram matrix."""
+    from paired_rollouts.probe import (
+        OUTCOME_VECTOR_KEYS,
+        TRANSITION_VECTOR_KEYS,
+        OutcomeProbe,
+        TransitionProbe,
+    )
+
+    q, t_ref, schedules, samples, resamples, rng_seed = evidence["params"].tolist()
+    outcome = OutcomeProbe(q, t_ref)
+    gram = evidence["gram_clean"]
+    blocks = _split(evidence["clean_sizes"])
+    coeff = {k: np.zeros(gram.shape[0]) for k in OUTCOME_VECTOR_KEYS}
+    for block, task_id in zip(blocks, evidence["clean_task_ids"].tolist(), strict=True):
+        c = outcome.add_group(gram[block, block], [bool(x) for x in evidence["clean_success"][block]],
+                              evidence["clean_rho"][block].tolist(), task_id=task_id)
+        for key in OUTCOME_VECTOR_KEYS:
+            coeff[key][block] = np.asarray(c[key], dtype=np.float64)
+    c_mat = np.stack([coeff[k] for k in OUTCOME_VECTOR_KEYS])
+    outcome_summary = outcome.summary(c_mat @ gram @ c_mat.T)
+
+    transition = TransitionProbe(int(schedules), int(samples), int(resamples), t_ref, int(rng_seed))
+    gram = evidence["gram_diag"]
+    coeff = {k: np.zeros(gram.shape[0]) for k in TRANSITION_VECTOR_KEYS}
+    for block, task_id in zip(_split(evidence["diag_sizes"]), evidence["diag_task_ids"].tolist(), strict=True):
+        c = transition.add_task(gram[block, block], evidence["diag_rewards"][block].tolist(),
+                                evidence["diag_rho"][block].tolist(), task_id=task_id,
+                                schedule_seeds=[int(x) for x in evidence["diag_schedule_seeds"][block]])
+        for key in TRANSITION_VECTOR_KEYS:
+            coeff[key][block] = np.asarray(c[key], dtype=np.float64)
+    c_mat = np.stack([coeff[k] for k in TRANSITION_VECTOR_KEYS])
+    transition_summary = transition.summary(c_mat @ gram @ c_mat.T)
+    return outcome_summary, transition_summary
+
+
+def max_difference(a: Any, b: Any, path: str = "") -> tuple[float, str]:
+    """Largest absolute difference between two nested summaries (numbers compared, keys must agree)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return float("inf"), f"{path}: keys differ"
+        worst = (0.0, "")
+        for key in a:
+            got = max_difference(a[key], b[key], f"{path}.{key}" if path else str(key))
+            worst = max(worst, got, key=lambda x: x[0])
+        return worst
+    if isinstance(a, list | tuple | np.ndarray) and isinstance(b, list | tuple | np.ndarray):
+        a, b = list(a), list(b)
+        if len(a) != len(b):
+            return float("inf"), f"{path}: lengths differ"
+        worst = (0.0, "")
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            worst = max(worst, max_difference(x, y, f"{path}[{i}]"), key=lambda t: t[0])
+        return worst
+    if isinstance(a, bool | str) or a is None or isinstance(b, bool | str) or b is None:
+        return (0.0, "") if a == b else (float("inf"), f"{path}: {a!r} != {b!r}")
+    if isinstance(a, int | float | np.number) and isinstance(b, int | float | np.number):
+        x, y = float(a), float(b)
+        if np.isnan(x) and np.isnan(y):
+            return 0.0, ""
+        return abs(x - y), path
+    return (0.0, "") if a == b else (float("inf"), f"{path}: {a!r} != {b!r}")
+
+
+def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: int, tasks_dir: str,
+                     settings: dict[str, Any], evidence_out: dict | None = None) -> dict[str, Any]:
+    """Capture clean and diagnostic rollouts at one checkpoint, score them, summarise both noise kinds."""
+    from paired_rollouts.backoffice.tasks import budget_for, load_pool
+    from paired_rollouts.evaluation.evaluate import diagnostic_tasks
+    from paired_rollouts.noise.config import NoiseConfig
+    from paired_rollouts.noise.seeds import derive_seed, diagnostic_seed, eval_schedule_seed
+    from paired_rollouts.probe import probe_rng_seed, t_ref_from_tokens
     from paired_rollouts.training import chat
     from paired_rollouts.training.settings import filter_tasks
 
@@ -153,31 +291,17 @@ def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: 
 
     all_counts = np.concatenate([c for _, _, c, _ in clean + diag])
     t_ref = t_ref_from_tokens(all_counts, settings["prompts_per_step"], settings["num_generations"])
-
-    outcome = OutcomeProbe(settings["probe_q"], t_ref)
-    vectors = {k: np.zeros(engine.size, dtype=np.float64) for k in OUTCOME_VECTOR_KEYS}
-    for (records, s, _, rho), task in zip(clean, clean_tasks, strict=True):
-        success = [bool(r["true_success"]) for r in records]
-        coeffs = outcome.add_group(_gram(s), success, rho.tolist(), task_id=task["task_id"])
-        for key, c in coeffs.items():
-            vectors[key] += np.asarray(c, dtype=np.float64) @ s.astype(np.float64)
-    outcome_summary = outcome.summary(_vector_gram(vectors, OUTCOME_VECTOR_KEYS))
-
-    transition = TransitionProbe(K, M, settings["probe_resamples"], t_ref,
-                                 probe_rng_seed(settings["probe_seed"], step))
-    vectors = {k: np.zeros(engine.size, dtype=np.float64) for k in TRANSITION_VECTOR_KEYS}
-    rho_zero = 0
-    for (records, s, _, rho), task in zip(diag, diag_tasks, strict=True):
-        seeds = [r["schedule_seed"] for r in records]
-        order = schedule_major_order(seeds, K, M)
-        s, rho = s[order], rho[order]
-        rewards = [float(records[i]["true_success"]) for i in order]
-        coeffs = transition.add_task(_gram(s), rewards, rho.tolist(), task_id=task["task_id"],
-                                     schedule_seeds=[seeds[i] for i in order])
-        rho_zero += int((rho == 0).sum())
-        for key, c in coeffs.items():
-            vectors[key] += np.asarray(c, dtype=np.float64) @ s.astype(np.float64)
-    transition_summary = transition.summary(_vector_gram(vectors, TRANSITION_VECTOR_KEYS))
+    clean_groups = [(task["task_id"], s, [bool(r["true_success"]) for r in records], rho)
+                    for (records, s, _, rho), task in zip(clean, clean_tasks, strict=True)]
+    diag_groups = [(task["task_id"], s, [float(r["true_success"]) for r in records], rho,
+                    [r["schedule_seed"] for r in records])
+                   for (records, s, _, rho), task in zip(diag, diag_tasks, strict=True)]
+    outcome_summary, transition_summary, evidence = summarise_probe(
+        clean_groups, diag_groups, q=settings["probe_q"], t_ref=t_ref, schedules=K, samples=M,
+        resamples=settings["probe_resamples"], rng_seed=probe_rng_seed(settings["probe_seed"], step))
+    rho_zero = int(sum(int((np.asarray(rho) == 0).sum()) for *_, rho, _ in diag_groups))
+    if evidence_out is not None:
+        evidence_out[step] = evidence
 
     end_print = engine.fingerprint()
     if end_print != start_print:
@@ -236,6 +360,7 @@ def run_probe_cli(args: Any) -> int:
     condition, _arm, seed = parse_run(run)
     trajectory = args.trajectory or run
     checkpoints = {}
+    evidence: dict[int, dict[str, np.ndarray]] = {}
     for step in args.steps:
         folder = ckpt.step_dir(run_dir, step)
         if not folder.is_dir():
@@ -243,12 +368,45 @@ def run_probe_cli(args: Any) -> int:
         runner = PolicyRunner(str(args.model_dir), folder, settings, str(args.tasks_dir), seed, trainable=True)
         try:
             checkpoints[step] = probe_checkpoint(runner, run=run, condition=condition, seed=seed, step=step,
-                                                 tasks_dir=str(args.tasks_dir), settings=settings)
+                                                 tasks_dir=str(args.tasks_dir), settings=settings,
+                                                 evidence_out=evidence)
         finally:
             runner.close()
         print(f"probe {trajectory} step {step}: P={checkpoints[step]['P']} "
               f"outcome ratio {checkpoints[step]['outcome']['mean_centered']['ratio_paired_over_independent']}")
     register = build_probe_register(trajectory, run, checkpoints, settings={
         k: settings[k] for k in settings if k.startswith("probe_") or k == "task_filter"})
+    if args.evidence:
+        save_evidence(Path(args.evidence), evidence)
     atomic_write_json(args.out, _plain(register))
     return 0
+
+
+def load_evidence(path: Path) -> dict[int, dict[str, np.ndarray]]:
+    """{step: evidence arrays} from a trajectory's ``.npz``."""
+    if not Path(path).is_file():
+        raise UserError(f"{path}: probe evidence not found; rerun 'paired-rollouts probe run --evidence ...'")
+    out: dict[int, dict[str, np.ndarray]] = {}
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            for key in data.files:
+                step, _, name = key.partition(".")
+                out.setdefault(int(step.removeprefix("step")), {})[name] = data[key]
+    except (ValueError, OSError) as exc:
+        raise UserError(f"{path}: not a probe evidence file ({exc})") from exc
+    return out
+
+
+def recompute_register(register: dict[str, Any], evidence_path: Path, tolerance: float = 1e-6) -> list[dict]:
+    """Per checkpoint: the largest difference between the register's summaries and the recompute."""
+    evidence = load_evidence(evidence_path)
+    rows = []
+    for step, payload in sorted(register["checkpoints"].items(), key=lambda kv: int(kv[0])):
+        if int(step) not in evidence:
+            raise UserError(f"{evidence_path}: no evidence for checkpoint step {step}")
+        outcome, transition = recompute_probe(evidence[int(step)])
+        recomputed = _plain({"outcome": outcome, "transition": transition})
+        diff, where = max_difference({"outcome": payload["outcome"], "transition": payload["transition"]},
+                                     recomputed)
+        rows.append({"step": int(step), "max_abs_difference": diff, "where": where, "ok": diff <= tolerance})
+    return rows

@@ -68,6 +68,8 @@ def register(subparsers) -> None:
     document.add_argument("--tables", nargs="+", required=True, help="table .tex files")
     document.add_argument("--figures", nargs="*", default=[], help="figure .pdf files")
     document.add_argument("--verification", required=True, help="results/prereg/verification.json")
+    document.add_argument("--decisions", nargs="*", default=[],
+                          help="results/decisions/*.json: the title page says when the study is incomplete")
     document.add_argument("--profile", required=True, help="the Snakemake profile (cpu, h100, mi300x)")
     document.add_argument("--scale", required=True, help="scale label (stand-in, paper)")
     document.add_argument("--commit", required=True, help="git commit the pipeline ran from")
@@ -98,5 +100,5 @@ def _document(args) -> int:
 
     document.build_document([Path(t) for t in args.tables], [Path(f) for f in args.figures],
                             Path(args.verification), args.profile, args.scale, args.commit, Path(args.out),
-                            strict=args.strict)
+                            strict=args.strict, decisions=[Path(d) for d in args.decisions])
     return 0

@@ -125,16 +125,37 @@ def overfull_boxes(log: str) -> list[str]:
     return [line.strip() for line in log.splitlines() if line.startswith(("Overfull \\hbox", "Overfull \\vbox"))]
 
 
+def study_status(decisions: list[Path]) -> str:
+    """'' when every decision register decided every hypothesis on the whole design, else the notice
+    the title page carries (the study is incomplete: no hypothesis is decided on partial evidence)."""
+    problems = []
+    for path in decisions:
+        doc = src.load_decision(Path(path))
+        undecided = [name for name in ("H1a", "H2a", "H2b", "H3", "H5")
+                     if isinstance(doc.opt(name), dict) and doc.opt(name, "passes") is None]
+        if doc.opt("complete") is not True or undecided:
+            pairs = len(doc.opt("seed_pairs") or [])
+            design = doc.opt("design_seeds")
+            of = f" of {len(design)}" if isinstance(design, list) else ""
+            problems.append(f"{doc.req('condition')}: {pairs}{of} seed pairs admitted"
+                            + (f", {', '.join(undecided)} not decided" if undecided else ""))
+    if not problems:
+        return ""
+    return ("STUDY INCOMPLETE: " + "; ".join(problems) + ". Incomplete runs are rerun, never analysed; the "
+            "registered outcomes below are not decisions.")
+
+
 def build_document(tables: list[Path], figure_files: list[Path], verification: Path, profile: str, scale: str,
-                   commit: str, out: Path, strict: bool = False) -> list[str]:
+                   commit: str, out: Path, strict: bool = False, decisions: list[Path] | None = None) -> list[str]:
     """Compile the document to ``out``; returns the overfull-box warnings (an error when ``strict``)."""
-    for path in [*tables, *figure_files, verification]:
+    for path in [*tables, *figure_files, verification, *(decisions or [])]:
         if not Path(path).is_file():
             raise UserError(f"{path}: file not found; build it first")
     names = [Path(t).name for t in tables]
     if len(set(names)) != len(names):
         raise UserError("--tables: two tables with the same file name")
     context = verification_context(Path(verification))
+    context["study_status"] = fmt.escape(study_status(list(decisions or [])))
     workdir = Path(tempfile.mkdtemp(prefix="paired-rollouts-render-"))
     (workdir / "tables").mkdir()
     (workdir / "figures").mkdir()

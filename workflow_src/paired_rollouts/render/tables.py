@@ -177,6 +177,15 @@ def build_table1(ctx: Context) -> TableModel:
         doc = src.load_manifest(path)
         entries.append((src.run_identity(doc), src.manifest_stack(doc)))
     entries.sort(key=lambda e: e[0].order)
+    from paired_rollouts.backoffice.tasks import PAPER_POOL_SHA256
+    from paired_rollouts.stats.completeness import _pool_hashes
+
+    for path in ctx.inputs.files("manifests"):
+        hashes = _pool_hashes(src.load_manifest(path).data)
+        # full digests only: abbreviated ones (hand-made fixtures) cannot be compared
+        if any(len(digest) == 64 and PAPER_POOL_SHA256.get(name) != digest for name, digest in hashes.items()):
+            table.extra_notes.append(fmt.escape(NON_PAPER_POOLS))
+            break
     last_condition = None
     gap = "not recorded in the run manifest"
     for ident, stack in entries:
@@ -224,8 +233,25 @@ def _int(value: Any) -> int | None:
 # ---------------------------------------------------------------- table 2: registered outcomes
 
 
+NON_PAPER_POOLS = ("The task pools are NOT the paper's (their hashes differ from the paper's frozen pools): "
+                   "these are not the paper's experiment.")
+
+
+def _verdict(block: Doc) -> bool | None:
+    """A registered outcome: true/false when decided; None (shown "not decided") on partial evidence."""
+    passes = block.req("passes")
+    if passes is not None and not isinstance(passes, bool):
+        raise UserError(f"{block.path}: 'passes' is {passes!r}; expected true, false or null")
+    return passes
+
+
+def _verdict_word(block: Doc) -> str:
+    passes = _verdict(block)
+    return "is not decided" if passes is None else ("passes" if passes else "misses")
+
+
 def _outcome_rows(table: TableModel, hyp: str, condition: str, criteria: list[tuple], passes: bool | None,
-                  reason: str | None = None) -> None:
+                  reason: str | None = None, why: str | None = None) -> None:
     """One hypothesis: a row per criterion (text, needed, got, interval, met); outcome on the first."""
     if reason is not None:
         table.add([hyp, condition, "---", "", fmt.missing(table.notes, reason), "", "",
@@ -237,7 +263,7 @@ def _outcome_rows(table: TableModel, hyp: str, condition: str, criteria: list[tu
             condition if index == 0 else "",
             text, needed, got, interval,
             Tex("yes" if met else "no") if met is not None else fmt.missing(table.notes, "criterion not reported"),
-            fmt.mark(passes) if index == 0 else "",
+            fmt.mark(passes, table.notes, why or "not decided") if index == 0 else "",
         ])
 
 
@@ -281,7 +307,7 @@ def _h1a_rows(table: TableModel, decision: Doc) -> None:
             ("runs whose groups share seeds as designed", Tex(f"{fmt.integer(n)}/{fmt.integer(n)}"),
              Tex(f"{fmt.integer(share_ok)}/{fmt.integer(n)}"), "", share_ok == n and n > 0),
         ]
-    _outcome_rows(table, "H1a", condition, criteria, bool(block.req("passes")))
+    _outcome_rows(table, "H1a", condition, criteria, _verdict(block), why=block.opt("reason"))
 
 
 def _h2_rows(table: TableModel, decision: Doc, name: str) -> None:
@@ -305,7 +331,7 @@ def _h2_rows(table: TableModel, decision: Doc, name: str) -> None:
          Tex(f"{GE} 0"), fmt.signed(block.number("final_difference_mean")), "", rule.opt("final_direction")),
     ]
     criteria = [(Tex(c[0]), *c[1:]) for c in criteria]
-    _outcome_rows(table, name, condition, criteria, bool(block.req("passes")))
+    _outcome_rows(table, name, condition, criteria, _verdict(block), why=block.opt("reason"))
 
 
 def _h3_rows(table: TableModel, decision: Doc) -> None:
@@ -325,7 +351,7 @@ def _h3_rows(table: TableModel, decision: Doc) -> None:
         ("seeds with a positive difference", Tex(f"{fmt.integer(len(diffs))}/{fmt.integer(len(diffs))}"),
          Tex(f"{fmt.integer(positive)}/{fmt.integer(len(diffs))}"), "", rule.opt("every_seed_positive")),
     ]
-    _outcome_rows(table, "H3", "C2", criteria, bool(block.req("passes")))
+    _outcome_rows(table, "H3", "C2", criteria, _verdict(block), why=block.opt("reason"))
 
 
 def _h5_rows(table: TableModel, decision: Doc) -> None:
@@ -344,7 +370,7 @@ def _h5_rows(table: TableModel, decision: Doc) -> None:
          None if lower is None or bound is None else lower > bound),
         ("mean difference (reported)", "", fmt.signed(block.number("difference_mean")), "", None),
     ]
-    _outcome_rows(table, "H5", "C2", criteria[:1], bool(block.req("passes")))
+    _outcome_rows(table, "H5", "C2", criteria[:1], _verdict(block), why=block.opt("reason"))
     table.add(["", "", criteria[1][0], "", criteria[1][2], "", "", ""])
 
 
@@ -362,7 +388,7 @@ def _h1b_rows(table: TableModel, probe: Doc) -> None:
          Tex(f"$>$ {fmt.integer(n)}/2"), Tex(f"{fmt.integer(transition_wins)}/{fmt.integer(n)}"), "",
          verdict.opt("transition_noise_majority")),
     ]
-    _outcome_rows(table, "H1b", "C2", criteria, bool(verdict.req("passes")))
+    _outcome_rows(table, "H1b", "C2", criteria, _verdict(verdict), why=verdict.opt("reason"))
 
 
 def build_table2(ctx: Context) -> TableModel:
@@ -398,6 +424,8 @@ def build_table2(ctx: Context) -> TableModel:
         _h3_rows(table, c2)
         table.rule()
         _h5_rows(table, c2)
+    if any(doc.opt("paper_pools") is False for doc in decisions):
+        table.extra_notes.append(fmt.escape(NON_PAPER_POOLS))
     for doc in decisions:
         if doc.opt("complete") is False:
             missing = doc.opt("missing") or []
@@ -506,7 +534,7 @@ def _primary_table(ctx: Context, condition: str, name: str, title: str, with_ref
     table.add(cells)
     boot = decision.opt("bootstrap") or {}
     table.extra_notes.append(fmt.escape(
-        f"{name} {'passes' if block.req('passes') else 'misses'}; bootstrap: {boot.get('resamples')} resamples, "
+        f"{name} {_verdict_word(block)}; bootstrap: {boot.get('resamples')} resamples, "
         f"seed {boot.get('seed')}; {block.opt('tasks')} validation tasks, {block.opt('final_tasks', default='?')} "
         "final tasks."))
     return table
@@ -555,7 +583,7 @@ def build_table5(ctx: Context) -> TableModel:
         verdict = probe.sub("verdict")
         n = int(verdict.number("checkpoints") or 0)
         table.section(Tex(
-            f"H1b {'passes' if verdict.req('passes') else 'misses'}: outcome {fmt.integer(int(verdict.number('outcome_wins') or 0))}/"
+            f"H1b {_verdict_word(verdict)}: outcome {fmt.integer(int(verdict.number('outcome_wins') or 0))}/"
             f"{fmt.integer(n)}, transition {fmt.integer(int(verdict.number('transition_wins') or 0))}/{fmt.integer(n)} "
             "checkpoints with paired $<$ independent"))
     if not probes:
