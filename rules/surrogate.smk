@@ -78,7 +78,7 @@ for _job, _runs in surrogate_jobs().items():
             res(f"benchmarks/surrogate/stats-{_job}.tsv")
         shell:
             "paired-rollouts surrogate stats --runs {params.runs:q} --expected {params.expected:q} "
-            "--tasks-dir {params.tasks_dir:q} --results {params.results:q} --resamples {params.resamples} "
+            "--tasks-dir {params.tasks_dir:q} --results {params.results:q} --resamples {params.resamples:q} "
             "> {log:q} 2>&1"
 
 
@@ -128,4 +128,4 @@ rule surrogate_power:
         res("benchmarks/surrogate/power.tsv")
     shell:
         "paired-rollouts surrogate power --decisions {input.decisions:q} --rules {input.rules:q} "
-        "--pairs {params.pairs} --draws {params.draws} --out {output:q} > {log:q} 2>&1"
+        "--pairs {params.pairs:q} --draws {params.draws:q} --out {output:q} > {log:q} 2>&1"
