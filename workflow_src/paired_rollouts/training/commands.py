@@ -1,4 +1,4 @@
-"""CLI: ``tokenizer``, ``warm-start`` (CPU stand-in) and ``train`` (one GRPO run)."""
+"""CLI: ``tokenizer``, ``warm-start`` (CPU stand-in), ``train`` (one GRPO run) and ``model prepare``."""
 
 from __future__ import annotations
 
@@ -75,6 +75,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out-dir", required=True, help="results/runs/RUN")
     p.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=_train)
+
+    from paired_rollouts.training import prepare
+
+    prepare.register(subparsers)
 
 
 def _standin_settings(args: argparse.Namespace) -> dict:
