@@ -142,17 +142,15 @@ STANDIN_ROOT = f"results/models/{SCALE_NAME}"
 
 
 def model_dir():
-    """The warm-started stand-in (weights + tokenizer) or the real model's path / hub id."""
+    """The warm-started stand-in or the prepared text-only snapshot of the real model (rule prepare_model)."""
     if SCALE["model"]["kind"] == "standin":
         return f"{STANDIN_ROOT}/model"
-    return SCALE["model"]["name_or_path"]
+    return f"{STANDIN_ROOT}/prepared"
 
 
 def model_inputs():
-    """The stand-in is built by rules; a hub/path model is given, never built."""
-    if SCALE["model"]["kind"] == "standin":
-        return [f"{STANDIN_ROOT}/model/config.json"]
-    return []
+    """Both kinds are built by rules: the stand-in from scratch, the real model prepared from its snapshot."""
+    return [f"{model_dir()}/config.json"]
 
 
 # ---------------------------------------------------------------- settings --------------------------
@@ -328,8 +326,14 @@ def probe_run_manifest(wildcards):
     return f"{probe_run_dir(wildcards)}/manifest.json"
 
 
-def probe_steps(wildcards):
-    return " ".join(str(s) for s in trajectory_of(wildcards)["steps"])
+def probe_run(wildcards):
+    return trajectory_of(wildcards)["run"]
+
+
+def probe_checkpoint_files(wildcards):
+    """One file per checkpoint of the trajectory (each its own job)."""
+    t = wildcards.trajectory
+    return [f"results/probe/{t}/step{s}.json" for s in trajectory_of(wildcards)["steps"]]
 
 
 # ---------------------------------------------------------------- rendering -------------------------
@@ -461,6 +465,13 @@ def freeze_folder(wildcards, input):
 
 def tokenizer_folder(wildcards, input):
     return str(Path(input.tokenizer).parent)
+
+
+def eval_out_template(wildcards, output):
+    """`--out` of a multi-regime evaluation: the job's first output with its regime as `{regime}`."""
+    first = Path(output[0])
+    phase_step = first.name.rsplit("-", 1)[0]
+    return str(first.parent / f"{phase_step}-{{regime}}.jsonl")
 
 
 def model_dir_param(wildcards):

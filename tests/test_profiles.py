@@ -20,20 +20,25 @@ RULES = {
     "prereg_verify",
     "tokenizer",
     "warm_start",
+    "prepare_model",
     "train",
-    "evaluate",
+    "evaluate_periodic",
+    "evaluate_final",
+    "evaluate_final_c4",
     "diagnose",
     "luck_share",
     "group_stats",
     "completeness",
     "decide",
+    "probe_checkpoint",
     "probe",
     "render_table",
     "render_figure",
     "render_document",
 }
-GPU_RULES = {"train", "evaluate", "diagnose", "probe"}
-CPU_ONLY_RULES = {"tasks", "reference", "decide", "render_table", "render_figure", "render_document"}
+GPU_RULES = {"train", "evaluate_periodic", "evaluate_final", "evaluate_final_c4", "diagnose", "probe_checkpoint"}
+CPU_ONLY_RULES = {"tasks", "reference", "decide", "render_table", "render_figure", "render_document", "probe",
+                  "prepare_model"}
 EXPECTED = {
     "cpu": ("cpu", "standin"),
     "h100": ("h100", "paper"),

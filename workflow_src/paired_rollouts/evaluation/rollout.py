@@ -81,5 +81,15 @@ class PolicyRunner:
             records.append(dict(record, resolved_seed_used=env.resolved_seed))
         return records, output
 
+    def restart_episodes(self) -> None:
+        """Start the environments' episode counters afresh, as in a new process: one engine can then roll
+        out several evaluation sets and write the same bytes as one process per set."""
+        from paired_rollouts.training.environment import BackOfficeEnv
+
+        for env in getattr(self.trainer, "environments", None) or []:
+            env.episode_index = BackOfficeEnv.initial_train_episodes - 1
+            env.train_episode_index = BackOfficeEnv.initial_train_episodes - 1
+            env._draw_index = -1
+
     def close(self) -> None:
         self._tmp.cleanup()

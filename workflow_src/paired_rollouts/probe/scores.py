@@ -1,4 +1,4 @@
-"""Score vectors for the gradient probe (analysis_spec 4.1) and the ``probe run`` driver.
+"""Score vectors for the gradient probe (analysis_spec 4.1) and the ``probe checkpoint`` driver.
 
 Per rollout i: S_i = d/dtheta sum_t mask_it log pi(y_it | prefix) over every trainable LoRA coordinate,
 with mask = completion_mask x tool_mask (tool results excluded, as in the loss). One forward and one
@@ -58,7 +58,9 @@ class ScoreEngine:
         completion_ids, completion_mask = output["completion_ids"], output["completion_mask"]
         tool_mask = output.get("tool_mask")
         loss_mask = completion_mask if tool_mask is None else completion_mask * tool_mask
-        rows, counts = [], []
+        n = completion_ids.size(0)
+        out: np.ndarray | None = None
+        counts = []
         before = self.checksum()
         for i in range(completion_ids.size(0)):
             p_keep = prompt_mask[i].bool()
@@ -77,35 +79,126 @@ class ScoreEngine:
                 raise RuntimeError("the set of LoRA parameters receiving a gradient changed between passes")
             flat = torch.cat([p.grad.detach().reshape(-1).to(torch.float32) for n, p in self.params
                               if p.grad is not None])
-            rows.append(flat.cpu().numpy())
+            if out is None:
+                out = np.empty((n, flat.numel()), dtype=np.float32)
+            out[i] = flat.cpu().numpy()
             counts.append(float(mask.sum()))
         model.zero_grad(set_to_none=True)
         if self.checksum() != before:
             raise RuntimeError("LoRA parameters changed while scoring")
-        return np.stack(rows).astype(np.float32), np.asarray(counts)
+        return out, np.asarray(counts)
+
+
+CHUNK = 1 << 20  # coordinates per fp64 block: products are exact-enough fp64 without an fp64 copy of S
 
 
 def _gram(scores: np.ndarray) -> np.ndarray:
-    s = scores.astype(np.float64)
-    return s @ s.T
+    """S S^T in fp64, over coordinate blocks (never an fp64 copy of the whole score matrix)."""
+    n = scores.shape[0]
+    out = np.zeros((n, n), dtype=np.float64)
+    for b in range(0, scores.shape[1], CHUNK):
+        block = scores[:, b : b + CHUNK].astype(np.float64)
+        out += block @ block.T
+    return out
+
+
+def _fold(vector: np.ndarray, coeffs: np.ndarray, scores: np.ndarray) -> None:
+    """vector += coeffs @ scores in fp64, block by block."""
+    c = np.asarray(coeffs, dtype=np.float64)
+    for b in range(0, scores.shape[1], CHUNK):
+        vector[b : b + CHUNK] += c @ scores[:, b : b + CHUNK].astype(np.float64)
+
+
+class StreamingProbe:
+    """Both noise probes of one checkpoint, folding each group into the running vectors as it is scored.
+
+    Only the running vectors (a few x P, fp64) and each group's small Gram are kept, so host memory does
+    not grow with the number of groups (the score vectors of all 1,536 rollouts of a paper checkpoint
+    would be ~207 GB). T_ref needs every rollout's token count, which is known only at the end; the
+    implemented (SW) weights are A rho / T_ref, exactly proportional to 1 / T_ref, so the vectors are
+    folded with T_ref = 1 and their implemented parts divided by T_ref at the end, and the per-group
+    terms are recomputed from the kept Grams with the real T_ref (same order, same resampling seed).
+    """
+
+    def __init__(self, size: int, q: float, schedules: int, samples: int, resamples: int, rng_seed: int) -> None:
+        from paired_rollouts.probe import OUTCOME_VECTOR_KEYS, TRANSITION_VECTOR_KEYS, OutcomeProbe, TransitionProbe
+
+        self.size, self.q = size, q
+        self.k, self.m, self.r, self.rng_seed = schedules, samples, resamples, rng_seed
+        self.unit_outcome = OutcomeProbe(q, 1.0)
+        self.unit_transition = TransitionProbe(schedules, samples, resamples, 1.0, rng_seed)
+        self.outcome_vectors = {k: np.zeros(size, dtype=np.float64) for k in OUTCOME_VECTOR_KEYS}
+        self.transition_vectors = {k: np.zeros(size, dtype=np.float64) for k in TRANSITION_VECTOR_KEYS}
+        self.clean: list[tuple] = []
+        self.diag: list[tuple] = []
+        self.counts: list[np.ndarray] = []
+        self.rho_zero = 0
+        self.diag_rollouts = 0
+
+    def add_clean(self, scores: np.ndarray, success: list[bool], rho: list[float], counts: np.ndarray,
+                  task_id: Any) -> None:
+        gram = _gram(scores)
+        for key, c in self.unit_outcome.add_group(gram, success, rho, task_id=task_id).items():
+            _fold(self.outcome_vectors[key], c, scores)
+        self.clean.append((gram, list(success), list(rho), task_id))
+        self.counts.append(np.asarray(counts, dtype=float))
+
+    def add_diagnostic(self, scores: np.ndarray, rewards: list[float], rho: np.ndarray, seeds: list[int],
+                       counts: np.ndarray, task_id: Any) -> None:
+        from paired_rollouts.probe import schedule_major_order
+
+        order = schedule_major_order(seeds, self.k, self.m)
+        gram = _gram(scores)[np.ix_(order, order)]
+        rho_o = np.asarray(rho, dtype=float)[order]
+        rewards_o = [rewards[i] for i in order]
+        seeds_o = [seeds[i] for i in order]
+        coeffs = self.unit_transition.add_task(gram, rewards_o, rho_o.tolist(), task_id=task_id, schedule_seeds=seeds_o)
+        for key, c in coeffs.items():
+            back = np.zeros(len(order), dtype=np.float64)
+            back[order] = c  # coefficients on the schedule-major axis -> the rollouts' own order
+            _fold(self.transition_vectors[key], back, scores)
+        self.diag.append((gram, rewards_o, rho_o.tolist(), task_id, seeds_o))
+        self.counts.append(np.asarray(counts, dtype=float))
+        self.rho_zero += int((rho_o == 0).sum())
+        self.diag_rollouts += len(order)
+
+    def summaries(self, prompts_per_step: int, num_generations: int) -> tuple[float, dict, dict]:
+        from paired_rollouts.probe import (
+            OUTCOME_VECTOR_KEYS,
+            TRANSITION_VECTOR_KEYS,
+            OutcomeProbe,
+            TransitionProbe,
+            t_ref_from_tokens,
+        )
+
+        t_ref = t_ref_from_tokens(np.concatenate(self.counts), prompts_per_step, num_generations)
+        outcome = OutcomeProbe(self.q, t_ref)
+        for gram, success, rho, task_id in self.clean:
+            outcome.add_group(gram, success, rho, task_id=task_id)
+        transition = TransitionProbe(self.k, self.m, self.r, t_ref, self.rng_seed)
+        for gram, rewards, rho, task_id, seeds in self.diag:
+            transition.add_task(gram, rewards, rho, task_id=task_id, schedule_seeds=seeds)
+
+        def scaled(vectors: dict[str, np.ndarray], keys: tuple[str, ...]) -> np.ndarray:
+            stack = np.stack([vectors[k] / (t_ref if k.startswith("implemented") else 1.0) for k in keys])
+            return stack @ stack.T
+
+        return (t_ref, outcome.summary(scaled(self.outcome_vectors, OUTCOME_VECTOR_KEYS)),
+                transition.summary(scaled(self.transition_vectors, TRANSITION_VECTOR_KEYS)))
 
 
 def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: int, tasks_dir: str,
                      settings: dict[str, Any]) -> dict[str, Any]:
-    """Capture clean and diagnostic rollouts at one checkpoint, score them, summarise both noise kinds."""
-    from paired_rollouts.backoffice.tasks import budget_for, load_pool
+    """Capture clean and diagnostic rollouts at one checkpoint, score them, summarise both noise kinds.
+
+    Each group (a clean task's G rollouts, a diagnostic task's K x M) is rolled out, scored and folded
+    into ``StreamingProbe`` before the next one: peak memory is one group's scores plus the vectors."""
+    from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.backoffice.tasks import budget_for
     from paired_rollouts.evaluation.evaluate import diagnostic_tasks
     from paired_rollouts.noise.config import NoiseConfig
     from paired_rollouts.noise.seeds import derive_seed, diagnostic_seed, eval_schedule_seed
-    from paired_rollouts.probe import (
-        OUTCOME_VECTOR_KEYS,
-        TRANSITION_VECTOR_KEYS,
-        OutcomeProbe,
-        TransitionProbe,
-        probe_rng_seed,
-        schedule_major_order,
-        t_ref_from_tokens,
-    )
+    from paired_rollouts.probe import probe_rng_seed
     from paired_rollouts.training import chat
     from paired_rollouts.training.settings import filter_tasks
 
@@ -125,78 +218,76 @@ def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: 
                 for j, s in enumerate(seeds)]
 
     def capture(rows: list[dict], phase: str, tag: str) -> tuple[list[dict], np.ndarray, np.ndarray, np.ndarray]:
-        records, scores, counts, rho = [], [], [], []
+        """One group: its records, scores (n x P fp32, one buffer), masked token counts and IS ratios."""
+        records, counts, rho = [], [], []
+        scores: np.ndarray | None = None
         batch = settings["eval_batch"]
         for b in range(0, len(rows), batch):
             chunk = rows[b : b + batch]
             sampling_seed = derive_seed("probe", seed, step, tag, b) % (2**31)
             recs, output = runner.rollout(chunk, phase, sampling_seed)
             s, c = engine.scores(output)
+            if scores is None:
+                scores = np.empty((len(rows), s.shape[1]), dtype=np.float32)
+            scores[b : b + len(chunk)] = s
+            del s
             ratio = output.get("importance_sampling_ratio")
-            rho += [1.0] * len(chunk) if ratio is None else ratio.reshape(len(chunk), -1)[:, 0].tolist()
+            rho += [1.0] * len(chunk) if ratio is None else _sequence_ratio(ratio, len(chunk))
             records += recs
-            scores.append(s)
             counts.append(c)
-        return records, np.concatenate(scores), np.concatenate(counts), np.asarray(rho)
+        return records, scores, np.concatenate(counts), np.asarray(rho, dtype=float)
 
-    clean = []
+    stream: StreamingProbe | None = None
+
+    def started() -> StreamingProbe:
+        nonlocal stream
+        if stream is None:
+            stream = StreamingProbe(engine.size, settings["probe_q"], K, M, settings["probe_resamples"],
+                                    probe_rng_seed(settings["probe_seed"], step))
+        return stream
+
+    n_clean = 0
     for task in clean_tasks:
         seeds = [eval_schedule_seed(task["task_id"], 1)] * G
-        clean.append(capture(rows_for(task, clean_noise, seeds), f"probe_clean:step{step}", f"clean-{task['task_id']}"))
-    diag = []
-    for task in diag_tasks:
-        seeds = [diagnostic_seed(seed, task["task_id"], k) for k in range(K) for _ in range(M)]
-        diag.append(capture(rows_for(task, diag_noise, seeds), f"probe_diag:step{step}", f"diag-{task['task_id']}"))
-    for records, *_ in clean:
+        records, s, c, rho = capture(rows_for(task, clean_noise, seeds), f"probe_clean:step{step}",
+                                     f"clean-{task['task_id']}")
         if any(r["exposed"] for r in records):
             raise RuntimeError("a clean probe rollout was exposed to a fault")
-
-    all_counts = np.concatenate([c for _, _, c, _ in clean + diag])
-    t_ref = t_ref_from_tokens(all_counts, settings["prompts_per_step"], settings["num_generations"])
-
-    outcome = OutcomeProbe(settings["probe_q"], t_ref)
-    vectors = {k: np.zeros(engine.size, dtype=np.float64) for k in OUTCOME_VECTOR_KEYS}
-    for (records, s, _, rho), task in zip(clean, clean_tasks, strict=True):
-        success = [bool(r["true_success"]) for r in records]
-        coeffs = outcome.add_group(_gram(s), success, rho.tolist(), task_id=task["task_id"])
-        for key, c in coeffs.items():
-            vectors[key] += np.asarray(c, dtype=np.float64) @ s.astype(np.float64)
-    outcome_summary = outcome.summary(_vector_gram(vectors, OUTCOME_VECTOR_KEYS))
-
-    transition = TransitionProbe(K, M, settings["probe_resamples"], t_ref,
-                                 probe_rng_seed(settings["probe_seed"], step))
-    vectors = {k: np.zeros(engine.size, dtype=np.float64) for k in TRANSITION_VECTOR_KEYS}
-    rho_zero = 0
-    for (records, s, _, rho), task in zip(diag, diag_tasks, strict=True):
-        seeds = [r["schedule_seed"] for r in records]
-        order = schedule_major_order(seeds, K, M)
-        s, rho = s[order], rho[order]
-        rewards = [float(records[i]["true_success"]) for i in order]
-        coeffs = transition.add_task(_gram(s), rewards, rho.tolist(), task_id=task["task_id"],
-                                     schedule_seeds=[seeds[i] for i in order])
-        rho_zero += int((rho == 0).sum())
-        for key, c in coeffs.items():
-            vectors[key] += np.asarray(c, dtype=np.float64) @ s.astype(np.float64)
-    transition_summary = transition.summary(_vector_gram(vectors, TRANSITION_VECTOR_KEYS))
+        started().add_clean(s, [bool(r["true_success"]) for r in records], rho.tolist(), c, task["task_id"])
+        n_clean += len(records)
+        del s
+    for task in diag_tasks:
+        seeds = [diagnostic_seed(seed, task["task_id"], k) for k in range(K) for _ in range(M)]
+        records, s, c, rho = capture(rows_for(task, diag_noise, seeds), f"probe_diag:step{step}",
+                                     f"diag-{task['task_id']}")
+        started().add_diagnostic(s, [float(r["true_success"]) for r in records], rho,
+                                 [r["schedule_seed"] for r in records], c, task["task_id"])
+        del s
+    stream = started()
+    t_ref, outcome_summary, transition_summary = stream.summaries(settings["prompts_per_step"],
+                                                                  settings["num_generations"])
 
     end_print = engine.fingerprint()
     if end_print != start_print:
         raise RuntimeError("LoRA weights changed during the probe")
-    n_clean = sum(len(r) for r, *_ in clean)
-    n_diag = sum(len(r) for r, *_ in diag)
     return {
         "t_ref": t_ref,
         "P": engine.size,
         "coordinate_names_sha256": hashlib.sha256("\n".join(engine.coords or []).encode()).hexdigest(),
         "lora_fingerprint": start_print,
-        "counts": {"clean_groups": len(clean), "clean_rollouts": n_clean, "diagnostic_tasks": len(diag),
-                   "diagnostic_rollouts": n_diag,
+        "counts": {"clean_groups": len(stream.clean), "clean_rollouts": n_clean, "diagnostic_tasks": len(stream.diag),
+                   "diagnostic_rollouts": stream.diag_rollouts,
                    "groups_per_design": transition_summary.get("groups_per_design"),
-                   "rho_zero_fraction": rho_zero / max(1, n_diag)},
+                   "rho_zero_fraction": stream.rho_zero / max(1, stream.diag_rollouts)},
         "seconds": round(time.perf_counter() - began, 3),
         "outcome": outcome_summary,
         "transition": transition_summary,
     }
+
+
+def _sequence_ratio(ratio: Any, n: int) -> list[float]:
+    """TRL's sequence-level IS ratio per rollout (its first token's entry; sequence modes broadcast it)."""
+    return ratio.detach().float().cpu().reshape(n, -1)[:, 0].tolist()
 
 
 def _plain(obj: Any) -> Any:
@@ -221,34 +312,51 @@ def _vector_gram(vectors: dict[str, np.ndarray], keys: tuple[str, ...]) -> np.nd
     return stack @ stack.T
 
 
-def run_probe_cli(args: Any) -> int:
-    """``paired-rollouts probe run``: probe each listed checkpoint of a run and write the register."""
+def probe_checkpoint_cli(args: Any) -> int:
+    """``paired-rollouts probe checkpoint``: one checkpoint in its own process (one generation engine)."""
     from paired_rollouts.evaluation.rollout import PolicyRunner
     from paired_rollouts.io import atomic_write_json, load_settings
-    from paired_rollouts.probe import build_probe_register
     from paired_rollouts.training import checkpoints as ckpt
     from paired_rollouts.training.rows import parse_run
     from paired_rollouts.training.settings import resolve
 
     settings = resolve(load_settings(args.settings))
     run_dir = Path(args.run_dir)
-    run = run_dir.name
-    condition, _arm, seed = parse_run(run)
-    trajectory = args.trajectory or run
-    checkpoints = {}
-    for step in args.steps:
-        folder = ckpt.step_dir(run_dir, step)
-        if not folder.is_dir():
-            raise UserError(f"{folder}: checkpoint not found; train the run to step {step} first")
-        runner = PolicyRunner(str(args.model_dir), folder, settings, str(args.tasks_dir), seed, trainable=True)
-        try:
-            checkpoints[step] = probe_checkpoint(runner, run=run, condition=condition, seed=seed, step=step,
-                                                 tasks_dir=str(args.tasks_dir), settings=settings)
-        finally:
-            runner.close()
-        print(f"probe {trajectory} step {step}: P={checkpoints[step]['P']} "
-              f"outcome ratio {checkpoints[step]['outcome']['mean_centered']['ratio_paired_over_independent']}")
-    register = build_probe_register(trajectory, run, checkpoints, settings={
+    condition, _arm, seed = parse_run(run_dir.name)
+    folder = ckpt.step_dir(run_dir, args.step)
+    if not folder.is_dir():
+        raise UserError(f"{folder}: checkpoint not found; train the run to step {args.step} first")
+    runner = PolicyRunner(str(args.model_dir), folder, settings, str(args.tasks_dir), seed, trainable=True)
+    try:
+        result = probe_checkpoint(runner, run=run_dir.name, condition=condition, seed=seed, step=args.step,
+                                  tasks_dir=str(args.tasks_dir), settings=settings)
+    finally:
+        runner.close()
+    atomic_write_json(args.out, _plain(dict(result, run=run_dir.name, step=args.step)))
+    print(f"probe {run_dir.name} step {args.step}: P={result['P']} "
+          f"outcome ratio {result['outcome']['mean_centered']['ratio_paired_over_independent']}")
+    return 0
+
+
+def assemble_cli(args: Any) -> int:
+    """``paired-rollouts probe assemble``: the trajectory's register from its per-checkpoint files."""
+    from paired_rollouts.io import atomic_write_json, load_settings, read_json
+    from paired_rollouts.probe import build_probe_register
+    from paired_rollouts.training.settings import resolve
+
+    settings = resolve(load_settings(args.settings))
+    checkpoints: dict[int, dict[str, Any]] = {}
+    for path in args.inputs:
+        data = read_json(path)
+        if data.get("run") != args.run:
+            raise UserError(f"{path}: a probe checkpoint of run {data.get('run')!r}, not {args.run!r}; "
+                            "rerun 'paired-rollouts probe checkpoint' for this trajectory")
+        step = int(data.pop("step"))
+        data.pop("run")
+        if step in checkpoints:
+            raise UserError(f"{path}: step {step} given twice")
+        checkpoints[step] = data
+    register = build_probe_register(args.trajectory, args.run, checkpoints, settings={
         k: settings[k] for k in settings if k.startswith("probe_") or k == "task_filter"})
     atomic_write_json(args.out, _plain(register))
     return 0
