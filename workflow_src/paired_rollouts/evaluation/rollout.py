@@ -54,7 +54,9 @@ class PolicyRunner:
         BackOfficeEnv.load_tasks(tasks_dir)
         dummy = datasets.Dataset.from_list([{"prompt": [{"role": "user", "content": "x"}], "task_id": "none"}])
         self._tmp = tempfile.TemporaryDirectory(prefix="paired-rollouts-eval-")
-        self.trainer = build_trainer(model, tokenizer, settings, dummy, self._tmp.name, seed, evaluation=True)
+        # The probe (trainable) keeps TRL's IS correction: its implemented estimator uses the ratio rho.
+        self.trainer = build_trainer(model, tokenizer, settings, dummy, self._tmp.name, seed, evaluation=True,
+                                     importance_sampling=trainable)
         self.tokenizer = tokenizer
 
     def rollout(self, rows: list[dict[str, Any]], phase: str, sampling_seed: int) -> tuple[list[dict], dict]:

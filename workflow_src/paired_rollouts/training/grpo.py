@@ -373,7 +373,7 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
     from paired_rollouts.backoffice.tasks import load_pool
     from paired_rollouts.training.environment import BackOfficeEnv
     from paired_rollouts.training.model import load_causal_lm, lora_config
-    from paired_rollouts.training.trainer import build_trainer
+    from paired_rollouts.training.trainer import build_trainer, trainer_configuration, vllm_seed
 
     run_dir = Path(out_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -408,7 +408,8 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
         "status": "running",
         "settings": settings,
         "noise": json.loads(training_noise(condition, arm).to_json()),
-        "seeds": {"run_seed": seed, "trainer_seed": seed, "data_seed": seed},
+        "seeds": {"run_seed": seed, "trainer_seed": seed, "data_seed": seed,
+                  "vllm_seed": vllm_seed(seed) if settings["backend"] == "vllm" else None},
         "model": {"path": model_path},
         "pools_sha256": pool_hashes,
         "versions": versions(),
@@ -444,6 +445,8 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
                             callbacks=[timer])
     timer.trainer = trainer
     trainer.batch_sink = register
+    manifest.data["trainer_config"] = trainer_configuration(trainer.args)
+    manifest.save()
 
     def on_save(tr: Any) -> None:
         began = time.perf_counter()
