@@ -171,6 +171,21 @@ STACKS = {
 ROLLOUT_KEYS = ("max_tool_calling_iterations", "max_completion_length", "temperature")
 
 
+def conda_deployment():
+    """True under `--sdm conda`: the jobs would run in the envs/*.yaml environments."""
+    methods = getattr(getattr(workflow, "deployment_settings", None), "deployment_method", None) or ()
+    return any(str(getattr(m, "name", m)).lower() == "conda" for m in methods)
+
+
+if ACCELERATOR == "mi300x" and conda_deployment():
+    # pip has no ROCm build of vLLM, so a conda environment could only run HF generation, which is not
+    # the paper's setup: the ROCm stack is the container of envs/rocm.Dockerfile only.
+    raise WorkflowError(
+        "accelerator mi300x has no conda environment (pip has no ROCm vLLM); run Snakemake inside the "
+        "container of envs/rocm.Dockerfile without --sdm conda (envs/rocm.md)"
+    )
+
+
 def base_settings():
     settings = {"profile": "standin" if SCALE["model"]["kind"] == "standin" else "paper",
                 "task_filter": SCALE["task_filter"]}
@@ -480,4 +495,5 @@ def model_dir_param(wildcards):
 
 def software_env():
     """The pinned environment of the accelerator's stack; the profile decides whether it is deployed."""
+    # mi300x: the pins on record; never deployed (conda is refused above: the ROCm container has vLLM).
     return {"cpu": "../envs/cpu.yaml", "h100": "../envs/cuda.yaml", "mi300x": "../envs/rocm.yaml"}[ACCELERATOR]

@@ -239,3 +239,23 @@ def test_an_edited_protocol_stops_the_pipeline_before_training(tmp_path: Path) -
     assert "PREREGISTRATION.md" in log
     assert not (work / "results/prereg/verification.json").exists()
     assert not (work / "results/runs/c2-paired-s0/groups.jsonl").exists()
+
+
+def test_mi300x_refuses_the_conda_route_without_vllm() -> None:
+    """envs/rocm.yaml has no vLLM while the rules select it: `--sdm conda` stops before any job (issue 18,
+    item 7); the container route (no --sdm) plans the vLLM backend."""
+    refused = snakemake("--profile", "mi300x", "--sdm", "conda", "-n", "all", check=False)
+    assert refused.returncode != 0
+    assert "envs/rocm.Dockerfile" in refused.stdout + refused.stderr
+    planned = snakemake("--profile", "mi300x", "-n", "--forceall", "-p", "results/runs/c2-paired-s0/groups.jsonl")
+    assert '"backend":"vllm"' in planned.stdout + planned.stderr
+
+
+def test_paper_model_is_prepared_once_and_loaded_by_every_learning_job() -> None:
+    result = snakemake("--profile", "h100", "-n", "--forceall", "-p", "results/probe/a.json",
+                       "results/evals/c2-paired-s0/periodic-step0-clean.jsonl")
+    text = result.stdout + result.stderr
+    assert "paired-rollouts model prepare --source Qwen/Qwen3.5-2B --out results/models/paper/prepared" in text
+    learning = [line for line in text.splitlines()
+                if re.search(r"paired-rollouts (train|evaluate|probe checkpoint) ", line)]
+    assert learning and all("--model-dir results/models/paper/prepared" in line for line in learning)
