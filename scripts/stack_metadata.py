@@ -39,9 +39,12 @@ def capture(reports: list[Path], installed: list[str], out: Path) -> int:
         for item in json.loads(report.read_text())["install"]:
             meta = item["metadata"]
             key = f"{_norm(meta['name'])}=={meta['version']}"
-            entries[key] = {"name": meta["name"], "version": meta["version"],
-                            "requires_dist": meta.get("requires_dist") or [],
-                            "requires_python": meta.get("requires_python")}
+            entries[key] = {
+                "name": meta["name"],
+                "version": meta["version"],
+                "requires_dist": meta.get("requires_dist") or [],
+                "requires_python": meta.get("requires_python"),
+            }
     for name in installed:  # a distribution of this Python's environment and its dependencies' closure
         todo, seen = [name], set()
         while todo:
@@ -51,9 +54,12 @@ def capture(reports: list[Path], installed: list[str], out: Path) -> int:
                 continue
             seen.add(norm)
             key = f"{norm}=={dist.version}"
-            entries[key] = {"name": dist.metadata["Name"], "version": dist.version,
-                            "requires_dist": list(dist.requires or []),
-                            "requires_python": dist.metadata.get("Requires-Python")}
+            entries[key] = {
+                "name": dist.metadata["Name"],
+                "version": dist.version,
+                "requires_dist": list(dist.requires or []),
+                "requires_python": dist.metadata.get("Requires-Python"),
+            }
             from packaging.requirements import Requirement
 
             for raw in dist.requires or []:
@@ -76,11 +82,15 @@ def _stub(folder: Path, entry: dict) -> None:
     lines = ["Metadata-Version: 2.1", f"Name: {entry['name']}", f"Version: {entry['version']}"]
     if entry.get("requires_python"):
         lines.append(f"Requires-Python: {entry['requires_python']}")
-    extras = sorted({r.split("extra ==")[1].strip().strip("'\"") for r in entry["requires_dist"] if "extra ==" in r})
+    extras = sorted(
+        {r.split("extra ==")[1].strip().strip("'\"") for r in entry["requires_dist"] if "extra ==" in r}
+    )
     lines += [f"Provides-Extra: {e}" for e in extras]
     lines += [f"Requires-Dist: {r}" for r in entry["requires_dist"]]
-    files = {f"{dist_info}/METADATA": "\n".join(lines) + "\n",
-             f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nGenerator: stack_metadata\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    files = {
+        f"{dist_info}/METADATA": "\n".join(lines) + "\n",
+        f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nGenerator: stack_metadata\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
     record = []
     for path, text in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
@@ -92,7 +102,9 @@ def _stub(folder: Path, entry: dict) -> None:
             wheel.writestr(path, text)
 
 
-def resolve(requirements: list[str], report: Path, snapshot: Path = SNAPSHOT, extra: list[str] | None = None) -> int:
+def resolve(
+    requirements: list[str], report: Path, snapshot: Path = SNAPSHOT, extra: list[str] | None = None
+) -> int:
     """pip's resolver over the snapshot's stub wheels; returns pip's exit status (report written on success)."""
     entries = json.loads(snapshot.read_text())
     with tempfile.TemporaryDirectory(prefix="stack-index-") as tmp:
@@ -100,8 +112,20 @@ def resolve(requirements: list[str], report: Path, snapshot: Path = SNAPSHOT, ex
             _stub(Path(tmp), entry)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
         env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
-        args = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-index",
-                "--find-links", tmp, "--quiet", "--report", str(report)]
+        args = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--no-index",
+            "--find-links",
+            tmp,
+            "--quiet",
+            "--report",
+            str(report),
+        ]
         for r in requirements:
             args += ["-r", r]
         args += extra or []
@@ -109,7 +133,9 @@ def resolve(requirements: list[str], report: Path, snapshot: Path = SNAPSHOT, ex
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("capture")
     p.add_argument("--report", action="append", type=Path, default=[])

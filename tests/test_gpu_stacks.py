@@ -32,8 +32,10 @@ def _pins(path: Path) -> dict[str, str]:
 
 
 def _resolved(report: Path) -> dict[str, str]:
-    return {stack_metadata._norm(i["metadata"]["name"]): i["metadata"]["version"]
-            for i in json.loads(report.read_text())["install"]}
+    return {
+        stack_metadata._norm(i["metadata"]["name"]): i["metadata"]["version"]
+        for i in json.loads(report.read_text())["install"]
+    }
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +57,11 @@ def test_cuda_set_resolves_to_the_lock(cuda_resolution) -> None:
 
 def test_slurm_plugin_cannot_join_the_cuda_stack(tmp_path) -> None:
     """snakemake-executor-plugin-slurm >= 2.7.1 needs numpy >= 2.4.5; vLLM's mistral-common caps it."""
-    code = stack_metadata.resolve([str(REPO / "envs/requirements-cuda.txt")], tmp_path / "r.json",
-                                  extra=["snakemake-executor-plugin-slurm==2.8.0"])
+    code = stack_metadata.resolve(
+        [str(REPO / "envs/requirements-cuda.txt")],
+        tmp_path / "r.json",
+        extra=["snakemake-executor-plugin-slurm==2.8.0"],
+    )
     assert code != 0
 
 
@@ -66,8 +71,12 @@ def test_rocm_set_resolves_with_the_cuda_stacks_pins(tmp_path, cuda_resolution) 
     dependencies are not in the snapshot: that part stays unchecked here.)"""
     rocm = _pins(REPO / "envs/requirements-rocm.txt")
     assert "torch" not in rocm and "vllm" not in rocm and "triton" not in rocm
-    assert stack_metadata.resolve([str(REPO / "envs/requirements-rocm.txt")], tmp_path / "r.json",
-                                  extra=["torch==2.13.0"]) == 0
+    assert (
+        stack_metadata.resolve(
+            [str(REPO / "envs/requirements-rocm.txt")], tmp_path / "r.json", extra=["torch==2.13.0"]
+        )
+        == 0
+    )
     resolved = _resolved(tmp_path / "r.json")
     for name, version in rocm.items():
         assert resolved[name] == version == cuda_resolution[name], name
@@ -75,8 +84,13 @@ def test_rocm_set_resolves_with_the_cuda_stacks_pins(tmp_path, cuda_resolution) 
 
 @pytest.mark.parametrize("stack", ["cuda", "rocm"])
 def test_setup_installs_each_gpu_stack_into_its_own_venv(stack: str) -> None:
-    plan = subprocess.run(["bash", str(REPO / "scripts/setup.sh"), "--stack", stack, "--print-plan"],
-                          capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+    plan = subprocess.run(
+        ["bash", str(REPO / "scripts/setup.sh"), "--stack", stack, "--print-plan"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.splitlines()
     venv = REPO / f".venv-{stack}"
     assert plan[0].endswith(f"-m venv {venv}")
     pips = [line for line in plan if "/bin/pip install" in line]
@@ -86,7 +100,9 @@ def test_setup_installs_each_gpu_stack_into_its_own_venv(stack: str) -> None:
     if stack == "cuda":
         assert any("--no-deps -r envs/requirements-cuda.lock.txt" in line for line in pips)
     else:
-        assert any("--index-url https://download.pytorch.org/whl/rocm" in line and "torch==2.13.0" in line
-                   for line in pips)
+        assert any(
+            "--index-url https://download.pytorch.org/whl/rocm" in line and "torch==2.13.0" in line
+            for line in pips
+        )
         assert any("VLLM_TARGET_DEVICE=rocm" in line and "--no-build-isolation" in line for line in plan)
         assert any("-r envs/requirements-rocm.txt" in line for line in pips)

@@ -23,11 +23,30 @@ from paired_rollouts.errors import UserError  # noqa: E402
 from paired_rollouts.training import prepare as P  # noqa: E402
 from paired_rollouts.training.tokenizer import qwen35_chat_template  # noqa: E402
 
-TEXT = dict(vocab_size=320, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-            num_key_value_heads=1, head_dim=16, linear_num_key_heads=2, linear_num_value_heads=2,
-            linear_key_head_dim=8, linear_value_head_dim=8, layer_types=["linear_attention", "full_attention"])
-VISION = dict(depth=1, hidden_size=16, intermediate_size=32, num_heads=2, out_hidden_size=32, patch_size=4,
-              spatial_merge_size=2, temporal_patch_size=2)
+TEXT = dict(
+    vocab_size=320,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+    head_dim=16,
+    linear_num_key_heads=2,
+    linear_num_value_heads=2,
+    linear_key_head_dim=8,
+    linear_value_head_dim=8,
+    layer_types=["linear_attention", "full_attention"],
+)
+VISION = dict(
+    depth=1,
+    hidden_size=16,
+    intermediate_size=32,
+    num_heads=2,
+    out_hidden_size=32,
+    patch_size=4,
+    spatial_merge_size=2,
+    temporal_patch_size=2,
+)
 
 
 def _tokenizer(template: str):
@@ -36,10 +55,18 @@ def _tokenizer(template: str):
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(["hello tool call world"] * 4, trainers.BpeTrainer(
-        vocab_size=300, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
-    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    bpe.train_from_iterator(
+        ["hello tool call world"] * 4,
+        trainers.BpeTrainer(
+            vocab_size=300,
+            special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>"
+    )
     tok.chat_template = template
     return tok
 
@@ -48,8 +75,9 @@ def _vl_snapshot(folder: Path, tie: bool, template: str | None = None):
     from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
 
     transformers.set_seed(0)
-    config = Qwen3_5Config(text_config=dict(TEXT, tie_word_embeddings=tie), vision_config=VISION,
-                           tie_word_embeddings=tie)
+    config = Qwen3_5Config(
+        text_config=dict(TEXT, tie_word_embeddings=tie), vision_config=VISION, tie_word_embeddings=tie
+    )
     model = Qwen3_5ForConditionalGeneration(config).eval()
     model.save_pretrained(folder)
     _tokenizer(template or qwen35_chat_template()).save_pretrained(folder)
@@ -60,10 +88,12 @@ def _names_trl_pushes(model) -> list[str]:
     """TRL's own weight-sync iterator (VLLMGeneration._iter_named_params, non-distributed, PEFT merged)."""
     from trl.generation.vllm_generation import VLLMGeneration
 
-    stub = SimpleNamespace(model=model, _dist=SimpleNamespace(gather_params=lambda params: nullcontext(),
-                                                                is_fsdp=False))
+    stub = SimpleNamespace(
+        model=model, _dist=SimpleNamespace(gather_params=lambda params: nullcontext(), is_fsdp=False)
+    )
     stub._fix_param_name_to_vllm = lambda name, extra_prefixes=None: VLLMGeneration._fix_param_name_to_vllm(
-        stub, name, extra_prefixes)
+        stub, name, extra_prefixes
+    )
     return [name for name, _ in VLLMGeneration._iter_named_params(stub)]
 
 
@@ -97,7 +127,9 @@ def test_prepared_text_model_equals_the_vl_language_model(tmp_path: Path, tie: b
     assert torch.equal(text(ids).logits, vl(input_ids=ids).logits)
 
     # What the trainer pushes at a sync (LoRA merged, PEFT prefixes stripped by TRL) = the snapshot's keys.
-    peft = get_peft_model(text, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"))
+    peft = get_peft_model(
+        text, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM")
+    )
     pushed = _names_trl_pushes(peft)
     assert len(pushed) == len(set(pushed))
     assert set(pushed) == keys

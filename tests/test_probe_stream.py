@@ -13,8 +13,14 @@ torch = pytest.importorskip("torch")
 
 def _batch_reference(clean, diag, q, K, M, R, seed, P_steps, G_gen):
     """The unstreamed computation: every score kept, T_ref known before any group is added."""
-    from paired_rollouts.probe import (OUTCOME_VECTOR_KEYS, TRANSITION_VECTOR_KEYS, OutcomeProbe, TransitionProbe,
-                                       schedule_major_order, t_ref_from_tokens)
+    from paired_rollouts.probe import (
+        OUTCOME_VECTOR_KEYS,
+        TRANSITION_VECTOR_KEYS,
+        OutcomeProbe,
+        TransitionProbe,
+        schedule_major_order,
+        t_ref_from_tokens,
+    )
 
     t_ref = t_ref_from_tokens(np.concatenate([c for *_, c in clean + diag]), P_steps, G_gen)
     out = OutcomeProbe(q, t_ref)
@@ -30,8 +36,12 @@ def _batch_reference(clean, diag, q, K, M, R, seed, P_steps, G_gen):
     for s, rewards, rho, seeds, _ in diag:
         order = schedule_major_order(seeds, K, M)
         s64 = s.astype(np.float64)[order]
-        coeffs = tr.add_task(s64 @ s64.T, [rewards[i] for i in order], np.asarray(rho)[order].tolist(),
-                             schedule_seeds=[seeds[i] for i in order])
+        coeffs = tr.add_task(
+            s64 @ s64.T,
+            [rewards[i] for i in order],
+            np.asarray(rho)[order].tolist(),
+            schedule_seeds=[seeds[i] for i in order],
+        )
         for k, c in coeffs.items():
             vec[k] = vec[k] + c @ s64
     stack = np.stack([vec[k] for k in TRANSITION_VECTOR_KEYS])
@@ -58,14 +68,28 @@ def test_streamed_summaries_equal_the_batch_form() -> None:
 
     rng = np.random.default_rng(3)
     P, G, K, M, R, q = 300, 4, 2, 3, 5, 0.1
-    clean = [(rng.standard_normal((G, P)).astype(np.float32), list(rng.random(G) < 0.5),
-              list(rng.uniform(0.5, 1.5, G)), rng.integers(5, 40, G).astype(float)) for _ in range(5)]
+    clean = [
+        (
+            rng.standard_normal((G, P)).astype(np.float32),
+            list(rng.random(G) < 0.5),
+            list(rng.uniform(0.5, 1.5, G)),
+            rng.integers(5, 40, G).astype(float),
+        )
+        for _ in range(5)
+    ]
     diag = []
     for t in range(3):
         seeds = [1000 * t + k for k in range(K) for _ in range(M)]
         perm = rng.permutation(K * M)  # arrival order is not schedule-major
-        diag.append((rng.standard_normal((K * M, P)).astype(np.float32), list(map(float, rng.random(K * M) < 0.5)),
-                     rng.uniform(0.5, 1.5, K * M), [seeds[i] for i in perm], rng.integers(5, 40, K * M).astype(float)))
+        diag.append(
+            (
+                rng.standard_normal((K * M, P)).astype(np.float32),
+                list(map(float, rng.random(K * M) < 0.5)),
+                rng.uniform(0.5, 1.5, K * M),
+                [seeds[i] for i in perm],
+                rng.integers(5, 40, K * M).astype(float),
+            )
+        )
     stream = StreamingProbe(P, q, K, M, R, 7)
     for s, success, rho, counts in clean:
         stream.add_clean(s, success, rho, counts, None)
@@ -106,8 +130,14 @@ class _FakeEngine:
 
 class _FakeRunner:
     def rollout(self, rows, phase, sampling_seed):
-        records = [{"true_success": (sampling_seed + j) % 3 != 0, "exposed": False, "schedule_seed": r["schedule_seed"]}
-                   for j, r in enumerate(rows)]
+        records = [
+            {
+                "true_success": (sampling_seed + j) % 3 != 0,
+                "exposed": False,
+                "schedule_seed": r["schedule_seed"],
+            }
+            for j, r in enumerate(rows)
+        ]
         return records, {"n": len(rows), "importance_sampling_ratio": torch.full((len(rows), 1), 0.9)}
 
 
@@ -116,13 +146,29 @@ def _peak_bytes(monkeypatch, sim_tasks_dir, groups: int) -> int:
     from paired_rollouts.training.settings import resolve
 
     monkeypatch.setattr(scores, "ScoreEngine", _FakeEngine)
-    settings = resolve({"task_filter": "all", "probe_clean_tasks": groups, "probe_clean_rollouts": 4,
-                        "probe_diag_tasks": 1, "probe_schedules": 2, "probe_samples": 2, "probe_resamples": 3,
-                        "eval_batch": 8})
+    settings = resolve(
+        {
+            "task_filter": "all",
+            "probe_clean_tasks": groups,
+            "probe_clean_rollouts": 4,
+            "probe_diag_tasks": 1,
+            "probe_schedules": 2,
+            "probe_samples": 2,
+            "probe_resamples": 3,
+            "eval_batch": 8,
+        }
+    )
     tracemalloc.start()
     try:
-        result = scores.probe_checkpoint(_FakeRunner(), run="c2-paired-s0", condition="C2", seed=0, step=0,
-                                         tasks_dir=str(sim_tasks_dir), settings=settings)
+        result = scores.probe_checkpoint(
+            _FakeRunner(),
+            run="c2-paired-s0",
+            condition="C2",
+            seed=0,
+            step=0,
+            tasks_dir=str(sim_tasks_dir),
+            settings=settings,
+        )
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -134,7 +180,9 @@ def test_probe_peak_memory_does_not_grow_with_the_number_of_groups(monkeypatch, 
     two = _peak_bytes(monkeypatch, sim_tasks_dir, 2)
     eight = _peak_bytes(monkeypatch, sim_tasks_dir, 8)
     group_scores = 4 * _FakeEngine.P * 4  # one clean group's fp32 scores
-    print(f"probe peak: 2 groups {two / 2**20:.1f} MiB, 8 groups {eight / 2**20:.1f} MiB "
-          f"(one group's scores {group_scores / 2**20:.1f} MiB)")
+    print(
+        f"probe peak: 2 groups {two / 2**20:.1f} MiB, 8 groups {eight / 2**20:.1f} MiB "
+        f"(one group's scores {group_scores / 2**20:.1f} MiB)"
+    )
     # Keeping every score would add 6 more groups' scores (~37 MiB here) to the peak.
     assert eight - two < group_scores

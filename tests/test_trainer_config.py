@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("trl")
 
-from paired_rollouts.training.settings import resolve  # noqa: E402
 from paired_rollouts.training import trainer as T  # noqa: E402
+from paired_rollouts.training.settings import resolve  # noqa: E402
 
 GPU_LIKE = {"profile": "paper", "device": "cuda", "backend": "vllm", "dtype": "float32"}
 
@@ -72,3 +72,40 @@ def test_vllm_engine_seed_follows_the_run_seed(monkeypatch) -> None:
     T.install_vllm_seed(T.vllm_seed(1))
     vg.LLM(model="m", seed=1)  # a second process of a tensor-parallel group keeps TRL's offset
     assert calls[-1] == T.vllm_seed(1) + 1
+
+
+def test_compact_fused_logprobs_give_the_same_values(monkeypatch) -> None:
+    """The rehearsal's CPU speed-up (TRL's GPU path: completion positions only) changes no log-prob."""
+    import torch
+    import trl.trainer.utils as trl_utils
+    from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig, set_seed
+
+    set_seed(0)
+    config = Qwen3_5TextConfig(
+        vocab_size=500,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        linear_num_key_heads=2,
+        linear_num_value_heads=2,
+        linear_key_head_dim=8,
+        linear_value_head_dim=8,
+        layer_types=["linear_attention", "full_attention"],
+    )
+    model = Qwen3_5ForCausalLM(config).eval()
+    trl_utils.add_fused_lm_head(
+        model, temperature=1.0, cast_lm_head_to_fp32=False, outputs=("log_probs", "entropy")
+    )
+    ids = torch.randint(0, 500, (2, 40))
+    labels = ids.clone()
+    labels[:, :-6] = -100
+    monkeypatch.setattr(trl_utils, "_use_triton", trl_utils._use_triton)
+    every = model(input_ids=ids, labels=labels, fused_lm_head=True)
+    T.compact_fused_logprobs()
+    assert trl_utils._use_triton(torch.device("cpu")) is True
+    compact = model(input_ids=ids, labels=labels, fused_lm_head=True)
+    assert torch.allclose(every.log_probs, compact.log_probs, atol=1e-6)
+    assert torch.allclose(every.entropy, compact.entropy, atol=1e-5)

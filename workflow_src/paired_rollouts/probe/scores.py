@@ -121,7 +121,12 @@ class StreamingProbe:
     """
 
     def __init__(self, size: int, q: float, schedules: int, samples: int, resamples: int, rng_seed: int) -> None:
-        from paired_rollouts.probe import OUTCOME_VECTOR_KEYS, TRANSITION_VECTOR_KEYS, OutcomeProbe, TransitionProbe
+        from paired_rollouts.probe import (
+            OUTCOME_VECTOR_KEYS,
+            TRANSITION_VECTOR_KEYS,
+            OutcomeProbe,
+            TransitionProbe,
+        )
 
         self.size, self.q = size, q
         self.k, self.m, self.r, self.rng_seed = schedules, samples, resamples, rng_seed
@@ -193,8 +198,7 @@ def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: 
 
     Each group (a clean task's G rollouts, a diagnostic task's K x M) is rolled out, scored and folded
     into ``StreamingProbe`` before the next one: peak memory is one group's scores plus the vectors."""
-    from paired_rollouts.backoffice.tasks import load_pool
-    from paired_rollouts.backoffice.tasks import budget_for
+    from paired_rollouts.backoffice.tasks import budget_for, load_pool
     from paired_rollouts.evaluation.evaluate import diagnostic_tasks
     from paired_rollouts.noise.config import NoiseConfig
     from paired_rollouts.noise.seeds import derive_seed, diagnostic_seed, eval_schedule_seed

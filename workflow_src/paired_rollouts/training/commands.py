@@ -16,7 +16,7 @@ _TRAIN_KEYS = ("profile", "device", "dtype", "backend", "gradient_checkpointing"
                "num_generations", "micro_batch", "checkpoint_every", "learning_rate", "lora_r", "lora_alpha",
                "lora_dropout", "loss_type", "scale_rewards", "beta", "temperature", "max_completion_length",
                "max_tool_calling_iterations", "vllm_gpu_memory_utilization", "vllm_max_model_length",
-               "vllm_importance_sampling_correction", "train_episodes", "task_filter")
+               "vllm_importance_sampling_correction", "train_episodes", "task_filter", "compact_logprobs")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -30,8 +30,15 @@ TEXT_ARCHITECTURE = "Qwen3_5ForCausalLM"
 VL_PREFIX = "model.language_model."
 DROPPED_PREFIXES = ("model.visual.", "mtp.")
 TOKENIZER_FILES = (
-    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json",
-    "merges.txt", "chat_template.jinja", "chat_template.json", "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "merges.txt",
+    "chat_template.jinja",
+    "chat_template.json",
+    "generation_config.json",
 )
 PREPARED_MARKER = "prepared.json"
 
@@ -64,7 +71,9 @@ def text_config_dict(source: Path) -> tuple[dict[str, Any], bool]:
     if model_type == "qwen3_5":
         text = dict(raw.get("text_config") or {})
         if not text:
-            raise UserError(f"{path}: a qwen3_5 (vision-language) config without text_config; is the snapshot complete?")
+            raise UserError(
+                f"{path}: a qwen3_5 (vision-language) config without text_config; is the snapshot complete?"
+            )
         # The composite keeps tie_word_embeddings at the top level; the text model must see it.
         if "tie_word_embeddings" in raw:
             text["tie_word_embeddings"] = raw["tie_word_embeddings"]
@@ -87,13 +96,18 @@ def expected_keys(config_dict: dict[str, Any]) -> set[str]:
     import torch
     from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
-    values = {k: v for k, v in config_dict.items() if k not in ("architectures", "model_type", "transformers_version")}
+    values = {
+        k: v
+        for k, v in config_dict.items()
+        if k not in ("architectures", "model_type", "transformers_version")
+    }
     config = Qwen3_5TextConfig(**values)
     with torch.device("meta"):
         model = Qwen3_5ForCausalLM(config)
     # named_parameters drops tied duplicates (lm_head when embeddings are tied), as save_pretrained does.
-    names = {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers(remove_duplicate=True)
-                                                          if n in model.state_dict()}
+    names = {n for n, _ in model.named_parameters()} | {
+        n for n, _ in model.named_buffers(remove_duplicate=True) if n in model.state_dict()
+    }
     return names
 
 
@@ -102,7 +116,7 @@ def rename(name: str) -> str | None:
     if name.startswith(DROPPED_PREFIXES):
         return None
     if name.startswith(VL_PREFIX):
-        return "model." + name[len(VL_PREFIX):]
+        return "model." + name[len(VL_PREFIX) :]
     return name
 
 
@@ -114,7 +128,9 @@ def _weight_files(source: Path) -> list[Path]:
     single = source / "model.safetensors"
     if single.is_file():
         return [single]
-    raise UserError(f"{source}: no model.safetensors or model.safetensors.index.json; the snapshot is incomplete")
+    raise UserError(
+        f"{source}: no model.safetensors or model.safetensors.index.json; the snapshot is incomplete"
+    )
 
 
 def check_chat_template(folder: Path, source: Path) -> str:
@@ -128,10 +144,14 @@ def check_chat_template(folder: Path, source: Path) -> str:
         template, where = template_file.read_text(encoding="utf-8"), "chat_template.jinja"
     else:
         config = folder / "tokenizer_config.json"
-        template = json.loads(config.read_text(encoding="utf-8")).get("chat_template") if config.is_file() else None
+        template = (
+            json.loads(config.read_text(encoding="utf-8")).get("chat_template") if config.is_file() else None
+        )
         where = "tokenizer_config.json (chat_template)"
-    known = {"qwen3_5_nothink.jinja": ctu.qwen3_5_nothink_chat_template,
-             "qwen3_5_think.jinja": ctu.qwen3_5_think_chat_template}
+    known = {
+        "qwen3_5_nothink.jinja": ctu.qwen3_5_nothink_chat_template,
+        "qwen3_5_think.jinja": ctu.qwen3_5_think_chat_template,
+    }
     for name, text in known.items():
         if template == text:
             return name
@@ -142,7 +162,9 @@ def check_chat_template(folder: Path, source: Path) -> str:
     )
 
 
-def prepare(source_arg: str, out: str | Path, *, chat_template: str = "check", max_shard_bytes: int = 5 << 30) -> dict:
+def prepare(
+    source_arg: str, out: str | Path, *, chat_template: str = "check", max_shard_bytes: int = 5 << 30
+) -> dict:
     """Write the text-only snapshot to ``out`` (atomically) and return its report (also ``prepared.json``)."""
     from safetensors import safe_open
     from safetensors.torch import save_file
@@ -180,11 +202,17 @@ def prepare(source_arg: str, out: str | Path, *, chat_template: str = "check", m
                     if target is None:
                         dropped += 1
                         continue
-                    if target == "lm_head.weight" and config.get("tie_word_embeddings") and target not in want:
+                    if (
+                        target == "lm_head.weight"
+                        and config.get("tie_word_embeddings")
+                        and target not in want
+                    ):
                         dropped += 1  # a tied head saved anyway: the embedding is the head
                         continue
                     if target in got:
-                        raise UserError(f"{path}: tensor {target} appears twice after renaming; the snapshot is inconsistent")
+                        raise UserError(
+                            f"{path}: tensor {target} appears twice after renaming; the snapshot is inconsistent"
+                        )
                     tensor = handle.get_tensor(name)
                     nbytes = tensor.numel() * tensor.element_size()
                     if current and size + nbytes > max_shard_bytes:
@@ -209,17 +237,27 @@ def prepare(source_arg: str, out: str | Path, *, chat_template: str = "check", m
         if len(shards) > 1:
             total = sum(t.numel() * t.element_size() for s in shards for t in s.values())
             (tmp / "model.safetensors.index.json").write_text(
-                json.dumps({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))},
-                           indent=2, sort_keys=True) + "\n", encoding="utf-8")
+                json.dumps(
+                    {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))},
+                    indent=2,
+                    sort_keys=True,
+                )
+                + "\n",
+                encoding="utf-8",
+            )
         shards.clear()
-        (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        (tmp / "config.json").write_text(
+            json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
         copied = []
         for fname in TOKENIZER_FILES:
             if (source / fname).is_file():
                 shutil.copyfile(source / fname, tmp / fname)
                 copied.append(fname)
         if not {"tokenizer.json", "tokenizer_config.json"} & set(copied):
-            raise UserError(f"{source}: no tokenizer.json or tokenizer_config.json; the snapshot has no tokenizer")
+            raise UserError(
+                f"{source}: no tokenizer.json or tokenizer_config.json; the snapshot has no tokenizer"
+            )
         if chat_template == "trl":
             (tmp / "chat_template.jinja").write_text(qwen35_chat_template(), encoding="utf-8")
             cfg = tmp / "tokenizer_config.json"
@@ -257,21 +295,34 @@ def prepare(source_arg: str, out: str | Path, *, chat_template: str = "check", m
 
 def register(subparsers: Any) -> None:
     model = subparsers.add_parser(
-        "model", help="model preparation (Qwen3.5 snapshot -> text-only Qwen3_5ForCausalLM snapshot)",
-        description="Model sub-commands.")
+        "model",
+        help="model preparation (Qwen3.5 snapshot -> text-only Qwen3_5ForCausalLM snapshot)",
+        description="Model sub-commands.",
+    )
     sub = model.add_subparsers(dest="model_command", required=True, metavar="MODEL_COMMAND")
     p = sub.add_parser(
-        "prepare", help="turn a Qwen3.5 snapshot (vision-language or text-only) into a text-only snapshot",
-        description=__doc__.split("\n\n", 1)[1], formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
-    p.add_argument("--source", required=True, help="snapshot folder or hub id in the local HF cache (Qwen/Qwen3.5-2B)")
+        "prepare",
+        help="turn a Qwen3.5 snapshot (vision-language or text-only) into a text-only snapshot",
+        description=__doc__.split("\n\n", 1)[1],
+        formatter_class=__import__("argparse").RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--source", required=True, help="snapshot folder or hub id in the local HF cache (Qwen/Qwen3.5-2B)"
+    )
     p.add_argument("--out", required=True, help="output folder, e.g. results/models/paper/prepared")
-    p.add_argument("--chat-template", default="check", choices=("check", "trl"),
-                   help="check: refuse a template that is not TRL's Qwen3.5 copy; trl: install TRL's copy")
+    p.add_argument(
+        "--chat-template",
+        default="check",
+        choices=("check", "trl"),
+        help="check: refuse a template that is not TRL's Qwen3.5 copy; trl: install TRL's copy",
+    )
     p.set_defaults(handler=_prepare_cli)
 
 
 def _prepare_cli(args: Any) -> int:
     report = prepare(args.source, args.out, chat_template=args.chat_template)
-    print(f"model prepare: {report['tensors']} tensors ({report['dropped_tensors']} dropped), "
-          f"template {report['chat_template']} -> {args.out}")
+    print(
+        f"model prepare: {report['tensors']} tensors ({report['dropped_tensors']} dropped), "
+        f"template {report['chat_template']} -> {args.out}"
+    )
     return 0
