@@ -9,6 +9,9 @@
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
+from paired_rollouts.config_check import check_config
+from paired_rollouts.errors import UserError
+
 min_version("9.0")
 
 
@@ -29,6 +32,10 @@ if "accelerator" not in config or "scale" not in config:
         "`--profile mi300x`, or a slurm-* profile. Profiles set `accelerator` and `scale`."
     )
 
+try:
+    check_config(config, "config/schema.json", "config/config.yaml")
+except UserError as error:
+    raise WorkflowError(str(error)) from None
 validate(config, "config/schema.json")
 
 
@@ -49,12 +56,12 @@ rule all:
     of them reruns exactly its job and what depends on it."""
     default_target: True
     input:
-        "results/paper/tables.pdf",
-        "results/reference/scripted_reference.json",
+        res("paper/tables.pdf"),
+        res("reference/scripted_reference.json"),
         decision_files(),
         probe_files(),
         all_eval_files(),
         [f for run in RUNS for f in diagnostic_episode_files(run)],
         all_luck_files(),
         group_stat_files(),
-        expand("results/runs/{run}/complete.json", run=RUNS),
+        expand(res("runs/{run}/complete.json"), run=RUNS),

@@ -9,6 +9,16 @@ SCALE_NAME = config["scale"]
 SCALE = config["scales"][SCALE_NAME]
 ACCELERATOR = config["accelerator"]
 TASKS_DIR = config["tasks_dir"]
+# Each scale writes under its own results root, so a stand-in run never stands in for a paper run:
+# the paper scale keeps `results/`, every other scale `results/<scale>/`.
+RESULTS = "results" if SCALE_NAME == "paper" else f"results/{SCALE_NAME}"
+
+
+def res(path):
+    """A path under this scale's results root (wildcards in `path` are kept for Snakemake)."""
+    return f"{RESULTS}/{path}"
+
+
 POOLS = ["train", "validation", "test", "diagnostic"]
 ARMS = {"C2": ["paired", "independent"], "C4": ["paired", "independent"], "C0": ["clean"]}
 PACKAGE = Path("workflow_src/paired_rollouts")
@@ -100,7 +110,7 @@ def final_step():
 
 
 def checkpoint_marker(run, step):
-    return f"results/runs/{run}/checkpoints/step{int(step):04d}/COMPLETE"
+    return f"{RESULTS}/runs/{run}/checkpoints/step{int(step):04d}/COMPLETE"
 
 
 def final_regimes(run):
@@ -111,24 +121,24 @@ def final_regimes(run):
 
 def eval_files(run):
     periodic = [
-        f"results/evals/{run}/periodic-step{step}-{regime}.jsonl"
+        f"{RESULTS}/evals/{run}/periodic-step{step}-{regime}.jsonl"
         for step in periodic_steps()
         for regime in PERIODIC_REGIMES
     ]
-    final = [f"results/evals/{run}/final-step{final_step()}-{regime}.jsonl" for regime in final_regimes(run)]
+    final = [f"{RESULTS}/evals/{run}/final-step{final_step()}-{regime}.jsonl" for regime in final_regimes(run)]
     return periodic + final
 
 
 def diagnostic_episode_files(run):
-    return [f"results/diagnostics/{run}/diag-step{step}.jsonl" for step in diagnostic_steps(run)]
+    return [f"{RESULTS}/diagnostics/{run}/diag-step{step}.jsonl" for step in diagnostic_steps(run)]
 
 
 def luck_files(run):
-    return [f"results/diagnostics/{run}/luck-step{step}.json" for step in diagnostic_steps(run)]
+    return [f"{RESULTS}/diagnostics/{run}/luck-step{step}.json" for step in diagnostic_steps(run)]
 
 
 def verification_file():
-    return "results/prereg/verification.json"
+    return res("prereg/verification.json")
 
 
 def freeze_dir():
@@ -138,7 +148,7 @@ def freeze_dir():
     return config["prereg"]["public_freeze_dir"]
 
 
-STANDIN_ROOT = f"results/models/{SCALE_NAME}"
+STANDIN_ROOT = f"{RESULTS}/models/{SCALE_NAME}"
 
 
 def model_dir():
@@ -262,7 +272,7 @@ def expected_evidence(run):
 
 
 def checkpoint_dir(wildcards):
-    return f"results/runs/{wildcards.run}/checkpoints/step{int(wildcards.step):04d}"
+    return f"{RESULTS}/runs/{wildcards.run}/checkpoints/step{int(wildcards.step):04d}"
 
 
 def eval_files_of(wildcards):
@@ -293,20 +303,20 @@ def decision_eval_files(wildcards):
 
 
 def decision_eval_dirs(wildcards):
-    return " ".join(f"results/evals/{run}" for run in decision_runs(wildcards))
+    return [f"{RESULTS}/evals/{run}" for run in decision_runs(wildcards)]
 
 
 def decision_group_files(wildcards):
-    return [f"results/runs/{run}/groups.jsonl" for run in decision_runs(wildcards)]
+    return [f"{RESULTS}/runs/{run}/groups.jsonl" for run in decision_runs(wildcards)]
 
 
 def decision_complete_files(wildcards):
-    return [f"results/runs/{run}/complete.json" for run in decision_runs(wildcards)]
+    return [f"{RESULTS}/runs/{run}/complete.json" for run in decision_runs(wildcards)]
 
 
 def decision_luck_files(wildcards):
     """H1a under C2 uses the step-0 luck share of every run."""
-    return [f"results/diagnostics/{run}/luck-step0.json" for run in decision_runs(wildcards)]
+    return [f"{RESULTS}/diagnostics/{run}/luck-step0.json" for run in decision_runs(wildcards)]
 
 
 def reference_eval_files(wildcards):
@@ -315,7 +325,8 @@ def reference_eval_files(wildcards):
 
 
 def reference_eval_dirs(wildcards):
-    return " ".join(f"results/evals/{run}" for run in runs_of("C0")) or "''"
+    """A list (each element quoted by `:q`); one empty argument when the scale has no C0 run."""
+    return [f"{RESULTS}/evals/{run}" for run in runs_of("C0")] or [""]
 
 
 # ---------------------------------------------------------------- probe -----------------------------
@@ -334,7 +345,7 @@ def trajectory_of(wildcards):
 
 
 def probe_run_dir(wildcards):
-    return f"results/runs/{trajectory_of(wildcards)['run']}"
+    return f"{RESULTS}/runs/{trajectory_of(wildcards)['run']}"
 
 
 def probe_run_manifest(wildcards):
@@ -348,7 +359,7 @@ def probe_run(wildcards):
 def probe_checkpoint_files(wildcards):
     """One file per checkpoint of the trajectory (each its own job)."""
     t = wildcards.trajectory
-    return [f"results/probe/{t}/step{s}.json" for s in trajectory_of(wildcards)["steps"]]
+    return [f"{RESULTS}/probe/{t}/step{s}.json" for s in trajectory_of(wildcards)["steps"]]
 
 
 # ---------------------------------------------------------------- rendering -------------------------
@@ -374,15 +385,15 @@ def all_eval_files():
 
 
 def run_manifests():
-    return [f"results/runs/{run}/manifest.json" for run in RUNS]
+    return [f"{RESULTS}/runs/{run}/manifest.json" for run in RUNS]
 
 
 def decision_files():
-    return [f"results/decisions/{c}.json" for c in DECISION_CONDITIONS]
+    return [f"{RESULTS}/decisions/{c}.json" for c in DECISION_CONDITIONS]
 
 
 def probe_files():
-    return [f"results/probe/{t}.json" for t in TRAJECTORIES]
+    return [f"{RESULTS}/probe/{t}.json" for t in TRAJECTORIES]
 
 
 def all_luck_files():
@@ -390,7 +401,7 @@ def all_luck_files():
 
 
 def group_stat_files():
-    return [f"results/runs/{run}/group_stats.json" for run in RUNS]
+    return [f"{RESULTS}/runs/{run}/group_stats.json" for run in RUNS]
 
 
 def seed_pair_eval_files():
@@ -404,11 +415,11 @@ def decision_rules_file():
 
 
 def c2_decision():
-    return ["results/decisions/c2.json"]
+    return [res("decisions/c2.json")]
 
 
 def c4_decision():
-    return ["results/decisions/c4.json"]
+    return [res("decisions/c4.json")]
 
 
 # Which registers each table reads (keys are the render CLI's --input names).
@@ -442,7 +453,8 @@ def _inputs(sources_by_key):
 
 
 def _input_args(sources_by_key):
-    return " ".join(f"--input {key}={path}" for key, make in sources_by_key.items() for path in make())
+    """`--input KEY=PATH` pairs as separate arguments, each quoted by `:q` in the rule."""
+    return [arg for key, make in sources_by_key.items() for path in make() for arg in ("--input", f"{key}={path}")]
 
 
 def table_inputs(wildcards):
@@ -491,6 +503,21 @@ def eval_out_template(wildcards, output):
 
 def model_dir_param(wildcards):
     return model_dir()
+
+
+def public_freeze_missing_message(wildcards, output):
+    """What to run on a machine with internet when the public freeze is missing (printed, never run)."""
+    import shlex
+
+    folder = str(Path(output[0]).parent)
+    command = ["paired-rollouts", "prereg", "freeze", "--out", folder, "--documents", *config["prereg"]["documents"]]
+    for name, url in config["prereg"]["tsas"].items():
+        command += ["--tsa", f"{name}={url}"]
+    return (
+        f"{output[0]} is missing. GPU profiles only run a protocol frozen against public time-stamp "
+        f"authorities. On a machine with internet run: {shlex.join(command)} ; then commit {folder} "
+        "(README: Verifying the pre-registration)."
+    )
 
 
 def software_env():

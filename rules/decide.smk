@@ -1,4 +1,4 @@
-# Stage 7: the pre-registered decisions with the paired bootstrap (analysis_spec sections 2-3).
+# Stage 7: the pre-registered decisions with the paired bootstrap (docs/analysis.md#decisions).
 # Thresholds come from the frozen machine-readable rules, so editing one reruns only decisions and
 # the tables that show them.
 
@@ -19,7 +19,7 @@ rule decide:
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("stats", "prereg"),
     output:
-        "results/decisions/{condition}.json",
+        res("decisions/{condition}.json"),
     params:
         condition=upper_condition,
         eval_dirs=decision_eval_dirs,
@@ -27,9 +27,9 @@ rule decide:
     conda:
         software_env()
     log:
-        "results/logs/decide/{condition}.log",
+        res("logs/decide/{condition}.log"),
     shell:
-        "paired-rollouts decide --condition {params.condition} --episodes {params.eval_dirs} "
-        "--groups {input.groups} --luck {input.luck} --complete {input.complete} "
-        "--reference-episodes {params.reference_dirs} --rules {input.rules} "
-        "--manifest {input.pool_manifest} --out {output} > {log} 2>&1"
+        "paired-rollouts decide --condition {params.condition:q} --episodes {params.eval_dirs:q} "
+        "--groups {input.groups:q} --luck {input.luck:q} --complete {input.complete:q} "
+        "--reference-episodes {params.reference_dirs:q} --rules {input.rules:q} "
+        "--manifest {input.pool_manifest:q} --out {output:q} > {log:q} 2>&1"

@@ -6,11 +6,11 @@ rule diagnose:
     """Diagnostic roll-outs: each diagnostic task under K paired schedules, M samples each."""
     input:
         pools=pool_files(),
-        run_manifest="results/runs/{run}/manifest.json",
+        run_manifest=res("runs/{run}/manifest.json"),
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation"),
     output:
-        "results/diagnostics/{run}/diag-step{step}.jsonl",
+        res("diagnostics/{run}/diag-step{step}.jsonl"),
     params:
         tasks_dir=tasks_dir_of,
         settings=diagnostic_settings(),
@@ -19,29 +19,29 @@ rule diagnose:
     conda:
         software_env()
     log:
-        "results/logs/diagnose/{run}/step{step}.log",
+        res("logs/diagnose/{run}/step{step}.log"),
     shell:
-        "paired-rollouts diagnose --run {wildcards.run} --step {wildcards.step} --tasks-dir {params.tasks_dir} "
-        "--checkpoint {params.checkpoint} --model-dir {params.model} --settings {params.settings:q} "
-        "--out {output} > {log} 2>&1"
+        "paired-rollouts diagnose --run {wildcards.run:q} --step {wildcards.step:q} --tasks-dir {params.tasks_dir:q} "
+        "--checkpoint {params.checkpoint:q} --model-dir {params.model:q} --settings {params.settings:q} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule luck_share:
     """One-way random-effects luck share per task, averaged and pooled, with a task bootstrap."""
     input:
-        episodes="results/diagnostics/{run}/diag-step{step}.jsonl",
+        episodes=res("diagnostics/{run}/diag-step{step}.jsonl"),
         code=sources("stats"),
     output:
-        "results/diagnostics/{run}/luck-step{step}.json",
+        res("diagnostics/{run}/luck-step{step}.json"),
     params:
         resamples=SCALE["diagnostics"]["resamples"],
     conda:
         software_env()
     log:
-        "results/logs/luck_share/{run}/step{step}.log",
+        res("logs/luck_share/{run}/step{step}.log"),
     shell:
-        "paired-rollouts luck-share --episodes {input.episodes} --resamples {params.resamples} "
-        "--out {output} > {log} 2>&1"
+        "paired-rollouts luck-share --episodes {input.episodes:q} --resamples {params.resamples:q} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule completeness:
@@ -49,21 +49,21 @@ rule completeness:
     input:
         evals=eval_files_of,
         diagnostics=diagnostic_episode_files_of,
-        groups="results/runs/{run}/groups.jsonl",
-        run_manifest="results/runs/{run}/manifest.json",
+        groups=res("runs/{run}/groups.jsonl"),
+        run_manifest=res("runs/{run}/manifest.json"),
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("stats"),
     output:
-        "results/runs/{run}/complete.json",
+        res("runs/{run}/complete.json"),
     params:
         expected=expected_evidence_of,
-        evals_dir="results/evals/{run}",
-        diagnostics_dir="results/diagnostics/{run}",
+        evals_dir=res("evals/{run}"),
+        diagnostics_dir=res("diagnostics/{run}"),
     conda:
         software_env()
     log:
-        "results/logs/completeness/{run}.log",
+        res("logs/completeness/{run}.log"),
     shell:
-        "paired-rollouts completeness --run {wildcards.run} --expected {params.expected:q} "
-        "--evals-dir {params.evals_dir} --diagnostics {params.diagnostics_dir} --groups {input.groups} --run-manifest {input.run_manifest} "
-        "--pool-manifest {input.pool_manifest} --out {output} > {log} 2>&1"
+        "paired-rollouts completeness --run {wildcards.run:q} --expected {params.expected:q} "
+        "--evals-dir {params.evals_dir:q} --diagnostics {params.diagnostics_dir:q} --groups {input.groups:q} --run-manifest {input.run_manifest:q} "
+        "--pool-manifest {input.pool_manifest:q} --out {output:q} > {log:q} 2>&1"

@@ -11,11 +11,11 @@ rule evaluate_periodic:
     """Roll out one checkpoint on the validation pool under every periodic regime."""
     input:
         pools=pool_files(),
-        run_manifest="results/runs/{run}/manifest.json",
+        run_manifest=res("runs/{run}/manifest.json"),
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation"),
     output:
-        [f"results/evals/{{run}}/periodic-step{{step}}-{regime}.jsonl" for regime in PERIODIC_REGIMES],
+        [res(f"evals/{{run}}/periodic-step{{step}}-{regime}.jsonl") for regime in PERIODIC_REGIMES],
     params:
         tasks_dir=tasks_dir_of,
         settings=eval_settings(),
@@ -26,9 +26,9 @@ rule evaluate_periodic:
     conda:
         software_env()
     log:
-        "results/logs/evaluate/{run}/periodic-step{step}.log",
+        res("logs/evaluate/{run}/periodic-step{step}.log"),
     benchmark:
-        "results/benchmarks/evaluate/{run}/periodic-step{step}.tsv"
+        res("benchmarks/evaluate/{run}/periodic-step{step}.tsv")
     shell:
         "paired-rollouts evaluate --run {wildcards.run:q} --step {wildcards.step:q} --phase periodic "
         "--regime {params.regimes:q} --tasks-dir {params.tasks_dir:q} --checkpoint {params.checkpoint:q} "
@@ -43,11 +43,11 @@ for _conditions, _regimes in ((r"c[02]", FINAL_REGIMES), (r"c4", FINAL_REGIMES +
             "evaluate_final" if len(_regimes) == len(FINAL_REGIMES) else "evaluate_final_c4"
         input:
             pools=pool_files(),
-            run_manifest="results/runs/{run}/manifest.json",
+            run_manifest=res("runs/{run}/manifest.json"),
             model=model_inputs(),
             code=sources(*SIMULATOR, "training", "evaluation"),
         output:
-            [f"results/evals/{{run}}/final-step{{step}}-{regime}.jsonl" for regime in _regimes],
+            [res(f"evals/{{run}}/final-step{{step}}-{regime}.jsonl") for regime in _regimes],
         wildcard_constraints:
             run=_conditions + r"-(paired|independent|clean)-s\d+",
         params:
@@ -60,9 +60,9 @@ for _conditions, _regimes in ((r"c[02]", FINAL_REGIMES), (r"c4", FINAL_REGIMES +
         conda:
             software_env()
         log:
-            "results/logs/evaluate/{run}/final-step{step}.log",
+            res("logs/evaluate/{run}/final-step{step}.log"),
         benchmark:
-            "results/benchmarks/evaluate/{run}/final-step{step}.tsv"
+            res("benchmarks/evaluate/{run}/final-step{step}.tsv")
         shell:
             "paired-rollouts evaluate --run {wildcards.run:q} --step {wildcards.step:q} --phase final "
             "--regime {params.regimes:q} --tasks-dir {params.tasks_dir:q} --checkpoint {params.checkpoint:q} "

@@ -15,9 +15,9 @@ rule prepare_model:
     conda:
         software_env()
     log:
-        f"results/logs/prepare_model_{SCALE_NAME}.log",
+        res("logs/prepare_model.log"),
     benchmark:
-        f"results/benchmarks/prepare_model_{SCALE_NAME}.tsv"
+        res("benchmarks/prepare_model.tsv")
     shell:
         "paired-rollouts model prepare --source {params.source:q} --out {params.folder:q} > {log:q} 2>&1"
 
@@ -36,10 +36,10 @@ rule tokenizer:
     conda:
         software_env()
     log:
-        "results/logs/tokenizer.log",
+        res("logs/tokenizer.log"),
     shell:
-        "paired-rollouts tokenizer --tasks-dir {params.tasks_dir} --settings {params.settings:q} "
-        "--out {params.folder} > {log} 2>&1"
+        "paired-rollouts tokenizer --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
+        "--out {params.folder:q} > {log:q} 2>&1"
 
 
 rule warm_start:
@@ -58,7 +58,7 @@ rule warm_start:
     conda:
         software_env()
     log:
-        "results/logs/warm_start.log",
+        res("logs/warm_start.log"),
     shell:
-        "paired-rollouts warm-start --tokenizer {params.tokenizer} --tasks-dir {params.tasks_dir} "
-        "--settings {params.settings:q} --threads {threads} --out {params.folder} > {log} 2>&1"
+        "paired-rollouts warm-start --tokenizer {params.tokenizer:q} --tasks-dir {params.tasks_dir:q} "
+        "--settings {params.settings:q} --threads {threads:q} --out {params.folder:q} > {log:q} 2>&1"

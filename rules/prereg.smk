@@ -1,4 +1,4 @@
-# Stage 2: freeze the protocol with RFC 3161 time stamps and verify it offline (analysis_spec section 5).
+# Stage 2: freeze the protocol with RFC 3161 time stamps and verify it offline (docs/prereg.md).
 # Every training job depends on the verification, so a changed protocol or a bad token stops the
 # pipeline before anything trains.
 
@@ -24,14 +24,14 @@ if ACCELERATOR == "cpu":
             freeze=f"{config['prereg']['local_freeze_dir']}/freeze.json",
         params:
             folder=output_folder,
-            documents=" ".join(config["prereg"]["documents"]),
+            documents=config["prereg"]["documents"],
         conda:
             software_env()
         log:
-            "results/logs/prereg_freeze_local.log",
+            res("logs/prereg_freeze_local.log"),
         shell:
-            "rm -rf {params.folder} && "
-            "paired-rollouts prereg freeze-local --out {params.folder} --documents {params.documents} > {log} 2>&1"
+            "paired-rollouts prereg freeze-local --out {params.folder:q} --replace-inside results "
+            "--documents {params.documents:q} > {log:q} 2>&1"
 
 else:
 
@@ -44,18 +44,13 @@ else:
         output:
             f"{config['prereg']['public_freeze_dir']}/freeze.json",
         params:
-            folder=output_folder,
-            tsas=" ".join(f"--tsa {name}={url}" for name, url in config["prereg"]["tsas"].items()),
-            documents=" ".join(config["prereg"]["documents"]),
+            message=public_freeze_missing_message,
         conda:
             software_env()
         log:
-            "results/logs/prereg_public_freeze_missing.log",
+            res("logs/prereg_public_freeze_missing.log"),
         shell:
-            "echo '{params.folder}/freeze.json is missing. GPU profiles only run a protocol frozen against "
-            "public time-stamp authorities. On a machine with internet run: paired-rollouts prereg freeze "
-            "--out {params.folder} --documents {params.documents} {params.tsas} ; then commit {params.folder} "
-            "(README: Verifying the pre-registration).' | tee {log} >&2; exit 1"
+            "printf '%s\\n' {params.message:q} | tee {log:q} >&2; exit 1"
 
 
 rule prereg_verify:
@@ -68,11 +63,11 @@ rule prereg_verify:
         verification_file(),
     params:
         folder=freeze_folder,
-        test_authority="--allow-test-authority" if ACCELERATOR == "cpu" else "",
+        test_authority=["--allow-test-authority"] if ACCELERATOR == "cpu" else [],
     conda:
         software_env()
     log:
-        "results/logs/prereg_verify.log",
+        res("logs/prereg_verify.log"),
     shell:
-        "paired-rollouts prereg verify --freeze {params.folder} {params.test_authority} --out {output} > {log} 2>&1 "
-        "|| {{ cat {log} >&2; exit 1; }}"
+        "paired-rollouts prereg verify --freeze {params.folder:q} {params.test_authority:q} --out {output:q} > {log:q} 2>&1 "
+        "|| {{ cat {log:q} >&2; exit 1; }}"

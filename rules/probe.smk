@@ -15,7 +15,7 @@ rule probe_checkpoint:
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation", "probe"),
     output:
-        "results/probe/{trajectory}/step{step}.json",
+        res("probe/{trajectory}/step{step}.json"),
     params:
         tasks_dir=tasks_dir_of,
         run_dir=probe_run_dir,
@@ -24,9 +24,9 @@ rule probe_checkpoint:
     conda:
         software_env()
     log:
-        "results/logs/probe/{trajectory}/step{step}.log",
+        res("logs/probe/{trajectory}/step{step}.log"),
     benchmark:
-        "results/benchmarks/probe/{trajectory}/step{step}.tsv"
+        res("benchmarks/probe/{trajectory}/step{step}.tsv")
     shell:
         "paired-rollouts probe checkpoint --run-dir {params.run_dir:q} --step {wildcards.step:q} "
         "--model-dir {params.model:q} --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
@@ -39,16 +39,16 @@ rule probe:
         checkpoints=probe_checkpoint_files,
         code=sources("probe"),
     output:
-        "results/probe/{trajectory}.json",
+        res("probe/{trajectory}.json"),
     params:
         run=probe_run,
         settings=probe_settings,
     conda:
         software_env()
     log:
-        "results/logs/probe/{trajectory}.log",
+        res("logs/probe/{trajectory}.log"),
     benchmark:
-        "results/benchmarks/probe/{trajectory}.tsv"
+        res("benchmarks/probe/{trajectory}.tsv")
     shell:
         "paired-rollouts probe assemble --trajectory {wildcards.trajectory:q} --run {params.run:q} "
         "--inputs {input.checkpoints:q} --settings {params.settings:q} --out {output:q} > {log:q} 2>&1"

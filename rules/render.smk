@@ -17,17 +17,17 @@ rule render_table:
         code=RENDER_SOURCES,
         templates=table_templates,
     output:
-        "results/tables/table{number}.tex",
+        res("tables/table{number}.tex"),
     params:
         inputs=table_input_args,
         scale=SCALE["label"],
     conda:
         software_env()
     log:
-        "results/logs/render/table{number}.log",
+        res("logs/render/table{number}.log"),
     shell:
-        "paired-rollouts render table --number {wildcards.number} {params.inputs} --scale {params.scale:q} "
-        "--out {output} > {log} 2>&1"
+        "paired-rollouts render table --number {wildcards.number:q} {params.inputs:q} --scale {params.scale:q} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule render_figure:
@@ -36,30 +36,30 @@ rule render_figure:
         unpack(figure_inputs),
         code=RENDER_SOURCES,
     output:
-        pdf="results/figures/{figure}.pdf",
-        png="results/figures/{figure}.png",
+        pdf=res("figures/{figure}.pdf"),
+        png=res("figures/{figure}.png"),
     params:
         inputs=figure_input_args,
         scale=SCALE["label"],
     conda:
         software_env()
     log:
-        "results/logs/render/{figure}.log",
+        res("logs/render/{figure}.log"),
     shell:
-        "paired-rollouts render figure --name {wildcards.figure} {params.inputs} --scale {params.scale:q} "
-        "--out {output.pdf} > {log} 2>&1"
+        "paired-rollouts render figure --name {wildcards.figure:q} {params.inputs:q} --scale {params.scale:q} "
+        "--out {output.pdf:q} > {log:q} 2>&1"
 
 
 rule render_document:
     """Every table and figure in one document, compiled with latexmk/pdflatex."""
     input:
-        tables=expand("results/tables/table{number}.tex", number=TABLES),
-        figures=expand("results/figures/{figure}.pdf", figure=FIGURES),
+        tables=expand(res("tables/table{number}.tex"), number=TABLES),
+        figures=expand(res("figures/{figure}.pdf"), figure=FIGURES),
         verification=verification_file(),
         code=RENDER_SOURCES,
         template=document_template(),
     output:
-        "results/paper/tables.pdf",
+        res("paper/tables.pdf"),
     params:
         commit=git_commit(),
         profile=ACCELERATOR,
@@ -67,8 +67,8 @@ rule render_document:
     conda:
         software_env()
     log:
-        "results/logs/render/document.log",
+        res("logs/render/document.log"),
     shell:
-        "paired-rollouts render document --tables {input.tables} --figures {input.figures} "
-        "--verification {input.verification} --profile {params.profile} --scale {params.scale:q} "
-        "--commit {params.commit} --out {output} > {log} 2>&1"
+        "paired-rollouts render document --tables {input.tables:q} --figures {input.figures:q} "
+        "--verification {input.verification:q} --profile {params.profile:q} --scale {params.scale:q} "
+        "--commit {params.commit:q} --out {output:q} > {log:q} 2>&1"

@@ -1,4 +1,4 @@
-# Stage 1: the frozen task pools and the scripted reference agent (backoffice_spec sections 3 and 6).
+# Stage 1: the frozen task pools and the scripted reference agent (docs/simulator.md#tasks, docs/simulator.md#reference-agent).
 
 
 rule tasks:
@@ -13,9 +13,9 @@ rule tasks:
     conda:
         software_env()
     log:
-        "results/logs/tasks.log",
+        res("logs/tasks.log"),
     shell:
-        "paired-rollouts tasks --out {params.tasks_dir} > {log} 2>&1"
+        "paired-rollouts tasks --out {params.tasks_dir:q} > {log:q} 2>&1"
 
 
 rule reference:
@@ -25,12 +25,12 @@ rule reference:
         manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources(*SIMULATOR, "agents"),
     output:
-        "results/reference/scripted_reference.json",
+        res("reference/scripted_reference.json"),
     params:
         tasks_dir=tasks_dir_of,
     conda:
         software_env()
     log:
-        "results/logs/reference.log",
+        res("logs/reference.log"),
     shell:
-        "paired-rollouts reference --tasks-dir {params.tasks_dir} --out {output} > {log} 2>&1"
+        "paired-rollouts reference --tasks-dir {params.tasks_dir:q} --out {output:q} > {log:q} 2>&1"

@@ -1,4 +1,4 @@
-# Stage 4: one GRPO training job per run of the matrix (analysis_spec section 6).
+# Stage 4: one GRPO training job per run of the matrix (docs/training.md#paper-scale-settings).
 #
 # Checkpoints are deliberately NOT declared outputs: Snakemake deletes a job's outputs before it
 # retries it, and a retried job must find its checkpoints to resume from. The run's manifest is
@@ -20,8 +20,8 @@ rule train:
         model=model_inputs(),
         code=sources(*SIMULATOR, "training"),
     output:
-        groups="results/runs/{run}/groups.jsonl",
-        manifest="results/runs/{run}/manifest.json",
+        groups=res("runs/{run}/groups.jsonl"),
+        manifest=res("runs/{run}/manifest.json"),
     params:
         tasks_dir=tasks_dir_of,
         settings=run_settings,
@@ -30,23 +30,23 @@ rule train:
     conda:
         software_env()
     log:
-        "results/logs/train/{run}.log",
+        res("logs/train/{run}.log"),
     shell:
-        "paired-rollouts train --run {wildcards.run} --tasks-dir {params.tasks_dir} --model-dir {params.model} "
-        "--verification {input.verification} --settings {params.settings:q} --out-dir {params.out_dir} "
-        "> {log} 2>&1"
+        "paired-rollouts train --run {wildcards.run:q} --tasks-dir {params.tasks_dir:q} --model-dir {params.model:q} "
+        "--verification {input.verification:q} --settings {params.settings:q} --out-dir {params.out_dir:q} "
+        "> {log:q} 2>&1"
 
 
 rule group_stats:
     """Zero-variance, all-correct and spurious-variance groups of one run's training register."""
     input:
-        groups="results/runs/{run}/groups.jsonl",
+        groups=res("runs/{run}/groups.jsonl"),
         code=sources("stats"),
     output:
-        "results/runs/{run}/group_stats.json",
+        res("runs/{run}/group_stats.json"),
     conda:
         software_env()
     log:
-        "results/logs/group_stats/{run}.log",
+        res("logs/group_stats/{run}.log"),
     shell:
-        "paired-rollouts group-stats --groups {input.groups} --out {output} > {log} 2>&1"
+        "paired-rollouts group-stats --groups {input.groups:q} --out {output:q} > {log:q} 2>&1"

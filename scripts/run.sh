@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's main command: install everything, then run the whole study at stand-in scale on
-# this machine (profile `cpu`), ending in results/paper/tables.pdf.
+# this machine (profile `cpu`), ending in results/standin/paper/tables.pdf.
 #
 #   bash scripts/run.sh [extra snakemake arguments]
 set -euo pipefail

@@ -44,5 +44,5 @@ def sim_pools(sim_tasks_dir: Path) -> dict[str, list[dict]]:
 
 @pytest.fixture()
 def sim_task_0(sim_pools: dict[str, list[dict]]) -> dict:
-    """test-00000: world 126704, cancel O0011 / new address for O0038 / ship O0009 (spec 3.4, 8.2)."""
+    """test-00000: world 126704, cancel O0011 / new address for O0038 / ship O0009 (docs/simulator.md#task-record)."""
     return sim_pools["test"][0]

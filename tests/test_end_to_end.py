@@ -41,7 +41,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = _snakemake(work, "all")
     if result.returncode != 0:
         logs = "\n".join(
-            f"--- {log}\n{log.read_text()[-2000:]}" for log in sorted((work / "results/logs").rglob("*.log"))
+            f"--- {log}\n{log.read_text()[-2000:]}" for log in sorted((work / "results/tiny/logs").rglob("*.log"))
             if "rror" in log.read_text()
         )
         pytest.fail(f"the tiny study failed:\n{result.stderr[-5000:]}\n{logs[-8000:]}")
@@ -53,14 +53,14 @@ def _jsonl(path: Path) -> list[dict]:
 
 
 def test_pdf_and_every_table_and_figure_exist(study: Path) -> None:
-    pdf = study / "results/paper/tables.pdf"
+    pdf = study / "results/tiny/paper/tables.pdf"
     assert pdf.read_bytes()[:5] == b"%PDF-"
     for number in range(1, 13):
-        table = (study / f"results/tables/table{number}.tex").read_text()
+        table = (study / f"results/tiny/tables/table{number}.tex").read_text()
         assert "\\begin{tabular" in table or "\\begin{longtable" in table, number
     for name in ("curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios"):
-        assert (study / f"results/figures/{name}.pdf").stat().st_size > 1000
-        assert (study / f"results/figures/{name}.png").stat().st_size > 1000
+        assert (study / f"results/tiny/figures/{name}.pdf").stat().st_size > 1000
+        assert (study / f"results/tiny/figures/{name}.png").stat().st_size > 1000
     if shutil.which("pdftotext"):
         text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
         assert "tiny test" in text
@@ -68,7 +68,7 @@ def test_pdf_and_every_table_and_figure_exist(study: Path) -> None:
 
 def test_runs_really_trained(study: Path) -> None:
     for run in RUNS:
-        groups = _jsonl(study / f"results/runs/{run}/groups.jsonl")
+        groups = _jsonl(study / f"results/tiny/runs/{run}/groups.jsonl")
         # 2 steps x 2 prompts, one group per prompt, G = 4.
         assert len(groups) == 4, run
         assert all(len(g["advantages"]) == 4 and len(g["schedule_seeds"]) == 4 for g in groups)
@@ -76,13 +76,13 @@ def test_runs_really_trained(study: Path) -> None:
             assert all(len(set(g["schedule_seeds"])) == 1 for g in groups)
         if "independent" in run:
             assert all(len(set(g["schedule_seeds"])) == 4 for g in groups)
-        manifest = json.loads((study / f"results/runs/{run}/manifest.json").read_text())
+        manifest = json.loads((study / f"results/tiny/runs/{run}/manifest.json").read_text())
         assert json.dumps(manifest)  # parses
-        assert (study / f"results/runs/{run}/checkpoints/step0002/COMPLETE").is_file()
+        assert (study / f"results/tiny/runs/{run}/checkpoints/step0002/COMPLETE").is_file()
 
 
 def test_agent_calls_tools_in_evaluations(study: Path) -> None:
-    records = _jsonl(study / "results/evals/c2-paired-s0/final-step2-clean.jsonl")
+    records = _jsonl(study / "results/tiny/evals/c2-paired-s0/final-step2-clean.jsonl")
     assert len(records) == 2 * 4  # 2 test tasks x 4 schedules
     from paired_rollouts.backoffice.tasks import load_pool, select_tasks
 
@@ -90,13 +90,13 @@ def test_agent_calls_tools_in_evaluations(study: Path) -> None:
     assert {r["task_id"] for r in records} == {t["task_id"] for t in expected}
     assert all(r["run"] == "c2-paired-s0" and r["regime"] == "clean" for r in records)
     # The stand-in really acts: across the run's evaluations it makes tool calls.
-    every = [r for f in sorted((study / "results/evals/c2-paired-s0").glob("*.jsonl")) for r in _jsonl(f)]
+    every = [r for f in sorted((study / "results/tiny/evals/c2-paired-s0").glob("*.jsonl")) for r in _jsonl(f)]
     assert sum(r["calls"] for r in every) > 0
 
 
 def test_tables_show_the_registers_numbers(study: Path) -> None:
-    decision = json.loads((study / "results/decisions/c2.json").read_text())
-    table3 = (study / "results/tables/table3.tex").read_text()
+    decision = json.loads((study / "results/tiny/decisions/c2.json").read_text())
+    table3 = (study / "results/tiny/tables/table3.tex").read_text()
     auc = decision["H2a"]["auc_paired"][0]
     assert re.search(rf"{auc:.3f}", table3), (auc, table3)
 
@@ -105,3 +105,15 @@ def test_second_invocation_does_nothing(study: Path) -> None:
     result = _snakemake(study, "-n", "all")
     assert result.returncode == 0
     assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_a_finished_tiny_study_never_stands_in_for_the_paper_scale(study: Path) -> None:
+    """Each scale has its own results root: after the tiny study, the paper's DAG still plans every
+    one of its 14 trainings (none is taken from results/tiny/)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    result = subprocess.run([SNAKEMAKE, "--profile", "h100", "-n", "all"], cwd=study, capture_output=True,
+                            text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    counts = re.findall(r"^train\s+(\d+)$", result.stdout + result.stderr, flags=re.M)
+    assert counts and set(counts) == {"14"}, counts
+    assert not (study / "results/runs").exists()

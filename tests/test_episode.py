@@ -1,4 +1,4 @@
-"""EpisodeSession (spec 7.2-7.3): call path, budget, records, grader flips, paired coupling."""
+"""EpisodeSession (docs/simulator.md#episodes): call path, budget, records, grader flips, paired coupling."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def test_grader_flip_is_one_sided_and_shared(sim_task_0: dict) -> None:
 
 
 def test_worked_trace_through_the_session(sim_task_0: dict) -> None:
-    """Spec 8.2 trace (test-00000, seed 659565755, C2), replayed by hand through the session."""
+    """The docs/simulator.md#check-numbers trace (test-00000, seed 659565755, C2), replayed by hand through the session."""
     session = EpisodeSession()
     session.reset(task=sim_task_0, schedule_seed=659565755, noise=C2.to_json(), phase="final_noisy:step100",
                   condition="C2", slot=3)

@@ -1,4 +1,4 @@
-"""Evaluation sets, schedules and the CONTRACT episode record (tiny random stand-in, CPU)."""
+"""Evaluation sets, schedules and the episode record (docs/CONTRACT.md#episode-record) (tiny random stand-in, CPU)."""
 
 from __future__ import annotations
 

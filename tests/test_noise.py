@@ -1,4 +1,4 @@
-"""Noise layer (spec 5): seeds, configs, fates, runtime semantics, coupling, fault-rate statistics."""
+"""Noise layer (docs/simulator.md#noise-schedules): seeds, configs, fates, runtime semantics, coupling, fault-rate statistics."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ C2 = NoiseConfig.transition(0.25)
 O11 = '{"order_id":"O0011"}'
 
 
-# -- seeds (spec 8.2 vectors) ------------------------------------------------------------------------
+# -- seeds (docs/simulator.md#check-numbers) ---------------------------------------------------------
 def test_derive_seed_vectors() -> None:
     assert derive_seed("a") == 14598278634844962250
     assert derive_seed("eval", "test-00000", 1) == 11044687025718439099
@@ -276,7 +276,7 @@ def test_clean_api_has_no_event_keys() -> None:
     assert "event" not in api.call_log[0] and not api.exposed
 
 
-# -- statistics (spec 8.1) -------------------------------------------------------------------------------
+# -- statistics (docs/simulator.md#check-numbers) -------------------------------------------------------
 def test_fault_rates_per_call() -> None:
     counts: dict[str | None, int] = {}
     for seed in range(200):

@@ -1,4 +1,4 @@
-"""Scripted reference agent (spec 6, 8.2 traces) and its register."""
+"""Scripted reference agent (docs/simulator.md#reference-agent, traces in #check-numbers) and its register."""
 
 from __future__ import annotations
 

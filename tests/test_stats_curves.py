@@ -25,7 +25,7 @@ def test_standin_and_uneven_steps():
 
 
 def test_register_value_reproduced():
-    # analysis spec 1.3: t1-c2-independent-s0
+    # docs/analysis.md#curves-and-auc: t1-c2-independent-s0
     values = [0.5, 0.5078125, 0.5625, 0.59375, 0.6796875, 0.6796875]
     assert auc(range(0, 101, 20), values) == pytest.approx(0.58671875)
 

@@ -43,7 +43,7 @@ def test_recovers_known_components():
 def test_null_bias_is_small_and_positive():
     tables = (np.random.default_rng(6).random((20000, 8, 8)) < 0.5).astype(float)
     s = summarize_tables(tables)
-    assert 0.022 < s["lam"] < 0.032   # about 0.027 (analysis spec 3.1)
+    assert 0.022 < s["lam"] < 0.032   # about 0.027 (docs/analysis.md#luck-share)
 
 
 def _diag(path, run, tables, drop_one=False):

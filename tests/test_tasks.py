@@ -1,4 +1,4 @@
-"""Task pools (spec 3, 8.1): hashes, count tables, records, budgets, loading and refusing bad pools."""
+"""Task pools (docs/simulator.md#tasks, #check-numbers): hashes, count tables, records, budgets, loading and refusing bad pools."""
 
 from __future__ import annotations
 

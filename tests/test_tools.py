@@ -1,4 +1,4 @@
-"""The 13 tools (spec 2): signatures, validation order, messages, effects, pagination, finish."""
+"""The 13 tools (docs/simulator.md#tools): signatures, validation order, messages, effects, pagination, finish."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ def test_update_shape_is_explicit_and_recorded(tmp_path) -> None:
     assert config["epsilon"] == 0.2 and config["epsilon_high"] == 0.2
     assert config["learning_rate"] == 1e-5 and config["beta"] == 0.0 and config["num_iterations"] == 1
     assert config["vllm_importance_sampling_mode"] == "sequence_mask"
+    assert config["vllm_importance_sampling_clip_max"] == 3.0  # the paper's cap
 
 
 def test_probe_builds_keep_the_importance_sampling_ratio(tmp_path) -> None:

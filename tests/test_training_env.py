@@ -81,7 +81,7 @@ def test_paired_share_and_independent_differ(env_cls, sim_pools):
             env.reset(**_row(task, noise, seed=777))
         seeds = {env.resolved_seed for env in envs}
         assert (seeds == {777}) if shared else (len(seeds) == 4)
-    # spec 8.2 vector: independent seed of (777, slot 0, draw 0, train); envs[0] is slot 0, draw 1 now
+    # docs/simulator.md#check-numbers vector: independent seed of (777, slot 0, draw 0, train); envs[0] is slot 0, draw 1 now
     env_cls.reset_class_state(phase="train:step0")
     first = env_cls()
     first.reset(**_row(task, NoiseConfig.transition(0.25, mode="independent").to_json(), seed=777))

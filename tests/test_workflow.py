@@ -184,7 +184,7 @@ def test_editing_the_simulator_reruns_pools_and_everything_downstream(touched_co
 
 def test_editing_a_threshold_reruns_only_decisions_and_tables(touched_copy: Path) -> None:
     work = touched_copy
-    verification = work / "results/prereg/verification.json"
+    verification = work / "results/standin/prereg/verification.json"
     # The threshold is edited, the freeze amended and re-verified: the verification is newest.
     with _edited(work / "prereg/decision_rules.yaml", "\n# edited threshold\n"), \
             _edited(verification, "\n"):
@@ -206,7 +206,7 @@ def test_editing_a_template_reruns_only_rendering(touched_copy: Path) -> None:
 
 def test_deleting_one_evaluation_reruns_only_that_job_and_its_dependants(touched_copy: Path) -> None:
     work = touched_copy
-    victim = sorted((work / "results/evals/c2-paired-s0").glob("periodic-step*-clean.jsonl"))[-1]
+    victim = sorted((work / "results/standin/evals/c2-paired-s0").glob("periodic-step*-clean.jsonl"))[-1]
     saved = victim.read_bytes()
     mtime = victim.stat().st_mtime
     victim.unlink()
@@ -226,19 +226,19 @@ def test_an_edited_protocol_stops_the_pipeline_before_training(tmp_path: Path) -
     work = _copy_repo(tmp_path)
     tiny = ("--profile", "cpu", "--config", "accelerator=cpu", "scale=tiny")
     # Targets first: `--config` takes every word after it.
-    snakemake("results/prereg/verification.json", *tiny, cwd=work)
-    assert '"passes": true' in (work / "results/prereg/verification.json").read_text()
+    snakemake("results/tiny/prereg/verification.json", *tiny, cwd=work)
+    assert '"passes": true' in (work / "results/tiny/prereg/verification.json").read_text()
 
     protocol = work / "prereg/PREREGISTRATION.md"
     text = protocol.read_text()
     protocol.write_text(text.replace("e", "E", 1))
-    result = snakemake("results/runs/c2-paired-s0/groups.jsonl", *tiny, cwd=work, check=False)
+    result = snakemake("results/tiny/runs/c2-paired-s0/groups.jsonl", *tiny, cwd=work, check=False)
     assert result.returncode != 0
     assert "Error in rule prereg_verify" in result.stdout + result.stderr
-    log = (work / "results/logs/prereg_verify.log").read_text()
+    log = (work / "results/tiny/logs/prereg_verify.log").read_text()
     assert "PREREGISTRATION.md" in log
-    assert not (work / "results/prereg/verification.json").exists()
-    assert not (work / "results/runs/c2-paired-s0/groups.jsonl").exists()
+    assert not (work / "results/tiny/prereg/verification.json").exists()
+    assert not (work / "results/tiny/runs/c2-paired-s0/groups.jsonl").exists()
 
 
 def test_mi300x_refuses_the_conda_route_without_vllm() -> None:

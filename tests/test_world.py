@@ -1,4 +1,4 @@
-"""World generation (spec 1.4) against the spec's fingerprints, and snapshot / history semantics."""
+"""World generation (docs/simulator.md#world-generation) against the paper's fingerprints, and snapshot / history semantics."""
 
 from __future__ import annotations
 

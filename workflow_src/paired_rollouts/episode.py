@@ -1,4 +1,4 @@
-"""``EpisodeSession``: one framework-free episode of the back office (spec 7.2-7.3).
+"""``EpisodeSession``: one framework-free episode of the back office (docs/simulator.md#episodes).
 
 Training and evaluation code wrap this object (one per concurrent rollout): ``reset`` starts an episode
 on a task with a noise config and a schedule seed, ``call`` is the budgeted tool call path, and
@@ -92,7 +92,7 @@ class EpisodeSession:
     def finished(self) -> bool:
         return self.api is not None and self.api.finished
 
-    # -- the call path (spec 7.2) -------------------------------------------------------------------------
+    # -- the call path (docs/simulator.md#episodes) -----------------------------------------------------
     def call(self, tool: str, *args: Any, **kwargs: Any) -> str:
         """Call a tool; returns its JSON string. Raises UnknownToolError for names outside the 13 tools
         and TypeError (after counting the call) for missing or unknown keyword arguments."""
@@ -121,7 +121,7 @@ class EpisodeSession:
 
     # -- the end ----------------------------------------------------------------------------------------
     def finish_and_grade(self) -> dict[str, Any]:
-        """Grade (once) and return the spec 7.3 episode record; later calls return the same record."""
+        """Grade (once) and return the episode record (docs/simulator.md#episodes); later calls return the same record."""
         if self.record is not None:
             return self.record
         if self.api is None or self.task is None or self.world is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -127,3 +128,19 @@ def load_settings(value: str | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UserError("--settings must be a JSON object")
     return data
+
+
+def remove_tree_inside(path: str | os.PathLike, root: str | os.PathLike) -> None:
+    """Delete folder ``path`` only if it lies strictly inside ``root`` (both resolved, links followed).
+
+    A configured path is never trusted with a recursive delete: a value with a space, ``..`` or a link
+    pointing elsewhere is refused instead of removing something outside the results tree.
+    """
+    target = Path(path).resolve()
+    boundary = Path(root).resolve()
+    if target == boundary or boundary not in target.parents:
+        raise UserError(f"{path}: refusing to delete a folder outside {root}/; set it to a path under {root}/")
+    if target.is_dir():
+        shutil.rmtree(target)
+    elif target.exists():
+        raise UserError(f"{path}: is a file, not a folder; remove it or choose another path under {root}/")

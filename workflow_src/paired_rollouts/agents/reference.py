@@ -1,4 +1,4 @@
-"""The scripted-reference register (spec section 6): naive and recovering policies on the validation and
+"""The scripted-reference register (docs/simulator.md#reference-agent): naive and recovering policies on the validation and
 test pools, every task x evaluation schedules 1-4, under the five reference conditions (all paired)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The scripted reference agent (spec section 6): it knows the task's oracle plan and only has to
+"""The scripted reference agent (docs/simulator.md#reference-agent): it knows the task's oracle plan and only has to
 survive the noise. ``naive`` makes each planned call once; ``recovering`` retries, waits out rate limits
 and verifies writes that timed out. It is a strong reference, not a proven ceiling.
 """

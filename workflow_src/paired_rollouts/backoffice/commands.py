@@ -6,7 +6,7 @@ import argparse
 import logging
 
 _EPILOG = """\
-The pools are the paper's, byte for byte: train (2000), validation (300; the spec's "heldout" pool,
+The pools are the paper's, byte for byte: train (2000), validation (300; the paper's "heldout" pool,
 records keep task_id "heldout-NNNNN"), test (300) and diagnostic (16), plus MANIFEST.json with each
 pool's count, sha256, template and size counts. Before writing, every regenerated pool's SHA-256 is
 compared with the paper's frozen hash; if any differs nothing is written and the command fails.

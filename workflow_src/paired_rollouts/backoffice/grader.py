@@ -1,4 +1,4 @@
-"""State-based grading (spec section 4): replay the oracle plan on a fresh world, normalise both states
+"""State-based grading (docs/simulator.md#grader): replay the oracle plan on a fresh world, normalise both states
 and diff them. Refund reasons, ticket ids/summaries and shipment ids are dropped by the normalisation, so
 only the *effects* the task asked for count, in any order.
 """

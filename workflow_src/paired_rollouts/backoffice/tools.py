@@ -1,4 +1,4 @@
-"""The 13 back-office tools (spec section 2): validation order, messages, effects and responses.
+"""The 13 back-office tools (docs/simulator.md#tools): validation order, messages, effects and responses.
 
 Every tool returns a compact JSON string (sorted keys, no spaces). ``ToolAPI.invoke(name, kwargs)`` is
 the one entry point that the noise layer and the episode session use; the public methods with the exact
@@ -74,7 +74,7 @@ class UnknownToolError(ValueError):
 
 
 # --------------------------------------------------------------------------------------------------
-# argument coercion (spec 2.1)
+# argument coercion (docs/simulator.md#argument-coercion)
 # --------------------------------------------------------------------------------------------------
 def as_text(name: str, value: Any) -> str:
     """Text argument: ints and integral floats become their integer string; else a non-empty str."""
@@ -501,7 +501,7 @@ def _public_signature(name: str) -> inspect.Signature:
     return sig.replace(parameters=list(sig.parameters.values())[1:])
 
 
-#: name -> inspect.Signature (without ``self``): argument names, order, types and defaults of spec 2.2.
+#: name -> inspect.Signature (without ``self``): argument names, order, types and defaults of docs/simulator.md#tool-rules.
 TOOL_SIGNATURES: dict[str, inspect.Signature] = {name: _public_signature(name) for name in TOOL_NAMES}
 
 _PARAM_NAMES: dict[str, frozenset[str]] = {n: frozenset(s.parameters) for n, s in TOOL_SIGNATURES.items()}

@@ -1,7 +1,7 @@
 """Fixed vocabularies of the back-office world and its tasks.
 
 The order of every list matters: world and task generation draw indices into them, so reordering a
-list changes every generated world and every task pool hash (spec Appendix B.1).
+list changes every generated world and every task pool hash (docs/simulator.md#word-lists).
 """
 
 from __future__ import annotations

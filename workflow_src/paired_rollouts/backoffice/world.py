@@ -1,6 +1,6 @@
-"""The simulated back office: customers, products, orders, shipments and tickets (spec section 1).
+"""The simulated back office: customers, products, orders, shipments and tickets (docs/simulator.md#world).
 
-A world is generated from an integer seed with one ``random.Random`` whose draws follow the spec's exact
+A world is generated from an integer seed with one ``random.Random`` whose draws follow docs/simulator.md#world-generation's exact
 order, so a seed always yields the same world. Worlds are *copy-on-write*: every record is a plain dict
 that is never mutated once it is shared with a snapshot; a write first takes a private copy of the record
 (``World.mut_order`` and friends). That makes snapshots (one per committed write, for stale reads) and
@@ -103,7 +103,7 @@ class State:
         self.touched = touched
 
     def world_reserved(self, sku: str) -> int:
-        """Units of ``sku`` reserved over all orders (spec 1.3)."""
+        """Units of ``sku`` reserved over all orders (docs/simulator.md#world)."""
         total = 0
         for order in self.orders.values():
             for res in order["reservations"]:
@@ -121,7 +121,7 @@ class State:
                      dict(self.products), dict(self.orders), dict(self.shipments), dict(self.tickets), touched)
 
     def snapshot(self) -> dict[str, Any]:
-        """A deep, plain-dict copy: {today_day, clock_seconds, version, customers, ...} (spec 1.5)."""
+        """A deep, plain-dict copy: {today_day, clock_seconds, version, customers, ...} (docs/simulator.md#snapshots-and-history)."""
         out: dict[str, Any] = {
             "today_day": self.today_day,
             "clock_seconds": self.clock_seconds,
@@ -134,12 +134,12 @@ class State:
         return out
 
     def fingerprint(self) -> str:
-        """SHA-256 of ``json.dumps(snapshot(), sort_keys=True)`` (default separators), spec 8.2."""
+        """SHA-256 of ``json.dumps(snapshot(), sort_keys=True)`` (default separators), docs/simulator.md#check-numbers."""
         return hashlib.sha256(json.dumps(self.snapshot(), sort_keys=True).encode("utf-8")).hexdigest()
 
 
 class World(State):
-    """The live, mutable world of one episode, with its commit history (spec 1.5)."""
+    """The live, mutable world of one episode, with its commit history (docs/simulator.md#snapshots-and-history)."""
 
     __slots__ = ("seed", "history", "_owned")
 
@@ -208,7 +208,7 @@ class World(State):
 
 
 # --------------------------------------------------------------------------------------------------
-# generation (spec 1.4); draw order is part of the contract
+# generation (docs/simulator.md#world-generation); draw order is part of the contract
 # --------------------------------------------------------------------------------------------------
 def _random_address(rng: random.Random) -> dict[str, str]:
     number = rng.randint(1, 250)
@@ -219,7 +219,7 @@ def _random_address(rng: random.Random) -> dict[str, str]:
 
 
 def build_initial_state(seed: int) -> State:
-    """Generate the initial world of ``seed`` exactly as spec 1.4 prescribes."""
+    """Generate the initial world of ``seed`` exactly as docs/simulator.md#world-generation prescribes."""
     rng = random.Random(seed)
     customers: dict[str, Record] = {}
     used_names: set[str] = set()

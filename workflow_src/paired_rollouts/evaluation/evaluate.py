@@ -1,8 +1,8 @@
-"""Evaluation sets (spec 7.5) and the luck-share diagnostic (spec 5.7) as episode records.
+"""Evaluation sets and the luck-share diagnostic (docs/simulator.md#evaluation-sets) as episode records.
 
 Every evaluation schedule is paired and fixed: schedule index k of task t uses eval_schedule_seed(t, k) in
 every arm and at every checkpoint; diagnostic schedules use diagnostic_seed(run_seed, t, k). Records follow
-CONTRACT.md (run, condition, arm, seed, phase, step, regime, task_id, schedule_index, schedule_seed,
+docs/CONTRACT.md#episode-record (run, condition, arm, seed, phase, step, regime, task_id, schedule_index, schedule_seed,
 true_success, observed_reward, flipped, exposed, calls, budget, finished, faults) plus the session's extras.
 """
 
@@ -29,7 +29,7 @@ def regime_noise(regime: str, condition: str) -> Any:
     if regime == "clean":
         return NoiseConfig.clean()
     if regime == "at_training":
-        # The run's own training noise; the clean arm is evaluated under C2 defaults (spec 7.5).
+        # The run's own training noise; the clean arm is evaluated under C2 defaults (docs/simulator.md#evaluation-sets).
         return NoiseConfig.for_condition("C2" if condition == "C0" else condition, mode="paired")
     if regime == "challenge":
         return NoiseConfig.challenge_writes()

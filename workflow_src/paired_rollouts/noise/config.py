@@ -1,4 +1,4 @@
-"""Noise configurations (spec 5.1): per-call fault rate p, per-episode grader flip rate q, the fault
+"""Noise configurations (docs/simulator.md#noise-configurations): per-call fault rate p, per-episode grader flip rate q, the fault
 mixture, the coupling mode and the matched challenge set."""
 
 from __future__ import annotations

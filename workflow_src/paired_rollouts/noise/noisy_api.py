@@ -1,4 +1,4 @@
-"""The noisy tool API (spec 5.5): the plain API wrapped with a schedule's faults at run time.
+"""The noisy tool API (docs/simulator.md#runtime-semantics): the plain API wrapped with a schedule's faults at run time.
 
 Handles ongoing rate limits (a clock-based block on every non-control call), outages (a per tool+resource
 block for the rest of the episode), stale reads (the state before the most recent write), truncated pages,

@@ -1,7 +1,7 @@
 """A noise schedule: the fate of the k-th call of a tool on a resource, and the episode's grader flip.
 
 Fates are pure functions of (schedule seed, tool, event key, k), so every rollout that shares a seed meets
-the same faults at the same logical points (common random numbers), whatever else it does (spec 5.3-5.4).
+the same faults at the same logical points (common random numbers), whatever else it does (docs/simulator.md#event-keys-and-fates).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ RESOURCE_FIELDS: dict[str, tuple[str, ...]] = {
 
 
 def applicable_types(tool: str) -> tuple[str, ...]:
-    """Fault types that can hit ``tool``, in the order used by the weighted draw (spec 5.2)."""
+    """Fault types that can hit ``tool``, in the order used by the weighted draw (docs/simulator.md#fault-types-per-tool)."""
     if tool not in RESOURCE_FIELDS:
         return ()
     types = ["transient", "rate_limit", "outage"]

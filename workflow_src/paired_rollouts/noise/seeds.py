@@ -1,4 +1,4 @@
-"""Every seed of the study, derived by hashing (spec 5.4 and 5.7).
+"""Every seed of the study, derived by hashing (docs/simulator.md#seeds).
 
 ``derive_seed`` hashes its parts, so a seed depends only on *what* it is for (task, index, slot, ...) and
 never on the order in which things were computed; that is what keeps paired arms, checkpoints and
@@ -36,7 +36,7 @@ def diagnostic_seed(run_seed: int, task_id: str, index: int) -> int:
 
 
 def training_schedule_seed(run_seed: int, condition: str, row_index: int) -> int:
-    """The schedule seed of training row ``row_index``; ``condition`` is the spec string, e.g. "C2"."""
+    """The schedule seed of training row ``row_index``; ``condition`` is the condition name, e.g. "C2"."""
     return derive_seed("schedule", run_seed, condition, row_index) % MOD31
 
 

@@ -96,6 +96,12 @@ def register(subparsers) -> None:
     p.add_argument(
         "--out", required=True, metavar="DIR", help="new freeze folder (refused if it holds files)"
     )
+    p.add_argument(
+        "--replace-inside",
+        metavar="ROOT",
+        default=None,
+        help="delete an existing --out first, but only if it lies strictly inside ROOT (e.g. results)",
+    )
     _add_common(p)
     p.set_defaults(handler=_freeze_local)
 
@@ -152,6 +158,10 @@ def _freeze_local(args) -> int:
     from paired_rollouts.prereg.local_tsa import KeySpec, LocalTSA
 
     kwargs = {"documents": args.document} if args.document else {}
+    if args.replace_inside is not None:
+        from paired_rollouts.io import remove_tree_inside
+
+        remove_tree_inside(args.out, args.replace_inside)
     with (
         tempfile.TemporaryDirectory(prefix="prereg-test-tsa-") as tmp,
         LocalTSA(tmp, [KeySpec("test-a"), KeySpec("test-b")]) as tsa,

@@ -3,7 +3,7 @@
 a ~ Bernoulli(1/2), true reward r = a, scalar score S = a - 1/2, G = 8, q = 0.1. Every one of the 2^G
 action tuples is one "group" weighted by its probability and pushed through the very same outcome
 enumeration as the real probe (Gram K = S S^T, rho = 1, t_ref = G), so the numbers below test that code.
-Expected (analysis spec 4.7): contrast variance 0.4950/0.4500, MC trace 0.002615/0.005845, SW trace
+Expected (docs/analysis.md#aligned-scalar-bandit): contrast variance 0.4950/0.4500, MC trace 0.002615/0.005845, SW trace
 0.007053/0.019724, SW update 0.3918/0.3905, lhs 0.04956, rhs 0.01367 (independent/paired).
 """
 

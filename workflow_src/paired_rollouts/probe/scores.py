@@ -1,4 +1,4 @@
-"""Score vectors for the gradient probe (analysis_spec 4.1) and the ``probe checkpoint`` driver.
+"""Score vectors for the gradient probe (docs/analysis.md#probe-design) and the ``probe checkpoint`` driver.
 
 Per rollout i: S_i = d/dtheta sum_t mask_it log pi(y_it | prefix) over every trainable LoRA coordinate,
 with mask = completion_mask x tool_mask (tool results excluded, as in the loss). One forward and one

@@ -1,7 +1,7 @@
 """Reading the rendering stage's inputs, and every assumption about their shapes, in one place.
 
 The registers are defined in ``docs/records.md`` (luck share, group statistics, decisions, probe) and
-``../shared/CONTRACT.md`` (episode records). Where those are silent (the run manifest written by
+``docs/CONTRACT.md#episode-record``. Where those are silent (the run manifest written by
 training, ``verification.json`` written by the pre-registration stage, the ``predictions`` block of
 ``prereg/decision_rules.yaml``) this module reads leniently and the assumption is marked
 ``ASSUMPTION``. A missing file or a missing required key is a :class:`UserError` that names the file
@@ -328,7 +328,7 @@ def manifest_stack(doc: Doc) -> dict[str, Any]:
     }
 
 
-# ---------------------------------------------------------------- episode records (CONTRACT)
+# ---------------------------------------------------------------- episode records (docs/CONTRACT.md#episode-record)
 
 EPISODE_KEYS = ("run", "condition", "arm", "seed", "phase", "step", "regime", "task_id", "schedule_index",
                 "true_success")
@@ -373,7 +373,7 @@ class RunEpisodes:
 
 
 def auc(curve: Sequence[tuple[int, float]]) -> float | None:
-    """Normalised trapezoid over the evaluated steps (analysis spec 1.3); None for < 2 points."""
+    """Normalised trapezoid over the evaluated steps (docs/analysis.md#curves-and-auc); None for < 2 points."""
     if len(curve) < 2:
         return None
     steps = [s for s, _ in curve]
@@ -419,7 +419,7 @@ def load_episodes(paths: Iterable[Path], phases: Sequence[str] = ("periodic", "f
             for key in EPISODE_KEYS:
                 if key not in record:
                     raise UserError(f"{file}:{number}: missing key '{key}' in the episode record "
-                                    "(CONTRACT 'Episode record'); regenerate the file")
+                                    "(docs/CONTRACT.md#episode-record); regenerate the file")
             if record["phase"] not in phases:
                 continue
             run = str(record["run"])

@@ -21,7 +21,7 @@ SETTINGS_KEYS = {"periodic", "final", "diagnostic", "training", "run", "task_fil
 FLAT_KEYS = {"run", "periodic_steps", "periodic_regimes", "final_step", "final_regimes", "eval_tasks",
              "final_tasks", "training_steps", "prompts_per_step", "num_generations", "diagnostic_steps",
              "diagnostic_pool", "diagnostic_tasks", "diagnostic_schedules", "diagnostic_samples", "task_filter"}
-# Schedule indices of the evaluation sets (analysis spec 0) when a flat settings object names only regimes.
+# Schedule indices of the evaluation sets (docs/analysis.md#evidence-per-run) when a flat settings object names only regimes.
 PERIODIC_INDICES = {"clean": [1, 2], "at_training": [1, 2], "challenge": [1]}
 FINAL_INDICES = {"clean": [1, 2, 3, 4], "noisy_p010": [1, 2, 3, 4], "noisy_p025": [1, 2, 3, 4],
                  "heldout_types": [1, 2, 3, 4], "challenge": [1], "at_training": [1, 2, 3, 4]}

@@ -1,6 +1,6 @@
-"""The pre-registered decisions H1a, H2a/H2b, H3 and H5 (analysis spec section 2), plus secondaries.
+"""The pre-registered decisions H1a, H2a/H2b, H3 and H5 (docs/analysis.md#decisions), plus secondaries.
 
-Inputs are episode records only (CONTRACT), optionally with the training-group records, the luck-share
+Inputs are episode records only (docs/CONTRACT.md#episode-record), optionally with the training-group records, the luck-share
 files and the completeness files of each run. A run enters only if it is admitted: its completeness
 file says complete, its pools equal the data manifest, and the episode files read here are the very
 files that were checked (same sha256). Runs are paired by seed; a seed enters only with both arms.
@@ -105,7 +105,7 @@ def load_episodes(paths: Iterable[str | Path]) -> dict[str, RunEvidence]:
         for line, rec in enumerate(iter_jsonl(path), start=1):
             run = rec.get("run")
             if run is None or "phase" not in rec:
-                raise UserError(f"{path}:{line}: not an episode record (no run/phase); see CONTRACT.md")
+                raise UserError(f"{path}:{line}: not an episode record (no run/phase); see docs/CONTRACT.md#episode-record")
             ev = runs.get(run)
             if ev is None:
                 ident = parse_run_name(run)

@@ -79,7 +79,7 @@ def group_statistics(records: list[dict[str, Any]], *, source: str = "", source_
     for line, rec in enumerate(records, start=1):
         missing = [k for k in REQUIRED if k not in rec]
         if missing:
-            raise UserError(f"{source}:{line}: group record lacks {missing}; see CONTRACT.md")
+            raise UserError(f"{source}:{line}: group record lacks {missing}; see docs/CONTRACT.md#training-group-record")
         lengths = {len(rec[k]) for k in ("schedule_seeds", "true_success", "observed_reward", "advantages")}
         if len(lengths) != 1:
             defects.append({"step": rec["step"], "group": rec["group"], "problem": "lists of unequal length"})

@@ -1,4 +1,4 @@
-"""Luck share: the fraction of outcome variance explained by the fault schedule (analysis spec 3.1).
+"""Luck share: the fraction of outcome variance explained by the fault schedule (docs/analysis.md#luck-share).
 
 One K x M table per diagnostic task and checkpoint (K schedules as rows, ordered by schedule seed; M
 samples of the policy per schedule). A one-way random-effects decomposition splits the variance into

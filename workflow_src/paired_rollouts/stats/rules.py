@@ -28,7 +28,7 @@ PAPER_RULES: dict[str, Any] = {
     "h1a_c2": {"diagnostic_step": 0, "lambda_at_least": 0.15, "lower_bound_above": 0.05, "interval": 95},
 }
 # The rules file may name the at-training-noise validation set "noisy" (the paper's word); the episode
-# records call that regime "at_training" (CONTRACT).
+# records call that regime "at_training" (docs/CONTRACT.md#episode-record).
 SET_ALIASES = {"noisy": "at_training"}
 DEFAULT_SETS = PAPER_RULES["h2"]["sets"]
 

@@ -1,6 +1,6 @@
 """What the policy sees: the system prompt, the tool descriptions and the rendered conversation.
 
-The tool descriptions here are ours (spec B.3 asks for original prose). They are kept short on purpose:
+The tool descriptions here are ours (the paper's prose is not reproduced). They are kept short on purpose:
 every rollout's prompt carries all 13 tool schemas, so their length is paid on every forward pass. They
 name no concrete ids, carriers, categories or priorities: every request states its values, and values
 listed in the schemas were distractors the stand-in copied instead of the request's (the simulator still

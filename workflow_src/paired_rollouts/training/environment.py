@@ -1,4 +1,4 @@
-"""The back office as a TRL environment (spec 7.2): one instance per concurrent rollout.
+"""The back office as a TRL environment (docs/simulator.md#episodes): one instance per concurrent rollout.
 
 TRL (``environment_factory``) builds a pool of instances, calls ``reset(**row)`` with every dataset column
 before each rollout, exposes every public method as a tool (schema from type hints + Google docstring)
@@ -8,7 +8,7 @@ only resolves the schedule seed and adapts the call convention.
 The 13 tool methods are generated from ``TOOL_SIGNATURES``, so their names, argument names, order, types
 and defaults are the simulator's by construction; their docstrings are ours (``chat.TOOL_DOCS``).
 Generating them (rather than spelling out 13 methods) also lets a call with a missing or unknown argument
-reach the session, which counts it against the budget before raising, as spec 7.2 describes.
+reach the session, which counts it against the budget before raising, as docs/simulator.md#episodes describes.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ POOL_FILES = ("train", "validation", "test", "diagnostic")
 class BackOfficeEnv:
     """One rollout's view of the simulated back office.
 
-    Class-level state (spec 7.2): ``phase`` ("train", "train:step{N}", "periodic:step{N}", ...), the
+    Class-level state: ``phase`` ("train", "train:step{N}", "periodic:step{N}", ...), the
     job ``attempt``, and the slot counter that numbers instances in construction order. The slot and the
     instance's episode counters feed the independent arm's seeds, so they must be reset when a trainer
     is (re)built: see ``reset_class_state``.

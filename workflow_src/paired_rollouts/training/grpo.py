@@ -1,7 +1,7 @@
 """One GRPO training run: inputs checked, rows built, trainer wired, registers and checkpoints written.
 
 Outputs under ``results/runs/{run}/``:
-- ``groups.jsonl``: one record per (step, group) from the trainer's own batches (CONTRACT + spec 7.4);
+- ``groups.jsonl``: one record per (step, group) from the trainer's own batches (docs/CONTRACT.md#training-group-record);
 - ``train_episodes.jsonl``: the episode record of every training rollout (phase ``train``);
 - ``checkpoints/step{N:04d}/``: step 0 (initial LoRA) and every ``checkpoint_every`` steps + the last;
 - ``manifest.json``: versions, seeds, settings, hardware, timings, memory, git commit, attempts, pools.
@@ -114,7 +114,7 @@ def check_model(model_dir: str, settings: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------------
 def episode_record(raw: dict[str, Any], *, run: str, condition: str, arm: str, seed: int, phase: str,
                    step: int, regime: str, schedule_index: int | None) -> dict[str, Any]:
-    """A CONTRACT episode record from the session's spec-7.3 record (its extras kept)."""
+    """A docs/CONTRACT.md#episode-record from the session's record (its extras kept)."""
     record = dict(raw)
     record["phase_stamp"] = raw.get("phase")
     record["condition_stamp"] = raw.get("condition")

@@ -1,4 +1,4 @@
-"""Training rows (spec 5.7, 7.1): one row per GRPO group, in the order the trainer consumes them.
+"""Training rows (docs/simulator.md#training-rows): one row per GRPO group, in the order the trainer consumes them.
 
 Row i belongs to step i // prompts_per_step. Task order and schedule seeds depend on the run seed and the
 condition only, never on the arm, so seed s of the paired and the independent arm see the same tasks
@@ -14,7 +14,7 @@ from paired_rollouts.errors import UserError
 from paired_rollouts.training import chat
 
 RUN_NAME = re.compile(r"^(c[0-9]r?)-(paired|independent|clean)-s([0-9]+)$")
-# The study's conditions (CONTRACT): C2 transition p=0.25 default mixture, C4 grader flips q=0.10, C0 clean.
+# The study's conditions (docs/simulator.md#noise-configurations): C2 transition p=0.25 default mixture, C4 grader flips q=0.10, C0 clean.
 CONDITIONS = ("C0", "C2", "C4")
 
 

@@ -2,7 +2,7 @@
 
 One flat key space: Snakemake can pass the same ``--settings`` JSON to every learning command, and each
 command reads the keys it needs. ``profile`` picks the defaults: ``standin`` (CPU, tiny model, HF
-generate) or ``paper`` (Qwen3.5-2B, bf16, colocated vLLM, analysis_spec section 6). Unknown keys and
+generate) or ``paper`` (Qwen3.5-2B, bf16, colocated vLLM, docs/training.md#paper-scale-settings). Unknown keys and
 values of the wrong type are refused with a message naming the key.
 """
 

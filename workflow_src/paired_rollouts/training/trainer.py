@@ -51,7 +51,8 @@ TRAINER_CONFIG_KEYS = (
     "per_device_train_batch_size", "generation_batch_size", "num_generations", "max_steps", "temperature",
     "top_p", "top_k", "min_p", "repetition_penalty", "max_completion_length", "max_tool_calling_iterations",
     "mask_truncated_completions", "importance_sampling_level", "use_vllm", "vllm_mode",
-    "vllm_importance_sampling_correction", "vllm_importance_sampling_mode", "vllm_importance_sampling_cap",
+    "vllm_importance_sampling_correction", "vllm_importance_sampling_mode", "vllm_importance_sampling_clip_max",
+    "vllm_importance_sampling_clip_min", "vllm_importance_sampling_cap",
     "vllm_gpu_memory_utilization", "vllm_max_model_length", "off_policy_mask_threshold",
     "top_entropy_quantile", "use_bias_correction_kl", "bf16", "fp16", "gradient_checkpointing", "seed",
     "data_seed", "shuffle_dataset", "chat_template_kwargs",
@@ -105,7 +106,7 @@ def compact_fused_logprobs() -> None:
 
 def grpo_args(settings: dict[str, Any], output_dir: str | Path, seed: int, *, evaluation: bool = False,
               importance_sampling: bool = False) -> Any:
-    """GRPOConfig from resolved settings: one optimizer step per generation batch (analysis_spec 6.3).
+    """GRPOConfig from resolved settings: one optimizer step per generation batch (docs/training.md#paper-scale-settings).
 
     ``importance_sampling``: keep TRL's vLLM IS correction in an evaluation build (the probe's implemented
     estimator uses the trainer's ratio rho); plain evaluations switch it off (it costs a forward pass)."""

@@ -1,0 +1,42 @@
+"""The workflow configuration checked against its schema, reported as one line a user can act on.
+
+Snakemake's own `validate` prints a multi-line dump of the schema; this names the first offending key
+(as a dotted path), the value, and what the schema allows (its description), so a bad path such as
+``results/prereg/x canary`` is refused before any rule can hand it to a shell.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from paired_rollouts.errors import UserError
+
+
+def _allowed(error: jsonschema.ValidationError) -> str:
+    """The schema's own description of the key (or of the definition it refers to)."""
+    for schema in (error.schema, *(e.schema for e in error.context or ())):
+        if isinstance(schema, dict) and schema.get("description"):
+            return schema["description"]
+    return error.message
+
+
+def check_config(config: dict[str, Any], schema_path: str | Path, config_file: str) -> None:
+    """Raise UserError naming ``config_file``, the key and the fix for the first schema violation."""
+    schema = json.loads(Path(schema_path).read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(
+        validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path)))
+    )
+    if not errors:
+        return
+    error = errors[0]
+    key = ".".join(str(part) for part in error.absolute_path) or "(top level)"
+    if error.validator == "pattern" or error.validator == "$ref":
+        problem = f"{error.instance!r} is not allowed"
+    else:
+        problem = error.message
+    raise UserError(f"{config_file}: {key}: {problem}; fix: {_allowed(error)}")
