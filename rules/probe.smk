@@ -1,5 +1,5 @@
 # Stage 8: the gradient-covariance probe (H1b) over the checkpoints of one trajectory
-# (analysis_spec section 4): exact grader-mask enumeration and transition-noise resampling.
+# (docs/analysis.md#gradient-probe): exact grader-mask enumeration and transition-noise resampling.
 # One job per checkpoint (one process, one generation engine: colocated vLLM needs its memory share
 # free at every start), then one job assembles the trajectory's register and verdict.
 
