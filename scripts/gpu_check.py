@@ -395,6 +395,27 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
             work / "probe.log",
             args.stage_timeout,
         )
+        if stages["probe"]["rc"] == 0:
+            stages["probe_assemble"] = run_stage(
+                "probe_assemble",
+                cli
+                + [
+                    "probe",
+                    "assemble",
+                    "--trajectory",
+                    "check",
+                    "--run",
+                    RUN,
+                    "--inputs",
+                    str(probe_out),
+                    "--settings",
+                    json.dumps(settings),
+                    "--out",
+                    str(work / "probe" / "check.json"),
+                ],
+                work / "probe_assemble.log",
+                600,
+            )
     report["seconds_total"] = round(time.perf_counter() - began, 2)
     report["peak_host_memory_bytes"] = (
         max(
@@ -417,7 +438,7 @@ def verify(work: Path, stages: dict[str, Any], settings: dict[str, Any]) -> dict
 
     checks = {
         f"{name}_exit_0": stages.get(name, {}).get("rc") == 0
-        for name in ("prepare", "train", "evaluate", "probe")
+        for name in ("prepare", "train", "evaluate", "probe", "probe_assemble")
     }
     checks["prepared_from_vision_language"] = bool(stages.get("prepare", {}).get("vision_language_source"))
     train = stages.get("train", {})
@@ -434,6 +455,9 @@ def verify(work: Path, stages: dict[str, Any], settings: dict[str, Any]) -> dict
     probe = work / "probe" / f"step{STEPS}.json"
     data = json.loads(probe.read_text()) if probe.is_file() else {}
     checks["probe_summaries"] = {"outcome", "transition", "P"} <= set(data) and data.get("P", 0) > 0
+    register = work / "probe" / "check.json"
+    data = json.loads(register.read_text()) if register.is_file() else {}
+    checks["probe_register"] = data.get("steps") == [STEPS] and "verdict" in data
     return checks
 
 
