@@ -90,3 +90,4 @@ def test_a_failing_stage_turns_the_report_red(tmp_path: Path) -> None:
     )
     assert not all(checks.values())
     assert checks["prepare_exit_0"] and not checks["train_exit_0"] and not checks["probe_summaries"]
+    assert not checks["probe_assemble_exit_0"] and not checks["probe_register"]
