@@ -18,6 +18,9 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+report: "report/workflow.rst"
+
+
 # `snakemake --lint` is the one use that needs no profile: the rules are the same at every scale, so the
 # stand-in configuration is linted. Snakemake builds the lint workflow without checking environment
 # variables (its only such use), which tells lint apart from a run; tests/test_workflow.py checks both.
@@ -42,13 +45,25 @@ validate(config, "config/schema.json")
 include: "rules/common.smk"
 include: "rules/tasks.smk"
 include: "rules/prereg.smk"
-include: "rules/models.smk"
-include: "rules/train.smk"
-include: "rules/evaluate.smk"
-include: "rules/diagnostics.smk"
+# The surrogate policy replaces model building, training, evaluation, diagnostics and the probe with its
+# own jobs (rules/surrogate.smk) that write the same files; decisions and rendering are shared.
+if SURROGATE:
+
+    include: "rules/surrogate.smk"
+
+else:
+
+    include: "rules/models.smk"
+    include: "rules/train.smk"
+    include: "rules/evaluate.smk"
+    include: "rules/diagnostics.smk"
+    include: "rules/probe.smk"
+
+
+include: "rules/register.smk"
 include: "rules/decide.smk"
-include: "rules/probe.smk"
 include: "rules/render.smk"
+include: "rules/compare.smk"
 
 
 rule all:
@@ -57,6 +72,7 @@ rule all:
     default_target: True
     input:
         res("paper/tables.pdf"),
+        res("comparison.json"),
         res("reference/scripted_reference.json"),
         decision_files(),
         probe_files(),
@@ -65,3 +81,4 @@ rule all:
         all_luck_files(),
         group_stat_files(),
         expand(res("runs/{run}/complete.json"), run=RUNS),
+        expand(res("runs/{run}/register.json"), run=RUNS),

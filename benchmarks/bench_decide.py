@@ -51,19 +51,25 @@ def main() -> None:
                    "schedule_seeds": [7] * 8 if "paired" in r else list(range(8)),
                    "true_success": [True] * 8, "observed_reward": [1.0] * 8, "advantages": [0.0] * 8}
                   for s in range(100) for g in range(24)] for r in runs}
-    luck = {f"{r}@0": ("synthetic", {"run": r, "step": 0, "defects": [],
+    luck = {f"{r}@0": ("synthetic", {"run": r, "step": 0, "defects": [], "_sha256": "a" * 64,
                                      "per_task": [{"lam": float(x)} for x in rng.uniform(0.1, 0.6, 16)]})
             for r in runs}
+    # every run admitted: a passing completeness record that lists the luck file it was given
+    complete = {r: ("synthetic", {"run": r, "complete": True, "missing": [], "defects": [], "code_versions": ["x"],
+                                  "task_pools": {"validation": {"sha256": "0" * 64}},
+                                  "files": {"diagnostics/luck-step0.json": "a" * 64}}) for r in runs}
     raw = {**PAPER_RULES, "bootstrap": {**PAPER_RULES["bootstrap"], "resamples": args.resamples}}
     rules = rules_from_dict(raw)
     manifest = {"pools": {"validation": {"sha256": "0" * 64}}}
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        reg = decide("C2", runs, rules, manifest, groups=groups, luck=luck)
+        reg = decide("C2", runs, rules, manifest, groups=groups, luck=luck, complete=complete,
+                     expected_seeds=[0, 1, 2])
         times.append(time.perf_counter() - t0)
     print(f"full C2 decision (6 runs, 64 tasks x {len(STEPS)} steps, 200 final tasks, {args.resamples} resamples, "
           f"2400 groups/run): best {min(times):.3f} s, mean {np.mean(times):.3f} s over {args.repeat}")
+    assert reg["decided"], reg["missing"]
     print(f"  H2a {reg['H2a']['auc_difference_ci95']}  H3 {reg['H3']['ci95']}  H5 {reg['H5']['difference_ci90']}")
     d = rng.normal(size=(3, 200))
     t0 = time.perf_counter()

@@ -6,12 +6,23 @@ import json
 from pathlib import Path
 
 SCALE_NAME = config["scale"]
+if SCALE_NAME not in config["scales"]:
+    raise WorkflowError(
+        f"scale {SCALE_NAME!r} has no block under `scales:` in config/config.yaml (defined: "
+        f"{', '.join(sorted(config['scales']))}); pick one with --config scale=NAME or add the block"
+    )
 SCALE = config["scales"][SCALE_NAME]
 ACCELERATOR = config["accelerator"]
 TASKS_DIR = config["tasks_dir"]
 # Each scale writes under its own results root, so a stand-in run never stands in for a paper run:
 # the paper scale keeps `results/`, every other scale `results/<scale>/`.
 RESULTS = "results" if SCALE_NAME == "paper" else f"results/{SCALE_NAME}"
+
+
+SURROGATE = SCALE["model"]["kind"] == "surrogate"
+CALIBRATION_FILE = f"{RESULTS}/models/surrogate/calibration.json"
+POWER_FILE = f"{RESULTS}/decisions/power.json"
+PUBLISHED_CURVES = "data/published/curves.yaml"
 
 
 def res(path):
@@ -42,6 +53,29 @@ def runs_of(condition):
 
 
 RUNS = runs_of("C2") + runs_of("C4") + runs_of("C0")
+
+
+def refuse_non_paper_pools():
+    """GPU profiles run the paper's experiment: pools whose MANIFEST differs from the paper's hashes
+    (e.g. written by `tasks --no-check`) are refused before anything runs. The cpu profile may use them;
+    every register and table then says the pools are not the paper's."""
+    manifest = Path(TASKS_DIR) / "MANIFEST.json"
+    if ACCELERATOR == "cpu" or not manifest.is_file():
+        return
+    from paired_rollouts.backoffice.tasks import paper_pools
+
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise WorkflowError(f"{manifest}: unreadable ({exc}); restore it: git checkout -- {manifest}")
+    if not paper_pools(data):
+        raise WorkflowError(
+            f"{manifest}: the task pools are not the paper's (hashes differ from PAPER_POOL_SHA256); the "
+            f"{ACCELERATOR} profile runs only the paper's pools: git checkout -- {TASKS_DIR}"
+        )
+
+
+refuse_non_paper_pools()
 DECISION_CONDITIONS = ["c2", "c4"]
 
 
@@ -287,6 +321,10 @@ def expected_evidence_of(wildcards):
     return expected_evidence(wildcards.run)
 
 
+def luck_files_of(wildcards):
+    return luck_files(wildcards.run)
+
+
 # ---------------------------------------------------------------- decisions -------------------------
 
 
@@ -296,6 +334,11 @@ def upper_condition(wildcards):
 
 def decision_runs(wildcards):
     return runs_of(wildcards.condition.upper())
+
+
+def decision_seeds(wildcards):
+    """The design's seeds: a hypothesis is decided only when every one of their pairs is admitted."""
+    return [str(seed) for seed in SCALE["seeds"][wildcards.condition.upper()]]
 
 
 def decision_eval_files(wildcards):
@@ -334,6 +377,31 @@ def reference_eval_dirs(wildcards):
 TRAJECTORIES = sorted(SCALE["probe"]["trajectories"])
 
 
+def check_design():
+    """Config consistency that the schema cannot express, checked before any job runs (dry runs fail)."""
+    last = training_steps()
+    for name, steps in SCALE["diagnostics"]["steps"].items():
+        beyond = [s for s in steps if s > last]
+        if beyond:
+            raise WorkflowError(
+                f"config/config.yaml scales.{SCALE_NAME}.diagnostics.steps.{name} has steps {beyond} beyond "
+                f"the last training step {last}; remove them or train longer"
+            )
+    for name, trajectory in SCALE["probe"]["trajectories"].items():
+        where = f"config/config.yaml scales.{SCALE_NAME}.probe.trajectories.{name}"
+        if trajectory["run"] not in RUNS:
+            raise WorkflowError(
+                f"{where}: run {trajectory['run']!r} is not in the seed matrix ({', '.join(RUNS)}); "
+                "a probe may only study a run of the design"
+            )
+        beyond = [s for s in trajectory["steps"] if s > last]
+        if beyond:
+            raise WorkflowError(f"{where}: steps {beyond} beyond the last training step {last}")
+
+
+check_design()
+
+
 def trajectory_of(wildcards):
     try:
         return SCALE["probe"]["trajectories"][wildcards.trajectory]
@@ -350,6 +418,10 @@ def probe_run_dir(wildcards):
 
 def probe_run_manifest(wildcards):
     return f"{probe_run_dir(wildcards)}/manifest.json"
+
+
+def probe_steps(wildcards):
+    return [str(s) for s in trajectory_of(wildcards)["steps"]]
 
 
 def probe_run(wildcards):
@@ -400,6 +472,62 @@ def all_luck_files():
     return [f for run in RUNS for f in luck_files(run)]
 
 
+def bandit_file():
+    return f"{RESULTS}/probe/bandit.json"
+
+
+def comparison_inputs():
+    """Every register a published number may name (docs/compare.md): the compare job reruns when one changes."""
+    return (decision_files() + probe_files() + [bandit_file()] + all_luck_files() + group_stat_files()
+            + [f"{RESULTS}/reference/scripted_reference.json"])
+
+
+def benchmark_files():
+    """The benchmark file of every job that runs before the document (the ledger's inputs)."""
+    bench = res("benchmarks")
+    files = [f"{bench}/reference.tsv", f"{bench}/prereg_verify.tsv", f"{RESULTS}/benchmarks/probe/bandit.tsv",
+             f"{RESULTS}/benchmarks/compare.tsv"]
+    if ACCELERATOR == "cpu":
+        files.append(f"{bench}/prereg_freeze_local.tsv")
+    if SCALE["model"]["kind"] == "standin":
+        files += [f"{bench}/tokenizer.tsv", f"{bench}/warm_start.tsv"]
+    if SURROGATE:
+        # One job trains, evaluates and diagnoses a chunk of an arm's seeds; one runs their statistics.
+        files.append(f"{bench}/surrogate/calibrate.tsv")
+        files += [f"{bench}/surrogate/{kind}-{job}.tsv" for job in surrogate_jobs() for kind in ("arm", "stats")]
+    files += [f"{bench}/run_register/{run}.tsv" for run in RUNS]
+    for run in [] if SURROGATE else RUNS:
+        files += [f"{bench}/{stage}/{run}.tsv" for stage in ("train", "group_stats", "completeness")]
+        # One evaluation job per (run, checkpoint) rolls out every regime of that checkpoint.
+        files += [f"{bench}/evaluate/{run}/periodic-step{step}.tsv" for step in periodic_steps()]
+        files.append(f"{bench}/evaluate/{run}/final-step{final_step()}.tsv")
+        files += [f"{bench}/{stage}/{run}/step{step}.tsv" for stage in ("diagnose", "luck_share")
+                  for step in diagnostic_steps(run)]
+    files += [f"{bench}/decide/{c}.tsv" for c in DECISION_CONDITIONS]
+    files += [f"{bench}/probe/{t}.tsv" for t in TRAJECTORIES]
+    if not SURROGATE:
+        # One probe job per checkpoint, then the trajectory's assembly (above) and its verdict.
+        files += [f"{bench}/probe/{t}/step{s}.tsv" for t in TRAJECTORIES
+                  for s in SCALE["probe"]["trajectories"][t]["steps"]]
+        files += [f"{bench}/probe_verdict/{t}.tsv" for t in TRAJECTORIES]
+    # TABLES and FIGURES (rules/render.smk) are what this scale renders.
+    files += [f"{bench}/render/table{n}.tsv" for n in TABLES]
+    files += [f"{bench}/render/{name}.tsv" for name in FIGURES]
+    return files
+
+
+def results_root(wildcards, output):
+    return str(Path(output[0]).parent)
+
+
+def benchmark_root(wildcards, output):
+    return str(Path(output[0]).parent / "benchmarks")
+
+
+def manifest_folder(wildcards, input):
+    return str(Path(input.manifest).parent)
+
+
 def group_stat_files():
     return [f"{RESULTS}/runs/{run}/group_stats.json" for run in RUNS]
 
@@ -414,6 +542,14 @@ def decision_rules_file():
     return [config["decision_rules"]]
 
 
+def published_file():
+    return [config["published"]]
+
+
+def comparison_file():
+    return f"{RESULTS}/comparison.json"
+
+
 def c2_decision():
     return [res("decisions/c2.json")]
 
@@ -426,8 +562,8 @@ def c4_decision():
 TABLE_SOURCES = {
     1: {"manifests": run_manifests},
     2: {"decisions": decision_files, "probe": probe_files, "rules": decision_rules_file},
-    3: {"decisions": c2_decision},
-    4: {"decisions": c4_decision},
+    3: {"decisions": c2_decision, "published": published_file},
+    4: {"decisions": c4_decision, "published": published_file},
     5: {"probe": probe_files},
     6: {"decisions": decision_files, "probe": probe_files, "luck": all_luck_files,
         "rules": decision_rules_file},
@@ -437,6 +573,8 @@ TABLE_SOURCES = {
     10: {"group_stats": group_stat_files},
     11: {"manifests": run_manifests, "episodes": all_eval_files},
     12: {"probe": probe_files},
+    13: {"power": lambda: [POWER_FILE]},
+    14: {"calibration": lambda: [CALIBRATION_FILE]},
 }
 
 FIGURE_SOURCES = {
@@ -445,6 +583,9 @@ FIGURE_SOURCES = {
     "luck_share": {"luck": all_luck_files},
     "spurious_variance": {"group_stats": group_stat_files},
     "probe_ratios": {"probe": probe_files},
+    "surrogate_curves": {"episodes": all_eval_files, "published_curves": lambda: [PUBLISHED_CURVES]},
+    "final_success": {"decisions": decision_files},
+    "probe_decomposition": {"probe": probe_files},
 }
 
 
@@ -480,6 +621,11 @@ def figure_input_args(wildcards):
 
 def tasks_dir_of(wildcards, input):
     return str(Path(input.pools[0]).parent)
+
+
+def results_root(wildcards):
+    """This scale's results root (a function, so lint does not take it for a hard-coded output prefix)."""
+    return RESULTS
 
 
 def output_folder(wildcards, output):
@@ -524,3 +670,83 @@ def software_env():
     """The pinned environment of the accelerator's stack; the profile decides whether it is deployed."""
     # mi300x: the pins on record; never deployed (conda is refused above: the ROCm container has vLLM).
     return {"cpu": "../envs/cpu.yaml", "h100": "../envs/cuda.yaml", "mi300x": "../envs/rocm.yaml"}[ACCELERATOR]
+
+
+# ---------------------------------------------------------------- surrogate scales ------------------
+# `model.kind: surrogate` replaces the model, training, evaluation, diagnostic and probe rules by
+# rules/surrogate.smk (one job per chunk of an arm's seeds); decisions and rendering are unchanged.
+
+SURROGATE_SEEDS_PER_JOB = 8
+
+
+def surrogate_jobs():
+    """{job name: runs}: each arm's runs in chunks of SURROGATE_SEEDS_PER_JOB seeds (c2-paired-j0, ...)."""
+    jobs = {}
+    for condition, arms in ARMS.items():
+        seeds = SCALE["seeds"][condition]
+        for arm in arms:
+            chunks = [seeds[i : i + SURROGATE_SEEDS_PER_JOB] for i in range(0, len(seeds), SURROGATE_SEEDS_PER_JOB)]
+            for index, chunk in enumerate(chunks):
+                jobs[f"{condition.lower()}-{arm}-j{index}"] = [run_name(condition, arm, seed) for seed in chunk]
+    return jobs
+
+
+def calibration_settings():
+    """The calibration always estimates on the paper's step-0 sets (64 validation tasks, the 16-task
+    diagnostic pool with 8 x 8), whatever the run shape: the targets are defined there."""
+    return as_json({"eval_tasks": 64, "samples": SCALE["surrogate"]["calibration_samples"],
+                    "diag_pool": "diagnostic", "diag_tasks": 16, "diag_schedules": 8, "diag_samples": 8,
+                    "task_filter": "all"})
+
+
+def surrogate_run_settings():
+    training = SCALE["training"]
+    every = training["checkpoint_every"]
+    settings = {key: training[key] for key in ("steps", "prompts_per_step", "num_generations", "checkpoint_every",
+                                               "learning_rate")}
+    settings.update(SCALE["evaluation"])
+    settings.update({f"diag_{key}": SCALE["diagnostics"][key] for key in ("pool", "tasks", "schedules", "samples")})
+    settings.update(task_filter=SCALE["task_filter"], diagnostic_steps=SCALE["diagnostics"]["steps"],
+                    train_episodes_seeds=SCALE["surrogate"]["train_episodes_seeds"],
+                    extra_checkpoint_steps=[s for s in checkpoint_steps() if s > 0 and s % every])
+    return as_json(settings)
+
+
+def surrogate_outputs(runs):
+    out = []
+    for run in runs:
+        out.extend([res(f"runs/{run}/groups.jsonl"), res(f"runs/{run}/manifest.json")])
+        out.extend(eval_files(run))
+        out.extend(diagnostic_episode_files(run))
+    return out
+
+
+def surrogate_stats_outputs(runs):
+    out = []
+    for run in runs:
+        out.extend(luck_files(run))
+        out.extend([res(f"runs/{run}/group_stats.json"), res(f"runs/{run}/complete.json")])
+    return out
+
+
+def surrogate_expected(runs):
+    return as_json({run: json.loads(expected_evidence(run)) for run in runs})
+
+
+def results_root_of(wildcards, output):
+    """The results root from a job's first output (RESULTS/runs/RUN/... or RESULTS/diagnostics/RUN/...)."""
+    return str(Path(output[0]).parents[2])
+
+
+def pool_manifest_dir_of(wildcards, input):
+    return str(Path(input.pool_manifest).parent)
+
+
+def surrogate_probe_settings(wildcards):
+    settings = {f"probe_{key}": SCALE["probe"][source] for key, source in (
+        ("clean_tasks", "clean_tasks"), ("clean_rollouts", "clean_rollouts"), ("diag_tasks", "diagnostic_tasks"),
+        ("schedules", "schedules"), ("samples", "samples"), ("resamples", "resamples"))}
+    settings.update(task_filter=SCALE["task_filter"], diag_pool=SCALE["diagnostics"]["pool"],
+                    prompts_per_step=SCALE["training"]["prompts_per_step"],
+                    num_generations=SCALE["training"]["num_generations"])
+    return as_json(settings)

@@ -19,17 +19,22 @@ rule decide:
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("stats", "prereg"),
     output:
-        res("decisions/{condition}.json"),
+        report(res("decisions/{condition}.json"), caption="../report/decision.rst", category="Decisions",
+               labels={"condition": "{condition}"}),
     params:
         condition=upper_condition,
         eval_dirs=decision_eval_dirs,
         reference_dirs=reference_eval_dirs,
+        seeds=decision_seeds,
     conda:
         software_env()
     log:
         res("logs/decide/{condition}.log"),
+    benchmark:
+        res("benchmarks/decide/{condition}.tsv"),
     shell:
-        "paired-rollouts decide --condition {params.condition:q} --episodes {params.eval_dirs:q} "
+        "paired-rollouts decide --condition {params.condition:q} --seeds {params.seeds:q} "
+        "--episodes {params.eval_dirs:q} "
         "--groups {input.groups:q} --luck {input.luck:q} --complete {input.complete:q} "
         "--reference-episodes {params.reference_dirs:q} --rules {input.rules:q} "
         "--manifest {input.pool_manifest:q} --out {output:q} > {log:q} 2>&1"

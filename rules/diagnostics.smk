@@ -20,6 +20,8 @@ rule diagnose:
         software_env()
     log:
         res("logs/diagnose/{run}/step{step}.log"),
+    benchmark:
+        res("benchmarks/diagnose/{run}/step{step}.tsv"),
     shell:
         "paired-rollouts diagnose --run {wildcards.run:q} --step {wildcards.step:q} --tasks-dir {params.tasks_dir:q} "
         "--checkpoint {params.checkpoint:q} --model-dir {params.model:q} --settings {params.settings:q} "
@@ -39,16 +41,21 @@ rule luck_share:
         software_env()
     log:
         res("logs/luck_share/{run}/step{step}.log"),
+    benchmark:
+        res("benchmarks/luck_share/{run}/step{step}.tsv"),
     shell:
         "paired-rollouts luck-share --episodes {input.episodes:q} --resamples {params.resamples:q} "
         "--out {output:q} > {log:q} 2>&1"
 
 
 rule completeness:
-    """Every expected episode and group present, pool hashes equal, one code version across attempts."""
+    """Every expected episode and group present on the design's seeds, rows and steps, no stray file, pool
+    hashes equal, one code version across attempts. `--strict`: an incomplete run fails here and is never
+    analysed (the protocol reruns it)."""
     input:
         evals=eval_files_of,
         diagnostics=diagnostic_episode_files_of,
+        luck=luck_files_of,
         groups=res("runs/{run}/groups.jsonl"),
         run_manifest=res("runs/{run}/manifest.json"),
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
@@ -63,7 +70,9 @@ rule completeness:
         software_env()
     log:
         res("logs/completeness/{run}.log"),
+    benchmark:
+        res("benchmarks/completeness/{run}.tsv"),
     shell:
         "paired-rollouts completeness --run {wildcards.run:q} --expected {params.expected:q} "
         "--evals-dir {params.evals_dir:q} --diagnostics {params.diagnostics_dir:q} --groups {input.groups:q} --run-manifest {input.run_manifest:q} "
-        "--pool-manifest {input.pool_manifest:q} --out {output:q} > {log:q} 2>&1"
+        "--luck {input.luck:q} --pool-manifest {input.pool_manifest:q} --strict --out {output:q} > {log:q} 2>&1"

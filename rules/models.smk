@@ -37,6 +37,8 @@ rule tokenizer:
         software_env()
     log:
         res("logs/tokenizer.log"),
+    benchmark:
+        res("benchmarks/tokenizer.tsv"),
     shell:
         "paired-rollouts tokenizer --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
         "--out {params.folder:q} > {log:q} 2>&1"
@@ -59,6 +61,8 @@ rule warm_start:
         software_env()
     log:
         res("logs/warm_start.log"),
+    benchmark:
+        res("benchmarks/warm_start.tsv"),
     shell:
         "paired-rollouts warm-start --tokenizer {params.tokenizer:q} --tasks-dir {params.tasks_dir:q} "
         "--settings {params.settings:q} --threads {threads:q} --out {params.folder:q} > {log:q} 2>&1"

@@ -29,6 +29,8 @@ if ACCELERATOR == "cpu":
             software_env()
         log:
             res("logs/prereg_freeze_local.log"),
+        benchmark:
+            res("benchmarks/prereg_freeze_local.tsv"),
         shell:
             "paired-rollouts prereg freeze-local --out {params.folder:q} --replace-inside results "
             "--documents {params.documents:q} > {log:q} 2>&1"
@@ -49,6 +51,8 @@ else:
             software_env()
         log:
             res("logs/prereg_public_freeze_missing.log"),
+        benchmark:
+            res("benchmarks/prereg_public_freeze_missing.tsv"),
         shell:
             "printf '%s\\n' {params.message:q} | tee {log:q} >&2; exit 1"
 
@@ -68,6 +72,8 @@ rule prereg_verify:
         software_env()
     log:
         res("logs/prereg_verify.log"),
+    benchmark:
+        res("benchmarks/prereg_verify.tsv"),
     shell:
         "paired-rollouts prereg verify --freeze {params.folder:q} {params.test_authority:q} --out {output:q} > {log:q} 2>&1 "
         "|| {{ cat {log:q} >&2; exit 1; }}"

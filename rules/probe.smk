@@ -1,21 +1,24 @@
 # Stage 8: the gradient-covariance probe (H1b) over the checkpoints of one trajectory
 # (docs/analysis.md#gradient-probe): exact grader-mask enumeration and transition-noise resampling.
 # One job per checkpoint (one process, one generation engine: colocated vLLM needs its memory share
-# free at every start), then one job assembles the trajectory's register and verdict.
+# free at every start; each group is folded into running vectors as soon as it is scored), then one job
+# assembles the trajectory's traces, and a cheap one applies the frozen rules' h1b block.
 
 wildcard_constraints:
     trajectory=r"[a-z0-9_]+",
 
 
 rule probe_checkpoint:
-    """Score vectors at one checkpoint of a trajectory, then its outcome- and transition-noise traces."""
+    """Score vectors at one checkpoint of a trajectory, its outcome- and transition-noise traces and the
+    evidence that reproduces them (the expensive part; it reads no decision rule)."""
     input:
         pools=pool_files(),
         run_manifest=probe_run_manifest,
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation", "probe"),
     output:
-        res("probe/{trajectory}/step{step}.json"),
+        summary=res("probe/{trajectory}/step{step}.json"),
+        evidence=res("probe/evidence/{trajectory}/step{step}.npz"),
     params:
         tasks_dir=tasks_dir_of,
         run_dir=probe_run_dir,
@@ -30,16 +33,16 @@ rule probe_checkpoint:
     shell:
         "paired-rollouts probe checkpoint --run-dir {params.run_dir:q} --step {wildcards.step:q} "
         "--model-dir {params.model:q} --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--evidence {output.evidence:q} --out {output.summary:q} > {log:q} 2>&1"
 
 
 rule probe:
-    """The trajectory's probe register (every checkpoint) and its H1b verdict."""
+    """The trajectory's probe traces (every checkpoint), assembled from its checkpoint files."""
     input:
         checkpoints=probe_checkpoint_files,
         code=sources("probe"),
     output:
-        res("probe/{trajectory}.json"),
+        res("probe/traces/{trajectory}.json"),
     params:
         run=probe_run,
         settings=probe_settings,
@@ -52,3 +55,23 @@ rule probe:
     shell:
         "paired-rollouts probe assemble --trajectory {wildcards.trajectory:q} --run {params.run:q} "
         "--inputs {input.checkpoints:q} --settings {params.settings:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule probe_verdict:
+    """The H1b verdict from the frozen rules file's h1b block: editing the rules reruns this, not the probe."""
+    input:
+        traces=res("probe/traces/{trajectory}.json"),
+        rules=config["decision_rules"],
+        code=sources("probe", "prereg"),
+    output:
+        report(res("probe/{trajectory}.json"), caption="../report/probe.rst", category="Gradient probe",
+               labels={"trajectory": "{trajectory}"}),
+    conda:
+        software_env()
+    log:
+        res("logs/probe_verdict/{trajectory}.log"),
+    benchmark:
+        res("benchmarks/probe_verdict/{trajectory}.tsv")
+    shell:
+        "paired-rollouts probe verdict --traces {input.traces:q} --rules {input.rules:q} --out {output:q} "
+        "> {log:q} 2>&1"

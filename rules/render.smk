@@ -2,8 +2,11 @@
 # compiled into one PDF. Each table and figure is its own job and lists exactly the files it reads,
 # so a changed input (or template) reruns only what shows it.
 
-TABLES = list(range(1, 13))
-FIGURES = ["curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios"]
+# Surrogate scales add the power table (13), the calibration register (14) and the learning curves beside
+# the paper's published ones.
+TABLES = [*range(1, 13), *([13, 14] if SURROGATE else [])]
+FIGURES = ["curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios", "final_success",
+           "probe_decomposition", *(["surrogate_curves"] if SURROGATE else [])]
 
 wildcard_constraints:
     number=r"\d+",
@@ -17,7 +20,9 @@ rule render_table:
         code=RENDER_SOURCES,
         templates=table_templates,
     output:
-        res("tables/table{number}.tex"),
+        tex=res("tables/table{number}.tex"),
+        html=report(res("tables/table{number}.html"), caption="../report/table.rst", category="Tables",
+                    subcategory="Table {number}", labels={"table": "{number}"}),
     params:
         inputs=table_input_args,
         scale=SCALE["label"],
@@ -25,9 +30,11 @@ rule render_table:
         software_env()
     log:
         res("logs/render/table{number}.log"),
+    benchmark:
+        res("benchmarks/render/table{number}.tsv"),
     shell:
         "paired-rollouts render table --number {wildcards.number:q} {params.inputs:q} --scale {params.scale:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--out {output.tex:q} --html {output.html:q} > {log:q} 2>&1"
 
 
 rule render_figure:
@@ -37,7 +44,8 @@ rule render_figure:
         code=RENDER_SOURCES,
     output:
         pdf=res("figures/{figure}.pdf"),
-        png=res("figures/{figure}.png"),
+        png=report(res("figures/{figure}.png"), caption="../report/figure.rst", category="Figures",
+                   labels={"figure": "{figure}"}),
     params:
         inputs=figure_input_args,
         scale=SCALE["label"],
@@ -45,6 +53,8 @@ rule render_figure:
         software_env()
     log:
         res("logs/render/{figure}.log"),
+    benchmark:
+        res("benchmarks/render/{figure}.tsv"),
     shell:
         "paired-rollouts render figure --name {wildcards.figure:q} {params.inputs:q} --scale {params.scale:q} "
         "--out {output.pdf:q} > {log:q} 2>&1"
@@ -56,10 +66,13 @@ rule render_document:
         tables=expand(res("tables/table{number}.tex"), number=TABLES),
         figures=expand(res("figures/{figure}.pdf"), figure=FIGURES),
         verification=verification_file(),
+        decisions=decision_files(),
+        comparison=comparison_file(),
+        ledger=res("ledger.json"),
         code=RENDER_SOURCES,
         template=document_template(),
     output:
-        res("paper/tables.pdf"),
+        report(res("paper/tables.pdf"), caption="../report/document.rst", category="Document"),
     params:
         commit=git_commit(),
         profile=ACCELERATOR,
@@ -68,7 +81,10 @@ rule render_document:
         software_env()
     log:
         res("logs/render/document.log"),
+    benchmark:
+        res("benchmarks/render/document.tsv"),
     shell:
         "paired-rollouts render document --tables {input.tables:q} --figures {input.figures:q} "
-        "--verification {input.verification:q} --profile {params.profile:q} --scale {params.scale:q} "
+        "--verification {input.verification:q} --decisions {input.decisions:q} --comparison {input.comparison:q} "
+        "--ledger {input.ledger:q} --profile {params.profile:q} --scale {params.scale:q} "
         "--commit {params.commit:q} --out {output:q} > {log:q} 2>&1"

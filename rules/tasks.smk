@@ -14,6 +14,8 @@ rule tasks:
         software_env()
     log:
         res("logs/tasks.log"),
+    benchmark:
+        res("benchmarks/tasks.tsv"),
     shell:
         "paired-rollouts tasks --out {params.tasks_dir:q} > {log:q} 2>&1"
 
@@ -32,5 +34,7 @@ rule reference:
         software_env()
     log:
         res("logs/reference.log"),
+    benchmark:
+        res("benchmarks/reference.tsv"),
     shell:
         "paired-rollouts reference --tasks-dir {params.tasks_dir:q} --out {output:q} > {log:q} 2>&1"

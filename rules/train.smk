@@ -31,6 +31,8 @@ rule train:
         software_env()
     log:
         res("logs/train/{run}.log"),
+    benchmark:
+        res("benchmarks/train/{run}.tsv"),
     shell:
         "paired-rollouts train --run {wildcards.run:q} --tasks-dir {params.tasks_dir:q} --model-dir {params.model:q} "
         "--verification {input.verification:q} --settings {params.settings:q} --out-dir {params.out_dir:q} "
@@ -48,5 +50,7 @@ rule group_stats:
         software_env()
     log:
         res("logs/group_stats/{run}.log"),
+    benchmark:
+        res("benchmarks/group_stats/{run}.tsv"),
     shell:
         "paired-rollouts group-stats --groups {input.groups:q} --out {output:q} > {log:q} 2>&1"

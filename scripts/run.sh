@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The README's main command: install everything, then run the whole study at stand-in scale on
-# this machine (profile `cpu`), ending in results/standin/paper/tables.pdf.
+# The README's main command: install everything, then run the study twice on this machine (profile
+# `cpu`): first with the surrogate policy (16 seeds per arm, results/surrogate/paper/tables.pdf), then
+# with the LLM stand-in that exercises TRL (results/standin/paper/tables.pdf).
 #
 #   bash scripts/run.sh [extra snakemake arguments]
 set -euo pipefail
@@ -12,4 +13,6 @@ VENV=${PAIRED_ROLLOUTS_VENV:-$ROOT/.venv}
 bash scripts/setup.sh
 export PATH="$VENV/bin:$PATH"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+# Targets and flags before --config: it takes every word after it.
+"$VENV/bin/snakemake" all "$@" --profile cpu --config accelerator=cpu scale=surrogate
 exec "$VENV/bin/snakemake" --profile cpu all "$@"

@@ -45,6 +45,7 @@ APT_PACKAGES=(
   munge slurmctld slurmd slurm-client
   texlive-latex-base texlive-latex-recommended lmodern latexmk
   poppler-utils
+  chromium  # headless browser: the Snakemake report is checked in it (tests/test_report.py)
 )
 
 say() { printf '[setup] %s\n' "$*" >&2; }

@@ -27,6 +27,7 @@ as_root bash scripts/local_slurm.sh up
 
 export PAIRED_ROLLOUTS_REQUIRE_SLURM=1
 export PAIRED_ROLLOUTS_REQUIRE_LATEX=1
+export PAIRED_ROLLOUTS_REQUIRE_BROWSER=1
 export PATH="$VENV/bin:$PATH"
 # Stand-in training is small; keep BLAS from oversubscribing a shared 2-core machine.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}

@@ -407,3 +407,29 @@ def test_unmarked_freeze_from_test_root_is_rejected(ws, capsys):
     rc = main(["prereg", "verify", "--freeze", str(ws / "freeze"), "--out", str(out), "--root", str(ws)])
     assert rc == 1 and not out.exists()
     assert "local test authority" in capsys.readouterr().err
+
+
+@tsa
+def test_freeze_with_one_token_removed_is_rejected(ws, capsys):
+    """freeze requires two authorities; verify used to pass a record left with one token."""
+    record_path = ws / "freeze/freeze.json"
+    record = json.loads(record_path.read_text())
+    record["tokens"] = record["tokens"][:1]
+    record_path.write_text(json.dumps(record))
+    report = _assert_rejected(ws, capsys, "1 token(s) from distinct authorities verify", "at least 2")
+    assert not report["passes"]
+
+
+@tsa
+def test_printed_authority_is_the_verified_signer(ws, capsys):
+    """The subject shown is the token signer's, not the editable copy in freeze.json."""
+    record_path = ws / "freeze/freeze.json"
+    record = json.loads(record_path.read_text())
+    real = record["tokens"][0]["tsa_certificate"]["subject"]
+    record["tokens"][0]["tsa_certificate"]["subject"] = "CN=Trusted Public TSA,O=Somebody Else"
+    record_path.write_text(json.dumps(record))
+    report = _assert_rejected(ws, capsys, "the token's signer is")
+    assert _token(report, "test-a")["tsa_subject"] == real
+    rc, _ = _verify_cli(ws)
+    err = capsys.readouterr().err
+    assert "Trusted Public TSA" not in err.split("does NOT verify")[0] and f"TSA '{real}'" in err

@@ -207,4 +207,11 @@ def test_register_and_t_ref():
     reg = build_probe_register("c2-paired-s1", "c2-paired-s1", {"0": _ckpt(1, 2, 1, 2), "8": _ckpt(1, 3, 1, 2)},
                                {"estimator": "mean_centered", "outcome": "every", "transition": "strict_majority"})
     assert reg["steps"] == [0, 8] and reg["checkpoints"]["8"]["step"] == 8 and reg["verdict"]["passes"]
+    # batch equivalent: 1/ratio of the MC traces (paired / independent), per noise type
+    for step in ("0", "8"):
+        cp = reg["checkpoints"][step]
+        for noise in ("outcome", "transition"):
+            ratio = cp[noise]["mean_centered"]["ratio_paired_over_independent"]
+            assert cp["batch_equivalent"][noise] == pytest.approx(1 / ratio)
+    assert reg["checkpoints"]["8"]["batch_equivalent"]["outcome"] == pytest.approx(3.0)
     assert t_ref_from_tokens([10, 20], 24, 8) == 24 * 8 * 15

@@ -29,16 +29,18 @@ RULES = {
     "luck_share",
     "group_stats",
     "completeness",
+    "run_register",
     "decide",
     "probe_checkpoint",
     "probe",
+    "probe_verdict",
     "render_table",
     "render_figure",
     "render_document",
 }
 GPU_RULES = {"train", "evaluate_periodic", "evaluate_final", "evaluate_final_c4", "diagnose", "probe_checkpoint"}
 CPU_ONLY_RULES = {"tasks", "reference", "decide", "render_table", "render_figure", "render_document", "probe",
-                  "prepare_model"}
+                  "probe_verdict", "run_register", "prepare_model"}
 EXPECTED = {
     "cpu": ("cpu", "standin"),
     "h100": ("h100", "paper"),
@@ -78,7 +80,11 @@ def test_no_default_profile() -> None:
 def test_profile_settings(name: str) -> None:
     data = _load(name)
     accelerator, scale = EXPECTED[name]
-    assert data["config"] == {"accelerator": accelerator, "scale": scale}
+    # accelerator and scale come through `configfile:` so that `--config k=v` adds to them
+    assert "config" not in data
+    assert data["configfile"] == ["config/config.yaml", f"profiles/{name}/settings.yaml"]
+    settings = yaml.safe_load((PROFILES / name / "settings.yaml").read_text())
+    assert settings == {"accelerator": accelerator, "scale": scale}
     missing = COMMON_KEYS - data.keys()
     assert not missing, f"{name}: missing {sorted(missing)}"
     assert data["keep-incomplete"] is False
@@ -150,6 +156,10 @@ rule train:
 def test_snakemake_accepts_profile(name: str, tmp_path: Path) -> None:
     # Every key must be one this Snakemake (and its SLURM plugin) knows: a dry run parses them all.
     shutil.copytree(PROFILES / name, tmp_path / name)
+    # the config files the profile lists (paths relative to the repository root)
+    shutil.copytree(PROFILES / name, tmp_path / "profiles" / name)
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text("{}\n")
     (tmp_path / "Snakefile").write_text(DRY_RUN_SNAKEFILE)
     done = subprocess.run(
         [sys.executable, "-m", "snakemake", "--profile", name, "--dry-run", "all"],

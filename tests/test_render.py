@@ -43,6 +43,11 @@ INPUTS = {
     "probe": files("probe/*.json"),
     "decisions": [RES / "decisions/c2.json", RES / "decisions/c4.json"],
     "rules": [Path(__file__).parents[1] / "prereg" / "decision_rules.yaml"],
+    # surrogate scales (copied from a tiny_surrogate run)
+    "power": [RES / "decisions/power.json"],
+    "calibration": [RES / "models/surrogate/calibration.json"],
+    "published_curves": [Path(__file__).parents[1] / "data" / "published" / "curves.yaml"],
+    "published": [Path(__file__).parents[1] / "data" / "published" / "paper.yaml"],
 }
 
 
@@ -112,6 +117,43 @@ def test_document_compiles_without_overfull_boxes(rendered, tmp_path):
         for needle in ("abc123def456", "cpu", "stand-in", "6dc709de6f36f008", "verified",
                        "Registered outcomes", "Outcome-noise probe traces"):
             assert needle in text, needle
+
+
+def test_document_opens_with_the_published_versus_reproduced_summary(rendered, tmp_path):
+    need_latex()
+    comparison = tmp_path / "comparison.json"
+    assert cli_main(["compare", "--results", str(RES), "--published", str(INPUTS["published"][0]),
+                     "--tasks-dir", str(Path(__file__).parents[1] / "data" / "tasks"), "--scale-name", "standin",
+                     "--scale", "stand-in", "--out", str(comparison)]) == 0
+    summary = json.loads(comparison.read_text())["summary"]
+    out = tmp_path / "tables.pdf"
+    document.build_document([rendered["table3"]], [], RES / "prereg/verification.json", "cpu", "stand-in", "abc",
+                            out, strict=True, comparison=comparison)
+    text = subprocess.run(["pdftotext", "-layout", str(out), "-"], capture_output=True, text=True, check=True).stdout
+    first = text.split("\f")[1]  # the page after the title page
+    assert "Published versus reproduced" in first
+    assert f"{summary['reproduced']} of {summary['entries']} published numbers reproduced within rounding" in first
+    assert "a mismatch with the published numbers is expected" in " ".join(first.split())
+    assert summary["reproduced"] >= 1 and summary["entries"] > 200
+
+
+def test_tables_3_and_4_show_the_published_values_under_the_reproduced(rendered):
+    from paired_rollouts.compare.published import load_published
+
+    pub = {e.id: e.value for e in load_published(INPUTS["published"][0]).entries}
+    for number, cond in ((3, "c2"), (4, "c4")):
+        text = rendered[f"table{number}"].read_text()
+        assert "Published (the paper" in text
+        published_rows = rows_of("\\midrule\n" + text.split("Published (the paper", 1)[1].split("\n", 1)[1])
+        seeds = [r for r in published_rows if r[0] in ("0", "1", "2")]
+        assert [r[0] for r in seeds] == ["0", "1", "2"]
+        for row in seeds:
+            s = row[0]
+            assert fmt.parse_number(row[1]) == pytest.approx(round(pub[f"{cond}.auc.paired.s{s}"], 3))
+            assert fmt.parse_number(row[2]) == pytest.approx(round(pub[f"{cond}.auc.independent.s{s}"], 3))
+            assert fmt.parse_number(row[3]) == pytest.approx(round(pub[f"{cond}.auc.difference.s{s}"], 3))
+        mean = next(r for r in published_rows if r[0] == "mean")
+        assert fmt.parse_number(mean[3]) == pytest.approx(pub[f"{cond}.auc.difference.mean"])
 
 
 def test_document_is_reproducible(rendered, tmp_path):
@@ -263,8 +305,8 @@ def test_unknown_and_missing_keys_and_settings():
         tables.render_table(5, {}, "x")
     with pytest.raises(UserError, match="unknown --settings"):
         tables.render_table(5, {"probe": INPUTS["probe"]}, "x", {"nope": 1})
-    with pytest.raises(UserError, match="tables 1-12"):
-        tables.render_table(13, {}, "x")
+    with pytest.raises(UserError, match="tables are 1-14"):
+        tables.render_table(15, {}, "x")
     with pytest.raises(UserError, match="KEY=PATH"):
         src.parse_input_args(["decisions"])
 
@@ -391,3 +433,55 @@ def test_help_lists_each_tables_inputs(capsys):
         cli_main(["render", "table", "--help"])
     out = capsys.readouterr().out
     assert "12 Outcome-probe traces: probe*" in out and "decisions*" in out
+
+
+def _undecided_register(tmp_path):
+    data = json.loads((RES / "decisions/c2.json").read_text())
+    reason = "not decided: 1 of 2 seed pairs of the design admitted (3 problem(s) under 'missing')"
+    for name in ("H1a", "H2a", "H3", "H5"):
+        data[name]["passes"] = None
+        data[name]["reason"] = reason
+    data.update(complete=False, decided=False, design_seeds=[0, 1], seed_pairs=data["seed_pairs"][:1])
+    path = tmp_path / "decisions" / "c2.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data))
+    return path, reason
+
+
+def test_table2_says_not_decided_on_partial_evidence(tmp_path):
+    """A register decided on fewer seed pairs than the design used to print a bold pass in table 2."""
+    path, reason = _undecided_register(tmp_path)
+    text = tables.render_table(2, {"decisions": [path]}, "s")
+    h2a = text[text.index("H2a"):text.index("H3")]
+    assert "not decided" in h2a and "\\textbf{pass}" not in text.split("\\midrule", 1)[-1].split("H1b")[0] + h2a
+    assert "1 of 2 seed pairs" in text
+
+
+def test_title_page_says_the_study_is_incomplete(rendered, tmp_path):
+    need_latex()
+    path, _ = _undecided_register(tmp_path)
+    assert document.study_status([RES / "decisions/c2.json"]) == ""   # the fixture c2 register is complete
+    status = document.study_status([path])
+    assert status.startswith("STUDY INCOMPLETE: C2: 1 of 2 seed pairs admitted, H1a, H2a, H3, H5 not decided")
+    out = tmp_path / "doc.pdf"
+    document.build_document([rendered["table3"]], [], RES / "prereg/verification.json", "cpu", "stand-in", "abc",
+                            out, decisions=[path])
+    if shutil.which("pdftotext"):
+        text = subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True, check=True).stdout
+        assert "STUDY INCOMPLETE" in text
+def test_added_table_content_p13_within_ratios_sw_traces_and_residual(rendered):
+    probe = json.loads((RES / "probe/c2-paired-s0.json").read_text())
+    t2 = rendered["table2"].read_text()
+    assert t2.count(r"\textbf{P13}") == 2 and "transition-noise MC ratio below one" in t2
+    base = probe["checkpoints"][str(probe["steps"][0])]["outcome"]["lhs_over_rhs"]
+    assert f"$L/R$ = {base:.3f}" in t2
+    rows5 = rows_of(rendered["table5"].read_text())
+    first = rows5[0]
+    cp = probe["checkpoints"][str(probe["steps"][0])]
+    assert fmt.parse_number(first[9]) == pytest.approx(round(cp["counts"]["rho_zero_fraction"], 3))
+    assert fmt.parse_number(first[7]) == pytest.approx(
+        round(cp["outcome"]["mean_centered"]["ratio_within_paired_over_independent"], 3))
+    t12 = rendered["table12"].read_text()
+    residual = cp["outcome"]["mean_centered"]["identity_residual"]
+    mantissa, exponent = f"{residual:.2e}".split("e")
+    assert f"${mantissa}\\times 10^{{{int(exponent)}}}$" in t12

@@ -77,6 +77,10 @@ def _squeue_state(job_id: str) -> str:
 def test_slurm_cpu_profile_submits_through_sbatch(tmp_path: Path) -> None:
     _require_cluster()
     shutil.copytree(PROFILE, tmp_path / "slurm-cpu")
+    # the config files the profile lists (paths relative to the repository root)
+    shutil.copytree(PROFILE, tmp_path / "profiles" / "slurm-cpu")
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text("{}\n")
     (tmp_path / "Snakefile").write_text(SNAKEFILE)
 
     env = dict(os.environ)

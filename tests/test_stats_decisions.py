@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from paired_rollouts.cli import main
+from paired_rollouts.noise.seeds import diagnostic_seed, eval_schedule_seed, row_order, training_schedule_seed
 from paired_rollouts.stats.decisions import h3_steps
 
 
@@ -102,7 +103,7 @@ def make_run(root: Path, cond: str, arm: str, seed: int, pools, lam_high=True, s
                     else:
                         s = (t + j + step) % 2
                     rows.append(_episode(run, cond, arm, seed, "periodic", step, regime, task, index,
-                                         100 * t + index, s))
+                                         eval_schedule_seed(task, index), s))
             _write(ev / f"periodic-step{step}-{regime}.jsonl", rows)
     for regime, idxs in SETTINGS["final"]["regimes"].items():
         rows = []
@@ -114,24 +115,29 @@ def make_run(root: Path, cond: str, arm: str, seed: int, pools, lam_high=True, s
                     s = NOISY[arm][task][j]
                 else:
                     s = (t + j) % 2
-                rows.append(_episode(run, cond, arm, seed, "final", 8, regime, task, index, 200 + 100 * t + index, s))
+                rows.append(_episode(run, cond, arm, seed, "final", 8, regime, task, index,
+                                     eval_schedule_seed(task, index), s))
         _write(ev / f"final-step8-{regime}.jsonl", rows)
     rows = []
     for t in range(2):
         for k in range(4):
             for m in range(4):
                 s = (k % 2) if lam_high else (m % 2)   # rows all-1/all-0 -> lam 1; columns -> lam 0
-                rows.append(_episode(run, cond, arm, seed, "diagnostic", 0, "diag", f"diagnostic-{t:05d}", k,
-                                     700 + k, s))
+                task = f"diagnostic-{t:05d}"
+                rows.append(_episode(run, cond, arm, seed, "diagnostic", 0, "diag", task, k,
+                                     diagnostic_seed(seed, task, k), s))
     diag = root / "results" / "diagnostics" / run / "diag-step0.jsonl"
     _write(diag, rows)
     groups = []
+    order = row_order(3, seed)
     for step in range(2):
         for g in range(2):
-            base = 1000 * step + 10 * g
-            sseeds = [base] * 4 if (shared_seeds if shared_seeds is not None else arm == "paired") else \
+            row = 2 * step + g
+            base = training_schedule_seed(seed, cond, row)
+            sseeds = [base] * 4 if (shared_seeds if shared_seeds is not None else arm != "independent") else \
                 [base + i for i in range(4)]
-            groups.append({"run": run, "step": step, "group": g, "task_id": f"train-{g:05d}",
+            groups.append({"run": run, "step": step, "group": g, "task_id": f"train-{order[row % 3]:05d}",
+                           "row_index": row, "schedule_seed": base,
                            "schedule_seeds": sseeds, "true_success": [True] * 4,
                            "observed_reward": [1.0, 1.0, 1.0, 0.0 if arm == "independent" else 1.0],
                            "advantages": [0.0] * 4})
@@ -142,14 +148,16 @@ def make_run(root: Path, cond: str, arm: str, seed: int, pools, lam_high=True, s
     return run
 
 
-def completeness(root: Path, run: str) -> dict:
+def completeness(root: Path, run: str, strict: bool = False, rc_expected: int = 0) -> dict:
     res = root / "results"
     out = res / "runs" / run / "complete.json"
+    luck_file = res / "diagnostics" / run / "luck-step0.json"
     rc = main(["completeness", "--run", run, "--settings", json.dumps(SETTINGS), "--evals", str(res / "evals" / run),
                "--diagnostics", str(res / "diagnostics" / run), "--groups", str(res / "runs" / run / "groups.jsonl"),
                "--run-manifest", str(res / "runs" / run / "manifest.json"),
-               "--manifest", str(root / "data" / "tasks" / "MANIFEST.json"), "--out", str(out)])
-    assert rc == 0
+               "--manifest", str(root / "data" / "tasks" / "MANIFEST.json"), "--out", str(out),
+               *(["--luck", str(luck_file)] if luck_file.is_file() else []), *(["--strict"] if strict else [])])
+    assert rc == rc_expected
     return json.loads(out.read_text())
 
 
@@ -160,9 +168,10 @@ def luck(root: Path, run: str):
     return d / "luck-step0.json"
 
 
-def decide(root: Path, cond: str, runs, out_name="dec.json", complete=True, extra=()):
+def decide(root: Path, cond: str, runs, out_name="dec.json", complete=True, extra=(), seeds=("0", "1")):
     res = root / "results"
     args = ["decide", "--condition", cond, "--episodes", *[str(res / "evals" / r) for r in runs],
+            *(["--seeds", *seeds] if seeds is not None else []),
             "--groups", *[str(res / "runs" / r / "groups.jsonl") for r in runs],
             "--luck", *[str(res / "diagnostics" / r / "luck-step0.json") for r in runs],
             "--rules", str(root / "rules.yaml"), "--manifest", str(root / "data" / "tasks" / "MANIFEST.json"),
@@ -179,8 +188,8 @@ def study(tmp_path):
     runs = [make_run(tmp_path, "C2", arm, seed, pools) for seed in (0, 1) for arm in ("paired", "independent")]
     runs.append(make_run(tmp_path, "C0", "clean", 0, pools))
     for r in runs:
-        assert completeness(tmp_path, r)["complete"]
         luck(tmp_path, r)
+        assert completeness(tmp_path, r, strict=True)["complete"]
     return tmp_path, runs
 
 
@@ -214,6 +223,16 @@ def test_c2_decision_by_hand(study):
     # s0 paired at_training curve .5 .75 1 reaches .617 between steps 0 and 4: 0 + (.117/.25)*4
     assert sec["steps_to_threshold"]["c2-paired-s0"]["step"] == pytest.approx(1.872, abs=1e-4)
     assert sec["steps_to_threshold"]["c2-independent-s1"] == {"step": None, "censored": True}
+    # per-step curves (the blog's learning-curve points): the s0 paired at_training curve above, and the arm mean
+    assert sec["curves"]["c2-paired-s0"]["at_training"] == {"0": 0.5, "4": 0.75, "8": 1.0}
+    members = [sec["curves"][r]["at_training"] for r in ("c2-paired-s0", "c2-paired-s1")]
+    assert sec["arms"]["paired"]["curve"]["at_training"] == {
+        k: pytest.approx((members[0][k] + members[1][k]) / 2, abs=1e-4) for k in members[0]}
+    # exposure: the share of final episodes that met a fault, beside recovery success among them
+    for run, by_regime in sec["exposure"].items():
+        assert all(0.0 <= v <= 1.0 for v in by_regime.values()), run
+        for regime, share in by_regime.items():
+            assert (sec["recovery_success"][run][regime] is None) == (share == 0.0), (run, regime)
     assert reg["bootstrap"] == {"resamples": 2000, "seed": 20260911}
     # the same inputs give the same bytes
     first = (root / "dec.json").read_bytes()
@@ -227,12 +246,17 @@ def test_seed_sharing_and_luck_failures(tmp_path):
             make_run(tmp_path, "C2", "independent", 0, pools, shared_seeds=True)]
     for r in runs:
         luck(tmp_path, r)
-    reg = decide(tmp_path, "C2", runs, complete=False)
-    assert reg["complete"] is False                        # nothing was checked
+        assert completeness(tmp_path, r)["complete"]
+    reg = decide(tmp_path, "C2", runs, seeds=("0",))
+    assert reg["complete"] is True and reg["decided"] is True
     rows = reg["H1a"]["runs"]
     assert rows["c2-paired-s0"]["luck_criterion"] is False and rows["c2-paired-s0"]["sharing_criterion"]
     assert rows["c2-independent-s0"]["sharing_criterion"] is False
-    assert reg["H1a"]["passes"] is False
+    assert reg["H1a"]["passes"] is False and reg["H1a"]["decided"] is True
+    # unchecked evidence (no completeness files) is never decided, not even as a miss
+    reg = decide(tmp_path, "C2", runs, complete=False, seeds=("0",), out_name="unchecked.json")
+    assert reg["complete"] is False and reg["runs"] == []
+    assert all(reg[h]["passes"] is None and "not decided" in reg[h]["reason"] for h in ("H1a", "H2a", "H3", "H5"))
 
 
 def test_incomplete_run_is_refused(study):
@@ -282,8 +306,8 @@ def test_c4_decision(tmp_path):
     pools = make_pools(tmp_path)
     runs = [make_run(tmp_path, "C4", arm, s, pools) for s in (0, 1) for arm in ("paired", "independent")]
     for r in runs:
-        completeness(tmp_path, r)
         luck(tmp_path, r)
+        assert completeness(tmp_path, r)["complete"]
     reg = decide(tmp_path, "C4", runs)
     assert "H2b" in reg and "H3" not in reg and "H5" not in reg
     assert reg["H2b"]["validation_set"] == "clean" and reg["H2b"]["final_set"] == "clean"

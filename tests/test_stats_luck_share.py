@@ -55,7 +55,10 @@ def _diag(path, run, tables, drop_one=False):
                     continue
                 lines.append({"run": run, "condition": "C2", "arm": "paired", "seed": 0, "phase": "diagnostic",
                               "step": 0, "regime": "diag", "task_id": f"diagnostic-{t:05d}",
-                              "schedule_index": k, "schedule_seed": 900 - k, "true_success": bool(v)})
+                              "schedule_index": k, "schedule_seed": 900 - k, "true_success": bool(v),
+                              # the rest of the contract's episode record (the typed reader requires it)
+                              "observed_reward": float(v), "flipped": False, "exposed": False, "calls": 3,
+                              "budget": 9, "finished": True, "faults": {}})
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
 
 

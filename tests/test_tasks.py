@@ -177,3 +177,53 @@ def test_verify_cli_and_task_index(sim_tasks_dir: Path, tmp_path: Path, capsys: 
     assert "test-00299" in index and "test-00300" not in index
     with pytest.raises(UserError):
         index.get("train-99999")
+
+
+def test_verify_reads_the_manifest_too(sim_tasks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A pool edited together with a re-hashed MANIFEST (what --no-check writes) is not the paper's;
+    and `tasks --verify` used to ignore MANIFEST.json altogether."""
+    import hashlib
+    import shutil
+
+    from paired_rollouts.backoffice.tasks import paper_pools
+
+    copy = tmp_path / "tasks"
+    shutil.copytree(sim_tasks_dir, copy)
+    manifest = json.loads((copy / "MANIFEST.json").read_text())
+    assert paper_pools(manifest)
+    manifest["pools"]["test"]["sha256"] = "0" * 64
+    (copy / "MANIFEST.json").write_text(json.dumps(manifest))
+    assert cli_main(["tasks", "--verify", "--out", str(copy)]) == 1
+    assert "MANIFEST.json: pools.test.sha256" in capsys.readouterr().err
+    # edit a pool and re-hash the manifest consistently: load_pool accepts it, the paper check does not
+    pool = copy / "test.jsonl"
+    data = pool.read_bytes()
+    edited = data.replace(b'"instruction": "', b'"instruction": "Now: ', 1)
+    assert edited != data
+    pool.write_bytes(edited)
+    manifest["pools"]["test"]["sha256"] = hashlib.sha256(pool.read_bytes()).hexdigest()
+    assert not paper_pools(manifest)
+
+
+def test_non_utf8_pool_is_refused(sim_tasks_dir: Path, tmp_path: Path) -> None:
+    import hashlib
+
+    data = (sim_tasks_dir / "diagnostic.jsonl").read_bytes()
+    lines = data.split(b"\n")
+    lines[2] = lines[2].replace(b"Please", b"Pl\xe9ase", 1) if b"Please" in lines[2] else lines[2][:-2] + b"\xff\"}"
+    bad = b"\n".join(lines)
+    path = tmp_path / "diagnostic.jsonl"
+    path.write_bytes(bad)
+    manifest = {"pools": {"diagnostic": {"sha256": hashlib.sha256(bad).hexdigest()}}}
+    with pytest.raises(UserError, match=r"diagnostic\.jsonl:3: not UTF-8"):
+        load_pool(path, manifest)
+
+
+def test_tasks_out_at_a_file_fails_before_work(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import time
+
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    start = time.monotonic()
+    assert cli_main(["tasks", "--out", str(target)]) == 1
+    assert time.monotonic() - start < 2 and "is a file" in capsys.readouterr().err

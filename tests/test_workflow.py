@@ -79,12 +79,14 @@ def test_paper_dag_has_the_papers_job_counts() -> None:
     assert counts["luck_share"] == diagnostics
     assert counts["group_stats"] == runs
     assert counts["completeness"] == runs
-    assert counts["probe"] == 2
+    assert counts["probe"] == 2 and counts["probe_verdict"] == 2
     assert counts["probe_checkpoint"] == 3 + 6  # trajectories a (0, 80, 100) and b (0, 20, ..., 100)
     assert counts["decide"] == 2
     assert counts["render_table"] == 12
-    assert counts["render_figure"] == 5
+    assert counts["render_figure"] == 7
     assert counts["render_document"] == 1
+    assert counts["compare"] == 1 and counts["probe_bandit"] == 1 and counts["ledger"] == 1
+    assert counts["run_register"] == runs
     assert counts["tasks"] == 1 and counts["reference"] == 1 and counts["prereg_verify"] == 1
     # No stand-in model is built for the real model; its snapshot is prepared once.
     assert "tokenizer" not in counts and "warm_start" not in counts
@@ -133,6 +135,14 @@ def _touch_all_outputs(work: Path) -> None:
         path = work / fields[0]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
+    # Benchmark files are not in the summary; the cost ledger reads them (the dry run prints its inputs).
+    dry = snakemake("--profile", "cpu", "-n", "--forceall", "results/standin/ledger.json", cwd=work).stdout
+    block = dry.split("rule ledger:", 1)[1]
+    inputs = next(x for x in block.splitlines() if x.strip().startswith("input:")).split("input:", 1)[1]
+    for name in inputs.strip().split(", "):
+        if "/benchmarks/" in name:
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            (work / name).touch()
     snakemake("--profile", "cpu", "--touch", "--forceall", "all", cwd=work)
 
 
@@ -186,21 +196,27 @@ def test_editing_a_threshold_reruns_only_decisions_and_tables(touched_copy: Path
     work = touched_copy
     verification = work / "results/standin/prereg/verification.json"
     # The threshold is edited, the freeze amended and re-verified: the verification is newest.
+    bench = work / "results/standin/benchmarks/prereg_verify.tsv"  # the re-verification writes its benchmark too
     with _edited(work / "prereg/decision_rules.yaml", "\n# edited threshold\n"), \
-            _edited(verification, "\n"):
+            _edited(verification, "\n"), _edited(bench, ""):
         later = time.time() + 7200
         os.utime(verification, (later, later))
+        os.utime(bench, (later, later))
         counts = _rerun_rules(work)
-    assert set(counts) <= {"prereg_verify", "decide", "render_table", "render_document", "all"}, counts
-    assert counts["decide"] == 2
-    assert "train" not in counts and not any(r.startswith("evaluate") for r in counts)
+    # final_success (figure 3) shows the decision registers' final values, so it is redrawn too
+    assert set(counts) <= {"prereg_verify", "decide", "probe_verdict", "render_table", "render_figure",
+                           "render_document", "compare", "ledger", "all"}, counts
+    # every stage that reads a frozen key reruns (the H1b verdict too), the expensive probe does not
+    assert counts["decide"] == 2 and counts["probe_verdict"] == 2
+    assert "train" not in counts and not any(r.startswith(("evaluate", "probe_checkpoint")) for r in counts)
+    assert "probe" not in counts
 
 
 def test_editing_a_template_reruns_only_rendering(touched_copy: Path) -> None:
     work = touched_copy
     with _edited(work / "workflow_src/paired_rollouts/render/templates/table3.tex.j2", "\n"):
         counts = _rerun_rules(work)
-    assert set(counts) <= {"render_table", "render_document", "all"}, counts
+    assert set(counts) <= {"render_table", "render_document", "ledger", "all"}, counts
     assert counts["render_table"] == 1 and counts["render_document"] == 1
 
 
@@ -259,3 +275,67 @@ def test_paper_model_is_prepared_once_and_loaded_by_every_learning_job() -> None
     learning = [line for line in text.splitlines()
                 if re.search(r"paired-rollouts (train|evaluate|probe checkpoint) ", line)]
     assert learning and all("--model-dir results/models/paper/prepared" in line for line in learning)
+
+
+def test_gpu_profiles_refuse_pools_that_are_not_the_papers(tmp_path: Path) -> None:
+    """A pool edited together with a re-hashed MANIFEST (what `tasks --no-check` writes) passes every
+    manifest check; the GPU profiles compare with the paper's hashes and stop before anything runs."""
+    import hashlib
+    import json
+
+    work = _copy_repo(tmp_path)
+    pool = work / "data/tasks/test.jsonl"
+    pool.write_bytes(pool.read_bytes().replace(b'"instruction": "', b'"instruction": "Now: ', 1))
+    manifest_path = work / "data/tasks/MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["pools"]["test"]["sha256"] = hashlib.sha256(pool.read_bytes()).hexdigest()
+    manifest_path.write_text(json.dumps(manifest))
+    result = snakemake("-n", "--config", "accelerator=h100", "scale=paper", cwd=work, check=False)
+    assert result.returncode != 0
+    assert "not the paper's" in result.stdout + result.stderr
+
+
+def test_config_on_the_command_line_adds_to_the_profile() -> None:
+    """`--config scale=tiny` used to replace the profile's whole `config:` block (accelerator lost) and
+    fail with a misleading 'No profile given'."""
+    result = snakemake("--profile", "cpu", "-n", "results/tiny/prereg/verification.json", "--config", "scale=tiny",
+                       check=False)
+    text = result.stdout + result.stderr
+    assert result.returncode == 0, text[-3000:]
+    assert "No profile given" not in text
+
+
+def test_missing_scale_block_is_one_clear_error(tmp_path: Path) -> None:
+    """A scale named by the profile but without its block in config/config.yaml used to be a bare KeyError."""
+    import yaml
+
+    work = _copy_repo(tmp_path)
+    path = work / "config/config.yaml"
+    data = yaml.safe_load(path.read_text())
+    del data["scales"]["tiny"]
+    path.write_text(yaml.safe_dump(data))
+    result = snakemake("--profile", "cpu", "-n", "--config", "scale=tiny", cwd=work, check=False)
+    text = result.stdout + result.stderr
+    assert result.returncode != 0 and "scale 'tiny' has no block" in text and "KeyError" not in text
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda d: d["scales"]["tiny"]["training"].update(learnig_rate=1e-3), "learnig_rate"),
+    (lambda d: d["scales"]["tiny"]["model"].update(hiden_size=8), "hiden_size"),
+    (lambda d: d["scales"]["tiny"]["probe"]["trajectories"][sorted(d["scales"]["tiny"]["probe"]["trajectories"])[0]]
+     .update(run="c2-paired-s7"), "not in the seed matrix"),
+    (lambda d: d["scales"]["tiny"]["diagnostics"]["steps"]["seed0"].append(10_000), "beyond the last training step"),
+])
+def test_config_mistakes_fail_the_dry_run(tmp_path: Path, edit, needle) -> None:
+    """A typo in training:/model: used to surface after the warm start; a probe of a run outside the seed
+    matrix silently added a training job; diagnostic steps past the last step passed the dry run."""
+    import yaml
+
+    work = _copy_repo(tmp_path)
+    path = work / "config/config.yaml"
+    data = yaml.safe_load(path.read_text())
+    edit(data)
+    path.write_text(yaml.safe_dump(data))
+    result = snakemake("--profile", "cpu", "-n", "--config", "scale=tiny", cwd=work, check=False)
+    text = result.stdout + result.stderr
+    assert result.returncode != 0 and needle in text, text[-2000:]

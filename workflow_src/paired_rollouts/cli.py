@@ -23,7 +23,9 @@ COMMAND_MODULES = (
     "evaluation",
     "stats",
     "probe",
+    "surrogate",
     "render",
+    "compare",
 )
 
 

@@ -127,7 +127,9 @@ class EpisodeSession:
         if self.api is None or self.task is None or self.world is None:
             raise RuntimeError("finish_and_grade() before reset()")
         api = self.api
-        result = grade(self.task, self.world, initial=self.world.history[0], limit=20)
+        # The record keeps the first MAX_DIFFS_IN_RECORD diffs; the diff list is built in order, so a
+        # smaller limit yields exactly that prefix.
+        result = grade(self.task, self.world, initial=self.world.history[0], limit=MAX_DIFFS_IN_RECORD)
         observed, flipped = observe(result.success, self.schedule)
         clean = self.schedule is None
         failed = []

@@ -21,6 +21,7 @@ from paired_rollouts.errors import UserError
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (temp file + fsync + rename)."""
     target = Path(path)
+    _check_output(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
@@ -44,8 +45,12 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 
 
 def dumps_json(obj: Any) -> str:
-    """The one JSON style for registers: sorted keys, indent 2, trailing newline."""
-    return json.dumps(obj, sort_keys=True, indent=2, allow_nan=False) + "\n"
+    """The one JSON style for registers: sorted keys, indent 2, trailing newline (NaN is refused)."""
+    try:
+        return json.dumps(obj, sort_keys=True, indent=2, allow_nan=False) + "\n"
+    except ValueError as exc:
+        raise UserError(f"a register value is NaN or infinite ({exc}); the computation that made it is "
+                        "undefined on these inputs") from exc
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
@@ -54,29 +59,59 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
 
 def jsonl_line(record: dict[str, Any]) -> str:
     """One JSON Lines record: sorted keys, compact, so equal records give equal bytes."""
-    return json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
+    try:
+        return json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
+    except ValueError as exc:
+        raise UserError(f"a record value is NaN or infinite ({exc})") from exc
+
+
+def _no_constants(name: str) -> Any:
+    """``json.loads`` hook: NaN and Infinity are not JSON; our writers never produce them."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def loads_strict(text: str) -> Any:
+    """Parse JSON refusing NaN/Infinity (the writers refuse them, so a file holding one was edited)."""
+    return json.loads(text, parse_constant=_no_constants)
+
+
+def _check_output(target: Path) -> None:
+    if target.is_dir():
+        raise UserError(f"{target}: is a directory; give --out a file path")
 
 
 def atomic_write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> Path:
     return atomic_write_text(path, "".join(jsonl_line(r) for r in records))
 
 
-def iter_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
-    """Yield the records of a JSON Lines file; a malformed line is a UserError naming file and line."""
+def iter_jsonl_numbered(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, record) of a JSON Lines file; bad bytes, JSON or NaN: UserError with file:line."""
     source = Path(path)
     if not source.is_file():
         raise UserError(f"{source}: file not found")
-    with source.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with source.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise UserError(f"{source}:{number}: not UTF-8 (byte {exc.start}); regenerate the file") from exc
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = loads_strict(line)
             except json.JSONDecodeError as exc:
                 raise UserError(f"{source}:{number}: not valid JSON ({exc.msg}); regenerate the file") from exc
+            except ValueError as exc:
+                raise UserError(f"{source}:{number}: {exc}; regenerate the file") from exc
             if not isinstance(record, dict):
                 raise UserError(f"{source}:{number}: expected a JSON object per line")
-            yield record
+            yield number, record
+
+
+def iter_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    """Yield the records of a JSON Lines file; a malformed line is a UserError naming file and line."""
+    for _, record in iter_jsonl_numbered(path):
+        yield record
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -87,10 +122,26 @@ def read_json(path: str | os.PathLike) -> Any:
     source = Path(path)
     if not source.is_file():
         raise UserError(f"{source}: file not found")
+    return parse_json_file(source)
+
+
+def read_text_utf8(source: Path) -> str:
+    """A file's text; non-UTF-8 bytes are an error naming the file (never silently replaced)."""
     try:
-        return json.loads(source.read_text(encoding="utf-8"))
+        return source.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = source.read_bytes()[: exc.start].count(b"\n") + 1
+        raise UserError(f"{source}:{line}: not UTF-8 (byte offset {exc.start}); regenerate the file") from exc
+
+
+def parse_json_file(source: Path, what: str = "") -> Any:
+    text = read_text_utf8(source)
+    try:
+        return loads_strict(text)
     except json.JSONDecodeError as exc:
-        raise UserError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+        raise UserError(f"{source}:{exc.lineno}: not valid JSON ({exc.msg}){what}") from exc
+    except ValueError as exc:
+        raise UserError(f"{source}: {exc}; regenerate the file") from exc
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -113,20 +164,22 @@ def load_settings(value: str | None) -> dict[str, Any]:
         path = Path(value[1:])
         if not path.is_file():
             raise UserError(f"settings file {path} not found")
-        text = path.read_text(encoding="utf-8")
         if path.suffix in {".yaml", ".yml"}:
             import yaml
 
-            data = yaml.safe_load(text)
+            try:
+                data = yaml.safe_load(read_text_utf8(path))
+            except yaml.YAMLError as exc:
+                raise UserError(f"settings file {path}: not valid YAML ({exc}); fix the file") from exc
         else:
-            data = json.loads(text)
+            data = parse_json_file(path, "; fix the settings file")
     else:
         try:
-            data = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"--settings is not valid JSON: {exc.msg}") from exc
+            data = loads_strict(value)
+        except ValueError as exc:
+            raise UserError(f"--settings is not valid JSON: {getattr(exc, 'msg', exc)}") from exc
     if not isinstance(data, dict):
-        raise UserError("--settings must be a JSON object")
+        raise UserError(f"--settings {value[:60]!r} must be a JSON object")
     return data
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from paired_rollouts.backoffice.grader import grade, observe
+from paired_rollouts.backoffice.grader import MAX_DIFFS, grade, observe
 from paired_rollouts.backoffice.tasks import budget_for
 from paired_rollouts.backoffice.world import World, order_refunded, reserved_on_order
 from paired_rollouts.noise.config import NoiseConfig
@@ -74,6 +74,20 @@ def _verified(call: dict[str, Any], order: dict[str, Any], before: int) -> bool 
     return None  # create_ticket: undecidable (tickets never time out)
 
 
+_PARSED_ERRORS: dict[str, dict[str, Any]] = {}
+
+
+def _parse_error(text: str) -> dict[str, Any]:
+    """``json.loads`` of an error response, memoised (few distinct texts; the result is only read)."""
+    parsed = _PARSED_ERRORS.get(text)
+    if parsed is None:
+        parsed = json.loads(text)
+        if len(_PARSED_ERRORS) >= 4096:
+            _PARSED_ERRORS.clear()
+        _PARSED_ERRORS[text] = parsed
+    return parsed
+
+
 class _Runner:
     __slots__ = ("api", "budget", "used")
 
@@ -87,8 +101,8 @@ class _Runner:
         if self.used >= self.budget:
             raise _OutOfBudget
         self.used += 1
-        text = self.api.invoke(tool, dict(args))
-        return json.loads(text) if text.startswith('{"error"') else None
+        text = self.api.invoke(tool, args)  # tools never mutate their arguments; the log keeps them
+        return _parse_error(text) if text.startswith('{"error"') else None
 
     def read(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         if self.used >= self.budget:
@@ -97,18 +111,14 @@ class _Runner:
         return json.loads(self.api.invoke(tool, dict(args)))
 
 
-def _error_code(response: dict[str, Any]) -> str | None:
-    error = response.get("error")
-    return error.get("code") if isinstance(error, dict) else None
-
-
 def _recover(runner: _Runner, call: dict[str, Any], world: World, is_write: bool) -> None:
     before = _before(call, world) if is_write else 0
     for _ in range(MAX_ATTEMPTS):
         response = runner.call(call["tool"], call["args"])
         if response is None:
             return
-        code = _error_code(response)
+        error = response.get("error")
+        code = error.get("code") if isinstance(error, dict) else None
         if code == "RATE_LIMITED":
             seconds = response["error"].get("retry_after_seconds", DEFAULT_WAIT)
             runner.call("wait", {"seconds": seconds})
@@ -142,20 +152,27 @@ def run_scripted(task: dict[str, Any], config: NoiseConfig | None = None, schedu
     world = World.generate(int(task["world_seed"]))
     api = NoisyToolAPI(world, schedule)
     runner = _Runner(api, budget_for(task) if budget is None else budget)
-    plan = (lookup_calls(task, world) if lookups else []) + [dict(s, write=True) for s in task["oracle_plan"]]
+    reads = lookup_calls(task, world) if lookups else []
     budget_exceeded = False
     try:
-        for call in plan:
-            if policy == "naive":
+        if policy == "naive":
+            for call in reads:
                 runner.call(call["tool"], call["args"])
-            else:
-                _recover(runner, call, world, call.get("write", False))
+            for call in task["oracle_plan"]:
+                runner.call(call["tool"], call["args"])
+        else:
+            for call in reads:
+                _recover(runner, call, world, False)
+            for call in task["oracle_plan"]:
+                _recover(runner, call, world, True)
     except _OutOfBudget:
         budget_exceeded = True
     api.invoke("finish", {"summary": "done"})
-    result = grade(task, world, initial=None)
+    result = grade(task, world, initial=None, limit=MAX_DIFFS if keep_log else 1)  # success needs one diff
     observed, flipped = observe(result.success, schedule)
-    counts = api.exposure_counts
+    counts: dict[str, int] = {}  # api.exposure_counts without building a Counter
+    for entry in api.fault_log:
+        counts[entry["kind"]] = counts.get(entry["kind"], 0) + 1
     out = {
         "task_id": task["task_id"],
         "policy": policy,

@@ -41,6 +41,10 @@ def run_tasks(args: argparse.Namespace) -> int:
     from paired_rollouts.errors import UserError
 
     log = logging.getLogger("paired_rollouts.tasks")
+    from pathlib import Path
+
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UserError(f"--out {args.out}: is a file; give the folder the pools go in (e.g. data/tasks)")
     if args.verify:
         hashes = verify_pools(args.out)
         for name in POOL_ORDER:

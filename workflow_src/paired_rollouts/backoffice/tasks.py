@@ -416,10 +416,30 @@ def write_pools(out_dir: str | os.PathLike, seed: int = GENERATOR_SEED, check: b
     return manifest
 
 
+def paper_pools(manifest: dict[str, Any]) -> bool:
+    """Whether a manifest's pools are the paper's (every hash equal to ``PAPER_POOL_SHA256``). A pool
+    edited together with a re-hashed MANIFEST passes the manifest check but not this one."""
+    pools = manifest.get("pools") or {}
+    got = {name: (e.get("sha256") if isinstance(e, dict) else e) for name, e in pools.items()}
+    return got == PAPER_POOL_SHA256
+
+
 def verify_pools(tasks_dir: str | os.PathLike) -> dict[str, str]:
-    """Hash the pool files in ``tasks_dir`` against the paper; UserError listing every mismatch."""
+    """Hash the pool files in ``tasks_dir`` against the paper and against MANIFEST.json beside them;
+    UserError listing every mismatch."""
     folder = Path(tasks_dir)
     hashes, bad = {}, []
+    manifest_path = folder / "MANIFEST.json"
+    manifest: dict[str, Any] = {}
+    if not manifest_path.is_file():
+        bad.append(f"{manifest_path}: missing")
+    else:
+        from paired_rollouts.io import read_json
+
+        data = read_json(manifest_path)
+        manifest = data.get("pools") if isinstance(data, dict) and isinstance(data.get("pools"), dict) else {}
+        if not manifest:
+            bad.append(f"{manifest_path}: no 'pools'")
     for name in POOL_ORDER:
         path = folder / f"{name}.jsonl"
         if not path.is_file():
@@ -428,6 +448,13 @@ def verify_pools(tasks_dir: str | os.PathLike) -> dict[str, str]:
         hashes[name] = sha256_file(path)
         if hashes[name] != PAPER_POOL_SHA256[name]:
             bad.append(f"{path}: sha256 {hashes[name]} != paper {PAPER_POOL_SHA256[name]}")
+        entry = manifest.get(name)
+        listed = entry.get("sha256") if isinstance(entry, dict) else None
+        if manifest and listed != PAPER_POOL_SHA256[name]:
+            bad.append(f"{manifest_path}: pools.{name}.sha256 {listed} != paper {PAPER_POOL_SHA256[name]}")
+    extra = sorted(set(manifest) - set(POOL_ORDER))
+    if extra:
+        bad.append(f"{manifest_path}: lists pools {extra} that are not the paper's")
     if bad:
         raise UserError("; ".join(bad) + f"; regenerate with `paired-rollouts tasks --out {folder}`")
     return hashes
@@ -471,10 +498,11 @@ def _manifest_entry(path: Path, manifest: Any) -> tuple[dict | None, Path | None
         if not manifest_path.is_file():
             raise UserError(f"{path}: no {manifest_path} to check the pool against; regenerate the pools with "
                             f"`paired-rollouts tasks --out {path.parent}`")
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{manifest_path}: not valid JSON ({exc.msg}); regenerate the pools") from exc
+        from paired_rollouts.io import read_json
+
+        manifest = read_json(manifest_path)
+        if not isinstance(manifest, dict):
+            raise UserError(f"{manifest_path}: not a pool manifest (expected an object); regenerate the pools")
     pools = manifest.get("pools") or manifest.get("files") or {}
     for name, entry in pools.items():
         if isinstance(entry, dict) and Path(entry.get("path", f"{name}.jsonl")).name == path.name:
@@ -503,7 +531,13 @@ def load_pool(path: str | os.PathLike, manifest: Any = None) -> list[dict[str, A
                 f"({entry.get('sha256')}); the pool was modified: restore it (git checkout -- {source}) or "
                 f"regenerate the pools with `paired-rollouts tasks --out {source.parent}`")
     tasks = []
-    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_no = data[: exc.start].count(b"\n") + 1
+        raise UserError(f"{source}:{line_no}: not UTF-8 (byte offset {exc.start}); restore the pool "
+                        f"(git checkout -- {source})") from exc
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:

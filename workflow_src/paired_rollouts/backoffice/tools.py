@@ -10,6 +10,7 @@ Deliberately no ``from __future__ import annotations`` here: the signatures must
 
 import inspect
 import json
+import operator
 from typing import Any
 
 from paired_rollouts.backoffice import words
@@ -41,11 +42,19 @@ MSG_EPISODE_FINISHED = "the episode is over; do not call any more tools; reply w
 MAX_WAIT_SECONDS = 600
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+# The C encoder that ``_ENCODER.encode`` builds on every call, built once (no circular-reference markers:
+# responses are trees). Same bytes as ``_ENCODER.encode``; falls back to it where ``_json`` is missing.
+_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE = (None if _C_MAKE_ENCODER is None else
+             _C_MAKE_ENCODER(None, _ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",", True,
+                             False, True))
 
 
 def dumps_compact(obj: Any) -> str:
     """The tool-response JSON style: sorted keys, separators ',' and ':'."""
-    return _ENCODER.encode(obj)
+    if _C_ENCODE is None:
+        return _ENCODER.encode(obj)
+    return "".join(_C_ENCODE(obj, 0))
 
 
 def error_payload(code: str, message: str, **extra: Any) -> dict[str, Any]:
@@ -78,6 +87,11 @@ class UnknownToolError(ValueError):
 # --------------------------------------------------------------------------------------------------
 def as_text(name: str, value: Any) -> str:
     """Text argument: ints and integral floats become their integer string; else a non-empty str."""
+    if type(value) is str:  # the common case, first
+        stripped = value.strip()
+        if stripped:
+            return stripped
+        raise ToolFailure("INVALID_ARGUMENT", f"{name} must be a non-empty string")
     if isinstance(value, bool):
         raise ToolFailure("INVALID_ARGUMENT", f"{name} must be a non-empty string")
     if isinstance(value, int):
@@ -93,9 +107,11 @@ def as_text(name: str, value: Any) -> str:
 
 def as_int(name: str, value: Any, minimum: int | None = None) -> int:
     """Integer argument: ints, or strings of (optionally negative) ASCII digits; never bools/floats."""
-    if isinstance(value, bool):
+    if type(value) is int:  # the common case, first (bool is not int here)
+        number = value
+    elif isinstance(value, bool):
         raise ToolFailure("INVALID_ARGUMENT", f"{name} must be an integer")
-    if isinstance(value, int):
+    elif isinstance(value, int):
         number = value
     elif isinstance(value, str):
         text = value.strip()
@@ -114,14 +130,42 @@ def _lookup(collection: dict, key: Any) -> Any:
     return collection.get(key) if isinstance(key, str) else None
 
 
-def _page(items: list, offset: int) -> dict[str, Any]:
-    total = len(items)
+def _page(items: list, offset: int, total: int | None = None) -> dict[str, Any]:
+    """One page of ``items``; with ``total`` given, ``items`` is already that page."""
+    if total is None:
+        total = len(items)
+        items = items[offset:offset + PAGE_SIZE]
     return {
-        "results": items[offset:offset + PAGE_SIZE],
+        "results": items,
         "total": total,
         "offset": offset,
         "next_offset": offset + PAGE_SIZE if offset + PAGE_SIZE < total else None,
     }
+
+
+#: entries per origin state in its response cache (queries are free text: bounded)
+READ_CACHE_LIMIT = 512
+
+
+def _same_records(a: dict, b: dict) -> bool:
+    """Do two collections hold the very same record objects, in the same order?"""
+    return a is b or (len(a) == len(b) and all(map(operator.is_, a.values(), b.values())))
+
+
+def _search_hits(customers: dict, needle: str) -> list[dict[str, Any]]:
+    return [
+        {"customer_id": c["customer_id"], "name": c["name"], "email": c["email"], "phone": c["phone"]}
+        for c in customers.values()
+        if needle in c["name"].lower() or needle in c["email"].lower() or needle in c["phone"]
+    ]
+
+
+def _order_view(order: dict) -> dict[str, Any]:
+    """The get_order response: the record plus its total and refunded cents."""
+    out = dict(order)
+    out["total_cents"] = order_total(order)
+    out["refunded_cents"] = order_refunded(order)
+    return out
 
 
 def _order_or_fail(state: State, order_id: Any) -> dict:
@@ -148,11 +192,16 @@ class ToolAPI:
         self.world = world
         self.call_log: list[dict[str, Any]] = []
         self.finished = False
+        # (payload, its compact JSON) when a read tool found the response text in the origin's cache;
+        # ``encode`` uses the text only for that very payload object (any altered copy is re-encoded).
+        self._known: tuple[dict, str] | None = None
 
     # -- entry point -------------------------------------------------------------------------------
     def invoke(self, tool: str, args: dict[str, Any]) -> str:
         """Call ``tool`` with keyword ``args``; TypeError for missing/unknown arguments (like Python)."""
-        check_arguments(tool, args)
+        names = _PARAM_NAMES.get(tool)
+        if names is None or not names.issuperset(args) or not args.keys() >= _REQUIRED_SET[tool]:
+            check_arguments(tool, args)  # raises the precise error
         if self.finished:
             self.call_log.append({"tool": tool, "args": args, "ok": False, "code": "EPISODE_FINISHED"})
             return error_response("EPISODE_FINISHED", MSG_EPISODE_FINISHED)
@@ -161,6 +210,15 @@ class ToolAPI:
     def _dispatch(self, tool: str, args: dict[str, Any]) -> str:
         payload, code = self.execute(tool, args)
         self.call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code})
+        return self.encode(payload)
+
+    def encode(self, payload: dict[str, Any]) -> str:
+        """``dumps_compact(payload)``, from the read cache when the last read produced this payload."""
+        known = self._known
+        if known is not None:
+            self._known = None
+            if known[0] is payload:
+                return known[1]
         return dumps_compact(payload)
 
     def execute(self, tool: str, args: dict[str, Any], view: State | None = None) -> tuple[dict, str | None]:
@@ -180,12 +238,26 @@ class ToolAPI:
     def _search_customers(self, st: State, query: Any, offset: Any = 0) -> dict:
         needle = as_text("query", query).lower()
         start = as_int("offset", offset, 0)
-        hits = [
-            {"customer_id": c["customer_id"], "name": c["name"], "email": c["email"], "phone": c["phone"]}
-            for c in st.customers.values()
-            if needle in c["name"].lower() or needle in c["email"].lower() or needle in c["phone"]
-        ]
-        return _page(hits, start)
+        origin = st.origin
+        if not _same_records(st.customers, origin.customers):
+            return _page(_search_hits(st.customers, needle), start)
+        # The customers are the origin's very records (no tool writes customers): cache by query.
+        cache = st.read_cache()
+        key = ("search_customers", needle)
+        hits = cache.get(key)
+        if hits is None:
+            hits = _search_hits(origin.customers, needle)
+            if len(cache) < READ_CACHE_LIMIT:
+                cache[key] = hits
+        payload = _page([dict(hit) for hit in hits[start:start + PAGE_SIZE]], start, len(hits))
+        text_key = ("search_customers", needle, start)
+        text = cache.get(text_key)
+        if text is None:
+            text = dumps_compact(payload)
+            if len(cache) < READ_CACHE_LIMIT:
+                cache[text_key] = text
+        self._known = (payload, text)
+        return payload
 
     def _get_customer(self, st: State, customer_id: Any) -> dict:
         return _customer_or_fail(st, customer_id)
@@ -209,9 +281,19 @@ class ToolAPI:
 
     def _get_order(self, st: State, order_id: Any) -> dict:
         order = _order_or_fail(st, order_id)
-        out = dict(order)
-        out["total_cents"] = order_total(order)
-        out["refunded_cents"] = order_refunded(order)
+        if st.origin.orders.get(order_id) is not order:
+            return _order_view(order)
+        # an untouched record of the origin: its response never changes; cache it and its text
+        cache = st.read_cache()
+        key = ("get_order", order_id)
+        entry = cache.get(key)
+        if entry is None:
+            view = _order_view(order)
+            entry = (view, dumps_compact(view))
+            if len(cache) < READ_CACHE_LIMIT:
+                cache[key] = entry
+        out = dict(entry[0])  # a fresh payload; the cached one is never handed out
+        self._known = (out, entry[1])
         return out
 
     def _check_inventory(self, st: State, sku: Any) -> dict:
@@ -239,7 +321,7 @@ class ToolAPI:
         if order["status"] not in ("pending", "paid"):
             raise ToolFailure("INVALID_STATE", f"order {order_id} is {order['status']}; the address can only "
                                                "change before shipment")
-        order = w.mut_order(order_id)
+        order = w.own_order(order_id)
         order["shipping_address"] = address
         w.commit()
         return {"order_id": order_id, "shipping_address": dict(address)}
@@ -250,7 +332,7 @@ class ToolAPI:
         if order["status"] not in ("pending", "paid"):
             raise ToolFailure("INVALID_STATE", f"order {order_id} is {order['status']} and cannot be cancelled")
         was_paid = order["status"] == "paid"
-        order = w.mut_order(order_id)
+        order = w.own_order(order_id)
         order["status"] = "cancelled"
         order["paid_before_cancel"] = was_paid
         order["reservations"] = []
@@ -274,8 +356,8 @@ class ToolAPI:
         if amount > balance:
             raise ToolFailure("RULE_VIOLATION", f"amount {amount} exceeds the refundable balance {balance}",
                               refundable_balance_cents=balance)
-        order = w.mut_order(order_id)
-        order["refunds"].append({"amount_cents": amount, "reason": text})
+        order = w.own_order(order_id)
+        order["refunds"] = [*order["refunds"], {"amount_cents": amount, "reason": text}]
         w.commit()
         return {"order_id": order_id, "refund_cents": amount, "refunded_total_cents": order_refunded(order),
                 "refundable_balance_cents": order_balance(order)}
@@ -297,8 +379,8 @@ class ToolAPI:
         available = w.available(sku)
         if qty > available:
             raise ToolFailure("RULE_VIOLATION", f"only {available} of {sku} available", available=available)
-        order = w.mut_order(order_id)
-        order["reservations"].append({"sku": sku, "quantity": qty})
+        order = w.own_order(order_id)
+        order["reservations"] = [*order["reservations"], {"sku": sku, "quantity": qty}]
         w.commit()
         return {"order_id": order_id, "sku": sku, "reserved_quantity": already + qty,
                 "available_after": available - qty}
@@ -324,7 +406,7 @@ class ToolAPI:
                         "scheduled_day": ship_day, "status": "scheduled"})
         for item in order["items"]:
             w.mut_product(item["sku"])["stock"] -= item["quantity"]
-        order = w.mut_order(order_id)
+        order = w.own_order(order_id)
         order["reservations"] = []
         order["status"] = "shipped"
         order["shipment_id"] = shipment_id
@@ -509,6 +591,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     n: tuple(p.name for p in s.parameters.values() if p.default is inspect.Parameter.empty)
     for n, s in TOOL_SIGNATURES.items()
 }
+_REQUIRED_SET: dict[str, frozenset[str]] = {n: frozenset(r) for n, r in _REQUIRED.items()}
 
 
 def check_arguments(tool: str, args: dict[str, Any]) -> None:
@@ -516,6 +599,8 @@ def check_arguments(tool: str, args: dict[str, Any]) -> None:
     names = _PARAM_NAMES.get(tool)
     if names is None:
         raise UnknownToolError(f"unknown tool {tool!r}; the tools are: {', '.join(TOOL_NAMES)}")
+    if names.issuperset(args) and args.keys() >= _REQUIRED_SET[tool]:
+        return  # the common case; the loops below find the first offending name, as Python would
     for key in args:
         if key not in names:
             raise TypeError(f"{tool}() got an unexpected keyword argument '{key}'")

@@ -78,6 +78,26 @@ def fully_reserved(order: Record) -> bool:
     return all(reserved_on_order(order, item["sku"]) >= item["quantity"] for item in order["items"])
 
 
+_RESERVED_KEY = ("world_reserved",)
+
+
+def _sum_reserved(orders: Any, sku: str) -> int:
+    total = 0
+    for order in orders:
+        for res in order["reservations"]:
+            if res["sku"] == sku:
+                total += res["quantity"]
+    return total
+
+
+def _reserved_totals(orders: Any) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for order in orders:
+        for res in order["reservations"]:
+            totals[res["sku"]] = totals.get(res["sku"], 0) + res["quantity"]
+    return totals
+
+
 # --------------------------------------------------------------------------------------------------
 # states
 # --------------------------------------------------------------------------------------------------
@@ -85,11 +105,11 @@ class State:
     """The world at one version. Records are shared between states and must be treated as read-only."""
 
     __slots__ = ("today_day", "clock_seconds", "version", "customers", "products", "orders", "shipments",
-                 "tickets", "touched")
+                 "tickets", "touched", "origin", "_read_cache")
 
     def __init__(self, today_day: int, clock_seconds: int, version: int, customers: dict, products: dict,
                  orders: dict, shipments: dict, tickets: dict,
-                 touched: frozenset[tuple[str, str]] | None = None) -> None:
+                 touched: frozenset[tuple[str, str]] | None = None, origin: State | None = None) -> None:
         self.today_day = today_day
         self.clock_seconds = clock_seconds
         self.version = version
@@ -101,14 +121,43 @@ class State:
         # (collection, key) of every record written since the initial world of the seed; None = unknown.
         # Two states of the same seed can only differ in touched records (the grader relies on it).
         self.touched = touched
+        # The state whose (read-only) records this one started from: itself, or the cached initial state
+        # of a seed for every world and history state built from it. Responses that depend only on such
+        # records are cached there (``read_cache``) and reused by every episode of the seed.
+        self.origin: State = self if origin is None else origin
+        self._read_cache: dict[Any, Any] | None = None
+
+    def read_cache(self) -> dict[Any, Any]:
+        """The response cache of this state's origin (keys are chosen by the tools)."""
+        origin = self.origin
+        cache = origin._read_cache
+        if cache is None:
+            cache = origin._read_cache = {}
+        return cache
 
     def world_reserved(self, sku: str) -> int:
-        """Units of ``sku`` reserved over all orders (docs/simulator.md#world)."""
-        total = 0
-        for order in self.orders.values():
-            for res in order["reservations"]:
-                if res["sku"] == sku:
-                    total += res["quantity"]
+        """Units of ``sku`` reserved over all orders (docs/simulator.md#world).
+
+        Untouched orders are the origin's very records, so the sum is the origin's (computed once per
+        origin) corrected by the touched orders; states that do not know their touches sum every order.
+        """
+        origin = self.origin
+        touched = self.touched
+        if touched is None:
+            return _sum_reserved(self.orders.values(), sku)
+        cache = origin.read_cache()
+        base = cache.get(_RESERVED_KEY)
+        if base is None:
+            base = cache[_RESERVED_KEY] = _reserved_totals(origin.orders.values())
+        total = base.get(sku, 0)
+        if self is origin:
+            return total
+        for coll, key in touched:
+            if coll == "orders":
+                now, then = self.orders.get(key), origin.orders.get(key)
+                if now is not then:
+                    total += _sum_reserved((now,) if now is not None else (), sku)
+                    total -= _sum_reserved((then,) if then is not None else (), sku)
         return total
 
     def available(self, sku: str) -> int:
@@ -118,7 +167,8 @@ class State:
         """A state that shares every record with this one (O(number of records), no record copies)."""
         touched = None if self.touched is None else frozenset(self.touched)
         return State(self.today_day, self.clock_seconds, self.version, dict(self.customers),
-                     dict(self.products), dict(self.orders), dict(self.shipments), dict(self.tickets), touched)
+                     dict(self.products), dict(self.orders), dict(self.shipments), dict(self.tickets), touched,
+                     self.origin)
 
     def snapshot(self) -> dict[str, Any]:
         """A deep, plain-dict copy: {today_day, clock_seconds, version, customers, ...} (docs/simulator.md#snapshots-and-history)."""
@@ -145,7 +195,8 @@ class World(State):
 
     def __init__(self, base: State, seed: int | None = None) -> None:
         super().__init__(base.today_day, base.clock_seconds, base.version, dict(base.customers),
-                         dict(base.products), dict(base.orders), dict(base.shipments), dict(base.tickets))
+                         dict(base.products), dict(base.orders), dict(base.shipments), dict(base.tickets),
+                         origin=base.origin)
         self.seed = seed
         self.history: list[State] = [base]
         self._owned: set[tuple[str, str]] = set()
@@ -170,6 +221,17 @@ class World(State):
     def mut_order(self, order_id: str) -> Record:
         return self._mutable("orders", order_id)
 
+    def own_order(self, order_id: str) -> Record:
+        """``mut_order`` for writers that *replace* nested values (lists, the address) and never mutate
+        them in place: one shallow copy, the nested values stay shared with the older states."""
+        key = ("orders", order_id)
+        if key not in self._owned:
+            self.orders[order_id] = dict(self.orders[order_id])
+            self._owned.add(key)
+            if self.touched is not None:
+                self.touched.add(key)
+        return self.orders[order_id]
+
     def mut_product(self, sku: str) -> Record:
         return self._mutable("products", sku)
 
@@ -190,6 +252,24 @@ class World(State):
 
     def next_ticket_id(self) -> str:
         return f"T{len(self.tickets) + 1:04d}"
+
+    def frozen(self) -> State:
+        """Like ``State.frozen``, but a collection untouched since the last commit is shared with the
+        newest history state (whose copy it still equals: every write goes through ``_mutable`` or
+        ``add_*``, which record the record in ``_owned`` until the next commit)."""
+        prev = self.history[-1]
+        dirty = {coll for coll, _ in self._owned}
+        touched = None if self.touched is None else frozenset(self.touched)
+        return State(
+            self.today_day, self.clock_seconds, self.version,
+            dict(self.customers) if "customers" in dirty else prev.customers,
+            dict(self.products) if "products" in dirty else prev.products,
+            dict(self.orders) if "orders" in dirty else prev.orders,
+            dict(self.shipments) if "shipments" in dirty else prev.shipments,
+            dict(self.tickets) if "tickets" in dirty else prev.tickets,
+            touched,
+            self.origin,
+        )
 
     def commit(self) -> None:
         """Called by every successful write: bump the version and remember the state."""

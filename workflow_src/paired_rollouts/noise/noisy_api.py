@@ -11,8 +11,13 @@ from collections import Counter
 from typing import Any
 
 from paired_rollouts.backoffice.tools import (
+    _IMPLS,
+    _PARAM_NAMES,
+    _REQUIRED_SET,
     CONTROL_TOOLS,
     ToolAPI,
+    ToolFailure,
+    check_arguments,
     dumps_compact,
     error_payload,
 )
@@ -28,6 +33,22 @@ _CONTROL = frozenset(CONTROL_TOOLS)
 def _rate_limited(seconds: int) -> dict[str, Any]:
     return error_payload("RATE_LIMITED", f"too many requests; wait {seconds} seconds before calling again",
                          retry_after_seconds=seconds)
+
+
+_UNAVAILABLE_TEXT = dumps_compact(error_payload("SERVICE_UNAVAILABLE", MSG_UNAVAILABLE))
+_TIMEOUT = error_payload("TIMEOUT", MSG_TIMEOUT)
+_TIMEOUT_TEXT = dumps_compact(_TIMEOUT)
+_RATE_LIMITED_TEXT: dict[int, str] = {}
+
+
+def _rate_limited_text(seconds: int) -> str:
+    """The encoded RATE_LIMITED response (a handful of distinct waits per study: cached)."""
+    text = _RATE_LIMITED_TEXT.get(seconds)
+    if text is None:
+        text = dumps_compact(_rate_limited(seconds))
+        if len(_RATE_LIMITED_TEXT) < 4096:
+            _RATE_LIMITED_TEXT[seconds] = text
+    return text
 
 
 class NoisyToolAPI(ToolAPI):
@@ -51,10 +72,22 @@ class NoisyToolAPI(ToolAPI):
         return Counter(entry["kind"] for entry in self.fault_log)
 
     # -- the noisy call path -----------------------------------------------------------------------------
+    def invoke(self, tool: str, args: dict[str, Any]) -> str:
+        """``ToolAPI.invoke`` entering the noisy path directly (the hot path of every rollout)."""
+        if self.schedule is None or tool in _CONTROL or self.finished:
+            return ToolAPI.invoke(self, tool, args)
+        names = _PARAM_NAMES.get(tool)
+        if names is None or not names.issuperset(args) or not args.keys() >= _REQUIRED_SET[tool]:
+            check_arguments(tool, args)  # raises the precise error
+        return self._noisy(tool, args)
+
     def _dispatch(self, tool: str, args: dict[str, Any]) -> str:
-        schedule = self.schedule
-        if schedule is None or tool in _CONTROL:
+        if self.schedule is None or tool in _CONTROL:
             return super()._dispatch(tool, args)
+        return self._noisy(tool, args)
+
+    def _noisy(self, tool: str, args: dict[str, Any]) -> str:
+        schedule = self.schedule
         event = event_key(tool, args)
         key = (tool, event)
         k = self.repeats.get(key, 0)
@@ -62,22 +95,34 @@ class NoisyToolAPI(ToolAPI):
         world = self.world
 
         if world.clock_seconds < self.rate_limited_until:
-            return self._blocked(tool, args, event, k, "rate_limit_ongoing",
-                                 _rate_limited(self.rate_limited_until - world.clock_seconds))
+            return self._blocked(tool, args, event, k, "rate_limit_ongoing", "RATE_LIMITED",
+                                 _rate_limited_text(self.rate_limited_until - world.clock_seconds))
         if key in self.outages:
-            return self._blocked(tool, args, event, k, "outage_ongoing",
-                                 error_payload("SERVICE_UNAVAILABLE", MSG_UNAVAILABLE))
+            return self._blocked(tool, args, event, k, "outage_ongoing", "SERVICE_UNAVAILABLE", _UNAVAILABLE_TEXT)
 
         fate = schedule.fate(tool, event, k)
-        kind = fate.kind if fate is not None else None
+        if fate is None:  # the common case: ``execute`` and ``encode`` inlined
+            try:
+                payload, code = _IMPLS[tool](self, world, **args), None
+            except ToolFailure as failure:
+                payload, code = failure.payload(), failure.code
+            self.call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code,
+                                  "fault": None, "event": event, "repeat": k})
+            known = self._known
+            if known is not None:
+                self._known = None
+                if known[0] is payload:
+                    return known[1]
+            return dumps_compact(payload)
+        kind = fate.kind
         if kind == "transient":
-            return self._blocked(tool, args, event, k, kind, error_payload("SERVICE_UNAVAILABLE", MSG_UNAVAILABLE))
+            return self._blocked(tool, args, event, k, kind, "SERVICE_UNAVAILABLE", _UNAVAILABLE_TEXT)
         if kind == "outage":
             self.outages.add(key)
-            return self._blocked(tool, args, event, k, kind, error_payload("SERVICE_UNAVAILABLE", MSG_UNAVAILABLE))
+            return self._blocked(tool, args, event, k, kind, "SERVICE_UNAVAILABLE", _UNAVAILABLE_TEXT)
         if kind == "rate_limit":
             self.rate_limited_until = world.clock_seconds + fate.retry_after
-            return self._blocked(tool, args, event, k, kind, _rate_limited(fate.retry_after))
+            return self._blocked(tool, args, event, k, kind, "RATE_LIMITED", _rate_limited_text(fate.retry_after))
 
         logged_fault: str | None = None
         if kind == "stale" and world.version >= 1:
@@ -90,7 +135,7 @@ class NoisyToolAPI(ToolAPI):
                     payload = self._truncate(payload)
                     logged_fault = kind
                 elif kind == "timeout_after_commit":
-                    payload = error_payload("TIMEOUT", MSG_TIMEOUT)
+                    payload = _TIMEOUT
                     logged_fault = kind
                 elif kind == "field_dropout":
                     keys = sorted(payload)
@@ -101,7 +146,7 @@ class NoisyToolAPI(ToolAPI):
             self._log_fault(tool, event, k, logged_fault)
         self.call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code,
                               "fault": logged_fault, "event": event, "repeat": k})
-        return dumps_compact(payload)
+        return _TIMEOUT_TEXT if payload is _TIMEOUT else self.encode(payload)
 
     def _truncate(self, payload: dict[str, Any]) -> dict[str, Any]:
         shown = payload["results"][:2]
@@ -116,9 +161,10 @@ class NoisyToolAPI(ToolAPI):
         self.fault_log.append({"call_no": len(self.call_log), "tool": tool, "index": k, "kind": kind,
                                "event": event})
 
-    def _blocked(self, tool: str, args: dict[str, Any], event: str, k: int, kind: str,
-                 payload: dict[str, Any]) -> str:
+    def _blocked(self, tool: str, args: dict[str, Any], event: str, k: int, kind: str, code: str,
+                 text: str) -> str:
+        """Log a call that the noise stopped (``text`` is the encoded error response with ``code``)."""
         self._log_fault(tool, event, k, kind)
-        self.call_log.append({"tool": tool, "args": args, "ok": False, "code": payload["error"]["code"],
+        self.call_log.append({"tool": tool, "args": args, "ok": False, "code": code,
                               "fault": kind, "event": event, "repeat": k})
-        return dumps_compact(payload)
+        return text

@@ -6,8 +6,12 @@ the same faults at the same logical points (common random numbers), whatever els
 
 from __future__ import annotations
 
+import _random
 import json
 import random
+from hashlib import sha256 as _sha256
+from itertools import accumulate
+from threading import get_ident as _get_ident
 from typing import Any, NamedTuple
 
 from paired_rollouts.backoffice.tools import LIST_TOOLS, READ_TOOLS, TOOL_NAMES, WRITE_TOOLS
@@ -60,15 +64,40 @@ def canonical_value(value: Any) -> str:
 _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_ .")
 
 
+_SORTED_FIELDS: dict[str, tuple[str, ...]] = {tool: tuple(sorted(f)) for tool, f in RESOURCE_FIELDS.items()}
+
+
+_EVENT_KEYS: dict[tuple[str, str], str] = {}  # (tool, plain id) -> event key, for one-field tools
+
+
 def event_key(tool: str, args: dict[str, Any]) -> str:
     """Compact sorted JSON of the canonical resource fields, e.g. ``{"order_id":"O0001"}``."""
-    fields = RESOURCE_FIELDS.get(tool, ())
-    if len(fields) == 1:  # fast path for plain ids (the JSON of a string without specials is itself)
+    fields = _SORTED_FIELDS.get(tool, ())
+    if len(fields) == 1:
         value = args.get(fields[0])
         if type(value) is str:
-            text = value.strip()
-            if _SAFE_CHARS.issuperset(text):
-                return f'{{"{fields[0]}":"{text}"}}'
+            key = _EVENT_KEYS.get((tool, value))
+            if key is None:
+                key = _event_key(fields, args)
+                if len(_EVENT_KEYS) < 65536:
+                    _EVENT_KEYS[(tool, value)] = key
+            return key
+    return _event_key(fields, args)
+
+
+def _event_key(fields: tuple[str, ...], args: dict[str, Any]) -> str:
+    # fast path for plain ids: the JSON of a stripped string of safe characters is the string in quotes
+    parts = []
+    for name in fields:
+        value = args.get(name)
+        if type(value) is not str:
+            break
+        text = value.strip()
+        if not _SAFE_CHARS.issuperset(text):
+            break
+        parts.append(f'"{name}":"{text}"')
+    else:
+        return "{" + ",".join(parts) + "}"
     return json.dumps({name: canonical_value(args.get(name)) for name in fields}, sort_keys=True,
                       separators=(",", ":"))
 
@@ -85,38 +114,74 @@ class Fate(NamedTuple):
 
 
 _CHALLENGE_FATE = Fate("transient", 30, 0)
+_WRITE_SET = frozenset(WRITE_TOOLS)
+#: ``Random.seed`` of the C base class: what ``Random(n)`` does for an int n, without the Python wrapper
+_reseed = _random.Random.seed
+_from_bytes = int.from_bytes
+#: one reseedable generator per thread (schedules of concurrent rollouts may live in different threads)
+_RNGS: dict[int, random.Random] = {}
+
+
+class _FateTable(NamedTuple):
+    """What one tool's draw needs, precomputed once per config."""
+
+    types: tuple[str, ...]
+    cum_weights: list[float]
+
+
+def _fate_tables(config: NoiseConfig) -> dict[str, _FateTable]:
+    """Per-tool fault types and cumulative weights of ``config`` (cached on the frozen config).
+
+    A tool is absent when it can never fault: clean config, p <= 0, no applicable type, or all weights 0.
+    ``choices(types, cum_weights=accumulate(weights))`` is exactly ``choices(types, weights)``.
+    """
+    tables = config.__dict__.get("_fate_tables")
+    if tables is None:
+        tables = {}
+        if not config.is_clean and config.p > 0:
+            for tool, types in APPLICABLE_TYPES.items():
+                weights = [config.weights.get(t, 0.0) for t in types]
+                if types and sum(weights) > 0:
+                    tables[tool] = _FateTable(types, list(accumulate(weights)))
+        object.__setattr__(config, "_fate_tables", tables)  # derived data, not a field (asdict/eq ignore it)
+    return tables
 
 
 class NoiseSchedule:
     """Fates for one resolved seed under one config."""
 
-    __slots__ = ("seed", "config", "_weights")
+    __slots__ = ("seed", "config", "_tables", "_prefix", "_p", "_challenge")
 
     def __init__(self, seed: int, config: NoiseConfig) -> None:
         self.seed = int(seed)
         self.config = config
-        self._weights = {
-            tool: [config.weights.get(t, 0.0) for t in types] for tool, types in APPLICABLE_TYPES.items()
-        }
+        self._tables = _fate_tables(config)
+        self._prefix = f"{self.seed}|event|"  # derive_seed(seed, "event", tool, event, k) = hash of prefix + rest
+        self._p = config.p
+        self._challenge = config.challenge == "writes_once"
 
     def fate(self, tool: str, event: str, k: int) -> Fate | None:
-        """The fault of the k-th call (0-based) of ``tool`` on ``event``, or None."""
-        config = self.config
-        if config.challenge == "writes_once":
-            return _CHALLENGE_FATE if tool in WRITE_TOOLS and k == 0 else None
-        types = APPLICABLE_TYPES.get(tool, ())
-        if config.is_clean or config.p <= 0 or not types:
+        """The fault of the k-th call (0-based) of ``tool`` on ``event``, or None.
+
+        Draws ``Random(derive_seed(seed, "event", tool, event, k))``: u, retry_after, dropped, then the
+        type. A per-thread generator is reseeded in place (the state a new one would have); when u >= p
+        the later draws cannot matter and are skipped.
+        """
+        if self._challenge:
+            return _CHALLENGE_FATE if tool in _WRITE_SET and k == 0 else None
+        table = self._tables.get(tool)
+        if table is None:
             return None
-        rng = random.Random(derive_seed(self.seed, "event", tool, event, k))
-        u = rng.random()
+        ident = _get_ident()
+        rng = _RNGS.get(ident)
+        if rng is None:
+            rng = _RNGS[ident] = random.Random(0)
+        _reseed(rng, _from_bytes(_sha256(f"{self._prefix}{tool}|{event}|{k}".encode()).digest()[:8], "big"))
+        if rng.random() >= self._p:
+            return None
         retry_after = rng.choice(RETRY_AFTER_CHOICES)
         dropped = rng.randrange(0, 1000000)
-        if u >= config.p:
-            return None
-        weights = self._weights[tool]
-        if sum(weights) <= 0:
-            return None
-        kind = rng.choices(types, weights)[0]
+        kind = rng.choices(table.types, cum_weights=table.cum_weights)[0]
         return Fate(kind, retry_after, dropped)
 
     def outcome_flip(self) -> bool:

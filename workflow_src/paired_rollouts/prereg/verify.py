@@ -17,6 +17,8 @@ from paired_rollouts.prereg import freeze as fz
 from paired_rollouts.prereg import tsp
 
 REFREEZE = "restore the file from version control; if it is truly lost, make a new freeze or amendment"
+# A freeze needs two independent witnesses (freeze refuses fewer); verification counts verified tokens.
+MIN_AUTHORITIES = 2
 
 
 def _read(path: Path, what: str, failures: list[str]) -> bytes | None:
@@ -130,8 +132,16 @@ def verify_record(record_dir: Path, root: Path, kind: str, record: dict, record_
         # genTime for -attime comes from the token itself (the freeze record's copy is not trusted here).
         epoch = int(token.get("gen_time_epoch", 0))
         try:
-            info = tsp.token_info(tsp.parse_reply(raw, where))
+            response = tsp.parse_reply(raw, where)
+            info = tsp.token_info(response)
             epoch = int(info.gen_time.timestamp())
+            # the subject printed and reported is the verified signer's, not freeze.json's editable copy
+            signer = tsp.signer_certificate(response, where)
+            row["tsa_subject"] = signer.subject.rfc4514_string()
+            row["tsa_certificate_sha256"] = tsp.fingerprint(signer)
+            if row["tsa_subject"] != token["tsa_certificate"]["subject"]:
+                failures.append(f"{where}: freeze.json names TSA '{token['tsa_certificate']['subject']}', the "
+                                f"token's signer is '{row['tsa_subject']}'; {REFREEZE}")
             row["gen_time"] = tsp.iso_utc(info.gen_time)
             if row["gen_time"] != token.get("gen_time") or str(info.serial) != token.get("serial"):
                 failures.append(f"{tsr_path}: genTime/serial differ from the freeze record; {REFREEZE}")
@@ -149,6 +159,7 @@ def verify_record(record_dir: Path, root: Path, kind: str, record: dict, record_
         )
         row["rfc3161_client"] = {"ok": ok_c, "detail": detail_c}
         row["openssl"] = {"ok": ok_o, "detail": detail_o}
+        row["verified"] = bool(ok_c and ok_o)
         if not ok_c:
             failures.append(f"{where}: rejected by rfc3161-client ({detail_c})")
         if not ok_o:
@@ -160,6 +171,10 @@ def verify_record(record_dir: Path, root: Path, kind: str, record: dict, record_
                 f"{where}: signed by the local test authority but the freeze is not marked "
                 "test_authority; re-freeze against public TSAs"
             )
+    witnesses = {t["tsa_certificate_sha256"] for t in tokens_out if t.get("verified")}
+    if len(witnesses) < MIN_AUTHORITIES:
+        failures.append(f"{record_dir / fz.RECORD[kind]}: {len(witnesses)} token(s) from distinct authorities "
+                        f"verify; a freeze needs at least {MIN_AUTHORITIES}; {REFREEZE}")
     return {"tokens": tokens_out, "failures": failures}
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from paired_rollouts.errors import UserError
 from paired_rollouts.probe.enumeration import (
     OUTCOME_VECTOR_KEYS,
     OutcomeProbe,
@@ -98,6 +99,21 @@ def probe_verdict(checkpoints: dict[Any, dict[str, Any]], estimator: str = "mean
     }
 
 
+def apply_h1b_rules(register: dict[str, Any], h1b: dict[str, str], source: str,
+                    sha256: str | None) -> dict[str, Any]:
+    """The probe register with its H1b verdict recomputed under the frozen ``h1b`` block of the rules
+    file (estimator, outcome, transition); the verdict names the rules file it applied."""
+    checkpoints = register.get("checkpoints")
+    if not isinstance(checkpoints, dict) or not checkpoints:
+        raise UserError("probe register has no 'checkpoints'; rerun 'paired-rollouts probe assemble'")
+    by_step = {int(s): v for s, v in checkpoints.items()}
+    verdict = probe_verdict(by_step, estimator=h1b["estimator"], outcome=h1b["outcome"],
+                            transition=h1b["transition"])
+    verdict["rule_source"] = source
+    verdict["rules_sha256"] = sha256
+    return {**register, "verdict": verdict}
+
+
 def t_ref_from_tokens(token_counts, prompts_per_step: int, num_generations: int) -> float:
     """T_ref = prompts_per_step x G x mean masked tokens per rollout (all captured rollouts of a checkpoint).
 
@@ -112,6 +128,19 @@ def t_ref_from_tokens(token_counts, prompts_per_step: int, num_generations: int)
     return float(prompts_per_step * num_generations * counts.mean())
 
 
+def batch_equivalent(payload: dict[str, Any]) -> dict[str, float | None]:
+    """Independent-design batches that match one paired batch's MC trace at this checkpoint: 1/ratio.
+
+    At a fixed policy a trace ratio r means 1/r times as many independent group replicates for the same
+    covariance trace (same target mean assumed); it says nothing about steps, tokens or final success.
+    """
+    out: dict[str, float | None] = {}
+    for noise in ("outcome", "transition"):
+        ratio = (payload.get(noise) or {}).get("mean_centered", {}).get("ratio_paired_over_independent")
+        out[noise] = 1.0 / ratio if isinstance(ratio, (int, float)) and ratio > 0 else None
+    return out
+
+
 def build_probe_register(trajectory: str, run: str, checkpoints: dict[Any, dict[str, Any]],
                          h1b_rules: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
     """The probe register of docs/records.md section 6: checkpoints keyed by step (as strings) + verdict.
@@ -122,6 +151,8 @@ def build_probe_register(trajectory: str, run: str, checkpoints: dict[Any, dict[
     """
     steps = sorted(int(s) for s in checkpoints)
     by_step = {int(s): dict(v, step=int(s)) for s, v in checkpoints.items()}
+    for payload in by_step.values():
+        payload["batch_equivalent"] = batch_equivalent(payload)
     verdict = probe_verdict(by_step, **(h1b_rules or {}))
     return {"trajectory": trajectory, "run": run, "steps": steps,
             "checkpoints": {str(s): by_step[s] for s in steps}, "verdict": verdict, **extra}

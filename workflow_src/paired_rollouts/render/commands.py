@@ -46,6 +46,7 @@ def register(subparsers) -> None:
     table.add_argument("--scale", required=True, help="scale label shown in the caption (e.g. stand-in, paper)")
     table.add_argument("--settings", default=None, help="JSON object (or @file) of table settings (see below)")
     table.add_argument("--out", required=True, help="output .tex file")
+    table.add_argument("--html", default=None, help="also write the table as an HTML page (for the report)")
     table.set_defaults(handler=_table)
 
     figure = sub.add_parser(
@@ -68,9 +69,13 @@ def register(subparsers) -> None:
     document.add_argument("--tables", nargs="+", required=True, help="table .tex files")
     document.add_argument("--figures", nargs="*", default=[], help="figure .pdf files")
     document.add_argument("--verification", required=True, help="results/prereg/verification.json")
+    document.add_argument("--decisions", nargs="*", default=[],
+                          help="results/decisions/*.json: the title page says when the study is incomplete")
     document.add_argument("--profile", required=True, help="the Snakemake profile (cpu, h100, mi300x)")
     document.add_argument("--scale", required=True, help="scale label (stand-in, paper)")
     document.add_argument("--commit", required=True, help="git commit the pipeline ran from")
+    document.add_argument("--comparison", default=None, help="RESULTS/comparison.json: opens with a summary page")
+    document.add_argument("--ledger", default=None, help="RESULTS/ledger.json: the cost-ledger table")
     document.add_argument("--strict", action="store_true", help="fail on overfull boxes (CI)")
     document.add_argument("--out", required=True, help="output PDF, e.g. results/paper/tables.pdf")
     document.set_defaults(handler=_document)
@@ -80,8 +85,17 @@ def _table(args) -> int:
     from paired_rollouts import io
     from paired_rollouts.render import sources, tables
 
-    text = tables.render_table(args.number, sources.parse_input_args(args.input), args.scale,
-                               io.load_settings(args.settings))
+    model, inputs = tables.build(args.number, sources.parse_input_args(args.input), args.scale,
+                                 io.load_settings(args.settings))
+    text = tables.render_model(args.number, model, inputs, args.scale)
+    if args.html:
+        import html as html_escape
+
+        from paired_rollouts.render import html
+
+        caption = f"Scale: {args.scale}. Sources: " + "; ".join(sources.describe_sources(tables.used_sources(inputs)))
+        page = html.table_html(model, args.number, html_escape.escape(caption + "."))
+        io.atomic_write_text(args.html, page)
     io.atomic_write_text(args.out, text)
     return 0
 
@@ -98,5 +112,7 @@ def _document(args) -> int:
 
     document.build_document([Path(t) for t in args.tables], [Path(f) for f in args.figures],
                             Path(args.verification), args.profile, args.scale, args.commit, Path(args.out),
-                            strict=args.strict)
+                            strict=args.strict, decisions=[Path(d) for d in args.decisions],
+                            comparison=Path(args.comparison) if args.comparison else None,
+                            ledger=Path(args.ledger) if args.ledger else None)
     return 0

@@ -86,6 +86,90 @@ def verification_context(path: Path) -> dict[str, Any]:
     }
 
 
+FAMILIES = {
+    "c2": "C2 learning: AUC, final success (tables 3, 7)", "c4": "C4 learning: AUC, final success (tables 4, 8)",
+    "c0": "C0 clean-trained reference", "h3": "H3 recovery challenge", "h5": "H5 held-out fault types",
+    "luck": "Luck share (H1a)", "seed_sharing": "Schedule-seed sharing (H1a)",
+    "spurious": "Spurious-variance groups (H1a, C4)", "zero_variance": "Zero-variance groups (table 10)",
+    "probe": "Gradient probe (tables 5, 12; figure 5)", "bandit": "Aligned-scalar bandit (appendix A.1)",
+    "reference": "Scripted reference agent", "pools": "Task pools", "curve": "Learning curves (blog post)",
+    "budget": "Training budget",
+}
+
+
+def comparison_context(path: Path | None) -> dict[str, Any]:
+    """The summary page: N of M published numbers reproduced, by family, and whether a mismatch is expected."""
+    if path is None:
+        return {"comparison": None}
+    data = io.read_json(path)
+    try:
+        entries, summary = data["entries"], data["summary"]
+    except (KeyError, TypeError):
+        raise UserError(f"{path}: not a comparison.json (no 'entries'/'summary'); run `paired-rollouts compare`") from None
+    by: dict[str, dict[str, int]] = {}
+    for row in entries:
+        family = str(row["id"]).split(".")[0]
+        counts = by.setdefault(family, {"entries": 0, "reproduced": 0, "differs": 0, "not computed": 0})
+        counts["entries"] += 1
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    rows = [{"label": fmt.escape(FAMILIES.get(f, f)), "entries": fmt.integer(c["entries"]),
+             "reproduced": fmt.integer(c["reproduced"]), "differs": fmt.integer(c["differs"]),
+             "missing": fmt.integer(c["not computed"])} for f, c in by.items()]
+    expected = bool(data.get("mismatch_expected"))
+    label = str(data.get("scale_label", data.get("scale", "?")))
+    note = (f"This document was made at {label} scale: its runs are not the paper's (another model, fewer runs, "
+            "steps and tasks), so a mismatch with the published numbers is expected and says nothing about the "
+            "study. The numbers that do not depend on the runs (the scripted reference, the bandit, the task "
+            "pools) must agree at every scale." if expected else
+            "Paper scale: every published number should be reproduced within its printed rounding; a difference "
+            "is a finding, listed with its reason in comparison.json.")
+    return {"comparison": {
+        "headline": fmt.escape(f"{summary['reproduced']} of {summary['entries']} published numbers reproduced "
+                               "within rounding"),
+        "detail": fmt.escape(f"{summary['differs']} differ; {summary['not computed']} cannot be computed from "
+                             "this results root (their reasons are in the comparison file)."),
+        "note": fmt.escape(note), "rows": rows, "source": str(path),
+    }}
+
+
+def _duration(seconds: float | None) -> Tex:
+    if seconds is None:
+        return Tex("---")
+    seconds = int(round(seconds))
+    return fmt.escape(f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}")
+
+
+def ledger_rows(ledger: dict[str, Any]) -> tuple[list[dict[str, Tex]], list[dict[str, Tex]], dict[str, Tex]]:
+    """Stage rows, run rows and the total row of the cost ledger, formatted for LaTeX or HTML."""
+    def row(label: str, t: dict[str, Any]) -> dict[str, Tex]:
+        return {"label": fmt.escape(label), "jobs": fmt.integer(t["jobs"]), "wall": _duration(t["wall_s"]),
+                "cpu": _duration(t["cpu_s"]),
+                "rss": fmt.escape(f"{t['peak_rss_mb']:.0f}") if t.get("peak_rss_mb") is not None else Tex("---"),
+                "gpu": fmt.escape(f"{t['gpu_hours']:.2f}") if t.get("gpu_hours") is not None else Tex("---")}
+    stages = [row(name, t) for name, t in ledger["stages"].items()]
+    runs = [row(name, t) for name, t in ledger["runs"].items()]
+    return stages, runs, row("all jobs", ledger["total"])
+
+
+def ledger_context(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {"ledger": None}
+    data = io.read_json(path)
+    if not isinstance(data, dict) or "stages" not in data or "total" not in data:
+        raise UserError(f"{path}: not a ledger.json (no 'stages'/'total'); run `paired-rollouts ledger`")
+    stages, runs, total = ledger_rows(data)
+    budget = data.get("published_budget") or {}
+    gpu = data.get("gpu_hours_per_run")
+    this = (f"This run ({data['accelerator']}): {gpu:.2f} GPU-hours per training run, over "
+            f"{data.get('runs_in_study')} runs." if gpu is not None else
+            f"This run used no GPU ({data['accelerator']} profile): the ledger has no GPU-hours.")
+    paper = (f"Published budget: about {budget.get('episodes_per_run', '?'):,} episodes and "
+             f"{budget.get('gpu_hours_per_run', '?')} GPU-hours per run on {budget.get('accelerator', '?')}."
+             if budget else "No published budget given.")
+    return {"ledger": {"stages": stages, "runs": runs, "total": total, "paper": fmt.escape(paper),
+                       "this": fmt.escape(this), "source": str(path)}}
+
+
 def _latex_env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("SOURCE_DATE_EPOCH", "0")
@@ -125,16 +209,40 @@ def overfull_boxes(log: str) -> list[str]:
     return [line.strip() for line in log.splitlines() if line.startswith(("Overfull \\hbox", "Overfull \\vbox"))]
 
 
+def study_status(decisions: list[Path]) -> str:
+    """'' when every decision register decided every hypothesis on the whole design, else the notice
+    the title page carries (the study is incomplete: no hypothesis is decided on partial evidence)."""
+    problems = []
+    for path in decisions:
+        doc = src.load_decision(Path(path))
+        undecided = [name for name in ("H1a", "H2a", "H2b", "H3", "H5")
+                     if isinstance(doc.opt(name), dict) and doc.opt(name, "passes") is None]
+        if doc.opt("complete") is not True or undecided:
+            pairs = len(doc.opt("seed_pairs") or [])
+            design = doc.opt("design_seeds")
+            of = f" of {len(design)}" if isinstance(design, list) else ""
+            problems.append(f"{doc.req('condition')}: {pairs}{of} seed pairs admitted"
+                            + (f", {', '.join(undecided)} not decided" if undecided else ""))
+    if not problems:
+        return ""
+    return ("STUDY INCOMPLETE: " + "; ".join(problems) + ". Incomplete runs are rerun, never analysed; the "
+            "registered outcomes below are not decisions.")
+
+
 def build_document(tables: list[Path], figure_files: list[Path], verification: Path, profile: str, scale: str,
-                   commit: str, out: Path, strict: bool = False) -> list[str]:
+                   commit: str, out: Path, strict: bool = False, decisions: list[Path] | None = None,
+                   comparison: Path | None = None, ledger: Path | None = None) -> list[str]:
     """Compile the document to ``out``; returns the overfull-box warnings (an error when ``strict``)."""
-    for path in [*tables, *figure_files, verification]:
+    for path in [*tables, *figure_files, verification, *(decisions or []), *[p for p in (comparison, ledger) if p]]:
         if not Path(path).is_file():
             raise UserError(f"{path}: file not found; build it first")
     names = [Path(t).name for t in tables]
     if len(set(names)) != len(names):
         raise UserError("--tables: two tables with the same file name")
     context = verification_context(Path(verification))
+    context["study_status"] = fmt.escape(study_status(list(decisions or [])))
+    context.update(comparison_context(Path(comparison) if comparison else None))
+    context.update(ledger_context(Path(ledger) if ledger else None))
     workdir = Path(tempfile.mkdtemp(prefix="paired-rollouts-render-"))
     (workdir / "tables").mkdir()
     (workdir / "figures").mkdir()

@@ -192,7 +192,137 @@ def _probe_ratios(fig, inputs: Inputs, scale: str) -> None:
     fig.suptitle(f"Gradient-probe variance ratios (below 1: pairing helps) -- {scale} scale", fontsize=9)
 
 
+FINAL_SETS = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge", "at_training"]
+FINAL_TITLES = {"clean": "clean", "noisy_p010": "p=0.10", "noisy_p025": "p=0.25", "heldout_types": "held-out",
+                "challenge": "challenge", "at_training": "at training"}
+
+
+def _final_success(fig, inputs: Inputs, scale: str) -> None:
+    """The paper's figure 3: final test success per set, arm and seed (bars: mean over seeds; dots: seeds)."""
+    decisions = [src.load_decision(p) for p in inputs.files("decisions")]
+    panels = []
+    for decision in sorted(decisions, key=lambda d: str(d.req("condition"))):
+        final = decision.opt("secondary", "final") or {}
+        if final:
+            panels.append((str(decision.req("condition")), final))
+    if not panels:
+        raise UserError("figure final_success: no decision register with secondary.final values")
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+    for ax, (condition, final) in zip(axes, panels, strict=True):
+        by_arm: dict[str, list[dict[str, float]]] = defaultdict(list)
+        for run, values in sorted(final.items()):
+            parsed = src.parse_run(run)
+            if parsed is not None and isinstance(values, dict):
+                by_arm[parsed[1]].append({k: float(v) for k, v in values.items() if v is not None})
+        sets = [g for g in FINAL_SETS if any(g in v for runs in by_arm.values() for v in runs)]
+        arms = sorted(by_arm, key=lambda a: src.ARM_ORDER.get(a, 9))
+        width = 0.8 / max(len(arms), 1)
+        for j, arm in enumerate(arms):
+            for i, regime in enumerate(sets):
+                values = [v[regime] for v in by_arm[arm] if regime in v]
+                if not values:
+                    continue
+                x = i - 0.4 + width * (j + 0.5)
+                ax.bar(x, sum(values) / len(values), width * 0.9, color=ARM_COLORS.get(arm, "grey"), alpha=0.45,
+                       label=(f"{arm} (C0)" if arm == "clean" else arm) if i == 0 else None)
+                ax.plot([x] * len(values), values, "o", color=ARM_COLORS.get(arm, "grey"), ms=3)
+        ax.set_xticks(range(len(sets)), [FINAL_TITLES.get(g, g) for g in sets], rotation=30)
+        ax.set_title(f"{condition}-trained policies")
+        ax.grid(axis="y", alpha=0.3, lw=0.5)
+    axes[0].set_ylabel("final true success")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)
+    fig.suptitle(f"Final test success per set, arm and seed -- {scale} scale", fontsize=9)
+
+
+def _probe_decomposition(fig, inputs: Inputs, scale: str) -> None:
+    """The paper's figure 5: each trace split into its within-group and between-group parts."""
+    probes = sorted((src.load_probe(p) for p in inputs.files("probe")), key=lambda d: str(d.req("trajectory")))
+    if not probes:
+        raise UserError("figure probe_decomposition: no --input probe=PATH given")
+    axes = fig.subplots(1, 2)
+    for ax, noise, designs in ((axes[0], "outcome", ("paired", "independent")),
+                               (axes[1], "transition", ("paired", "independent_resampled"))):
+        labels, x, seen = [], 0, set()
+        for probe in probes:
+            for step in src.probe_steps(probe):
+                mc = probe.opt("checkpoints", str(step), noise, "mean_centered") or {}
+                for k, design in enumerate(designs):
+                    within = mc.get("trace_var_within", {}).get(design)
+                    between = mc.get("trace_var_between", {}).get(design)
+                    total = mc.get("trace_var", {}).get(design)
+                    if within is None or total is None:
+                        continue
+                    between = total - within if between is None else between
+                    color = ARM_COLORS["paired" if k == 0 else "independent"]
+                    first = design not in seen
+                    seen.add(design)
+                    ax.bar(x + 0.4 * k, within, 0.38, color=color, label="within, " + design if first else None)
+                    ax.bar(x + 0.4 * k, between, 0.38, bottom=within, color=color, alpha=0.35,
+                           label="between, " + design if first else None)
+                labels.append((x + 0.2, f"{probe.req('trajectory')}{step}"))
+                x += 1
+        if labels:
+            ax.set_xticks([p for p, _ in labels], [t for _, t in labels], rotation=45, fontsize=6)
+        ax.set_title(f"{noise} noise: MC Tr Var")
+        ax.grid(axis="y", alpha=0.3, lw=0.5)
+        if seen:
+            ax.legend(frameon=False, fontsize=6)
+        else:
+            ax.text(0.5, 0.5, "no within/between traces in the probe register", ha="center", va="center",
+                    transform=ax.transAxes, fontsize=7)
+    fig.suptitle(f"Gradient-probe trace decomposition (within / between groups) -- {scale} scale", fontsize=9)
+
+
 _EPISODES = KeySpec("episode records results/evals/RUN/*.jsonl (the condition's runs and the C0 runs)")
+
+# ---------------------------------------------------------------- surrogate beside the paper
+
+
+def _published_curves(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        steps = [int(s) for s in data["steps"]]
+        panels = data["panels"]
+        for key, panel in panels.items():
+            for arm in ("paired", "independent", "clean"):
+                if len(panel[arm]) != len(steps):
+                    raise ValueError(f"panel {key}: {arm} has {len(panel[arm])} points, steps {len(steps)}")
+    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
+        raise UserError(f"{path}: not a published-curves file ({exc}); see data/published/curves.yaml") from None
+    return data
+
+
+def _surrogate_curves(fig, inputs: Inputs, scale: str) -> None:
+    """Three panels (C2 noisy validation, C2 challenge, C4 clean validation): this scale's arm means (solid)
+    and the paper's published curves (dashed, hollow markers)."""
+    published = _published_curves(inputs.files("published_curves")[0])
+    runs = src.single_runs(src.load_episodes(inputs.files("episodes"), phases=("periodic",)), "figure surrogate_curves")
+    panels = published["panels"]
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, panel in zip(axes, panels.values(), strict=True):
+        for arm in ("paired", "independent", "clean"):
+            color = ARM_COLORS[arm]
+            chosen = [r for r in runs if r.arm == arm and (r.condition == panel["condition"] if arm != "clean"
+                                                             else r.condition == "C0")]
+            curves = [c for c in (r.curve(panel["regime"]) for r in chosen) if c]
+            if curves:
+                steps = sorted(set.intersection(*(set(s for s, _ in c) for c in curves)))
+                mean = [sum(dict(c)[s] for c in curves) / len(curves) for s in steps]
+                ax.plot(steps, mean, color=color, lw=1.8, marker="o", ms=3,
+                        label=f"{scale}: {arm}, mean of {len(curves)}")
+            ax.plot(published["steps"], [v / 100 for v in panel[arm]], color=color, lw=1.0, ls="--", marker="o",
+                    ms=3, mfc="none", label=f"paper: {arm}, mean of 3")
+        ax.set_title(panel["title"], fontsize=8)
+        ax.set_xlabel("training step")
+        ax.grid(alpha=0.3, lw=0.5)
+    axes[0].set_ylabel("true success")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False, fontsize=7)
+    fig.suptitle(f"{scale} learning curves (solid) beside the paper's published curves (dashed)", fontsize=9)
+
 
 FIGURES: dict[str, FigureSpec] = {
     "curves_c2": FigureSpec("curves_c2", "Validation curves of the C2 runs (transition noise) and the clean-trained "
@@ -211,6 +341,20 @@ FIGURES: dict[str, FigureSpec] = {
     "probe_ratios": FigureSpec("probe_ratios", "Gradient-probe variance ratios (paired over independent) by "
                                "checkpoint, for outcome and transition noise",
                                {"probe": KeySpec("probe registers results/probe/TRAJECTORY.json")}, _probe_ratios),
+    "surrogate_curves": FigureSpec(
+        "surrogate_curves", "Learning curves of this scale (mean over seeds per arm, solid) beside the paper's "
+        "published curves (Qwen3.5-2B, mean of 3 seeds, dashed): C2 validation under tool faults, C2 recovery "
+        "challenge, C4 clean validation; 'clean' is the C0 reference trained without noise",
+        {"episodes": _EPISODES, "published_curves": KeySpec("data/published/curves.yaml", many=False)}, _surrogate_curves),
+    "final_success": FigureSpec("final_success", "Final test success per set, arm and seed (paper figure 3): bars "
+                                "are the mean over seeds, dots single seeds",
+                                {"decisions": KeySpec("decision registers results/decisions/{c2,c4}.json")},
+                                _final_success),
+    "probe_decomposition": FigureSpec("probe_decomposition", "Gradient-probe trace decomposition (paper figure 5): "
+                                      "within-group and between-group parts of the MC covariance trace per "
+                                      "checkpoint and design",
+                                      {"probe": KeySpec("probe registers results/probe/TRAJECTORY.json")},
+                                      _probe_decomposition),
 }
 
 
@@ -232,7 +376,8 @@ def render_figure(name: str, given: dict[str, list[Path]], scale: str, out: Path
         raise UserError(f"--out {out}: a figure is written as .pdf (the .png goes beside it)")
     inputs = Inputs(given, spec.keys, f"figure {name}")
     plt = _plt()
-    fig = plt.figure(figsize=(7.0, 2.8) if name != "spurious_variance" else (4.6, 3.4), layout="constrained")
+    size = {"spurious_variance": (4.6, 3.4), "surrogate_curves": (7.0, 3.6)}.get(name, (7.0, 2.8))
+    fig = plt.figure(figsize=size, layout="constrained")
     try:
         spec.draw(fig, inputs, scale)
         caption = caption_text(spec, inputs, scale)

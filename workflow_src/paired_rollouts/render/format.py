@@ -207,9 +207,12 @@ def censored_steps(step: float | None, censored: bool, horizon: int | None, dp: 
 
 
 def mark(passes: bool | None, notes: Notes | None = None, reason: str | None = None) -> Tex:
-    """A registered outcome: pass / miss (a missing verdict is an em dash)."""
+    """A registered outcome: pass / miss; an undecided one (partial evidence, not computed) says so, with a
+    note giving the reason."""
     if passes is None:
-        return missing(notes, reason or "not decided")
+        if notes is None:
+            return Tex("not decided")
+        return Tex(f"not decided\\textsuperscript{{{notes.marker(reason or 'not decided')}}}")
     return Tex(r"\textbf{pass}" if passes else "miss")
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from paired_rollouts import io
 from paired_rollouts.errors import UserError
+from paired_rollouts.records import iter_episodes
 
 _ABSENT = object()
 RUN_RE = re.compile(r"^(?P<condition>c\d+)-(?P<arm>[a-z]+)-s(?P<seed>\d+)(?:-(?P<suffix>[a-z0-9_.-]+))?$")
@@ -415,11 +416,8 @@ def load_episodes(paths: Iterable[Path], phases: Sequence[str] = ("periodic", "f
     runs: dict[tuple[str, str], RunEpisodes] = {}
     for file in tqdm(files, desc="episode files", unit="file", disable=None, leave=False):
         root = _root_of(file)
-        for number, record in enumerate(io.iter_jsonl(file), start=1):
-            for key in EPISODE_KEYS:
-                if key not in record:
-                    raise UserError(f"{file}:{number}: missing key '{key}' in the episode record "
-                                    "(docs/CONTRACT.md#episode-record); regenerate the file")
+        # the one typed reader: keys and types of the contract, file:line in every error
+        for number, record in iter_episodes(file):
             if record["phase"] not in phases:
                 continue
             run = str(record["run"])

@@ -177,6 +177,15 @@ def build_table1(ctx: Context) -> TableModel:
         doc = src.load_manifest(path)
         entries.append((src.run_identity(doc), src.manifest_stack(doc)))
     entries.sort(key=lambda e: e[0].order)
+    from paired_rollouts.backoffice.tasks import PAPER_POOL_SHA256
+    from paired_rollouts.stats.completeness import _pool_hashes
+
+    for path in ctx.inputs.files("manifests"):
+        hashes = _pool_hashes(src.load_manifest(path).data)
+        # full digests only: abbreviated ones (hand-made fixtures) cannot be compared
+        if any(len(digest) == 64 and PAPER_POOL_SHA256.get(name) != digest for name, digest in hashes.items()):
+            table.extra_notes.append(fmt.escape(NON_PAPER_POOLS))
+            break
     last_condition = None
     gap = "not recorded in the run manifest"
     for ident, stack in entries:
@@ -224,8 +233,25 @@ def _int(value: Any) -> int | None:
 # ---------------------------------------------------------------- table 2: registered outcomes
 
 
+NON_PAPER_POOLS = ("The task pools are NOT the paper's (their hashes differ from the paper's frozen pools): "
+                   "these are not the paper's experiment.")
+
+
+def _verdict(block: Doc) -> bool | None:
+    """A registered outcome: true/false when decided; None (shown "not decided") on partial evidence."""
+    passes = block.req("passes")
+    if passes is not None and not isinstance(passes, bool):
+        raise UserError(f"{block.path}: 'passes' is {passes!r}; expected true, false or null")
+    return passes
+
+
+def _verdict_word(block: Doc) -> str:
+    passes = _verdict(block)
+    return "is not decided" if passes is None else ("passes" if passes else "misses")
+
+
 def _outcome_rows(table: TableModel, hyp: str, condition: str, criteria: list[tuple], passes: bool | None,
-                  reason: str | None = None) -> None:
+                  reason: str | None = None, why: str | None = None) -> None:
     """One hypothesis: a row per criterion (text, needed, got, interval, met); outcome on the first."""
     if reason is not None:
         table.add([hyp, condition, "---", "", fmt.missing(table.notes, reason), "", "",
@@ -237,7 +263,7 @@ def _outcome_rows(table: TableModel, hyp: str, condition: str, criteria: list[tu
             condition if index == 0 else "",
             text, needed, got, interval,
             Tex("yes" if met else "no") if met is not None else fmt.missing(table.notes, "criterion not reported"),
-            fmt.mark(passes) if index == 0 else "",
+            fmt.mark(passes, table.notes, why or "not decided") if index == 0 else "",
         ])
 
 
@@ -281,7 +307,7 @@ def _h1a_rows(table: TableModel, decision: Doc) -> None:
             ("runs whose groups share seeds as designed", Tex(f"{fmt.integer(n)}/{fmt.integer(n)}"),
              Tex(f"{fmt.integer(share_ok)}/{fmt.integer(n)}"), "", share_ok == n and n > 0),
         ]
-    _outcome_rows(table, "H1a", condition, criteria, bool(block.req("passes")))
+    _outcome_rows(table, "H1a", condition, criteria, _verdict(block), why=block.opt("reason"))
 
 
 def _h2_rows(table: TableModel, decision: Doc, name: str) -> None:
@@ -305,7 +331,7 @@ def _h2_rows(table: TableModel, decision: Doc, name: str) -> None:
          Tex(f"{GE} 0"), fmt.signed(block.number("final_difference_mean")), "", rule.opt("final_direction")),
     ]
     criteria = [(Tex(c[0]), *c[1:]) for c in criteria]
-    _outcome_rows(table, name, condition, criteria, bool(block.req("passes")))
+    _outcome_rows(table, name, condition, criteria, _verdict(block), why=block.opt("reason"))
 
 
 def _h3_rows(table: TableModel, decision: Doc) -> None:
@@ -325,7 +351,7 @@ def _h3_rows(table: TableModel, decision: Doc) -> None:
         ("seeds with a positive difference", Tex(f"{fmt.integer(len(diffs))}/{fmt.integer(len(diffs))}"),
          Tex(f"{fmt.integer(positive)}/{fmt.integer(len(diffs))}"), "", rule.opt("every_seed_positive")),
     ]
-    _outcome_rows(table, "H3", "C2", criteria, bool(block.req("passes")))
+    _outcome_rows(table, "H3", "C2", criteria, _verdict(block), why=block.opt("reason"))
 
 
 def _h5_rows(table: TableModel, decision: Doc) -> None:
@@ -344,7 +370,7 @@ def _h5_rows(table: TableModel, decision: Doc) -> None:
          None if lower is None or bound is None else lower > bound),
         ("mean difference (reported)", "", fmt.signed(block.number("difference_mean")), "", None),
     ]
-    _outcome_rows(table, "H5", "C2", criteria[:1], bool(block.req("passes")))
+    _outcome_rows(table, "H5", "C2", criteria[:1], _verdict(block), why=block.opt("reason"))
     table.add(["", "", criteria[1][0], "", criteria[1][2], "", "", ""])
 
 
@@ -362,7 +388,38 @@ def _h1b_rows(table: TableModel, probe: Doc) -> None:
          Tex(f"$>$ {fmt.integer(n)}/2"), Tex(f"{fmt.integer(transition_wins)}/{fmt.integer(n)}"), "",
          verdict.opt("transition_noise_majority")),
     ]
-    _outcome_rows(table, "H1b", "C2", criteria, bool(verdict.req("passes")))
+    _outcome_rows(table, "H1b", "C2", criteria, _verdict(verdict), why=verdict.opt("reason"))
+
+
+def _p13_rows(table: TableModel, probe: Doc) -> None:
+    """Registered prediction P13 (the probe): base condition by a factor of two, outcome ratio falls,
+    transition ratio below one at a majority of checkpoints; the flags are the probe register's."""
+    verdict = probe.sub("verdict")
+    p13 = verdict.opt("p13")
+    trajectory = str(probe.req("trajectory"))
+    if not isinstance(p13, dict):
+        _outcome_rows(table, "P13", "C2", [], None, reason=f"no P13 block in the probe register of {trajectory}")
+        return
+    steps = src.probe_steps(probe)
+    first, last = (str(steps[0]), str(steps[-1])) if steps else ("", "")
+    ratios = verdict.opt("ratios_by_step", "outcome") or {}
+    base_lr = _num(probe.opt("checkpoints", first, "outcome", "lhs_over_rhs")) if steps else None
+    n = int(verdict.number("checkpoints") or 0)
+    wins = int(verdict.number("transition_wins") or 0)
+    criteria = [
+        (Tex(f"base checkpoint: $L \\leq R/2$ (\\texttt{{{fmt.escape(trajectory)}}})"), Tex("$L/R \\leq$ 0.500"),
+         Tex("$L/R$ = " + fmt.prop(base_lr, 3, table.notes, "no successful rollout (R = 0)")), "",
+         p13.get("base_lhs_at_most_half_rhs")),
+        ("outcome-noise MC ratio lower at the last checkpoint", Tex(f"step {fmt.escape(last)} $<$ step {fmt.escape(first)}"),
+         Tex(fmt.prop(_num(ratios.get(last)), 3, table.notes, "ratio undefined") + " vs "
+             + fmt.prop(_num(ratios.get(first)), 3, table.notes, "ratio undefined")), "",
+         p13.get("outcome_ratio_falls")),
+        ("transition-noise MC ratio below one", Tex(f"$>$ {fmt.integer(n)}/2"),
+         Tex(f"{fmt.integer(wins)}/{fmt.integer(n)}"), "", p13.get("transition_ratio_below_one_majority")),
+    ]
+    flags = [c[4] for c in criteria]
+    met = None if any(f is None for f in flags) else all(bool(f) for f in flags)
+    _outcome_rows(table, "P13", "C2", criteria, met)
 
 
 def build_table2(ctx: Context) -> TableModel:
@@ -387,6 +444,9 @@ def build_table2(ctx: Context) -> TableModel:
     for probe in sorted(probes, key=lambda d: str(d.req("trajectory"))):
         table.rule()
         _h1b_rows(table, probe)
+    for probe in sorted(probes, key=lambda d: str(d.req("trajectory"))):
+        table.rule()
+        _p13_rows(table, probe)
     if c2 is not None:
         table.rule()
         _h2_rows(table, c2, "H2a")
@@ -398,6 +458,8 @@ def build_table2(ctx: Context) -> TableModel:
         _h3_rows(table, c2)
         table.rule()
         _h5_rows(table, c2)
+    if any(doc.opt("paper_pools") is False for doc in decisions):
+        table.extra_notes.append(fmt.escape(NON_PAPER_POOLS))
     for doc in decisions:
         if doc.opt("complete") is False:
             missing = doc.opt("missing") or []
@@ -505,11 +567,61 @@ def _primary_table(ctx: Context, condition: str, name: str, title: str, with_ref
     cells += ["", "", ""] + ([""] if with_reference else [])
     table.add(cells)
     boot = decision.opt("bootstrap") or {}
+    _published_primary(ctx, table, condition, with_reference)
     table.extra_notes.append(fmt.escape(
-        f"{name} {'passes' if block.req('passes') else 'misses'}; bootstrap: {boot.get('resamples')} resamples, "
+        f"{name} {_verdict_word(block)}; bootstrap: {boot.get('resamples')} resamples, "
         f"seed {boot.get('seed')}; {block.opt('tasks')} validation tasks, {block.opt('final_tasks', default='?')} "
         "final tasks."))
     return table
+
+
+def published_values(ctx: Context) -> dict[str, Any] | None:
+    """Published values by entry id (data/published/paper.yaml) in the register's unit, or None without it."""
+    files = ctx.inputs.files("published") if "published" in ctx.inputs.declared else []
+    if not files:
+        return None
+    from paired_rollouts.compare.published import load_published
+
+    return {e.id: (e.value / e.scale if isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
+                   else e.value) for e in load_published(files[0]).entries}
+
+
+def _published_primary(ctx: Context, table: TableModel, condition: str, with_reference: bool) -> None:
+    """The paper's values under the reproduced ones, in the same columns (tables 3 and 4)."""
+    pub = published_values(ctx)
+    if pub is None:
+        return
+    c = condition.lower()
+    regime = "noisy_p025" if c == "c2" else "clean"
+    table.rule()
+    table.section("Published (the paper; per-seed values from the original study's registers)")
+    seeds = sorted({int(k.rsplit(".s", 1)[1]) for k in pub if k.startswith(f"{c}.auc.paired.s")})
+    for seed in seeds:
+        fp, fi = pub.get(f"{c}.final.paired.s{seed}"), pub.get(f"{c}.final.independent.s{seed}")
+        cells = [fmt.integer(seed), fmt.prop(pub.get(f"{c}.auc.paired.s{seed}")),
+                 fmt.prop(pub.get(f"{c}.auc.independent.s{seed}")),
+                 fmt.signed(pub.get(f"{c}.auc.difference.s{seed}"))]
+        if with_reference:
+            cells.append(Tex(""))
+        cells += [fmt.prop(fp), fmt.prop(fi), fmt.signed(_diff(fp, fi))]
+        if with_reference:
+            cells.append(Tex(""))
+        table.add(cells)
+    cells = [Tex("mean"), Tex(""), Tex(""), fmt.signed(pub.get(f"{c}.auc.difference.mean"))]
+    if with_reference:
+        cells.append(Tex(""))
+    cells += [fmt.prop(pub.get(f"{c}.final.{regime}.paired.mean")),
+              fmt.prop(pub.get(f"{c}.final.{regime}.independent.mean")),
+              fmt.signed(pub.get(f"{c}.final.difference.mean"))]
+    if with_reference:
+        cells.append(fmt.prop(pub.get(f"c0.final.{regime}.mean")))
+    table.add(cells)
+    low, high = pub.get(f"{c}.auc.difference.ci95.low"), pub.get(f"{c}.auc.difference.ci95.high")
+    cells = [Tex("95\\,\\% CI"), "", "", fmt.interval([low, high], notes=table.notes) if low is not None else ""]
+    if with_reference:
+        cells.append("")
+    cells += ["", "", ""] + ([""] if with_reference else [])
+    table.add(cells)
 
 
 def build_table3(ctx: Context) -> TableModel:
@@ -527,9 +639,11 @@ def build_table5(ctx: Context) -> TableModel:
     table = TableModel(
         "Gradient-probe variance ratios by checkpoint",
         [Tex("Step"), Tex("$L/R$"), Tex("outcome"), Tex("transition"), Tex("stratified"), Tex("outcome"),
-         Tex("transition")],
-        ["r", "r", "r", "r", "r", "r", "r"],
-        groups=[(Tex(""), 2), (Tex("MC: paired / independent"), 3), (Tex("SW: paired / independent"), 2)],
+         Tex("transition"), Tex("outcome"), Tex("transition"), Tex("$\\rho=0$"), Tex("outcome"), Tex("transition")],
+        ["r"] * 12,
+        groups=[(Tex(""), 2), (Tex("MC: paired / independent"), 3), (Tex("SW: paired / independent"), 2),
+                (Tex("MC within groups"), 2), (Tex(""), 1), (Tex("batch equivalent"), 2)],
+        size=r"\footnotesize",
     )
     probes = sorted((src.load_probe(p) for p in ctx.inputs.files("probe")), key=lambda d: str(d.req("trajectory")))
     for index, probe in enumerate(probes):
@@ -551,11 +665,18 @@ def build_table5(ctx: Context) -> TableModel:
                          "ratio undefined"),
                 fmt.prop(cp.number("transition", "implemented", "ratio_paired_over_independent"), 3, table.notes,
                          "ratio undefined"),
+                fmt.prop(_num(cp.opt("outcome", "mean_centered", "ratio_within_paired_over_independent")), 3,
+                         table.notes, "not in the probe register"),
+                fmt.prop(_num(cp.opt("transition", "mean_centered", "ratio_within_paired_over_independent")), 3,
+                         table.notes, "not in the probe register"),
+                fmt.prop(_num(cp.opt("counts", "rho_zero_fraction")), 3, table.notes, "not recorded by the probe"),
+                fmt.prop(_num(cp.opt("batch_equivalent", "outcome")), 2, table.notes, "not in the probe register"),
+                fmt.prop(_num(cp.opt("batch_equivalent", "transition")), 2, table.notes, "not in the probe register"),
             ])
         verdict = probe.sub("verdict")
         n = int(verdict.number("checkpoints") or 0)
         table.section(Tex(
-            f"H1b {'passes' if verdict.req('passes') else 'misses'}: outcome {fmt.integer(int(verdict.number('outcome_wins') or 0))}/"
+            f"H1b {_verdict_word(verdict)}: outcome {fmt.integer(int(verdict.number('outcome_wins') or 0))}/"
             f"{fmt.integer(n)}, transition {fmt.integer(int(verdict.number('transition_wins') or 0))}/{fmt.integer(n)} "
             "checkpoints with paired $<$ independent"))
     if not probes:
@@ -747,18 +868,25 @@ def _thresholds_table(ctx: Context, decisions: dict[str, Doc], probes: dict[str,
 # ---------------------------------------------------------------- table 7: C2 secondary endpoints
 
 
+RECOVERY_SETS = ["noisy_p025", "challenge"]
+
+
 def build_table7(ctx: Context) -> TableModel:
     decision = src.decision_for(_decisions(ctx), "C2", "table 7")
     final_regimes = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge"]
     table = TableModel(
         "C2 secondary endpoints",
-        [Tex("Run"), Tex("Steps to $T$"), Tex("AUC")] + [regime_label(r) for r in final_regimes],
-        ["l", "r", "r"] + ["r"] * len(final_regimes),
-        groups=[(Tex(""), 3), (Tex("Final test success"), len(final_regimes))],
-        size=r"\footnotesize",
+        [Tex("Run"), Tex("Steps to $T$"), Tex("AUC")] + [regime_label(r) for r in final_regimes]
+        + [regime_label(r) for r in RECOVERY_SETS] + [regime_label(r) for r in RECOVERY_SETS],
+        ["l", "r", "r"] + ["r"] * (len(final_regimes) + 2 * len(RECOVERY_SETS)),
+        groups=[(Tex(""), 3), (Tex("Final test success"), len(final_regimes)),
+                (Tex("Recovery success"), len(RECOVERY_SETS)), (Tex("Exposed"), len(RECOVERY_SETS))],
+        size=r"\scriptsize",
+        tabcolsep="3pt",
     )
     if decision.opt("secondary") is None:
-        table.add([fmt.missing(table.notes, "the decision register has no secondary block")] + [""] * 7)
+        table.add([fmt.missing(table.notes, "the decision register has no secondary block")]
+                  + [""] * (len(table.headers) - 1))
         return table
     sec = decision.sub("secondary")
     threshold = sec.number("threshold")
@@ -790,6 +918,12 @@ def build_table7(ctx: Context) -> TableModel:
             cells.append(fmt.prop(_num(sec.opt("auc", run, curve)), 3, table.notes, "not evaluated"))
             for regime in final_regimes:
                 cells.append(fmt.prop(_num(sec.opt("final", run, regime)), 3, table.notes, "not evaluated"))
+            for regime in RECOVERY_SETS:
+                cells.append(fmt.prop(_num(sec.opt("recovery_success", run, regime)), 3, table.notes,
+                                      "no exposed episode (or not in the register)"))
+            for regime in RECOVERY_SETS:
+                cells.append(fmt.prop(_num(sec.opt("exposure", run, regime)), 3, table.notes,
+                                      "exposure not in the register"))
             table.add(cells)
         summary = sec.opt("steps_to_threshold_by_arm", arm) or {}
         reached = summary.get("reached")
@@ -801,11 +935,13 @@ def build_table7(ctx: Context) -> TableModel:
                                                               table.notes, "not evaluated")]
         for regime in final_regimes:
             cells.append(fmt.prop(_num(sec.opt("arms", arm, "final", regime)), 3, table.notes, "not evaluated"))
-        table.add(cells)
+        table.add(cells + [Tex("")] * (2 * len(RECOVERY_SETS)))
     table.extra_notes.append(Tex(
         f"Steps to $T$: first evaluated step whose {regime_label(curve)} success reaches $T$, linearly "
         f"interpolated; $>${horizon if horizon is not None else '?'} = never reached (censored). "
-        "Mean rows: median over the runs that reached $T$ (reached/runs), and means over seeds."))
+        "Mean rows: median over the runs that reached $T$ (reached/runs), and means over seeds. Recovery success: "
+        "true success among the final episodes that met at least one fault; exposed: the share of final episodes "
+        "that met one."))
     return table
 
 
@@ -821,7 +957,8 @@ def _episodes(ctx: Context, what: str) -> list[src.RunEpisodes]:
 
 def build_table8(ctx: Context) -> TableModel:
     runs = _episodes(ctx, "table 8")
-    regimes = ["clean", "noisy_p010", "noisy_p025", "heldout_types"]
+    # at_training is the C4 runs' own regime (grader flips at q = 0.10); the other runs are not evaluated there
+    regimes = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge", "at_training"]
     table = TableModel(
         "Policies trained with grader noise (C4) under tool faults",
         [Tex("Run")] + [regime_label(r) for r in regimes],
@@ -1057,7 +1194,10 @@ def build_table12(ctx: Context) -> TableModel:
             rows.append((str(probe.req("trajectory")), step, out.number("lhs_mean"), out.number("rhs_mean"),
                          out.number("mean_centered", "trace_var", "paired"),
                          out.number("mean_centered", "trace_var", "independent"),
-                         success, cp.opt("counts", "rho_zero_fraction"), nonzero))
+                         success, cp.opt("counts", "rho_zero_fraction"), nonzero,
+                         _num(out.opt("implemented", "trace_var", "paired")),
+                         _num(out.opt("implemented", "trace_var", "independent")),
+                         _num(out.opt("mean_centered", "identity_residual"))))
     unit_exp = ctx.settings.get("unit_exponent")
     if unit_exp is None:
         unit_exp = _exponent([v for r in rows for v in r[2:6]])
@@ -1065,11 +1205,12 @@ def build_table12(ctx: Context) -> TableModel:
     table = TableModel(
         "Outcome-noise probe traces",
         [Tex("Step"), Tex("$LL$"), Tex("$RR$"), Tex("paired"), Tex("indep."), Tex("success"), Tex("masked"),
-         Tex("non-zero")],
-        ["r"] * 8,
+         Tex("non-zero"), Tex("paired"), Tex("indep."), Tex("residual")],
+        ["r"] * 11,
         groups=[(Tex(""), 1), (Tex(f"$\\times 10^{{{int(unit_exp)}}}$"), 2),
-                (Tex(f"MC Tr\\,Var $\\times 10^{{{int(unit_exp)}}}$"), 2), (Tex("fractions"), 3)],
-        size=r"\small",
+                (Tex(f"MC Tr\\,Var $\\times 10^{{{int(unit_exp)}}}$"), 2), (Tex("fractions"), 3),
+                (Tex("SW Tr\\,Var"), 2), (Tex("identity"), 1)],
+        size=r"\footnotesize",
     )
     current = None
     for r in rows:
@@ -1081,13 +1222,85 @@ def build_table12(ctx: Context) -> TableModel:
         table.add([fmt.integer(r[1])] + [fmt.scaled(v, unit, 3, table.notes, "not available") for v in r[2:6]]
                   + [fmt.prop(r[6], 3, table.notes, "no clean groups"),
                      fmt.prop(_num(r[7]), 3, table.notes, "not recorded by the probe"),
-                     fmt.prop(r[8], 3, table.notes, "no clean groups")])
+                     fmt.prop(r[8], 3, table.notes, "no clean groups")]
+                  + [_sci(v, table.notes) for v in r[9:12]])
     table.extra_notes.append(Tex(
         "$LL$ = mean $\\|g_c\\|^2$ of the clean group gradient; $RR$ = mean $G^{-2}\\sum_i r_i\\|S_i-\\bar S\\|^2$; "
         "pairing lowers the MC variance iff $LL<RR$. Success: mean true success of the clean rollouts. Masked: "
         "fraction of rollouts whose importance ratio is 0. Non-zero: fraction of clean groups with mixed "
-        "outcomes ($0<k<G$), i.e.\\ non-zero MC weights."))
+        "outcomes ($0<k<G$), i.e.\\ non-zero MC weights. SW: the implemented (standardised, importance-weighted) "
+        "estimator's traces. Identity residual: MC Tr\\,Var paired $-$ independent $- q(1-q)(LL-RR)$ (zero up to "
+        "rounding)."))
+    _by_k_rows(table, probes)
     return table
+
+
+# ---------------------------------------------------------------- surrogate scales
+
+
+def build_table13(ctx: Context) -> TableModel:
+    doc = src._load_json(ctx.inputs.files("power")[0], "power table")
+    hyps = doc.req("hypotheses")
+    sizes = sorted({int(n) for h in hyps.values() for n in h["power"]})
+    table = TableModel("Power of the registered rules by design size",
+                       [Tex("Hypothesis"), Tex("Condition"), Tex("passes (all pairs)")]
+                       + [Tex(f"$n={n}$") for n in sizes],
+                       ["l", "l", "c"] + ["r"] * len(sizes),
+                       groups=[(Tex(""), 1), (Tex(""), 1), (Tex(""), 1),
+                               (Tex("P(rule passes) with $n$ seed pairs"), len(sizes))])
+    for name in ("H2a", "H3", "H5", "H2b"):
+        if name not in hyps:
+            continue
+        h = hyps[name]
+        table.add([name, h["condition"], fmt.mark(h["passes_full"])]
+                  + [fmt.prop(h["power"].get(str(n)), 3, table.notes, "not estimated") for n in sizes])
+    table.extra_notes.append(Tex(
+        f"Each cell: the share of {int(doc.req('draws'))} draws of $n$ seed pairs (with replacement, from the "
+        f"{int(doc.req('full_pairs'))} admitted pairs) on which the registered rule passes; H5's interval uses "
+        f"{int(doc.req('bootstrap_resamples'))} bootstrap resamples per draw. $n=3$ is the paper's design."))
+    return table
+
+
+def build_table14(ctx: Context) -> TableModel:
+    doc = src._load_json(ctx.inputs.files("calibration")[0], "calibration register")
+    table = TableModel("Surrogate calibration to the paper's step-0 agent",
+                       [Tex("Target"), Tex("paper"), Tex("tolerance"), Tex("achieved"), Tex("passes")],
+                       ["l", "r", "r", "r", "c"])
+    for row in doc.req("targets"):
+        table.add([fmt.escape(str(row["target_name"]).replace("_", " ")), fmt.prop(row["target"], 3),
+                   Tex("$\\pm$" + str(fmt.prop(row["tolerance"], 3))),
+                   fmt.prop(row["achieved"], 3, table.notes, "undefined"), fmt.mark(row["passes"])])
+    knobs = doc.req("knobs")
+    table.extra_notes.append(Tex("Fitted knobs: " + ", ".join(
+        f"{fmt.escape(k)} {v:.3f}" for k, v in sorted(knobs.items())) + f". Parameters: {len(doc.req('theta'))}."))
+    return table
+def _sci(value: float | None, notes: fmt.Notes) -> Tex:
+    """A number of any magnitude in scientific notation (traces of the SW estimator, residuals)."""
+    if value is None:
+        return fmt.missing(notes, "not in the probe register")
+    if value == 0:
+        return Tex("0")
+    mantissa, exponent = f"{value:.2e}".split("e")
+    return Tex(f"${mantissa}\\times 10^{{{int(exponent)}}}$")
+
+
+def _by_k_rows(table: TableModel, probes: list[Doc]) -> None:
+    """Clean groups by success count k: how many, and their mean L/R (the probe register's `by_k`)."""
+    for probe in probes:
+        steps = src.probe_steps(probe)
+        ks = sorted({int(k) for step in steps for k in (probe.opt("checkpoints", str(step), "outcome", "by_k") or {})})
+        if not ks:
+            continue
+        table.rule()
+        table.section(Tex(r"by success count $k$, trajectory \texttt{" + fmt.escape(str(probe.req("trajectory")))
+                          + r"}: groups and mean $L/R$ per $k$"))
+        for step in steps:
+            by_k = probe.opt("checkpoints", str(step), "outcome", "by_k") or {}
+            text = "; ".join(f"k={k}: {int(by_k[str(k)].get('count', 0))}, "
+                             + (f"{by_k[str(k)]['lhs_over_rhs']:.3f}" if by_k[str(k)].get("lhs_over_rhs") is not None
+                                else "n/a")
+                             for k in ks if str(k) in by_k)
+            table.add([fmt.integer(step), Tex(r"\multicolumn{10}{l}{" + fmt.escape(text) + "}")], kind="span")
 
 
 # ---------------------------------------------------------------- registry
@@ -1095,6 +1308,8 @@ def build_table12(ctx: Context) -> TableModel:
 _EPISODES = KeySpec("episode records: results/evals/RUN/*.jsonl files (or folders)")
 _DECISIONS = KeySpec("decision registers results/decisions/{c2,c4}.json")
 _PROBE = KeySpec("probe registers results/probe/TRAJECTORY.json")
+_PUBLISHED = KeySpec("data/published/paper.yaml: the paper's values, shown under the reproduced ones", required=False,
+                     many=False)
 
 TABLES: dict[int, TableSpec] = {
     1: TableSpec(1, "Run matrix", {"manifests": KeySpec("run manifests results/runs/RUN/manifest.json")},
@@ -1105,11 +1320,11 @@ TABLES: dict[int, TableSpec] = {
         "rules": KeySpec("prereg/decision_rules.yaml (hash checked against the registers)", required=False,
                          many=False),
     }, build_table2),
-    3: TableSpec(3, "C2 primary endpoints by seed", {"decisions": KeySpec("the C2 decision register")},
-                 build_table3),
+    3: TableSpec(3, "C2 primary endpoints by seed", {"decisions": KeySpec("the C2 decision register"),
+                                                     "published": _PUBLISHED}, build_table3),
     4: TableSpec(4, "C4 primary endpoints by seed",
-                 {"decisions": KeySpec("the C4 decision register (its secondary block holds the C0 reference)")},
-                 build_table4),
+                 {"decisions": KeySpec("the C4 decision register (its secondary block holds the C0 reference)"),
+                  "published": _PUBLISHED}, build_table4),
     5: TableSpec(5, "Probe ratios by checkpoint", {"probe": _PROBE}, build_table5),
     6: TableSpec(6, "Registered predictions and outcomes", {
         "decisions": KeySpec("decision registers", required=False),
@@ -1134,6 +1349,11 @@ TABLES: dict[int, TableSpec] = {
     }, build_table11),
     12: TableSpec(12, "Outcome-probe traces", {"probe": _PROBE}, build_table12,
                   settings={"unit_exponent": "power of ten for LL, RR and MC (default: from the data; 5 at paper scale)"}),
+    13: TableSpec(13, "Power of the registered rules (surrogate scales)",
+                  {"power": KeySpec("results/<scale>/decisions/power.json", many=False)}, build_table13),
+    14: TableSpec(14, "Surrogate calibration register",
+                  {"calibration": KeySpec("results/<scale>/models/surrogate/calibration.json", many=False)},
+                  build_table14),
 }
 
 
@@ -1144,7 +1364,7 @@ def table_inputs(number: int) -> dict[str, KeySpec]:
 
 def spec_for(number: int) -> TableSpec:
     if number not in TABLES:
-        raise UserError(f"--number {number}: the paper has tables 1-{len(TABLES)}")
+        raise UserError(f"--number {number}: the tables are 1-{len(TABLES)} (13-14 at surrogate scales)")
     return TABLES[number]
 
 
@@ -1161,11 +1381,20 @@ def build(number: int, given: dict[str, list[Path]], scale: str, settings: dict[
 
 def render_table(number: int, given: dict[str, list[Path]], scale: str, settings: dict[str, Any] | None = None) -> str:
     """The LaTeX text of table ``number`` (does not write anything)."""
-    from paired_rollouts.render import tex
 
     model, inputs = build(number, given, scale, settings or {})
-    used = [p for key, spec in inputs.declared.items() if "not read" not in spec.description
-            for p in inputs.files(key)]
+    return render_model(number, model, inputs, scale)
+
+
+def used_sources(inputs: Inputs) -> list[Path]:
+    return [p for key, spec in inputs.declared.items() if "not read" not in spec.description for p in inputs.files(key)]
+
+
+def render_model(number: int, model: TableModel, inputs: Inputs, scale: str) -> str:
+    """The LaTeX text of a built table."""
+    from paired_rollouts.render import tex
+
+    used = used_sources(inputs)
     context = model.context()
     context.update(
         number=Tex(str(number)),

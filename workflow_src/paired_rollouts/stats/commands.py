@@ -8,11 +8,22 @@ from pathlib import Path
 from paired_rollouts.errors import UserError
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
 def _luck_share(args: argparse.Namespace) -> int:
-    from paired_rollouts.io import atomic_write_json, read_jsonl, sha256_file
+    from paired_rollouts.io import atomic_write_json, sha256_file
+    from paired_rollouts.records import read_episodes
     from paired_rollouts.stats.luck_share import luck_share_file, single_value, step_from_path
 
-    records = [r for r in read_jsonl(args.episodes) if r.get("phase", "diagnostic") == "diagnostic"]
+    records = [r for r in read_episodes(args.episodes) if r["phase"] == "diagnostic"]
     if not records:
         raise UserError(f"{args.episodes}: no diagnostic episode records; run the diagnostic evaluation first")
     run = single_value(records, "run", args.episodes)
@@ -30,10 +41,11 @@ def _luck_share(args: argparse.Namespace) -> int:
 
 
 def _group_stats(args: argparse.Namespace) -> int:
-    from paired_rollouts.io import atomic_write_json, read_jsonl, sha256_file
+    from paired_rollouts.io import atomic_write_json, sha256_file
+    from paired_rollouts.records import read_groups
     from paired_rollouts.stats.groups import group_statistics
 
-    out = group_statistics(read_jsonl(args.groups), source=str(args.groups),
+    out = group_statistics(read_groups(args.groups), source=str(args.groups),
                            source_sha256=sha256_file(args.groups), q=args.q)
     atomic_write_json(args.out, out)
     print(f"{out['run']}: {out['groups']} groups, zero-variance {out['zero_variance_frac']:.4f}, "
@@ -48,22 +60,29 @@ def _completeness(args: argparse.Namespace) -> int:
     out = check_run(args.run, load_settings(args.settings), evals_dir=args.evals,
                     diagnostics_dir=args.diagnostics, groups_path=args.groups,
                     run_manifest_path=args.run_manifest, data_manifest_path=args.manifest,
-                    tasks_dir=args.tasks_dir)
+                    tasks_dir=args.tasks_dir, luck_paths=args.luck)
     atomic_write_json(args.out, out)
     print(f"{args.run}: complete={out['complete']} ({len(out['missing'])} missing, {len(out['defects'])} defects, "
           f"{out['episodes_found']}/{out['episodes_expected']} episodes) -> {args.out}")
     if args.strict and not out["complete"]:
+        import sys
+
+        for item in (out["missing"] + out["defects"])[:10]:
+            print(f"  {item}", file=sys.stderr)
+        print(f"paired-rollouts completeness: error: {args.run} is incomplete; the protocol reruns it, it is "
+              "never analysed (see the entries above)", file=sys.stderr)
         return 2
     return 0
 
 
 def _decide(args: argparse.Namespace) -> int:
-    from paired_rollouts.io import atomic_write_json, read_json
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.records import read_pool_manifest
     from paired_rollouts.stats.decisions import decide, load_episodes, load_groups, load_inputs
     from paired_rollouts.stats.rules import load_rules
 
     rules = load_rules(args.rules)
-    manifest = read_json(args.manifest)
+    manifest = read_pool_manifest(args.manifest)
     complete, luck = load_inputs(args.complete, args.luck)
     sources = [p for p in [*args.episodes, *args.reference_episodes] if p]
     register = decide(args.condition, load_episodes(sources), rules, manifest,
@@ -75,6 +94,29 @@ def _decide(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_register(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.stats.run_register import build_register
+
+    out = build_register(args.run_dir, args.results)
+    atomic_write_json(args.out, out)
+    print(f"{out['run']}: register with {len(out['curves'])} curves, {len(out['final'])} final sets, "
+          f"{len(out['checkpoints'])} checkpoints -> {args.out}")
+    return 0
+
+
+def _verify_run(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import read_json
+    from paired_rollouts.stats.run_register import format_report, verify_run
+
+    accepted, reasons, notes = verify_run(args.run_dir, args.results)
+    register_path = Path(args.run_dir) / "register.json"
+    register = read_json(register_path) if register_path.is_file() else None
+    print(format_report(Path(args.run_dir).name, accepted, reasons, notes,
+                        register if isinstance(register, dict) else None))
+    return 0 if accepted else 3
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "luck-share", help="luck share (schedule share of outcome variance) of one diagnostic checkpoint",
@@ -83,7 +125,7 @@ def register(subparsers) -> None:
         epilog="Output shape: docs/records.md section 1.")
     p.add_argument("--episodes", required=True, type=Path, help="results/diagnostics/RUN/diag-stepN.jsonl")
     p.add_argument("--out", required=True, type=Path, help="results/diagnostics/RUN/luck-stepN.json")
-    p.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
+    p.add_argument("--resamples", type=_positive, default=10000, help="bootstrap resamples (default 10000)")
     p.add_argument("--seed", type=int, default=20260911, help="bootstrap seed (default 20260911)")
     p.add_argument("--schedules", type=int, default=None, help="expected K (default: the largest found)")
     p.add_argument("--samples", type=int, default=None, help="expected M (default: the largest found)")
@@ -117,9 +159,30 @@ def register(subparsers) -> None:
     p.add_argument("--manifest", "--pool-manifest", dest="manifest", required=True, type=Path,
                    help="data/tasks/MANIFEST.json")
     p.add_argument("--tasks-dir", type=Path, default=None, help="task pools (default: the manifest's folder)")
+    p.add_argument("--luck", nargs="*", default=[], type=Path,
+                   help="results/diagnostics/RUN/luck-stepN.json files: hashed and checked against their source")
     p.add_argument("--out", required=True, type=Path, help="results/runs/RUN/complete.json")
     p.add_argument("--strict", action="store_true", help="exit 2 when the run is incomplete")
     p.set_defaults(handler=_completeness)
+
+    p = subparsers.add_parser(
+        "run-register", help="one run's register: curves, AUC, final sets, luck, training curve, lineage",
+        description="Gather one run's curves and AUC per evaluation set, final sets, luck share per "
+                    "diagnostic checkpoint, training curve, timing, attempts and checkpoint inventory from the "
+                    "files its completeness record lists.",
+        epilog="Output shape: docs/records.md section 3.1.")
+    p.add_argument("--run-dir", required=True, type=Path, help="results/runs/RUN")
+    p.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results)")
+    p.add_argument("--out", required=True, type=Path, help="results/runs/RUN/register.json")
+    p.set_defaults(handler=_run_register)
+
+    p = subparsers.add_parser(
+        "verify-run", help="ACCEPT or REJECT one run: re-hash its evidence, refuse unlisted files",
+        description="Re-hash every file complete.json lists, refuse files it does not list, check the "
+                    "completeness verdict, code versions and register; prints a report. Exit 0 ACCEPT, 3 REJECT.")
+    p.add_argument("--run-dir", required=True, type=Path, help="results/runs/RUN")
+    p.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results)")
+    p.set_defaults(handler=_verify_run)
 
     p = subparsers.add_parser(
         "decide", help="the pre-registered decisions (H1a, H2a/H2b, H3, H5) of one condition",
@@ -134,7 +197,8 @@ def register(subparsers) -> None:
     p.add_argument("--groups", nargs="*", default=[], help="results/runs/RUN/groups.jsonl files")
     p.add_argument("--luck", nargs="*", default=[], help="results/diagnostics/RUN/luck-stepN.json files")
     p.add_argument("--complete", nargs="*", default=[], help="results/runs/RUN/complete.json files")
-    p.add_argument("--seeds", nargs="*", type=int, default=None, help="the design's seeds (names missing runs)")
+    p.add_argument("--seeds", nargs="*", type=int, default=None,
+                   help="the design's seeds; a hypothesis is decided only when every seed pair is admitted")
     p.add_argument("--rules", required=True, type=Path, help="prereg/decision_rules.yaml")
     p.add_argument("--manifest", "--pool-manifest", dest="manifest", required=True, type=Path,
                    help="data/tasks/MANIFEST.json")

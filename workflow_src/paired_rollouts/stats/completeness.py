@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from paired_rollouts.errors import UserError
-from paired_rollouts.io import iter_jsonl, read_json, sha256_file
+from paired_rollouts.io import iter_jsonl, sha256_file
+from paired_rollouts.noise.seeds import diagnostic_seed, eval_schedule_seed, row_order, training_schedule_seed
+from paired_rollouts.records import (
+    iter_episodes,
+    iter_groups,
+    read_luck,
+    read_pool_manifest,
+    read_run_manifest,
+)
 from paired_rollouts.stats.curves import parse_run_name
 
 SETTINGS_KEYS = {"periodic", "final", "diagnostic", "training", "run", "task_filter"}
@@ -40,6 +48,7 @@ eval_tasks, final_tasks, training_steps, prompts_per_step, num_generations, diag
 [, diagnostic_pool, diagnostic_tasks, diagnostic_schedules, diagnostic_samples]}; regimes given as a list of names get
 the standard schedule indices (periodic 1-2, final 1-4, challenge 1)."""
 MAX_LISTED = 20
+KNOWN_REGIMES = ("clean", "at_training", "challenge", "noisy_p010", "noisy_p025", "heldout_types")
 
 
 def _require(d: dict[str, Any], key: str, where: str) -> Any:
@@ -48,9 +57,24 @@ def _require(d: dict[str, Any], key: str, where: str) -> Any:
     return d[key]
 
 
+def _int(value: Any, where: str) -> int:
+    """A settings count or step: an integer (``2.0`` or ``"2"`` are refused, not rounded)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UserError(f"completeness settings: '{where}' is {value!r}, expected an integer\n{SETTINGS_HELP}")
+    return value
+
+
+def _ints(values: Any, where: str) -> list[int]:
+    if not isinstance(values, list):
+        raise UserError(f"completeness settings: '{where}' is {values!r}, expected a list of integers")
+    return [_int(v, where) for v in values]
+
+
 def _indices(regimes: Any, table: dict[str, list[int]], where: str) -> dict[str, list[int]]:
     if isinstance(regimes, dict):
-        return {str(k): [int(i) for i in v] for k, v in regimes.items()}
+        return {str(k): _ints(v, f"{where}.{k}") for k, v in regimes.items()}
+    if not isinstance(regimes, list):
+        raise UserError(f"completeness settings: '{where}' must be a list of regime names or a mapping")
     unknown = [r for r in regimes if r not in table]
     if unknown:
         raise UserError(f"completeness settings: {where} has unknown regimes {unknown}; give their schedule "
@@ -106,6 +130,21 @@ def validate_settings(settings: dict[str, Any]) -> None:
             extra = set(settings[block]) - set(keys)
             if extra:
                 raise UserError(f"completeness settings: unknown keys {sorted(extra)} in '{block}'\n{SETTINGS_HELP}")
+            node = settings[block]
+            for key in ("tasks", "schedules", "samples", "step", "prompts", "generations"):
+                if key in node and not (block == "diagnostic" and node[key] is None):
+                    _int(node[key], f"{block}.{key}")
+            if block == "training":
+                _int(node["steps"], "training.steps")
+            elif "steps" in node:
+                _ints(node["steps"], f"{block}.steps")
+            if "regimes" in node:
+                if not isinstance(node["regimes"], dict):
+                    raise UserError(f"completeness settings: '{block}.regimes' must map regime -> schedule indices")
+                for regime, indices in node["regimes"].items():
+                    if regime not in KNOWN_REGIMES:
+                        raise UserError(f"completeness settings: '{block}.regimes' names unknown regime {regime!r}")
+                    _ints(indices, f"{block}.regimes.{regime}")
 
 
 def pool_task_ids(tasks_dir: Path, pool: str, count: int, task_filter: str = "all") -> list[str]:
@@ -129,6 +168,12 @@ def _pool_hashes(manifest: dict[str, Any]) -> dict[str, str]:
         elif isinstance(value, str):
             out[name] = value
     return out
+
+
+def _paper(manifest: dict[str, Any]) -> bool:
+    from paired_rollouts.backoffice.tasks import paper_pools
+
+    return paper_pools(manifest)
 
 
 def _code_of(node: dict[str, Any]) -> str | None:
@@ -161,14 +206,19 @@ class _Checker:
         self.episodes_found = 0
         self.seen_seeds: dict[tuple[str, str, int], int] = {}
 
-    def identity(self, rec: dict[str, Any], rel: str, line: int, **expected: Any) -> None:
+    def _defect(self, **entry: Any) -> None:
+        if len(self.defects) < 50 * MAX_LISTED:
+            self.defects.append(entry)
+
+    def identity(self, rec: dict[str, Any], rel: str, line: int, **expected: Any) -> bool:
         want = {"run": self.run, "condition": self.ident["condition"], "arm": self.ident["arm"],
                 "seed": self.ident["seed"], **expected}
         for key, value in want.items():
             if rec.get(key) != value:
-                self.defects.append({"kind": "identity", "path": rel, "line": line,
-                                     "problem": f"{key} is {rec.get(key)!r}, expected {value!r}"})
-                return
+                self._defect(kind="identity", path=rel, line=line,
+                             problem=f"{key} is {rec.get(key)!r}, expected {value!r}")
+                return False
+        return True
 
     def eval_file(self, path: Path, rel: str, phase: str, step: int, regime: str,
                   task_ids: list[str], indices: list[int]) -> None:
@@ -178,16 +228,21 @@ class _Checker:
             return
         self.files[rel] = sha256_file(path)
         found: Counter = Counter()
-        for line, rec in enumerate(iter_jsonl(path), start=1):
+        for line, rec in iter_episodes(path):
             self.episodes_found += 1
             self.identity(rec, rel, line, phase=phase, step=step, regime=regime)
-            item = (str(rec.get("task_id")), int(rec.get("schedule_index", -1)))
+            index = rec["schedule_index"] if rec["schedule_index"] is not None else -1
+            item = (rec["task_id"], index)
             found[item] += 1
+            seed = rec["schedule_seed"]
+            # the evaluation schedules are the design's, identical across arms and checkpoints
+            if seed != eval_schedule_seed(rec["task_id"], index):
+                self._defect(kind="schedule_seed", path=rel, line=line, item=list(item),
+                             problem=f"schedule_seed {seed} is not eval_schedule_seed({rec['task_id']}, {index})")
             key = (regime, *item)
-            seed = rec.get("schedule_seed")
             if key in self.seen_seeds and self.seen_seeds[key] != seed:
-                self.defects.append({"kind": "schedule_seed", "item": list(item), "path": rel,
-                                     "problem": f"seeds {self.seen_seeds[key]} and {seed} for one schedule"})
+                self._defect(kind="schedule_seed", item=list(item), path=rel,
+                             problem=f"seeds {self.seen_seeds[key]} and {seed} for one schedule")
             self.seen_seeds.setdefault(key, seed)
         self._compare(rel, expected, found, "episodes")
 
@@ -207,10 +262,19 @@ class _Checker:
             return
         self.files[rel] = sha256_file(path)
         per_task: dict[str, Counter] = {}
-        for line, rec in enumerate(iter_jsonl(path), start=1):
+        run_seed = self.ident["seed"]
+        for line, rec in iter_episodes(path):
             self.episodes_found += 1
             self.identity(rec, rel, line, phase="diagnostic", step=step, regime="diag")
-            per_task.setdefault(str(rec.get("task_id")), Counter())[rec.get("schedule_seed")] += 1
+            index = rec["schedule_index"]
+            if index is None or not 0 <= index < schedules:
+                self._defect(kind="identity", path=rel, line=line,
+                             problem=f"schedule_index {index!r} outside 0..{schedules - 1}")
+            elif rec["schedule_seed"] != diagnostic_seed(run_seed, rec["task_id"], index):
+                self._defect(kind="schedule_seed", path=rel, line=line, item=[rec["task_id"], index],
+                             problem=f"schedule_seed {rec['schedule_seed']} is not diagnostic_seed({run_seed}, "
+                                     f"{rec['task_id']}, {index})")
+            per_task.setdefault(rec["task_id"], Counter())[rec["schedule_seed"]] += 1
         for task in task_ids:
             seeds = per_task.get(task)
             if seeds is None:
@@ -228,7 +292,21 @@ class _Checker:
         for task in sorted(set(per_task) - set(task_ids)):
             self.defects.append({"kind": "unexpected", "path": rel, "item": [task]})
 
-    def groups_file(self, path: Path, steps: int, prompts: int, generations: int) -> tuple[int, int]:
+    def luck_file(self, path: Path, rel: str, step: int, diag_rel: str) -> None:
+        """A luck-share file must be derived from the very diagnostic file checked here."""
+        data = read_luck(path)
+        self.files[rel] = sha256_file(path)
+        if data["run"] != self.run or data["step"] != step:
+            self._defect(kind="identity", path=rel,
+                         problem=f"luck-share file of {data['run']} step {data['step']}, expected {self.run} step {step}")
+        if diag_rel not in self.files:
+            self._defect(kind="luck", path=rel, problem=f"{diag_rel} was not checked")
+        elif data["source_sha256"] != self.files[diag_rel]:
+            self._defect(kind="luck", path=rel, problem=f"source_sha256 differs from {diag_rel}; rerun luck-share")
+
+    def groups_file(self, path: Path, steps: int, prompts: int, generations: int,
+                    train_ids: list[str] | None) -> tuple[int, int]:
+        """Every (step, group) once, on its own training row: task, row index and row seed of the design."""
         rel = "groups.jsonl"
         if not path.is_file():
             self.missing.append({"kind": "file", "path": rel, "expected": steps * prompts})
@@ -236,22 +314,40 @@ class _Checker:
         self.files[rel] = sha256_file(path)
         by_step: dict[int, Counter] = {}
         groups = rollouts = 0
-        for line, rec in enumerate(iter_jsonl(path), start=1):
+        seed, condition, arm = self.ident["seed"], self.ident["condition"], self.ident["arm"]
+        order = row_order(len(train_ids), seed) if train_ids else None
+        for line, rec in iter_groups(path):
             groups += 1
-            if rec.get("run") != self.run:
-                self.defects.append({"kind": "identity", "path": rel, "line": line,
-                                     "problem": f"run is {rec.get('run')!r}, expected {self.run!r}"})
-            step, group = rec.get("step"), rec.get("group")
-            lengths = {len(rec.get(k) or []) for k in ("schedule_seeds", "true_success", "observed_reward",
-                                                      "advantages")}
-            rollouts += max(lengths)
-            if lengths != {generations}:
-                self.defects.append({"kind": "group", "step": step, "group": group,
-                                     "problem": f"list lengths {sorted(lengths)}, expected {generations}"})
-            if not isinstance(step, int) or not 0 <= step < steps:
-                self.defects.append({"kind": "group", "step": step, "group": group, "problem": "step out of range"})
+            if rec["run"] != self.run:
+                self._defect(kind="identity", path=rel, line=line,
+                             problem=f"run is {rec['run']!r}, expected {self.run!r}")
+            step, group = rec["step"], rec["group"]
+            size = len(rec["true_success"])
+            rollouts += size
+            if size != generations:
+                self._defect(kind="group", path=rel, line=line, step=step, group=group,
+                             problem=f"list lengths {size}, expected {generations}")
+            if not 0 <= step < steps or not 0 <= group < prompts:
+                self._defect(kind="group", path=rel, line=line, step=step, group=group,
+                             problem="step or group out of range")
                 continue
             by_step.setdefault(step, Counter())[group] += 1
+            row = step * prompts + group
+            if rec.get("row_index", row) != row:
+                self._defect(kind="group", path=rel, line=line, step=step, group=group,
+                             problem=f"row_index {rec['row_index']}, expected {row}")
+            if order is not None:
+                want = train_ids[order[row % len(train_ids)]]
+                if rec["task_id"] != want:
+                    self._defect(kind="group", path=rel, line=line, step=step, group=group,
+                                 problem=f"task_id {rec['task_id']} is not training row {row}'s task {want}")
+            row_seed = training_schedule_seed(seed, condition, row)
+            if rec.get("schedule_seed", row_seed) != row_seed:
+                self._defect(kind="group", path=rel, line=line, step=step, group=group,
+                             problem=f"schedule_seed {rec['schedule_seed']} is not training row {row}'s seed")
+            if arm != "independent" and "schedule_seed" in rec and set(rec["schedule_seeds"]) != {row_seed}:
+                self._defect(kind="group", path=rel, line=line, step=step, group=group,
+                             problem=f"{arm} rollouts must all use the row's seed {row_seed}")
         for step in range(steps):
             got = by_step.get(step, Counter())
             expected = Counter(range(prompts))
@@ -266,6 +362,19 @@ class _Checker:
                                          "path": rel, "item": [step, g]})
         return groups, rollouts
 
+    def stray_files(self, folder: Path, prefix: str, allowed: set[str]) -> None:
+        """Files in a run's evidence folder that the design does not call for (e.g. a final set stamped at
+        the wrong step, or a same-named copy in a subfolder) are defects: nothing unlisted may sit there."""
+        if not folder.is_dir():
+            return
+        for path in sorted(folder.rglob("*")):
+            if path.is_dir() or (path.name.startswith(".") and path.name.endswith(".tmp")):
+                continue
+            rel = path.relative_to(folder).as_posix()
+            if rel not in allowed:
+                self._defect(kind="stray", path=f"{prefix}/{rel}",
+                             problem="file not called for by the design; delete it or fix the settings")
+
 
 def check_run(
     run: str,
@@ -277,6 +386,7 @@ def check_run(
     run_manifest_path: str | Path | None,
     data_manifest_path: str | Path,
     tasks_dir: str | Path | None = None,
+    luck_paths: list[str | Path] | None = None,
 ) -> dict[str, Any]:
     """The content of ``complete.json`` (docs/records.md section 3)."""
     settings = normalize_settings(settings)
@@ -284,11 +394,12 @@ def check_run(
     task_filter = settings.get("task_filter", "all")
     if settings.get("run", run) != run:
         raise UserError(f"completeness settings name run {settings['run']!r}, not {run!r}")
-    data_manifest = read_json(data_manifest_path)
+    data_manifest = read_pool_manifest(data_manifest_path)
     tasks_root = Path(tasks_dir) if tasks_dir else Path(data_manifest_path).parent
     chk = _Checker(run)
     evals = Path(evals_dir)
     expected_episodes = 0
+    eval_names: set[str] = set()
     periodic = settings.get("periodic")
     if periodic:
         ids = pool_task_ids(tasks_root, periodic["pool"], int(periodic["tasks"]), task_filter)
@@ -296,6 +407,7 @@ def check_run(
             for regime, indices in sorted(periodic["regimes"].items()):
                 expected_episodes += len(ids) * len(indices)
                 name = f"periodic-step{int(step)}-{regime}.jsonl"
+                eval_names.add(name)
                 chk.eval_file(evals / name, f"evals/{name}", "periodic", int(step), regime, ids, indices)
     final = settings.get("final")
     if final:
@@ -303,7 +415,9 @@ def check_run(
         for regime, indices in sorted(final["regimes"].items()):
             expected_episodes += len(ids) * len(indices)
             name = f"final-step{int(final['step'])}-{regime}.jsonl"
+            eval_names.add(name)
             chk.eval_file(evals / name, f"evals/{name}", "final", int(final["step"]), regime, ids, indices)
+    chk.stray_files(evals, "evals", eval_names)
     diag = settings.get("diagnostic")
     skipped: list[str] = []
     if diag and diag["steps"] and diagnostics_dir is None:
@@ -317,6 +431,22 @@ def check_run(
             expected_episodes += len(ids) * k * m
             name = f"diag-step{int(step)}.jsonl"
             chk.diag_file(Path(diagnostics_dir) / name, f"diagnostics/{name}", int(step), ids, k, m)
+    luck_steps: dict[int, Path] = {}
+    for path in luck_paths or []:
+        data = read_luck(path)
+        if data["step"] in luck_steps:
+            raise UserError(f"{path}: a second luck-share file for step {data['step']} (first {luck_steps[data['step']]})")
+        luck_steps[data["step"]] = Path(path)
+    diag_steps = [int(x) for x in (diag or {}).get("steps") or []] if not skipped else []
+    for step in sorted(luck_steps):
+        if step not in diag_steps:
+            chk.defects.append({"kind": "luck", "path": str(luck_steps[step]),
+                                "problem": f"step {step} is not a diagnostic step of the design"})
+            continue
+        chk.luck_file(luck_steps[step], f"diagnostics/luck-step{step}.json", step, f"diagnostics/diag-step{step}.jsonl")
+    if diagnostics_dir is not None and diag_steps:
+        allowed = {f"diag-step{s}.jsonl" for s in diag_steps} | {f"luck-step{s}.json" for s in diag_steps}
+        chk.stray_files(Path(diagnostics_dir), "diagnostics", allowed)
     training = settings.get("training")
     groups_expected = rollouts_expected = groups_found = rollouts_found = 0
     if training:
@@ -324,7 +454,13 @@ def check_run(
             raise UserError("the settings expect training groups; pass --groups results/runs/RUN/groups.jsonl")
         steps, prompts, gens = int(training["steps"]), int(training["prompts"]), int(training["generations"])
         groups_expected, rollouts_expected = steps * prompts, steps * prompts * gens
-        groups_found, rollouts_found = chk.groups_file(Path(groups_path), steps, prompts, gens)
+        train_pool = tasks_root / "train.jsonl"
+        train_ids = None
+        if train_pool.is_file():
+            from paired_rollouts.backoffice.tasks import select_tasks
+
+            train_ids = [str(t["task_id"]) for t in select_tasks(list(iter_jsonl(train_pool)), task_filter)]
+        groups_found, rollouts_found = chk.groups_file(Path(groups_path), steps, prompts, gens, train_ids)
 
     expected_pools = _pool_hashes(data_manifest)
     if not expected_pools:
@@ -334,7 +470,7 @@ def check_run(
     if run_manifest_path is None or not Path(run_manifest_path).is_file():
         chk.missing.append({"kind": "file", "path": "manifest.json"})
     else:
-        run_manifest = read_json(run_manifest_path)
+        run_manifest = read_run_manifest(run_manifest_path)
         run_pools = _pool_hashes(run_manifest)
         if not run_pools:
             chk.defects.append({"kind": "pool", "name": None, "problem": "run manifest records no task-pool hashes"})
@@ -369,6 +505,7 @@ def check_run(
         "files": chk.files,
         "task_pools": task_pools,
         "task_pools_match": bool(task_pools) and all(v["match"] for v in task_pools.values()),
+        "paper_pools": _paper(data_manifest),
         "code_versions": code_versions,
         "code_consistent": len(code_versions) == 1,
         "missing": chk.missing,

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from paired_rollouts.errors import UserError
-from paired_rollouts.io import iter_jsonl, read_json, sha256_file
+from paired_rollouts.io import sha256_file
+from paired_rollouts.records import iter_episodes, iter_groups, read_completeness, read_luck
 from paired_rollouts.stats.bootstrap import paired_bootstrap, percentile_interval
 from paired_rollouts.stats.completeness import _pool_hashes
 from paired_rollouts.stats.curves import auc_weights, parse_run_name, round4, steps_to_threshold
@@ -49,8 +50,8 @@ class RunEvidence:
 
     def add(self, rec: dict[str, Any]) -> bool:
         """File one record; False for phases the decisions do not use (e.g. train)."""
-        phase = rec.get("phase")
-        success = float(bool(rec["true_success"]))
+        phase = rec["phase"]
+        success = 1.0 if rec["true_success"] is True else 0.0
         if phase == "periodic":
             by_step = self.periodic.setdefault(rec["regime"], {})
             by_step.setdefault(int(rec["step"]), {}).setdefault(rec["task_id"], []).append(success)
@@ -83,61 +84,95 @@ def _score(outcomes: list[float]) -> float:
     return sum(outcomes) / len(outcomes)
 
 
-def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
-    """Files as given, directories searched recursively for ``*.jsonl``; sorted, de-duplicated."""
-    out: set[Path] = set()
+def expand_paths(paths: Iterable[str | Path]) -> list[tuple[Path, Path | None]]:
+    """(file, folder it was found in) for files as given and ``*.jsonl`` under directories; sorted,
+    de-duplicated. The folder lets the digest key be the file's path relative to the run."""
+    out: dict[Path, Path | None] = {}
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            out.update(f for f in path.rglob("*.jsonl") if f.name != "groups.jsonl")
+            for f in path.rglob("*.jsonl"):
+                if f.name != "groups.jsonl":
+                    out.setdefault(f, path)
         elif path.is_file():
-            out.add(path)
+            out.setdefault(path, None)
         else:
             raise UserError(f"{path}: no such file or directory (--episodes)")
-    return sorted(out)
+    return sorted(out.items())
+
+
+def _relative_key(path: Path, folder: Path | None, run: str, phase: str) -> str:
+    """``evals/<path below the run's folder>`` (or ``diagnostics/...``), as complete.json lists files."""
+    top = "diagnostics" if phase == "diagnostic" else "evals"
+    if folder is None:
+        return f"{top}/{path.name}"
+    parts = path.relative_to(folder).parts
+    if parts and parts[0] == run and len(parts) > 1:   # a folder above the runs' folders was given
+        parts = parts[1:]
+    return f"{top}/{'/'.join(parts)}"
 
 
 def load_episodes(paths: Iterable[str | Path]) -> dict[str, RunEvidence]:
-    """Read episode files into one ``RunEvidence`` per run, recording each file's sha256 per run."""
+    """Read episode files (typed) into one ``RunEvidence`` per run, with each file's sha256 keyed by its
+    path relative to the run; two files under one key are refused."""
     runs: dict[str, RunEvidence] = {}
-    for path in expand_paths(paths):
+    origin: dict[tuple[str, str], Path] = {}
+    for path, folder in expand_paths(paths):
         digest = sha256_file(path)
-        for line, rec in enumerate(iter_jsonl(path), start=1):
-            run = rec.get("run")
-            if run is None or "phase" not in rec:
-                raise UserError(f"{path}:{line}: not an episode record (no run/phase); see docs/CONTRACT.md#episode-record")
+        for line, rec in iter_episodes(path):
+            run = rec["run"]
             ev = runs.get(run)
             if ev is None:
                 ident = parse_run_name(run)
                 ev = runs[run] = RunEvidence(run, ident["condition"], ident["arm"], ident["seed"])
-            if rec.get("condition", ev.condition) != ev.condition or rec.get("seed", ev.seed) != ev.seed:
-                raise UserError(f"{path}:{line}: record of run {run} says condition {rec.get('condition')} "
-                                f"seed {rec.get('seed')}; the run name says {ev.condition} seed {ev.seed}")
+            if rec["condition"] != ev.condition or rec["seed"] != ev.seed or rec["arm"] != ev.arm:
+                raise UserError(f"{path}:{line}: record of run {run} says condition {rec['condition']} arm "
+                                f"{rec['arm']} seed {rec['seed']}; the run name says {ev.condition} {ev.arm} "
+                                f"seed {ev.seed}")
             if ev.add(rec):
-                folder = "diagnostics" if rec.get("phase") == "diagnostic" else "evals"
-                ev.files[f"{folder}/{path.name}"] = digest
+                rel = _relative_key(path, folder, run, rec["phase"])
+                first = origin.setdefault((run, rel), path)
+                if first != path:
+                    raise UserError(f"{path}: a second file for {run} {rel} (first {first}); give each "
+                                    "evidence file once")
+                ev.files[rel] = digest
     return runs
 
 
 def _by_run(paths: Iterable[str | Path] | None, what: str) -> dict[str, tuple[str, Any]]:
     out: dict[str, tuple[str, Any]] = {}
     for p in paths or []:
-        data = read_json(p)
-        run = data.get("run") if isinstance(data, dict) else None
-        if run is None:
-            raise UserError(f"{p}: not a {what} file (no 'run')")
-        key = f"{run}@{data.get('step')}" if what == "luck" else run
+        data = read_luck(p) if what == "luck" else read_completeness(p)
+        run = data["run"]
+        key = f"{run}@{data['step']}" if what == "luck" else run
         if key in out:
             raise UserError(f"{p}: a second {what} file for {key} (first: {out[key][0]})")
+        if what == "luck":
+            data = {**data, "_sha256": sha256_file(p)}
         out[key] = (str(p), data)
     return out
 
 
-def load_groups(paths: Iterable[str | Path] | None) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
+class Groups(dict):
+    """{run: [group records]} plus the sha256 of the file each run's records came from."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.digests: dict[str, tuple[str, str]] = {}
+
+
+def load_groups(paths: Iterable[str | Path] | None) -> Groups:
+    out = Groups()
     for p in paths or []:
-        for rec in iter_jsonl(p):
-            out.setdefault(str(rec.get("run")), []).append(rec)
+        digest = sha256_file(p)
+        runs_here = set()
+        for _, rec in iter_groups(p):
+            out.setdefault(rec["run"], []).append(rec)
+            runs_here.add(rec["run"])
+        for run in runs_here:
+            if run in out.digests:
+                raise UserError(f"{p}: training groups of {run} also in {out.digests[run][0]}; give one file per run")
+            out.digests[run] = (str(p), digest)
     return out
 
 
@@ -146,25 +181,31 @@ def load_groups(paths: Iterable[str | Path] | None) -> dict[str, list[dict[str, 
 
 
 def admit(ev: RunEvidence, complete: tuple[str, dict[str, Any]] | None,
-          pools: dict[str, str]) -> dict[str, Any]:
-    """Is this run's evidence whole and untouched? Returns the acceptance entry."""
-    entry: dict[str, Any] = {"admitted": True, "checked": complete is not None, "episodes": ev.episodes,
+          pools: dict[str, str], inputs: dict[str, str] | None = None) -> dict[str, Any]:
+    """Is this run's evidence whole and untouched? Returns the acceptance entry.
+
+    ``inputs`` are the run's other decision inputs (``groups.jsonl``, ``diagnostics/luck-stepN.json``:
+    relative path -> sha256); like every episode file, each must be listed in complete.json with the
+    same digest."""
+    entry: dict[str, Any] = {"admitted": False, "checked": complete is not None, "episodes": ev.episodes,
                              "complete_source": None, "code_versions": [], "reasons": []}
+    reasons = entry["reasons"]
     if complete is None:
+        reasons.append("no completeness file given for this run (--complete)")
         return entry
     source, data = complete
     entry["complete_source"] = source
-    entry["code_versions"] = list(data.get("code_versions") or [])
-    reasons = entry["reasons"]
-    if not data.get("complete"):
-        reasons.append(f"completeness check failed: {len(data.get('missing') or [])} missing, "
-                       f"{len(data.get('defects') or [])} defects")
-    recorded = {name: v.get("sha256") for name, v in (data.get("task_pools") or {}).items()}
+    entry["code_versions"] = list(data["code_versions"])
+    if not data["complete"]:
+        reasons.append(f"completeness check failed: {len(data['missing'])} missing, "
+                       f"{len(data['defects'])} defects")
+    recorded = {name: v.get("sha256") for name, v in data["task_pools"].items() if isinstance(v, dict)}
     for name, want in sorted(pools.items()):
         if recorded.get(name) != want:
             reasons.append(f"task pool {name}: run used {recorded.get(name)}, manifest says {want}")
-    checked_files = data.get("files") or {}
-    for rel, digest in sorted(ev.files.items()):
+    checked_files = data["files"]
+    given = {**ev.files, **(inputs or {})}
+    for rel, digest in sorted(given.items()):
         if rel not in checked_files:
             reasons.append(f"{rel}: not covered by the completeness check")
         elif checked_files[rel] != digest:
@@ -181,7 +222,7 @@ def admit(ev: RunEvidence, complete: tuple[str, dict[str, Any]] | None,
 
 
 def _not_computed(name: str, reason: str, **extra: Any) -> dict[str, Any]:
-    return {"hypothesis": name, "passes": False, "computed": False, "reason": reason, **extra}
+    return {"hypothesis": name, "passes": None, "computed": False, "reason": reason, **extra}
 
 
 def common_tasks(tables: Iterable[dict[str, Any]]) -> list[str]:
@@ -232,6 +273,17 @@ def _final_frame(pairs: list[tuple[RunEvidence, RunEvidence]], regime: str) -> t
     return tasks, "" if tasks else f"no final task common to all runs for '{regime}'"
 
 
+def applied_auc_weights(steps: list[int], rules: DecisionRules) -> tuple[np.ndarray, dict[str, Any]]:
+    """The frozen ``auc_weights`` when the evaluated steps are the frozen grid; otherwise (a smaller
+    scale evaluates another grid) the trapezoid on the evaluated steps, recording both and which decided."""
+    frozen, grid = rules.frozen_auc_weights(steps)
+    if frozen is not None and list(steps) == grid:
+        return np.array(frozen), {"source": "rules", "rule_weights": frozen, "rule_steps": grid}
+    return auc_weights(steps), {
+        "source": "trapezoid on the evaluated steps (the frozen weights are for another step grid)",
+        "rule_weights": frozen, "rule_steps": grid}
+
+
 def hypothesis_h2(pairs, condition: str, rules: DecisionRules) -> dict[str, Any]:
     names = rules.sets(condition)
     name = H2_NAME[condition]
@@ -242,7 +294,7 @@ def hypothesis_h2(pairs, condition: str, rules: DecisionRules) -> dict[str, Any]
     final_tasks, why_final = _final_frame(pairs, names["final"])
     if why or why_final:
         return _not_computed(name, why or why_final, bootstrap=boot)
-    w = auc_weights(steps)
+    w, weights_applied = applied_auc_weights(steps, rules)
     cp = [p.curve(names["validation"], steps, tasks) for p, _ in pairs]
     ci = [i.curve(names["validation"], steps, tasks) for _, i in pairs]
     auc_p = np.array([w @ c.mean(axis=1) for c in cp])
@@ -261,7 +313,8 @@ def hypothesis_h2(pairs, condition: str, rules: DecisionRules) -> dict[str, Any]
     return round4({
         "hypothesis": name, "computed": True, "condition": condition,
         "validation_set": names["validation"], "final_set": names["final"],
-        "steps": steps, "auc_weights": w.tolist(), "tasks": len(tasks), "final_tasks": len(final_tasks),
+        "steps": steps, "auc_weights": w.tolist(), "auc_weights_applied": weights_applied,
+        "tasks": len(tasks), "final_tasks": len(final_tasks),
         "seeds": seeds, "runs": [[p.run, i.run] for p, i in pairs],
         "curve_paired": {str(s): c.mean(axis=1).tolist() for s, c in zip(seeds, cp, strict=True)},
         "curve_independent": {str(s): c.mean(axis=1).tolist() for s, c in zip(seeds, ci, strict=True)},
@@ -400,7 +453,9 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
             luck_ok = bool(lam is not None and lam["lam"] is not None and lam["ci95"][0] is not None
                            and lam["lam"] >= rules.h1a_c2_lambda_at_least
                            and lam["ci95"][0] > rules.h1a_c2_lower_bound_above)
-            sharing[ev.run] = seed_sharing(groups[ev.run], ev.arm) if ev.run in groups else None
+            sharing[ev.run] = (seed_sharing(groups[ev.run], ev.arm, rules.paired_max_seeds,
+                                            rules.independent_min_seeds, report_rule=True)
+                               if ev.run in groups else None)
             share_ok = bool(sharing[ev.run] is not None and sharing[ev.run]["passes"])
             row = {"arm": ev.arm, "luck_criterion": luck_ok, "sharing_criterion": share_ok}
             reasons = []
@@ -413,18 +468,26 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
             run_rows[ev.run] = row
         out.update(seed_sharing=sharing, runs=run_rows,
                    rule={"lambda_at_least": rules.h1a_c2_lambda_at_least,
-                         "lower_bound_above": rules.h1a_c2_lower_bound_above},
+                         "lower_bound_above": rules.h1a_c2_lower_bound_above,
+                         "paired_max_seeds_per_group": rules.paired_max_seeds,
+                         "independent_min_seeds_per_group": rules.independent_min_seeds},
                    passes=all(r["luck_criterion"] and r["sharing_criterion"] for r in run_rows.values()))
     else:
         q = rules.h1a_c4_q
         rule_size = rules.h1a_c4_group_size
         size = max(sizes) if sizes else int(rule_size or 8)
-        # the expected rate follows the group size actually trained (stand-in scale uses smaller G)
-        expected = spurious_rate_closed_form(q, size)
+        frozen = rules.h1a_c4_expected_rate
+        if frozen is not None and rule_size is not None and size == int(rule_size):
+            expected, expected_source = float(frozen), "rules"
+        else:
+            # a scale that trains another G cannot apply the frozen rate: the closed form at the trained G
+            expected = spurious_rate_closed_form(q, size)
+            expected_source = f"closed form 1-(1-q)^G-q^G at the trained G={size} (the frozen rate is for G={rule_size})"
         ind, par = out["spurious_rate_independent"], out["spurious_rate_paired"]
         ind_ok = bool(ind is not None and abs(ind - expected) <= rules.h1a_c4_independent_within)
         par_ok = bool(par is not None and par <= rules.h1a_c4_paired_at_most)
-        out.update(expected_independent_rate=expected, q=q, G=size, G_rule=rule_size, runs=per_run,
+        out.update(expected_independent_rate=expected, expected_independent_rate_rule=frozen,
+                   expected_rate_source=expected_source, q=q, G=size, G_rule=rule_size, runs=per_run,
                    rule={"independent_within": rules.h1a_c4_independent_within, "independent_criterion": ind_ok,
                          "paired_at_most": rules.h1a_c4_paired_at_most, "paired_criterion": par_ok},
                    passes=ind_ok and par_ok)
@@ -437,20 +500,24 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
 # secondary endpoints
 
 
-def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: float) -> dict[str, Any]:
+def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: float,
+              rules: DecisionRules | None = None) -> dict[str, Any]:
     """Descriptive endpoints: steps-to-threshold, AUC and final means per run, arm means, C0 contrast."""
     everyone = runs + reference
-    auc_by, final_by, rec_by, stt = {}, {}, {}, {}
+    auc_by, final_by, rec_by, stt, curve_by, exp_by = {}, {}, {}, {}, {}, {}
     steps_used: list[int] = []
     for ev in everyone:
         auc_by[ev.run] = {}
+        curve_by[ev.run] = {}
         for regime, table in sorted(ev.periodic.items()):
             steps = sorted(table)
             tasks = common_tasks(table[s] for s in steps)
             if not tasks:
                 continue
             curve = ev.curve(regime, steps, tasks).mean(axis=1)
-            auc_by[ev.run][regime] = float(auc_weights(steps) @ curve)
+            weights = applied_auc_weights(steps, rules)[0] if rules is not None else auc_weights(steps)
+            auc_by[ev.run][regime] = float(weights @ curve)
+            curve_by[ev.run][regime] = {str(step): float(v) for step, v in zip(steps, curve, strict=True)}
             if regime == THRESHOLD_CURVE:
                 reached = steps_to_threshold(steps, curve, threshold)
                 stt[ev.run] = {"step": reached, "censored": reached is None}
@@ -459,6 +526,8 @@ def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: 
                             for reg, table in sorted(ev.final.items())}
         rec_by[ev.run] = {reg: (float(np.mean(ev.final_exposed[reg])) if ev.final_exposed.get(reg) else None)
                           for reg in sorted(ev.final)}
+        exp_by[ev.run] = {reg: len(ev.final_exposed.get(reg, [])) / sum(len(v) for v in ev.final[reg].values())
+                          for reg in sorted(ev.final) if ev.final[reg]}
     by_arm: dict[str, Any] = {}
     stt_arm: dict[str, Any] = {}
     for arm in ("paired", "independent", "clean"):
@@ -466,7 +535,8 @@ def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: 
         if not members:
             continue
         by_arm[arm] = {"auc": _mean_dicts([auc_by[r] for r in members]),
-                       "final": _mean_dicts([final_by[r] for r in members])}
+                       "final": _mean_dicts([final_by[r] for r in members]),
+                       "curve": _mean_curves([curve_by[r] for r in members])}
         hits = [stt[r]["step"] for r in members if r in stt and stt[r]["step"] is not None]
         stt_arm[arm] = {"reached": len(hits), "runs": len(members),
                         "median_reached": float(np.median(hits)) if hits else None}
@@ -482,8 +552,20 @@ def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: 
                     for part in ("auc", "final")}
     return round4({"threshold": threshold, "threshold_curve": THRESHOLD_CURVE, "steps": steps_used,
                    "steps_to_threshold": stt, "steps_to_threshold_by_arm": stt_arm, "auc": auc_by,
-                   "final": final_by, "recovery_success": rec_by, "arms": by_arm,
+                   "final": final_by, "recovery_success": rec_by, "exposure": exp_by, "arms": by_arm,
+                   "curves": curve_by,
                    "clean_reference": clean_ref})
+
+
+def _mean_curves(curves: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Mean over runs of each regime's curve, at the steps every run has (the blog's learning curves)."""
+    regimes = set.intersection(*[set(c) for c in curves]) if curves else set()
+    out = {}
+    for regime in sorted(regimes):
+        steps = set.intersection(*[set(c[regime]) for c in curves])
+        out[regime] = {step: float(np.mean([c[regime][step] for c in curves]))
+                       for step in sorted(steps, key=int)}
+    return out
 
 
 def _mean_dicts(dicts: list[dict[str, float]]) -> dict[str, float]:
@@ -493,6 +575,28 @@ def _mean_dicts(dicts: list[dict[str, float]]) -> dict[str, float]:
 
 # ----------------------------------------------------------------------------------------------
 # driver
+
+
+HYPOTHESES = ("H1a", "H2a", "H2b", "H3", "H5")
+
+
+def _is_paper(manifest: dict[str, Any]) -> bool:
+    from paired_rollouts.backoffice.tasks import paper_pools
+
+    return paper_pools(manifest)
+
+
+def _run_inputs(run: str, groups: dict[str, Any], luck: dict[str, tuple[str, Any]]) -> dict[str, str]:
+    """The non-episode inputs a decision reads for ``run``, keyed as complete.json lists them."""
+    out: dict[str, str] = {}
+    digests = getattr(groups, "digests", {})
+    if run in digests:
+        out["groups.jsonl"] = digests[run][1]
+    for key, (_, data) in luck.items():
+        if key.startswith(f"{run}@"):
+            # luck data without a file digest (built in memory) cannot be matched and is not admitted
+            out[f"diagnostics/luck-step{data['step']}.json"] = data.get("_sha256")
+    return out
 
 
 def decide(
@@ -506,11 +610,16 @@ def decide(
     complete: dict[str, tuple[str, Any]] | None = None,
     expected_seeds: Sequence[int] | None = None,
 ) -> dict[str, Any]:
-    """Build the decision register (docs/records.md section 4) from loaded evidence."""
+    """Build the decision register (docs/records.md section 4) from loaded evidence.
+
+    A hypothesis is *decided* (``passes`` true or false) only when the design's seeds are given and
+    every seed pair of the design is admitted; otherwise its numbers describe the admitted pairs and
+    ``passes`` is null with the reason: the protocol reruns incomplete runs, it never analyses them."""
     condition = condition.upper()
     if condition not in H2_NAME:
         raise UserError(f"--condition must be C2 or C4, got {condition}")
-    groups, luck, complete = groups or {}, luck or {}, complete or {}
+    groups = groups if groups is not None else {}
+    luck, complete = luck or {}, complete or {}
     pools = _pool_hashes(manifest)
     if not pools:
         raise UserError("data manifest has no 'pools' with sha256 values")
@@ -519,19 +628,29 @@ def decide(
     ignored = sorted(r for r in episodes if r not in candidates and r not in reference)
     if not candidates:
         raise UserError(f"no episode records of condition {condition} among --episodes")
-    use_complete = bool(complete)
     acceptance = {}
     for run, ev in sorted({**candidates, **reference}.items()):
-        entry = admit(ev, complete.get(run), pools)
-        # the clean reference is descriptive only: without a completeness file it enters unchecked
-        if use_complete and run not in complete and run in candidates:
-            entry["admitted"] = False
-            entry["reasons"].append("no completeness file given for this run (--complete)")
+        entry = admit(ev, complete.get(run), pools, _run_inputs(run, groups, luck))
+        if run in reference and run not in complete:
+            # the clean reference is descriptive only: without a completeness file it enters unchecked
+            entry.update(admitted=True, reasons=[])
         acceptance[run] = entry
-    missing = [f"{run}: {reason}" for run, entry in acceptance.items() for reason in entry["reasons"]]
-    seeds = sorted({ev.seed for ev in candidates.values()} | set(expected_seeds or []))
+    missing = [f"{run}: {reason}" for run, entry in acceptance.items() if run in candidates
+               for reason in entry["reasons"]]
+    for run in sorted(set(groups) | {k.split("@")[0] for k in luck}):
+        if run not in episodes and parse_run_name(run)["condition"] == condition:
+            missing.append(f"{run}: training groups or luck share given without episode records")
+    design = sorted(set(expected_seeds)) if expected_seeds is not None else None
+    if design is None:
+        missing.append("the design's seeds were not given (--seeds); a partial seed matrix cannot be told apart")
+    seeds = sorted({ev.seed for ev in candidates.values()} | set(design or []))
+    extra_seeds = sorted(set(seeds) - set(design)) if design is not None else []
+    for seed in extra_seeds:
+        missing.append(f"seed {seed}: runs outside the design's seeds {design}")
     pairs = []
     for seed in seeds:
+        if seed in extra_seeds:
+            continue
         p_name, i_name = f"{condition.lower()}-paired-s{seed}", f"{condition.lower()}-independent-s{seed}"
         have = [n for n in (p_name, i_name) if n in candidates]
         for n in (p_name, i_name):
@@ -541,28 +660,44 @@ def decide(
             pairs.append((candidates[p_name], candidates[i_name]))
         elif len(have) == 2:
             missing.append(f"seed {seed}: left out, a run of the pair was not admitted")
+        else:
+            missing.append(f"seed {seed}: left out, the seed pair is not whole")
     admitted_runs = [ev for pair in pairs for ev in pair]
+    decided = bool(pairs) and not missing and design is not None and len(pairs) == len(design)
     register: dict[str, Any] = {
         "condition": condition,
         "runs": [ev.run for ev in admitted_runs],
         "seeds": [p.seed for p, _ in pairs],
+        "design_seeds": design,
         "seed_pairs": [[p.run, i.run] for p, i in pairs],
         "bootstrap": {"resamples": rules.resamples, "seed": rules.seed},
         "pool_sha256": dict(sorted(pools.items())),
+        "paper_pools": _is_paper(manifest),
         "rules_source": rules.source,
         "rules_sha256": rules.sha256,
         "acceptance": acceptance,
         "missing": missing,
         "ignored_runs": ignored,
-        "complete": bool(pairs) and not missing and use_complete,
+        "complete": decided,
+        "decided": decided,
     }
     register["H1a"] = hypothesis_h1a(condition, admitted_runs, groups, luck, rules)
     register[H2_NAME[condition]] = hypothesis_h2(pairs, condition, rules)
     if condition == "C2":
         register["H3"] = hypothesis_h3(pairs, rules)
         register["H5"] = hypothesis_h5(pairs, rules)
+    why = (f"not decided: {len(pairs)} of {len(design) if design is not None else '?'} seed pairs of the "
+           f"design admitted ({len(missing)} problem(s) under 'missing')")
+    for name in HYPOTHESES:
+        block = register.get(name)
+        if block is None:
+            continue
+        if not decided:
+            block["passes"] = None
+            block["reason"] = f"{block['reason']}; {why}" if block.get("reason") else why
+        block["decided"] = block["passes"] is not None
     admitted_ref = [ev for r, ev in sorted(reference.items()) if acceptance[r]["admitted"]]
-    register["secondary"] = secondary(admitted_runs, admitted_ref, rules.threshold)
+    register["secondary"] = secondary(admitted_runs, admitted_ref, rules.threshold, rules)
     return register
 
 

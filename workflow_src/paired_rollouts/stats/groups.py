@@ -39,23 +39,33 @@ def group_flags(true_success: list[Any], observed: list[float]) -> dict[str, boo
     return {"zero_variance": zero_var, "all_correct": all_correct, "spurious": all_correct and not zero_var}
 
 
-def seed_sharing(groups: Iterable[dict[str, Any]], arm: str) -> dict[str, Any]:
-    """Count groups by distinct resolved seeds and judge them against the arm's design."""
-    n = one = several = 0
+def seed_sharing(groups: Iterable[dict[str, Any]], arm: str, paired_max: int = 1,
+                 independent_min: int = 2, report_rule: bool = False) -> dict[str, Any]:
+    """Count groups by distinct resolved seeds and judge them against the arm's design: a paired group
+    has at most ``paired_max`` distinct seeds, an independent one at least ``independent_min`` (the
+    frozen ``h1a_c2`` thresholds)."""
+    n = one = several = too_many = too_few = 0
     for g in groups:
         n += 1
-        if len({int(s) for s in g["schedule_seeds"]}) == 1:
+        distinct = len({int(s) for s in g["schedule_seeds"]})
+        if distinct == 1:
             one += 1
         else:
             several += 1
+        too_many += distinct > paired_max
+        too_few += distinct < independent_min
     if arm == "paired":
-        passes: bool | None = n > 0 and several == 0
+        passes: bool | None = n > 0 and too_many == 0
     elif arm == "independent":
-        passes = n > 0 and one == 0
+        passes = n > 0 and too_few == 0
     else:
         passes = None
-    return {"arm": arm, "groups": n, "groups_sharing_one_seed": one, "groups_with_several_seeds": several,
-            "passes": passes}
+    out = {"arm": arm, "groups": n, "groups_sharing_one_seed": one, "groups_with_several_seeds": several,
+           "passes": passes}
+    if report_rule:   # the decision register shows the frozen thresholds it applied
+        out.update(paired_max_seeds_per_group=paired_max, independent_min_seeds_per_group=independent_min,
+                   groups_breaking_the_rule=too_many if arm == "paired" else too_few if arm == "independent" else 0)
+    return out
 
 
 REQUIRED = ("run", "step", "group", "task_id", "schedule_seeds", "true_success", "observed_reward", "advantages")

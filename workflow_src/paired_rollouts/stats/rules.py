@@ -73,6 +73,18 @@ class DecisionRules:
     h1a_c2_lambda_at_least = property(lambda self: self._float("h1a_c2", "lambda_at_least"))
     h1a_c2_lower_bound_above = property(lambda self: self._float("h1a_c2", "lower_bound_above"))
     h1a_c2_step = property(lambda self: int(self._get("h1a_c2", "diagnostic_step", default=0)))
+    h1a_c4_expected_rate = property(lambda self: self._get("h1a_c4", "expected_independent_rate", default=None))
+    paired_max_seeds = property(lambda self: int(self._get("h1a_c2", "paired_max_seeds_per_group", default=1)))
+    independent_min_seeds = property(
+        lambda self: int(self._get("h1a_c2", "independent_min_seeds_per_group", default=2)))
+
+    def frozen_auc_weights(self, steps: list[int]) -> tuple[list[float] | None, list[int] | None]:
+        """(frozen weights, frozen grid); the weights apply only on exactly the frozen grid."""
+        weights = self._get("auc_weights", default=None)
+        grid = self._get("periodic_steps", default=None)
+        if weights is None or grid is None:
+            return None, None
+        return [float(w) for w in weights], [int(s) for s in grid]
 
     @property
     def rule_steps(self) -> list[int]:

@@ -1,0 +1,58 @@
+"""Cost of one surrogate run at the surrogate scale's shape, in CPU seconds (wall time on a shared machine
+also counts other people's work).
+
+Run: ``OMP_NUM_THREADS=1 python benchmarks/bench_surrogate.py [--tasks-dir data/tasks] [--runs 2]``.
+Prints CPU seconds per run (training, evaluation + diagnostics), surrogate episodes per CPU second, and the
+projected wall time of the study's 80 runs on 2 free cores. Budget: the whole surrogate study within
+8 minutes on 2 cores, i.e. about 5 CPU seconds per run for the arm jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from paired_rollouts.io import atomic_write_json  # noqa: E402
+from paired_rollouts.surrogate.calibration import START, theta_from_knobs  # noqa: E402
+from paired_rollouts.surrogate.run import check_settings, run_one  # noqa: E402
+
+SHAPE = {"steps": 100, "prompts_per_step": 8, "num_generations": 8, "checkpoint_every": 20, "learning_rate": 0.05,
+         "task_filter": "all", "eval_tasks": 32, "final_tasks": 100, "diag_pool": "diagnostic", "diag_tasks": 16,
+         "diag_schedules": 8, "diag_samples": 8, "diagnostic_steps": {"seed0": [0, 100], "other": [0, 100]},
+         "train_episodes_seeds": []}
+RUNS_IN_STUDY = 80
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks-dir", default="data/tasks")
+    parser.add_argument("--runs", type=int, default=2)
+    args = parser.parse_args()
+    settings = check_settings(dict(SHAPE))
+    with tempfile.TemporaryDirectory() as tmp:
+        calibration = Path(tmp) / "calibration.json"
+        atomic_write_json(calibration, {"passes": True, "theta": theta_from_knobs(START)})
+        per_run = []
+        episodes = (settings["steps"] * settings["prompts_per_step"] * settings["num_generations"]
+                    + 6 * settings["eval_tasks"] * 5 + settings["final_tasks"] * 17 + 2 * 16 * 8 * 8)
+        for k in range(args.runs):
+            began = time.process_time()
+            run_one(f"c2-independent-s{k}", tasks_dir=args.tasks_dir, calibration=str(calibration),
+                    settings=settings, results=tmp)
+            per_run.append(time.process_time() - began)
+    mean = sum(per_run) / len(per_run)
+    print(f"surrogate run ({settings['steps']} steps x {settings['prompts_per_step']} x {settings['num_generations']}"
+          f" + evaluations + diagnostics, {episodes} episodes): {mean:.2f} CPU s per run "
+          f"({episodes / mean:.0f} episodes per CPU second); {RUNS_IN_STUDY} runs on 2 free cores: "
+          f"{RUNS_IN_STUDY * mean / 2 / 60:.1f} min for the arm jobs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

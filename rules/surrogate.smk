@@ -1,0 +1,131 @@
+# Surrogate scales (`model.kind: surrogate`): the calibration, then one job per chunk of an arm's seeds
+# that trains each run and writes every evaluation and diagnostic file of it, one statistics job per
+# chunk (luck share, group statistics, completeness: the same commands, called in one process), and the
+# exact probe. The files and their schemas are those of the LLM stages, so decide and render read them
+# unchanged. At this scale a run takes seconds: per-file jobs would spend most of their time starting.
+
+
+rule surrogate_calibrate:
+    """Fit the initial parameters to the paper's step-0 agent; fails (exit 1) when a target is missed."""
+    input:
+        pools=pool_files(),
+        code=sources(*SIMULATOR, "agents", "evaluation", "training", "stats", "surrogate"),
+    output:
+        CALIBRATION_FILE,
+    params:
+        tasks_dir=tasks_dir_of,
+        settings=calibration_settings(),
+    conda:
+        software_env()
+    log:
+        res("logs/surrogate/calibrate.log"),
+    benchmark:
+        res("benchmarks/surrogate/calibrate.tsv")
+    shell:
+        "paired-rollouts surrogate calibrate --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
+        "--out {output:q} > {log:q} 2>&1"
+
+
+for _job, _runs in surrogate_jobs().items():
+
+    rule:
+        name:
+            f"surrogate_arm_{_job.replace('-', '_')}"
+        input:
+            pools=pool_files(),
+            manifest=f"{TASKS_DIR}/MANIFEST.json",
+            verification=ancient(verification_file()),
+            calibration=CALIBRATION_FILE,
+            code=sources(*SIMULATOR, "agents", "evaluation", "training", "surrogate"),
+        output:
+            surrogate_outputs(_runs),
+        params:
+            runs=_runs,
+            tasks_dir=tasks_dir_of,
+            settings=surrogate_run_settings(),
+            results=results_root_of,
+        conda:
+            software_env()
+        log:
+            res(f"logs/surrogate/arm-{_job}.log"),
+        benchmark:
+            res(f"benchmarks/surrogate/arm-{_job}.tsv")
+        shell:
+            "paired-rollouts surrogate arm --runs {params.runs:q} --tasks-dir {params.tasks_dir:q} "
+            "--calibration {input.calibration:q} --settings {params.settings:q} --results {params.results:q} "
+            "> {log:q} 2>&1"
+
+    rule:
+        name:
+            f"surrogate_stats_{_job.replace('-', '_')}"
+        input:
+            episodes=surrogate_outputs(_runs),
+            pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
+            code=sources("stats"),
+        output:
+            surrogate_stats_outputs(_runs),
+        params:
+            runs=_runs,
+            expected=surrogate_expected(_runs),
+            tasks_dir=pool_manifest_dir_of,
+            results=results_root_of,
+            resamples=SCALE["diagnostics"]["resamples"],
+        conda:
+            software_env()
+        log:
+            res(f"logs/surrogate/stats-{_job}.log"),
+        benchmark:
+            res(f"benchmarks/surrogate/stats-{_job}.tsv")
+        shell:
+            "paired-rollouts surrogate stats --runs {params.runs:q} --expected {params.expected:q} "
+            "--tasks-dir {params.tasks_dir:q} --results {params.results:q} --resamples {params.resamples:q} "
+            "> {log:q} 2>&1"
+
+
+rule surrogate_probe:
+    """Both sides of Equation 5 and the MC trace ratios at every checkpoint of a trajectory (exact scores)."""
+    input:
+        pools=pool_files(),
+        run_manifest=probe_run_manifest,
+        code=sources(*SIMULATOR, "agents", "evaluation", "training", "probe", "surrogate"),
+    output:
+        res("probe/{trajectory}.json"),
+    params:
+        tasks_dir=tasks_dir_of,
+        run_dir=probe_run_dir,
+        steps=probe_steps,
+        settings=surrogate_probe_settings,
+    conda:
+        software_env()
+    log:
+        res("logs/probe/{trajectory}.log"),
+    benchmark:
+        res("benchmarks/probe/{trajectory}.tsv")
+    shell:
+        "paired-rollouts surrogate probe --trajectory {wildcards.trajectory:q} --run-dir {params.run_dir:q} "
+        "--steps {params.steps:q} --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
+        "--out {output:q} > {log:q} 2>&1"
+
+
+rule surrogate_power:
+    """P(each registered rule passes) with 3 seed pairs and with all of them, resampling the seed pairs."""
+    input:
+        decisions=decision_files(),
+        evals=[f for c in ("C2", "C4") for run in runs_of(c) for f in eval_files(run)],
+        complete=[res(f"runs/{run}/complete.json") for c in ("C2", "C4") for run in runs_of(c)],
+        rules=config["decision_rules"],
+        code=sources("stats", "prereg", "surrogate"),
+    output:
+        POWER_FILE,
+    params:
+        pairs=[3],
+        draws=1000,
+    conda:
+        software_env()
+    log:
+        res("logs/surrogate/power.log"),
+    benchmark:
+        res("benchmarks/surrogate/power.tsv")
+    shell:
+        "paired-rollouts surrogate power --decisions {input.decisions:q} --rules {input.rules:q} "
+        "--pairs {params.pairs:q} --draws {params.draws:q} --out {output:q} > {log:q} 2>&1"

@@ -1,0 +1,215 @@
+"""Compare the published numbers with the registers of one results root (comparison.json).
+
+Render computes no statistics, and neither does this: each published number names the register key
+that holds it (docs/compare.md), so the comparison only reads, combines (difference, ratio, range over
+runs) and checks the result against the published rounding.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts.compare.published import Entry, Published, split_key
+
+STATUS = ("reproduced", "differs", "not computed")
+TOL = 1e-9  # float slack on the half-unit bound
+
+
+class Missing(Exception):
+    """A register or a key in it is absent: the number cannot be computed from this results root."""
+
+
+class Registers:
+    """Lazy reader of the JSON registers under a results root (and the task-pool folder for tasks/)."""
+
+    def __init__(self, root: str | Path, tasks_dir: str | Path | None = None) -> None:
+        self.root = Path(root)
+        self.tasks_dir = Path(tasks_dir) if tasks_dir else None
+        self._cache: dict[str, Any] = {}
+        self.read: set[str] = set()
+
+    def path_of(self, file: str) -> Path:
+        if file.startswith("tasks/"):
+            if self.tasks_dir is None:
+                raise Missing("no task-pool folder given (--tasks-dir)")
+            return self.tasks_dir / file[len("tasks/") :]
+        return self.root / file
+
+    def get(self, key: str) -> Any:
+        file, parts = split_key(key)
+        if file not in self._cache:
+            path = self.path_of(file)
+            if not path.is_file():
+                self._cache[file] = None
+            else:
+                self._cache[file] = json.loads(path.read_text(encoding="utf-8"))
+                self.read.add(str(path))
+        obj = self._cache[file]
+        if obj is None:
+            raise Missing(f"{file} is not in this results root")
+        for i, part in enumerate(parts):
+            if isinstance(obj, list):
+                if not part.isdigit() or int(part) >= len(obj):
+                    where = ".".join(parts[:i]) or "(top)"
+                    raise Missing(f"{file}: {where} has {len(obj)} item(s), no item {part}")
+                obj = obj[int(part)]
+            elif isinstance(obj, dict):
+                if part not in obj:
+                    where = ".".join(parts[:i]) or "(top)"
+                    raise Missing(f"{file}: {where} has no key {part!r}")
+                obj = obj[part]
+            else:
+                raise Missing(f"{file}: {'.'.join(parts[:i])} is a value, not an object")
+        if obj is None:
+            raise Missing(f"{file}: {'.'.join(parts)} is null (undefined at this scale)")
+        return obj
+
+
+def _num(x: Any, key: str) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise Missing(f"{key} is not a number ({type(x).__name__})")
+    return float(x)
+
+
+def reproduce(entry: Entry, regs: Registers) -> Any:
+    """The reproduced value in the published unit (scaled), or raise Missing."""
+    op, keys, s = entry.op, entry.keys, entry.scale
+    if entry.unit in ("sha256", "verdict"):
+        return regs.get(keys[0])
+    if op == "range_ratio":
+        vals = [_num(regs.get(a), a) / _num(regs.get(b), b) for a, b in keys]
+        return [min(vals) * s, max(vals) * s]
+    vals = [_num(regs.get(k), k) for k in keys]
+    if op == "value":
+        return vals[0] * s
+    if op == "difference":
+        return (vals[0] - vals[1]) * s
+    if op == "ratio":
+        return vals[0] / vals[1] * s
+    if op == "one_minus":
+        return (1.0 - vals[0]) * s
+    if op == "one_minus_ratio":
+        return (1.0 - vals[0] / vals[1]) * s
+    if op == "difference_times":
+        return (vals[0] - vals[1]) * 0.1 * 0.9 * s
+    if op == "mean":
+        return sum(vals) / len(vals) * s
+    if op == "min_above":
+        return min(vals) * s
+    if op == "max_abs_at_most":
+        return max(abs(v) for v in vals) * s
+    if op == "count_below_one":
+        return sum(v < 1.0 for v in vals)
+    if op == "range":
+        return [min(vals) * s, max(vals) * s]
+    if op == "range_one_minus":
+        one = [(1.0 - v) * s for v in vals]
+        return [min(one), max(one)]
+    raise AssertionError(op)
+
+
+def _within(rep: float, pub: float, rounding: float) -> bool:
+    return abs(rep - pub) <= rounding / 2 * (1 + TOL) + TOL * max(1.0, abs(pub))
+
+
+def agrees(entry: Entry, rep: Any) -> bool:
+    """Whether a reproduced value agrees with the published one within its printed rounding."""
+    if entry.unit in ("sha256", "verdict"):
+        return rep == entry.value
+    if entry.op == "min_above":
+        return rep > entry.value
+    if entry.op == "max_abs_at_most":
+        return rep <= entry.value * 100
+    if entry.kind == "range":
+        return _within(rep[0], entry.value[0], entry.rounding) and _within(
+            rep[1], entry.value[1], entry.rounding
+        )
+    return _within(rep, entry.value, entry.rounding)
+
+
+def _difference(entry: Entry, rep: Any) -> Any:
+    if entry.unit in ("sha256", "verdict") or entry.op in ("min_above", "max_abs_at_most"):
+        return None
+    if entry.kind == "range":
+        return [_clean(rep[0] - entry.value[0]), _clean(rep[1] - entry.value[1])]
+    return _clean(rep - entry.value)
+
+
+def _clean(x: float) -> float:
+    """Round away float noise (12 significant digits) so the file is stable across machines."""
+    return float(f"{x:.12g}") if math.isfinite(x) else x
+
+
+def compare(published: Published, regs: Registers, *, scale: str, scale_label: str) -> dict[str, Any]:
+    """Build comparison.json (docs/compare.md)."""
+    rows = []
+    for e in published.entries:
+        row: dict[str, Any] = {
+            "id": e.id,
+            "where": e.where,
+            "printed": e.printed,
+            "published": e.value,
+            "unit": e.unit,
+            "rounding": e.rounding,
+            "keys": [list(k) if isinstance(k, tuple) else k for k in e.keys],
+        }
+        try:
+            rep = reproduce(e, regs)
+        except Missing as exc:
+            row.update(
+                status="not computed",
+                reproduced=None,
+                difference=None,
+                agrees=None,
+                reason=f"cannot be computed at {scale_label} scale: {exc}",
+            )
+        except ZeroDivisionError:
+            row.update(
+                status="not computed",
+                reproduced=None,
+                difference=None,
+                agrees=None,
+                reason="a denominator register value is 0",
+            )
+        else:
+            if isinstance(rep, float):
+                rep = _clean(rep)
+            elif isinstance(rep, list):
+                rep = [_clean(v) for v in rep]
+            ok = agrees(e, rep)
+            row.update(
+                status="reproduced" if ok else "differs",
+                reproduced=rep,
+                difference=_difference(e, rep),
+                agrees=ok,
+                reason=None
+                if ok or scale == "paper"
+                else f"expected at {scale_label} scale: not the paper's model, runs or step counts",
+            )
+        rows.append(row)
+    counts = {s: sum(r["status"] == s for r in rows) for s in STATUS}
+    expected = scale != "paper"
+    return {
+        "published_source": published.source,
+        "study": published.study,
+        "scale": scale,
+        "scale_label": scale_label,
+        "mismatch_expected": expected,
+        "summary": {
+            "entries": len(rows),
+            **counts,
+            "text": (
+                f"{counts['reproduced']} of {len(rows)} published numbers reproduced within rounding"
+                + (
+                    f" (at {scale_label} scale a mismatch is expected: the runs are not the paper's)"
+                    if expected
+                    else ""
+                )
+            ),
+        },
+        "budget": published.budget,
+        "entries": rows,
+    }

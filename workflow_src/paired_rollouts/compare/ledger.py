@@ -1,0 +1,94 @@
+"""The cost ledger: what the run cost, from Snakemake's own benchmark files, beside the paper's budget.
+
+Each rule writes a benchmark TSV (`benchmark:`); its path names the stage and, for per-run jobs, the
+run. Wall time and CPU time add up; peak memory is the largest resident set of any job. On a GPU
+profile the GPU stages (train, evaluate, diagnose, probe: one GPU per job in every GPU profile) add
+their wall time as GPU-hours. Timings differ between reruns, so this is the one register that is not
+reproducible byte for byte.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts.errors import UserError
+
+GPU_STAGES = ("train", "evaluate", "diagnose", "probe")
+RUN_RE = re.compile(r"\b(c\d+-(?:paired|independent|clean)-s\d+)\b")
+COLUMNS = ("s", "max_rss", "cpu_time")
+
+
+def read_benchmark(path: Path) -> dict[str, float]:
+    """The last row of one Snakemake benchmark TSV (a `--benchmark-repeats` file keeps every repeat)."""
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: benchmark file not found; run the job that writes it") from None
+    if not rows or any(c not in rows[-1] for c in COLUMNS):
+        raise UserError(f"{path}: not a Snakemake benchmark file (columns {', '.join(COLUMNS)} expected)")
+    out = {}
+    for column in COLUMNS:
+        raw = rows[-1][column]
+        try:
+            value = float(raw)
+        except ValueError:  # Snakemake writes NA when a value could not be measured
+            value = math.nan
+        out[column] = value
+    return out
+
+
+def _stage_and_run(path: Path, root: Path) -> tuple[str, str | None]:
+    rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+    stage = rel.split("/", 1)[0].removesuffix(".tsv")
+    match = RUN_RE.search(rel)
+    return stage, (match.group(1) if match else None)
+
+
+def _total(rows: list[dict[str, float]], gpu: bool) -> dict[str, Any]:
+    def add(key: str) -> float:
+        return sum(r[key] for r in rows if not math.isnan(r[key]))
+
+    rss = [r["max_rss"] for r in rows if not math.isnan(r["max_rss"])]
+    return {
+        "jobs": len(rows),
+        "wall_s": round(add("s"), 3),
+        "cpu_s": round(add("cpu_time"), 3),
+        "peak_rss_mb": round(max(rss), 1) if rss else None,
+        "gpu_hours": round(sum(r["s"] for r in rows if r["gpu"]) / 3600, 4) if gpu else None,
+    }
+
+
+def build_ledger(
+    files: list[Path], root: Path, accelerator: str, budget: dict[str, Any] | None, runs: int | None = None
+) -> dict[str, Any]:
+    """Sum the benchmark files per stage, per run and overall."""
+    gpu = accelerator != "cpu"
+    rows = []
+    for path in sorted(files):
+        values = read_benchmark(path)
+        stage, run = _stage_and_run(path, root)
+        rows.append({**values, "stage": stage, "run": run, "gpu": gpu and stage in GPU_STAGES})
+    stages = {}
+    for stage in sorted({r["stage"] for r in rows}):
+        stages[stage] = _total([r for r in rows if r["stage"] == stage], gpu)
+    per_run = {}
+    for run in sorted({r["run"] for r in rows if r["run"]}):
+        per_run[run] = _total([r for r in rows if r["run"] == run], gpu)
+    total = _total(rows, gpu)
+    n_runs = runs or len(per_run) or None
+    mean_gpu = (total["gpu_hours"] / n_runs) if gpu and n_runs else None
+    return {
+        "accelerator": accelerator,
+        "benchmarks": len(rows),
+        "stages": stages,
+        "runs": per_run,
+        "total": total,
+        "runs_in_study": n_runs,
+        "gpu_hours_per_run": round(mean_gpu, 4) if mean_gpu is not None else None,
+        "published_budget": budget,
+    }

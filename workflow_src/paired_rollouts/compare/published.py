@@ -1,0 +1,188 @@
+"""The published numbers (data/published/paper.yaml): a strict schema and its loader.
+
+Strict because a typo in a key or an op would otherwise show up as "cannot be computed" and hide a
+number the paper reports; every field is checked and an unknown field is an error naming the entry.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from paired_rollouts.errors import UserError
+
+# op -> (how many keys, whether each key is a [numerator, denominator] pair, kind of published value)
+OPS: dict[str, tuple[str, bool, str]] = {
+    "value": ("one", False, "scalar"),
+    "difference": ("two", False, "scalar"),  # keys[0] - keys[1]
+    "ratio": ("two", False, "scalar"),  # keys[0] / keys[1]
+    "one_minus": ("one", False, "scalar"),  # 1 - keys[0]
+    "one_minus_ratio": ("two", False, "scalar"),  # 1 - keys[0] / keys[1]
+    "difference_times": ("two", False, "scalar"),  # (keys[0] - keys[1]) * q(1-q), q = 0.1 (the bandit's gap)
+    "mean": ("many", False, "scalar"),
+    "min_above": ("many", False, "scalar"),  # published: every value lies above it
+    "max_abs_at_most": (
+        "many",
+        False,
+        "scalar",
+    ),  # published: an order of magnitude; every |value| <= 100x it
+    "count_below_one": ("many", False, "scalar"),
+    "range": ("many", False, "range"),  # published [lo, hi] = min and max over the keys
+    "range_one_minus": ("many", False, "range"),
+    "range_ratio": ("many", True, "range"),
+}
+UNITS = {"fraction", "percent", "percent points", "count", "ratio", "calls", "sha256", "verdict", "magnitude"}
+FIELDS = {"id", "where", "printed", "value", "rounding", "unit", "scale", "op", "keys", "note"}
+REQUIRED = {"id", "where", "printed", "value", "rounding", "unit", "op", "keys"}
+TOP = {"schema", "study", "about", "budget", "entries"}
+KEY_RE = re.compile(r"^(?P<file>[A-Za-z0-9_./-]+\.json):(?P<path>[A-Za-z0-9_.-]+)$")
+ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One published number and how to reproduce it."""
+
+    id: str
+    where: str
+    printed: str
+    value: Any
+    rounding: float | None
+    unit: str
+    op: str
+    keys: tuple[Any, ...]
+    scale: float = 1.0
+    note: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return OPS[self.op][2]
+
+
+@dataclass(frozen=True)
+class Published:
+    study: str
+    budget: dict[str, Any]
+    entries: tuple[Entry, ...]
+    source: str
+
+
+def split_key(key: str) -> tuple[str, list[str]]:
+    """'decisions/c2.json:H2a.auc_paired.0' -> ('decisions/c2.json', ['H2a', 'auc_paired', '0'])."""
+    m = KEY_RE.match(key)
+    if not m:
+        raise ValueError(f"register key {key!r} is not FILE.json:DOTTED.PATH")
+    return m["file"], m["path"].split(".")
+
+
+def _entry(raw: Any, where: str) -> Entry:
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: an entry must be a mapping")
+    name = f"{where} (id {raw.get('id')!r})"
+    unknown = set(raw) - FIELDS
+    missing = REQUIRED - set(raw)
+    if unknown or missing:
+        raise UserError(
+            f"{name}: unknown fields {sorted(unknown)} / missing fields {sorted(missing)}; "
+            f"fields are {sorted(FIELDS)}"
+        )
+    if not isinstance(raw["id"], str) or not ID_RE.match(raw["id"]):
+        raise UserError(f"{name}: id must be lower-case letters, digits, '.', '_' or '-'")
+    for field in ("where", "printed"):
+        if not isinstance(raw[field], str) or not raw[field].strip():
+            raise UserError(f"{name}: {field!r} must be a non-empty string")
+    op = raw["op"]
+    if op not in OPS:
+        raise UserError(f"{name}: op {op!r} is not one of {sorted(OPS)}")
+    if raw["unit"] not in UNITS:
+        raise UserError(f"{name}: unit {raw['unit']!r} is not one of {sorted(UNITS)}")
+    arity, pairs, kind = OPS[op]
+    keys = raw["keys"]
+    if not isinstance(keys, list) or not keys:
+        raise UserError(f"{name}: keys must be a non-empty list")
+    want = {"one": 1, "two": 2}.get(arity)
+    if want is not None and len(keys) != want:
+        raise UserError(f"{name}: op {op} takes {want} key(s), got {len(keys)}")
+    flat = [k for pair in keys for k in pair] if pairs else keys
+    if pairs and not all(isinstance(p, list) and len(p) == 2 for p in keys):
+        raise UserError(f"{name}: op {op} takes [numerator, denominator] pairs of keys")
+    for k in flat:
+        try:
+            split_key(k) if isinstance(k, str) else split_key(repr(k))
+        except ValueError as exc:
+            raise UserError(f"{name}: {exc}") from None
+    value, rounding, unit = raw["value"], raw["rounding"], raw["unit"]
+    if unit == "sha256":
+        if not (isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value)) or rounding is not None:
+            raise UserError(f"{name}: a sha256 value is 64 hex digits with rounding null")
+    elif unit == "verdict":
+        if not isinstance(value, bool) or rounding is not None:
+            raise UserError(f"{name}: a verdict is true/false with rounding null")
+    elif op == "max_abs_at_most":
+        if not isinstance(value, (int, float)) or rounding is not None:
+            raise UserError(f"{name}: an order of magnitude is a number with rounding null")
+    else:
+        if not isinstance(rounding, (int, float)) or isinstance(rounding, bool) or rounding <= 0:
+            raise UserError(
+                f"{name}: rounding must be a positive number (the unit of the last printed digit)"
+            )
+        numbers = value if kind == "range" else [value]
+        if kind == "range" and not (isinstance(value, list) and len(value) == 2 and value[0] <= value[1]):
+            raise UserError(f"{name}: a range value is [low, high]")
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+            raise UserError(f"{name}: value must be numeric")
+    scale = raw.get("scale", 1)
+    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or scale == 0:
+        raise UserError(f"{name}: scale must be a non-zero number")
+    note = raw.get("note")
+    if note is not None and not isinstance(note, str):
+        raise UserError(f"{name}: note must be a string")
+    return Entry(
+        id=raw["id"],
+        where=raw["where"],
+        printed=raw["printed"],
+        value=value,
+        rounding=rounding,
+        unit=unit,
+        op=op,
+        keys=tuple(tuple(k) if isinstance(k, list) else k for k in keys),
+        scale=float(scale),
+        note=note,
+    )
+
+
+def load_published(path: str | Path) -> Published:
+    """Read and validate the published file; any defect is one UserError naming the file and the entry."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: published-numbers file not found (data/published/paper.yaml)") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(raw, dict) or set(raw) != TOP:
+        got = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
+        raise UserError(f"{path}: top-level keys must be exactly {sorted(TOP)}, got {got}")
+    if raw["schema"] != 1:
+        raise UserError(f"{path}: schema {raw['schema']!r} is not supported (1)")
+    budget = raw["budget"]
+    if not isinstance(budget, dict) or not {
+        "episodes_per_run",
+        "gpu_hours_per_run",
+        "accelerator",
+        "where",
+    } <= set(budget):
+        raise UserError(f"{path}: budget needs episodes_per_run, gpu_hours_per_run, accelerator, where")
+    if not isinstance(raw["entries"], list) or not raw["entries"]:
+        raise UserError(f"{path}: entries must be a non-empty list")
+    entries = [_entry(e, f"{path}: entry {i}") for i, e in enumerate(raw["entries"])]
+    seen: set[str] = set()
+    for e in entries:
+        if e.id in seen:
+            raise UserError(f"{path}: id {e.id!r} appears twice")
+        seen.add(e.id)
+    return Published(study=str(raw["study"]), budget=dict(budget), entries=tuple(entries), source=str(path))

@@ -1,0 +1,196 @@
+"""The per-run register and its acceptance check (``run-register``, ``verify-run``).
+
+The register gathers what a reader of one run wants in one file: the curves and AUC per evaluation set,
+the final sets, the luck share per diagnostic checkpoint, the training curve, timing, the lineage of
+attempts and the checkpoint inventory. ``verify-run`` re-hashes every evidence file against the
+completeness record, looks for files the record does not list, and prints a human-readable ACCEPT or
+REJECT report (exit 0 or 3), so a run can be judged on its own before any decision reads it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts.errors import UserError
+from paired_rollouts.io import sha256_file
+from paired_rollouts.records import (
+    iter_episodes,
+    iter_groups,
+    read_completeness,
+    read_luck,
+    read_run_manifest,
+)
+from paired_rollouts.stats.curves import auc_weights, parse_run_name
+
+REGISTER_FORMAT = "paired-rollouts-run-register/1"
+
+
+def _evidence_path(rel: str, run: str, run_dir: Path, results: Path) -> Path:
+    """Where a ``complete.json`` file key lives (docs/records.md section 3)."""
+    top, _, rest = rel.partition("/")
+    if top == "evals":
+        return results / "evals" / run / rest
+    if top == "diagnostics":
+        return results / "diagnostics" / run / rest
+    return run_dir / rel
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 6) if values else None
+
+
+def build_register(run_dir: str | Path, results: str | Path) -> dict[str, Any]:
+    """The content of ``results/runs/{run}/register.json`` (docs/records.md section 3.1)."""
+    run_dir, results = Path(run_dir), Path(results)
+    run = run_dir.name
+    ident = parse_run_name(run)
+    complete_path = run_dir / "complete.json"
+    complete = read_completeness(complete_path)
+    periodic: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    final: dict[str, list[float]] = defaultdict(list)
+    luck: dict[str, Any] = {}
+    for rel in sorted(complete["files"]):
+        path = _evidence_path(rel, run, run_dir, results)
+        if rel.startswith("evals/"):
+            for _, rec in iter_episodes(path):
+                success = 1.0 if rec["true_success"] else 0.0
+                if rec["phase"] == "periodic":
+                    periodic[rec["regime"]][rec["step"]].append(success)
+                elif rec["phase"] == "final":
+                    final[rec["regime"]].append(success)
+        elif rel.startswith("diagnostics/luck-step"):
+            data = read_luck(path)
+            luck[str(data["step"])] = {
+                "lam": data.get("lam"),
+                "ci95": data.get("ci95"),
+                "tasks_defined": data.get("tasks_defined"),
+            }
+    curves, auc = {}, {}
+    for regime, by_step in sorted(periodic.items()):
+        steps = sorted(by_step)
+        curve = [sum(by_step[s]) / len(by_step[s]) for s in steps]
+        curves[regime] = {str(s): round(v, 6) for s, v in zip(steps, curve, strict=True)}
+        auc[regime] = round(float(auc_weights(steps) @ curve), 6)
+    training: list[dict[str, Any]] = []
+    groups_path = run_dir / "groups.jsonl"
+    if groups_path.is_file():
+        by_step: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for _, rec in iter_groups(groups_path):
+            by_step[rec["step"]].append(rec)
+        for step in sorted(by_step):
+            rows = by_step[step]
+            truth = [1.0 if t else 0.0 for g in rows for t in g["true_success"]]
+            reward = [float(r) for g in rows for r in g["observed_reward"]]
+            zero = [1.0 if len(set(g["observed_reward"])) == 1 else 0.0 for g in rows]
+            training.append(
+                {
+                    "step": step,
+                    "groups": len(rows),
+                    "true_success": _mean(truth),
+                    "observed_reward": _mean(reward),
+                    "zero_variance_frac": _mean(zero),
+                }
+            )
+    manifest_path = run_dir / "manifest.json"
+    manifest = read_run_manifest(manifest_path) if manifest_path.is_file() else {}
+    timings = [t for t in manifest.get("timings") or [] if isinstance(t, dict)]
+    seconds = [float(t["seconds"]) for t in timings if isinstance(t.get("seconds"), int | float)]
+    attempts = [
+        {k: a.get(k) for k in ("attempt", "started", "finished", "resumed_from_step", "status")}
+        for a in manifest.get("attempts") or []
+    ]
+    inventory = sorted(
+        int(p.name.removeprefix("step"))
+        for p in (run_dir / "checkpoints").glob("step*")
+        if p.is_dir() and (p / "COMPLETE").is_file() and p.name.removeprefix("step").isdigit()
+    )
+    return {
+        "format": REGISTER_FORMAT,
+        "run": run,
+        **ident,
+        "complete": complete["complete"],
+        "complete_sha256": sha256_file(complete_path),
+        "paper_pools": complete.get("paper_pools"),
+        "curves": curves,
+        "auc": auc,
+        "final": {regime: _mean(v) for regime, v in sorted(final.items())},
+        "luck_share": luck,
+        "training_curve": training,
+        "timing": {
+            "steps_timed": len(seconds),
+            "seconds_total": round(sum(seconds), 3),
+            "seconds_per_step": round(sum(seconds) / len(seconds), 3) if seconds else None,
+        },
+        "attempts": attempts,
+        "code_versions": complete["code_versions"],
+        "checkpoints": inventory,
+    }
+
+
+def verify_run(run_dir: str | Path, results: str | Path) -> tuple[bool, list[str], list[str]]:
+    """(accepted, reasons to reject, notes). Re-hashes every listed file, refuses unlisted ones."""
+    run_dir, results = Path(run_dir), Path(results)
+    run = run_dir.name
+    complete_path = run_dir / "complete.json"
+    if not complete_path.is_file():
+        raise UserError(f"{complete_path}: no completeness record; run the completeness check first")
+    complete = read_completeness(complete_path)
+    reasons: list[str] = []
+    notes: list[str] = []
+    if complete["run"] != run:
+        reasons.append(f"{complete_path} is the record of {complete['run']}, not {run}")
+    if not complete["complete"]:
+        reasons.append(
+            f"completeness check failed: {len(complete['missing'])} missing, "
+            f"{len(complete['defects'])} defects"
+        )
+        for item in (complete["missing"] + complete["defects"])[:5]:
+            reasons.append(f"  {item}")
+    for rel, digest in sorted(complete["files"].items()):
+        path = _evidence_path(rel, run, run_dir, results)
+        if not path.is_file():
+            reasons.append(f"{rel}: listed in complete.json but missing ({path})")
+        elif sha256_file(path) != digest:
+            reasons.append(f"{rel}: sha256 differs from complete.json (changed after the check)")
+    for top, folder in (("evals", results / "evals" / run), ("diagnostics", results / "diagnostics" / run)):
+        if folder.is_dir():
+            for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+                rel = f"{top}/{path.relative_to(folder).as_posix()}"
+                if rel not in complete["files"] and not (
+                    path.name.startswith(".") and path.name.endswith(".tmp")
+                ):
+                    reasons.append(f"{rel}: not listed in complete.json (stray or unchecked file)")
+    if len(complete["code_versions"]) != 1:
+        reasons.append(f"code versions over the attempts: {complete['code_versions'] or 'none recorded'}")
+    if complete.get("paper_pools") is False:
+        notes.append("the task pools are NOT the paper's (hashes differ from the paper's frozen pools)")
+    register = run_dir / "register.json"
+    if register.is_file():
+        from paired_rollouts.io import read_json
+
+        data = read_json(register)
+        if not isinstance(data, dict) or data.get("complete_sha256") != sha256_file(complete_path):
+            reasons.append("register.json was not built from this complete.json; rebuild it (run-register)")
+    else:
+        notes.append("no register.json (paired-rollouts run-register)")
+    return not reasons, reasons, notes
+
+
+def format_report(
+    run: str, accepted: bool, reasons: list[str], notes: list[str], register: dict[str, Any] | None
+) -> str:
+    lines = [f"{run}: {'ACCEPT' if accepted else 'REJECT'}"]
+    lines += [f"  reject: {r}" for r in reasons]
+    lines += [f"  note: {n}" for n in notes]
+    if register:
+        lines.append(f"  AUC per set: {register.get('auc')}")
+        lines.append(f"  final sets: {register.get('final')}")
+        lines.append(
+            f"  luck share: { {k: v.get('lam') for k, v in (register.get('luck_share') or {}).items()} }"
+        )
+        lines.append(
+            f"  attempts: {len(register.get('attempts') or [])}, checkpoints: {register.get('checkpoints')}"
+        )
+    return "\n".join(lines)

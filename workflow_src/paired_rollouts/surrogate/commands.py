@@ -1,0 +1,364 @@
+"""CLI: ``paired-rollouts surrogate calibrate|arm|stats|probe|power``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from paired_rollouts.errors import UserError
+
+CALIBRATION_KEYS = {
+    "eval_tasks",
+    "samples",
+    "diag_pool",
+    "diag_tasks",
+    "diag_schedules",
+    "diag_samples",
+    "task_filter",
+}
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json, load_settings
+    from paired_rollouts.surrogate.calibration import Estimator, calibrate, check_register
+
+    settings = load_settings(args.settings)
+    unknown = sorted(set(settings) - CALIBRATION_KEYS)
+    missing = sorted(CALIBRATION_KEYS - set(settings))
+    if unknown or missing:
+        raise UserError(
+            f"--settings: calibration keys unknown {unknown}, missing {missing}; "
+            f"the keys are {sorted(CALIBRATION_KEYS)}"
+        )
+    began = time.perf_counter()
+    register = calibrate(Estimator(args.tasks_dir, **settings))
+    register["settings"] = settings
+    atomic_write_json(args.out, register)
+    for row in register["targets"]:
+        print(
+            f"{row['target_name']}: target {row['target']} +- {row['tolerance']}, achieved {row['achieved']:.4f} "
+            f"{'ok' if row['passes'] else 'MISSED'}"
+        )
+    print(
+        f"calibration {'passes' if register['passes'] else 'FAILS'} ({time.perf_counter() - began:.1f} s) -> {args.out}"
+    )
+    check_register(register, str(args.out))
+    return 0
+
+
+def _arm(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import load_settings
+    from paired_rollouts.surrogate.run import check_settings, run_one
+
+    settings = check_settings(load_settings(args.settings))
+    for run in args.runs:
+        began = time.perf_counter()
+        manifest = run_one(
+            run,
+            tasks_dir=args.tasks_dir,
+            calibration=args.calibration,
+            settings=settings,
+            results=args.results,
+        )
+        print(
+            f"{run}: trained {manifest['steps_completed']} steps ({manifest['seconds']['training']:.1f} s), "
+            f"evaluated ({manifest['seconds']['evaluation']:.1f} s), {time.perf_counter() - began:.1f} s in all"
+        )
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    """The per-run statistics commands, each called in this process with the arguments its rule would pass."""
+    from paired_rollouts import cli
+    from paired_rollouts.io import load_settings
+
+    expected = load_settings(args.expected)
+    root = Path(args.results)
+    for run in args.runs:
+        if run not in expected:
+            raise UserError(f"--expected: no expected evidence for run {run}")
+        ev = expected[run]
+        calls = []
+        for step in ev["diagnostic_steps"]:
+            calls.append(
+                [
+                    "luck-share",
+                    "--episodes",
+                    str(root / "diagnostics" / run / f"diag-step{step}.jsonl"),
+                    "--resamples",
+                    str(args.resamples),
+                    "--schedules",
+                    str(ev["diagnostic_schedules"]),
+                    "--samples",
+                    str(ev["diagnostic_samples"]),
+                    "--tasks",
+                    str(ev["diagnostic_tasks"]),
+                    "--out",
+                    str(root / "diagnostics" / run / f"luck-step{step}.json"),
+                ]
+            )
+        condition = run.split("-")[0].upper()
+        q = ["--q", "0.1"] if condition == "C4" else []
+        calls.append(
+            [
+                "group-stats",
+                "--groups",
+                str(root / "runs" / run / "groups.jsonl"),
+                *q,
+                "--out",
+                str(root / "runs" / run / "group_stats.json"),
+            ]
+        )
+        calls.append(
+            [
+                "completeness",
+                "--run",
+                run,
+                "--expected",
+                json.dumps(ev, sort_keys=True),
+                "--evals-dir",
+                str(root / "evals" / run),
+                "--diagnostics",
+                str(root / "diagnostics" / run),
+                "--groups",
+                str(root / "runs" / run / "groups.jsonl"),
+                "--run-manifest",
+                str(root / "runs" / run / "manifest.json"),
+                "--luck",
+                *(str(root / "diagnostics" / run / f"luck-step{step}.json") for step in ev["diagnostic_steps"]),
+                "--strict",
+                "--pool-manifest",
+                str(Path(args.tasks_dir) / "MANIFEST.json"),
+                "--tasks-dir",
+                str(args.tasks_dir),
+                "--out",
+                str(root / "runs" / run / "complete.json"),
+            ]
+        )
+        for argv in calls:
+            code = cli.main(argv)
+            if code:
+                raise UserError(f"paired-rollouts {' '.join(argv[:1])} failed for run {run} (exit {code})")
+    return 0
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.io import atomic_write_json, load_settings
+    from paired_rollouts.probe import build_probe_register
+    from paired_rollouts.probe.scores import _plain
+    from paired_rollouts.surrogate.probe import probe_checkpoint
+    from paired_rollouts.surrogate.run import read_checkpoint
+    from paired_rollouts.training.rows import parse_run
+
+    settings = {"probe_q": 0.10, "probe_p": 0.25, "probe_seed": 0, **load_settings(args.settings)}
+    run_dir = Path(args.run_dir)
+    run = run_dir.name
+    condition, _, seed = parse_run(run)
+    tasks = {
+        t["task_id"]: t
+        for name in ("validation", "diagnostic", "test")
+        for t in load_pool(Path(args.tasks_dir) / f"{name}.jsonl")
+    }
+    checkpoints = {}
+    for step in args.steps:
+        began = time.perf_counter()
+        checkpoints[step] = probe_checkpoint(
+            read_checkpoint(run_dir, step),
+            condition=condition,
+            seed=seed,
+            step=step,
+            tasks_dir=args.tasks_dir,
+            settings=settings,
+            tasks_by_id=tasks,
+        )
+        checkpoints[step]["seconds"] = round(time.perf_counter() - began, 3)
+        o = checkpoints[step]["outcome"]
+        print(
+            f"probe {args.trajectory} step {step}: lhs {o['lhs_mean']:.5g} rhs {o['rhs_mean']:.5g} MC ratio "
+            f"{o['mean_centered']['ratio_paired_over_independent']}"
+        )
+    register = build_probe_register(
+        args.trajectory,
+        run,
+        checkpoints,
+        settings={k: settings[k] for k in settings if k.startswith("probe_") or k == "task_filter"},
+    )
+    atomic_write_json(args.out, _plain(register))
+    return 0
+
+
+def _power(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.surrogate.power import power_table
+
+    table = power_table(args, progress=True)
+    atomic_write_json(args.out, table)
+    for name, row in table["hypotheses"].items():
+        print(
+            f"{name}: passes with {table['full_pairs']} pairs: {row['passes_full']}; P(pass | 3 pairs) = {row['power'].get('3')}, "
+            f"P(pass | {table['full_pairs']} pairs) = {row['power'].get(str(table['full_pairs']))}"
+        )
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    top = subparsers.add_parser(
+        "surrogate",
+        help="the surrogate policy scale (calibrate, arm, stats, probe, power)",
+        description="The surrogate policy: a log-linear softmax agent in the real back office.",
+    )
+    sub = top.add_subparsers(dest="surrogate_command", required=True, metavar="SUBCOMMAND")
+
+    p = sub.add_parser(
+        "calibrate",
+        help="fit the initial parameters to the paper's step-0 agent",
+        description="Fit the knobs to the step-0 targets, write the calibration register (target, "
+        "achieved, tolerance) and exit 1 when a target is missed.",
+    )
+    p.add_argument("--tasks-dir", required=True)
+    p.add_argument("--settings", required=True, help=f"JSON with {sorted(CALIBRATION_KEYS)}")
+    p.add_argument("--out", required=True, type=Path, help="results/surrogate/models/calibration.json")
+    p.set_defaults(handler=_calibrate)
+
+    p = sub.add_parser(
+        "arm",
+        help="train, evaluate and diagnose runs (one process)",
+        description="For each run: GRPO training from the calibrated parameters, checkpoints, "
+        "groups.jsonl, train_episodes.jsonl, manifest.json, every periodic/final evaluation file and "
+        "the diagnostic episodes, at the LLM stages' paths under --results.",
+    )
+    p.add_argument("--runs", required=True, nargs="+")
+    p.add_argument("--tasks-dir", required=True)
+    p.add_argument("--calibration", required=True)
+    p.add_argument("--settings", required=True)
+    p.add_argument("--results", required=True, help="results root, e.g. results/surrogate")
+    p.set_defaults(handler=_arm)
+
+    p = sub.add_parser("stats", help="luck-share, group-stats and completeness of runs, in one process")
+    p.add_argument("--runs", required=True, nargs="+")
+    p.add_argument(
+        "--expected", required=True, help="JSON object: run -> expected evidence (as completeness takes)"
+    )
+    p.add_argument("--tasks-dir", required=True)
+    p.add_argument("--results", required=True)
+    p.add_argument("--resamples", type=int, default=10000)
+    p.set_defaults(handler=_stats)
+
+    p = sub.add_parser("probe", help="exact gradient-covariance probe of surrogate checkpoints")
+    p.add_argument("--trajectory", required=True)
+    p.add_argument("--run-dir", required=True)
+    p.add_argument("--steps", required=True, nargs="+", type=int)
+    p.add_argument("--tasks-dir", required=True)
+    p.add_argument("--settings", required=True)
+    p.add_argument("--out", required=True, type=Path)
+    p.set_defaults(handler=_probe)
+
+    p = sub.add_parser(
+        "power", help="power table: P(rule passes) with n seed pairs, resampling the seed pairs"
+    )
+    p.add_argument("--decisions", required=True, nargs="+", type=Path, help="decision registers (c2, c4)")
+    p.add_argument("--rules", required=True, type=Path)
+    p.add_argument("--pairs", nargs="+", type=int, default=[3])
+    p.add_argument("--draws", type=int, default=1000)
+    p.add_argument("--bootstrap-resamples", type=int, default=500, help="H5's interval per draw")
+    p.add_argument("--seed", type=int, default=20261201)
+    p.add_argument("--out", required=True, type=Path)
+    p.set_defaults(handler=_power)
+
+    p = sub.add_parser(
+        "summary", help="print the figures the README quotes from a finished study's registers"
+    )
+    p.add_argument("--results", required=True, help="results/surrogate")
+    p.add_argument("--out", type=Path, default=None)
+    p.set_defaults(handler=_summary)
+
+
+def _summary(args: argparse.Namespace) -> int:
+    """The figures the README quotes, read from a finished study's registers (nothing is recomputed)."""
+    import numpy as np
+
+    from paired_rollouts.io import atomic_write_json, read_json
+    from paired_rollouts.stats.decisions import load_episodes
+
+    root = Path(args.results)
+    out: dict = {}
+    c2, c4 = read_json(root / "decisions/c2.json"), read_json(root / "decisions/c4.json")
+    evidence = load_episodes([root / "evals" / run for run in c2["runs"] + c4["runs"]])
+    curves: dict = {}
+    for condition, regime in (("C2", "at_training"), ("C2", "challenge"), ("C4", "clean")):
+        for arm in ("paired", "independent"):
+            runs = [ev for ev in evidence.values() if ev.condition == condition and ev.arm == arm]
+            steps = runs[0].periodic_steps(regime)
+            tasks = sorted(runs[0].periodic[regime][steps[0]])
+            mean = np.mean([ev.curve(regime, steps, tasks).mean(axis=1) for ev in runs], axis=0)
+            curves[f"{condition} {regime} {arm}"] = {
+                str(s): round(float(v), 4) for s, v in zip(steps, mean, strict=True)
+            }
+    out["curves_mean_over_seeds"] = curves
+    out["c2_validation_rise"] = {
+        arm: round(
+            curves[f"C2 at_training {arm}"][max(curves[f"C2 at_training {arm}"], key=int)]
+            - curves[f"C2 at_training {arm}"]["0"],
+            4,
+        )
+        for arm in ("paired", "independent")
+    }
+    h1a = c4["H1a"]
+    out["c4_spurious"] = {
+        k: h1a.get(k)
+        for k in ("spurious_rate_paired", "spurious_rate_independent", "expected_independent_rate", "q", "G")
+    }
+    lams = []
+    for run in c2["runs"]:
+        luck = read_json(root / "diagnostics" / run / "luck-step0.json")
+        lams.append({"run": run, "lam": luck["lam"], "ci95": luck["ci95"]})
+    out["c2_luck_step0"] = {
+        "runs": lams,
+        "mean": float(np.mean([x["lam"] for x in lams])),
+        "min": float(min(x["lam"] for x in lams)),
+        "min_ci95_lower": float(min(x["ci95"][0] for x in lams)),
+    }
+    probe = {}
+    for path in sorted((root / "probe").glob("*.json")):
+        reg = read_json(path)
+        probe[path.stem] = {
+            s: {
+                "lhs_mean": c["outcome"]["lhs_mean"],
+                "rhs_mean": c["outcome"]["rhs_mean"],
+                "q": c["outcome"]["q"],
+                "outcome_mc_ratio": c["outcome"]["mean_centered"]["ratio_paired_over_independent"],
+                "transition_mc_ratio": c["transition"]["mean_centered"]["ratio_paired_over_independent"],
+            }
+            for s, c in reg["checkpoints"].items()
+        }
+    out["probe"] = probe
+    out["decisions"] = {
+        f"{reg['condition']} {h}": {
+            "passes": reg[h]["passes"],
+            **{
+                k: reg[h].get(k)
+                for k in (
+                    "auc_difference_mean",
+                    "auc_difference_ci95",
+                    "difference_mean",
+                    "ci95",
+                    "difference_ci90",
+                )
+                if k in reg[h]
+            },
+        }
+        for reg in (c2, c4)
+        for h in ("H1a", "H2a", "H2b", "H3", "H5")
+        if h in reg
+    }
+    power = root / "decisions/power.json"
+    if power.is_file():
+        out["power"] = {k: v["power"] for k, v in read_json(power)["hypotheses"].items()}
+    text = json.dumps(out, indent=1, sort_keys=True)
+    print(text)
+    if args.out:
+        atomic_write_json(args.out, out)
+    return 0

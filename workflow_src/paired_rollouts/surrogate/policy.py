@@ -1,0 +1,146 @@
+"""A log-linear softmax policy over a finite action menu, with an exact analytic score.
+
+The policy sees a discrete *context* (what the last observation was, what the plan asks next) and a set
+of available actions; each (context, action) pair except the context's reference action owns one
+parameter, the reference action's feature is zero. So pi(a | c, avail) = exp(theta[c,a]) / sum over the
+available actions, and the score of one decision is e[chosen] - sum_a pi(a) e[a]: tool results never
+enter it (they only decide which context comes next), as in the paper's masked token loss.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+
+import numpy as np
+
+# Actions. NEXT = make the next planned call / move on past a failed call (the reference in most contexts).
+NEXT, RETRY, WAIT, PAGE, REREAD, CHECK, WRONG, SKIP, FINISH, PROCEED = (
+    "next",
+    "retry",
+    "wait",
+    "page",
+    "reread",
+    "check",
+    "wrong_argument",
+    "skip_step",
+    "finish_early",
+    "proceed",
+)
+
+# Context -> its actions; the first is the reference (no parameter).
+CONTEXTS: dict[str, tuple[str, ...]] = {
+    "next_read": (NEXT, SKIP, FINISH),
+    "next_write": (NEXT, WRONG, SKIP, FINISH),
+    "next_write_unread": (NEXT, WRONG, SKIP, FINISH),
+    "after_write": (PROCEED, REREAD, FINISH),
+    "after_last_write": (FINISH, REREAD),
+    "unavailable_read": (NEXT, RETRY, FINISH),
+    "unavailable_write": (NEXT, RETRY, FINISH),
+    "rate_read": (NEXT, WAIT, RETRY, FINISH),
+    "rate_write": (NEXT, WAIT, RETRY, FINISH),
+    "timeout": (NEXT, CHECK, RETRY, FINISH),
+    "error": (NEXT, RETRY, FINISH),
+    "truncated": (NEXT, PAGE, FINISH),
+    "waited": (NEXT, RETRY, FINISH),
+    "unverified": (NEXT, RETRY, FINISH),
+}
+CONTEXT_NAMES: tuple[str, ...] = tuple(CONTEXTS)
+
+
+def _parameter_table() -> tuple[list[tuple[str, str]], dict[str, list[int]]]:
+    names: list[tuple[str, str]] = []
+    index: dict[str, list[int]] = {}
+    for ctx, actions in CONTEXTS.items():
+        row = [-1]
+        for action in actions[1:]:
+            row.append(len(names))
+            names.append((ctx, action))
+        index[ctx] = row
+    return names, index
+
+
+PARAMETERS, PARAM_INDEX = _parameter_table()
+P = len(PARAMETERS)
+
+
+def parameter_names() -> list[str]:
+    return [f"{ctx}/{action}" for ctx, action in PARAMETERS]
+
+
+class Policy:
+    """theta (P floats) plus fast per-context logits; one instance per parameter vector."""
+
+    def __init__(self, theta: Sequence[float]) -> None:
+        theta = [float(x) for x in theta]
+        if len(theta) != P:
+            raise ValueError(f"theta has {len(theta)} entries, the surrogate policy has {P}")
+        self.theta = theta
+        self._logits = {c: [0.0 if i < 0 else theta[i] for i in PARAM_INDEX[c]] for c in CONTEXTS}
+        self._probs: dict[tuple[str, tuple[int, ...]], list[float]] = {}
+        self._cdf: dict[tuple[str, tuple[int, ...]], list[float]] = {}
+
+    def probabilities(self, ctx: str, avail: Sequence[int]) -> list[float]:
+        """pi over the available action positions ``avail`` (indices into CONTEXTS[ctx]); cached per menu."""
+        key = (ctx, tuple(avail))
+        probs = self._probs.get(key)
+        if probs is None:
+            logits = self._logits[ctx]
+            top = max(logits[j] for j in avail)
+            weights = [math.exp(logits[j] - top) for j in avail]
+            total = sum(weights)
+            probs = self._probs[key] = [w / total for w in weights]
+        return probs
+
+    def choose(self, ctx: str, avail: tuple[int, ...], rng: random.Random) -> int:
+        """Sample one available position (inverse CDF on one uniform draw)."""
+        if len(avail) == 1:
+            return avail[0]
+        key = (ctx, avail)
+        cdf = self._cdf.get(key)
+        if cdf is None:
+            acc, cdf = 0.0, []
+            for p in self.probabilities(ctx, avail):
+                acc += p
+                cdf.append(acc)
+            self._cdf[key] = cdf
+        u = rng.random()
+        for j, c in zip(avail, cdf, strict=True):
+            if u < c:
+                return j
+        return avail[-1]
+
+
+Decision = tuple[str, tuple[int, ...], int]  # (context, available positions, chosen position)
+
+
+def log_probability(theta: Sequence[float], decisions: Sequence[Decision]) -> float:
+    """log pi_theta of an episode's own choices (the quantity whose gradient is the score)."""
+    policy = Policy(theta)
+    total = 0.0
+    for ctx, avail, chosen in decisions:
+        probs = policy.probabilities(ctx, avail)
+        total += math.log(probs[avail.index(chosen)])
+    return total
+
+
+def score(theta: Sequence[float], decisions: Sequence[Decision], policy: Policy | None = None) -> np.ndarray:
+    """The exact score d/dtheta log pi_theta(decisions): sum over decisions of e[chosen] - E_pi[e]."""
+    policy = policy or Policy(theta)
+    out = np.zeros(P, dtype=np.float64)
+    for ctx, avail, chosen in decisions:
+        if len(avail) == 1:
+            continue
+        index = PARAM_INDEX[ctx]
+        for j, p in zip(avail, policy.probabilities(ctx, avail), strict=True):
+            if index[j] >= 0:
+                out[index[j]] -= p
+        if index[chosen] >= 0:
+            out[index[chosen]] += 1.0
+    return out
+
+
+def counted_decisions(decisions: Sequence[Decision]) -> int:
+    """Decisions with a real choice (more than one action available): the surrogate's 'tokens'."""
+    return sum(1 for _, avail, _ in decisions if len(avail) > 1)

@@ -1,0 +1,327 @@
+"""One surrogate run end to end, in one process: GRPO training, checkpoints (parameter vectors), the
+training-group register, training episode records, the manifest, then every periodic and final
+evaluation and the luck-share diagnostic episodes of its checkpoints -- the same files, at the same paths
+and with the same schemas, that the LLM's train / evaluate / diagnose jobs write.
+
+At this scale a run takes seconds, so one job per arm (all its seeds) replaces hundreds of per-file jobs
+whose start-up would dominate.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from paired_rollouts.errors import UserError
+from paired_rollouts.io import atomic_write_json, atomic_write_jsonl, jsonl_line, read_json, sha256_file
+
+POOLS = ("train", "validation", "test", "diagnostic")
+SETTINGS_KEYS = {
+    "steps": int,
+    "prompts_per_step": int,
+    "num_generations": int,
+    "checkpoint_every": int,
+    "learning_rate": float,
+    "task_filter": str,
+    "eval_tasks": int,
+    "final_tasks": int,
+    "diag_pool": str,
+    "diag_tasks": int,
+    "diag_schedules": int,
+    "diag_samples": int,
+    "extra_checkpoint_steps": list,
+    "diagnostic_steps": dict,
+    "eval_batch": int,
+    "train_episodes_seeds": list,
+}
+DEFAULTS = {
+    "extra_checkpoint_steps": [],
+    "eval_batch": 64,
+    "train_episodes_seeds": [0],
+    "diagnostic_steps": {"seed0": [0], "other": [0]},
+}
+
+
+def check_settings(raw: dict[str, Any], where: str = "--settings") -> dict[str, Any]:
+    """Known keys, right types, every required key present; else one UserError naming the key."""
+    settings = {**DEFAULTS, **raw}
+    unknown = sorted(set(settings) - set(SETTINGS_KEYS))
+    if unknown:
+        raise UserError(f"{where}: unknown surrogate settings {unknown}; known: {sorted(SETTINGS_KEYS)}")
+    for key, kind in SETTINGS_KEYS.items():
+        if key not in settings:
+            raise UserError(
+                f"{where}: missing surrogate setting {key!r}; set it under scales.<scale> in "
+                "config/config.yaml"
+            )
+        value = settings[key]
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            settings[key] = value = float(value)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise UserError(f"{where}: surrogate setting {key!r} must be {kind.__name__}, not {value!r}")
+    if settings["num_generations"] < 2:
+        raise UserError(f"{where}: num_generations must be at least 2 (a group needs siblings)")
+    return settings
+
+
+def code_version() -> str:
+    import paired_rollouts
+
+    package = Path(paired_rollouts.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def checkpoint_steps(settings: dict[str, Any]) -> list[int]:
+    steps, every = settings["steps"], settings["checkpoint_every"]
+    out = (
+        set(range(0, steps + 1, every))
+        | {steps}
+        | {s for s in settings["extra_checkpoint_steps"] if s <= steps}
+    )
+    return sorted(out)
+
+
+def periodic_steps(settings: dict[str, Any]) -> list[int]:
+    steps, every = settings["steps"], settings["checkpoint_every"]
+    return sorted(set(range(0, steps + 1, every)) | {steps})
+
+
+def write_checkpoint(run_dir: Path, step: int, theta: np.ndarray, adam: dict[str, Any]) -> None:
+    from paired_rollouts.surrogate.policy import parameter_names
+
+    folder = run_dir / "checkpoints" / f"step{step:04d}"
+    body = {
+        "step": step,
+        "theta": [float(x) for x in theta],
+        "parameter_names": parameter_names(),
+        "adam": adam,
+    }
+    atomic_write_json(folder / "theta.json", body)
+    atomic_write_json(
+        folder / "COMPLETE", {"step": step, "files": {"theta.json": sha256_file(folder / "theta.json")}}
+    )
+
+
+def read_checkpoint(run_dir: Path, step: int) -> list[float]:
+    folder = Path(run_dir) / "checkpoints" / f"step{step:04d}"
+    marker = folder / "COMPLETE"
+    if not marker.is_file():
+        raise UserError(f"{folder}: no complete surrogate checkpoint; run the surrogate arm job first")
+    if read_json(marker)["files"]["theta.json"] != sha256_file(folder / "theta.json"):
+        raise UserError(
+            f"{folder}/theta.json: does not match its COMPLETE marker; rerun the surrogate arm job"
+        )
+    return read_json(folder / "theta.json")["theta"]
+
+
+def load_calibration(path: str | Path) -> list[float]:
+    source = Path(path)
+    if not source.is_file():
+        raise UserError(
+            f"{source}: calibration register not found; run 'paired-rollouts surrogate calibrate'"
+        )
+    data = read_json(source)
+    if data.get("passes") is not True:
+        raise UserError(
+            f"{source}: the calibration missed a target (passes is not true); fix the calibration"
+        )
+    return data["theta"]
+
+
+def run_one(
+    run: str, *, tasks_dir: str, calibration: str, settings: dict[str, Any], results: str
+) -> dict[str, Any]:
+    """Train, evaluate and diagnose one run; returns the manifest."""
+    from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows, final_regimes, roll_rows
+    from paired_rollouts.surrogate.policy import parameter_names
+    from paired_rollouts.surrogate.rollout import SurrogateRunner
+    from paired_rollouts.surrogate.trainer import Adam, train_step
+    from paired_rollouts.training.grpo import check_pools, episode_record
+    from paired_rollouts.training.rows import build_rows, parse_run, training_noise
+    from paired_rollouts.training.settings import filter_tasks
+
+    began = time.perf_counter()
+    condition, arm, seed = parse_run(run)
+    pool_hashes = check_pools(tasks_dir)
+    theta0 = np.asarray(load_calibration(calibration), dtype=np.float64)
+    root = Path(results)
+    run_dir = root / "runs" / run
+    steps, P_, G = settings["steps"], settings["prompts_per_step"], settings["num_generations"]
+    pools = {name: load_pool(Path(tasks_dir) / f"{name}.jsonl") for name in POOLS}
+    tasks_by_id = {t["task_id"]: t for pool in pools.values() for t in pool}
+    train_tasks = filter_tasks(pools["train"], settings["task_filter"])
+    rows = build_rows(train_tasks, condition, arm, seed, steps, P_)
+    meta = {"run": run, "condition": condition, "arm": arm, "seed": seed}
+
+    theta = theta0.copy()
+    adam = Adam(lr=settings["learning_rate"])
+    saves = checkpoint_steps(settings)
+    thetas: dict[int, list[float]] = {}
+    groups_lines, episode_lines, timings = [], [], []
+    if 0 in saves:
+        write_checkpoint(run_dir, 0, theta, adam.state())
+        thetas[0] = theta.tolist()
+    for step in range(steps):
+        t0 = time.perf_counter()
+        runner = SurrogateRunner(theta.tolist(), tasks_by_id)
+        batch = rows[step * P_ : (step + 1) * P_]
+        grad, info, recs_by_group = train_step(runner, batch, step=step, G=G, arm=arm, seed=seed)
+        for g, (row, gi, recs) in enumerate(zip(batch, info, recs_by_group, strict=True)):
+            observed = [float(r["observed_reward"]) for r in recs]
+            truth = [bool(r["true_success"]) for r in recs]
+            zero_var = max(observed) - min(observed) == 0.0
+            groups_lines.append(
+                jsonl_line(
+                    {
+                        **meta,
+                        "step": step,
+                        "group": g,
+                        "row_index": row["row_index"],
+                        "task_id": row["task_id"],
+                        "schedule_seed": int(row["schedule_seed"]),
+                        "schedule_seeds": gi["schedule_seeds"],
+                        "slots": gi["slots"],
+                        "episode_indices": [step] * G,
+                        "true_success": truth,
+                        "observed_reward": observed,
+                        "flipped": [bool(r["flipped"]) for r in recs],
+                        "exposed": [bool(r["exposed"]) for r in recs],
+                        "calls": [int(r["calls"]) for r in recs],
+                        "advantages": gi["advantages"],
+                        "max_abs_advantage": max(abs(a) for a in gi["advantages"]),
+                        "zero_variance": zero_var,
+                        "spurious": all(truth) and not zero_var,
+                    }
+                )
+            )
+            if seed in settings["train_episodes_seeds"]:
+                for k, r in enumerate(recs):
+                    rec = episode_record(
+                        r,
+                        run=run,
+                        condition=condition,
+                        arm=arm,
+                        seed=seed,
+                        phase="train",
+                        step=step,
+                        regime="at_training",
+                        schedule_index=None,
+                    )
+                    rec.update(group=g, rollout=k, advantage=gi["advantages"][k])
+                    episode_lines.append(jsonl_line(rec))
+        theta = adam.step(theta, grad)
+        if step + 1 in saves:
+            write_checkpoint(run_dir, step + 1, theta, adam.state())
+            thetas[step + 1] = theta.tolist()
+        timings.append(
+            {
+                "step": step,
+                "seconds": round(time.perf_counter() - t0, 4),
+                "gradient_norm": float(np.linalg.norm(grad)),
+            }
+        )
+    atomic_write_jsonl_lines(run_dir / "groups.jsonl", groups_lines)
+    if seed in settings["train_episodes_seeds"]:
+        atomic_write_jsonl_lines(run_dir / "train_episodes.jsonl", episode_lines)
+    train_seconds = time.perf_counter() - began
+
+    # -- evaluations and diagnostics of the saved checkpoints ------------------------------------------
+    t1 = time.perf_counter()
+    evals = root / "evals" / run
+    batch = settings["eval_batch"]
+    plan = [
+        ("periodic", s, r) for s in periodic_steps(settings) for r in ("clean", "at_training", "challenge")
+    ]
+    plan += [("final", steps, r) for r in final_regimes(condition)]
+    for phase, step, regime in plan:
+        rows_ = evaluation_rows(tasks_dir, phase, regime, condition, settings)
+        runner = SurrogateRunner(thetas[step], tasks_by_id)
+        records = roll_rows(
+            runner,
+            rows_,
+            run=run,
+            condition=condition,
+            arm=arm,
+            seed=seed,
+            phase=phase,
+            step=step,
+            regime=regime,
+            batch=batch,
+            progress=False,
+        )
+        atomic_write_jsonl(evals / f"{phase}-step{step}-{regime}.jsonl", records)
+    diag_steps = settings["diagnostic_steps"]["seed0" if seed == 0 else "other"]
+    for step in diag_steps:
+        rows_ = diagnostic_rows(tasks_dir, condition, seed, settings)
+        runner = SurrogateRunner(thetas[step], tasks_by_id)
+        records = roll_rows(
+            runner,
+            rows_,
+            run=run,
+            condition=condition,
+            arm=arm,
+            seed=seed,
+            phase="diagnostic",
+            step=step,
+            regime="diag",
+            batch=batch,
+            progress=False,
+        )
+        atomic_write_jsonl(root / "diagnostics" / run / f"diag-step{step}.jsonl", records)
+    eval_seconds = time.perf_counter() - t1
+
+    manifest = {
+        **meta,
+        "status": "complete",
+        "model": {
+            "kind": "surrogate",
+            "parameters": len(theta0),
+            "parameter_names": parameter_names(),
+            "calibration": str(calibration),
+            "calibration_sha256": sha256_file(calibration),
+        },
+        "settings": settings,
+        "noise": json.loads(training_noise(condition, arm).to_json()),
+        "seeds": {"run_seed": seed, "trainer_seed": seed, "data_seed": seed},
+        "pools_sha256": pool_hashes,
+        "versions": {"python": platform.python_version(), "numpy": np.__version__},
+        "code": {"sources_sha256": code_version()},
+        "hardware": {
+            "platform": platform.platform(),
+            "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+            "device": "cpu",
+        },
+        "attempts": [
+            {"attempt": 1, "status": "complete", "code_version": code_version(), "resumed_from_step": 0}
+        ],
+        "steps_completed": steps,
+        "checkpoints": sorted(thetas),
+        "timings": timings,
+        "seconds": {"training": round(train_seconds, 3), "evaluation": round(eval_seconds, 3)},
+    }
+    atomic_write_json(run_dir / "manifest.json", manifest)
+    return manifest
+
+
+def atomic_write_jsonl_lines(path: Path, lines: list[str]) -> None:
+    from paired_rollouts.io import atomic_write_text
+
+    atomic_write_text(path, "".join(lines))

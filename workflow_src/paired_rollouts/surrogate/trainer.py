@@ -1,0 +1,103 @@
+"""The surrogate's GRPO run: the LLM trainer's update, made exact.
+
+Same training rows and schedule seeds as the LLM runs (``training.rows.build_rows``); rollouts resolve
+their seeds as TRL's environments do (paired/clean: the row's seed; independent: ``independent_seed(seed,
+slot, step, "train")`` with slot = rollout position in the batch). Advantages are standardised within the
+group, A_i = (R_i - mean R) / (std_ddof1 R + 1e-4) on the observed reward; the loss is aggregated over
+decisions as TRL aggregates over tokens (sum of A_i * score_i over the batch divided by the batch's
+decision count); no KL; one on-policy update per batch (the clipped ratio is 1); Adam.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from paired_rollouts.noise.seeds import derive_seed, independent_seed
+from paired_rollouts.surrogate.policy import P, counted_decisions, score
+from paired_rollouts.surrogate.rollout import SurrogateRunner, policy_rng
+
+ADV_EPS = 1e-4
+
+
+def sample_std(values: list[float]) -> float:
+    n = len(values)
+    if n < 2:
+        return 0.0
+    mean = sum(values) / n
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+
+
+def group_advantages(rewards: list[float]) -> list[float]:
+    mean = sum(rewards) / len(rewards)
+    std = sample_std(rewards)
+    return [(r - mean) / (std + ADV_EPS) for r in rewards]
+
+
+@dataclass
+class Adam:
+    """Adam (Kingma & Ba) for gradient *ascent* on a parameter vector."""
+
+    lr: float
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-8
+    t: int = 0
+    m: np.ndarray = field(default_factory=lambda: np.zeros(P))
+    v: np.ndarray = field(default_factory=lambda: np.zeros(P))
+
+    def step(self, theta: np.ndarray, grad: np.ndarray) -> np.ndarray:
+        self.t += 1
+        self.m = self.beta1 * self.m + (1 - self.beta1) * grad
+        self.v = self.beta2 * self.v + (1 - self.beta2) * grad * grad
+        m_hat = self.m / (1 - self.beta1**self.t)
+        v_hat = self.v / (1 - self.beta2**self.t)
+        return theta + self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "t": self.t,
+            "m": self.m.tolist(),
+            "v": self.v.tolist(),
+            "lr": self.lr,
+            "beta1": self.beta1,
+            "beta2": self.beta2,
+            "eps": self.eps,
+        }
+
+
+def train_step(
+    runner: SurrogateRunner, rows: list[dict[str, Any]], *, step: int, G: int, arm: str, seed: int
+) -> tuple[np.ndarray, list[dict[str, Any]], list[list[dict[str, Any]]]]:
+    """Roll out one batch (len(rows) groups x G) and return (gradient, per-group info, per-group records)."""
+    grad = np.zeros(P)
+    total_decisions = 0
+    groups, records_by_group = [], []
+    for g, row in enumerate(rows):
+        recs, scores_, seeds = [], [], []
+        for i in range(G):
+            slot = g * G + i
+            resolved = (
+                independent_seed(int(row["schedule_seed"]), slot, step, "train")
+                if arm == "independent"
+                else None
+            )
+            rng = policy_rng(derive_seed("train", seed, step), slot)
+            record, decisions = runner.play_row(row, rng, phase="train", resolved_seed=resolved, slot=slot)
+            record["episode_index"] = (
+                step  # this slot's training episodes so far (the TRL environment's count)
+            )
+            recs.append(record)
+            scores_.append(score(runner.theta, decisions, runner.policy))
+            total_decisions += counted_decisions(decisions)
+            seeds.append(int(row["schedule_seed"]) if resolved is None else int(resolved))
+        rewards = [float(r["observed_reward"]) for r in recs]
+        adv = group_advantages(rewards)
+        for a, s in zip(adv, scores_, strict=True):
+            grad += a * s
+        groups.append({"advantages": adv, "schedule_seeds": seeds, "slots": [g * G + i for i in range(G)]})
+        records_by_group.append(recs)
+    return grad / max(total_decisions, 1), groups, records_by_group
