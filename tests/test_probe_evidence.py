@@ -1,5 +1,6 @@
-"""Probe evidence (Gram matrices, rewards, weights, index lists) reproduces the probe summaries with
-numpy alone, within 1e-6, and a changed evidence value is caught."""
+"""Probe evidence of one checkpoint (per-group Gram matrices, rewards, weights, index lists, token counts,
+the streamed running vectors' Gram) reproduces that checkpoint's T_ref and summaries with numpy alone,
+within 1e-6, and a changed evidence value is caught."""
 
 import json
 
@@ -8,73 +9,103 @@ import pytest
 from paired_rollouts.cli import main
 from paired_rollouts.probe import build_probe_register
 from paired_rollouts.probe.scores import (
+    StreamingProbe,
     _plain,
     load_evidence,
     max_difference,
     recompute_probe,
     save_evidence,
-    summarise_probe,
 )
 
-K, M, G = 3, 4, 4
+K, M, G, P = 3, 4, 4, 40
 
 
-def _groups(seed: int):
+def _stream(seed: int) -> StreamingProbe:
+    """A checkpoint streamed group by group, as `probe checkpoint` does (random scores, no model)."""
     rng = np.random.default_rng(seed)
-    size = 40
-    clean = [(f"validation-{t:05d}", rng.normal(size=(G, size)).astype(np.float32),
-              [bool(x) for x in rng.integers(0, 2, G)], rng.uniform(0.5, 1.5, G)) for t in range(3)]
-    diag = []
+    stream = StreamingProbe(P, 0.1, K, M, 64, 7 + seed)
+    for t in range(3):
+        stream.add_clean(rng.normal(size=(G, P)).astype(np.float32), [bool(x) for x in rng.integers(0, 2, G)],
+                         list(rng.uniform(0.5, 1.5, G)), rng.integers(5, 40, G).astype(float), f"validation-{t:05d}")
     for t in range(2):
         seeds = [1000 * t + k for k in range(K) for _ in range(M)]
-        perm = rng.permutation(K * M)   # rollouts arrive out of schedule order
-        diag.append((f"diagnostic-{t:05d}", rng.normal(size=(K * M, size)).astype(np.float32),
-                     [float(x) for x in rng.integers(0, 2, K * M)], rng.uniform(0.5, 1.5, K * M),
-                     [seeds[i] for i in perm]))
-    return clean, diag
+        perm = rng.permutation(K * M)  # rollouts arrive out of schedule order
+        stream.add_diagnostic(rng.normal(size=(K * M, P)).astype(np.float32),
+                              [float(x) for x in rng.integers(0, 2, K * M)], rng.uniform(0.5, 1.5, K * M),
+                              [seeds[i] for i in perm], rng.integers(5, 40, K * M).astype(float),
+                              f"diagnostic-{t:05d}")
+    return stream
 
 
-def _summaries(seed: int):
-    clean, diag = _groups(seed)
-    return summarise_probe(clean, diag, q=0.1, t_ref=123.0, schedules=K, samples=M, resamples=64, rng_seed=7)
+def _checkpoint(seed: int):
+    stream = _stream(seed)
+    t_ref, outcome, transition = stream.summaries(24, 8)
+    return {"t_ref": t_ref, "outcome": outcome, "transition": transition}, stream.evidence(24, 8)
 
 
 def test_recompute_reproduces_the_summaries():
-    outcome, transition, evidence = _summaries(0)
-    again_o, again_t = recompute_probe(evidence)
-    diff, where = max_difference(_plain({"o": outcome, "t": transition}), _plain({"o": again_o, "t": again_t}))
+    payload, evidence = _checkpoint(0)
+    t_ref, outcome, transition = recompute_probe(evidence)
+    diff, where = max_difference(_plain(payload), _plain({"t_ref": t_ref, "outcome": outcome,
+                                                          "transition": transition}))
     assert diff <= 1e-6, where
+    # The evidence holds no score vector: its size does not grow with P.
+    assert all(a.size <= 12 * 12 * 2 + 16 for a in evidence.values())
 
 
-def test_recompute_cli_and_a_changed_reward(tmp_path, capsys):
-    checkpoints, evidence = {}, {}
+def _write(tmp_path):
+    checkpoints, files = {}, []
     for step in (0, 4):
-        outcome, transition, evidence[step] = _summaries(step)
-        checkpoints[step] = {"outcome": outcome, "transition": transition}
-    path = tmp_path / "evidence" / "a.npz"
-    save_evidence(path, evidence)
+        checkpoints[step], evidence = _checkpoint(step)
+        files.append(tmp_path / "evidence" / "a" / f"step{step}.npz")
+        save_evidence(files[-1], dict(evidence, step=np.array(step)))
     register = tmp_path / "probe.json"
     register.write_text(json.dumps(_plain(build_probe_register("a", "c2-paired-s0", checkpoints))))
-    assert main(["probe", "recompute", "--register", str(register), "--evidence", str(path)]) == 0
+    return register, files
+
+
+def _recompute(register, evidence) -> int:
+    return main(["probe", "recompute", "--register", str(register), "--evidence", *map(str, evidence)])
+
+
+@pytest.mark.parametrize("key", ["diag_rewards", "clean_success", "clean_rho", "token_counts", "diag_grams"])
+def test_recompute_cli_and_a_changed_value(tmp_path, capsys, key):
+    register, files = _write(tmp_path)
+    assert _recompute(register, files) == 0
     assert "reproduced within 1e-06" in capsys.readouterr().out
-    stored = load_evidence(path)
-    stored[4]["clean_success"][0] = not stored[4]["clean_success"][0]
-    save_evidence(path, stored)
-    assert main(["probe", "recompute", "--register", str(register), "--evidence", str(path)]) == 1
+    assert _recompute(register, [files[0].parent]) == 0  # the folder of a trajectory's evidence
+    capsys.readouterr()
+    stored = load_evidence([files[1]])[4]
+    values = stored[key]
+    if values.dtype == bool:
+        values[0] = not values[0]
+    elif key == "diag_rewards":
+        values[0] = 1.0 - values[0]
+    else:
+        values[0] = values[0] * 1.5 + 1.0
+    save_evidence(files[1], dict(stored, step=np.array(4)))
+    assert _recompute(register, files) == 1
     out = capsys.readouterr().out
     assert "step 0: " in out and "step 4: " in out and "MISMATCH" in out and "NOT reproduced" in out
+    assert out.split("step 4: ")[0].count("MISMATCH") == 0  # step 0 is untouched
 
 
 def test_missing_evidence_is_one_line(tmp_path, capsys):
     register = tmp_path / "probe.json"
     register.write_text(json.dumps({"checkpoints": {"0": {"outcome": {}, "transition": {}}}}))
-    assert main(["probe", "recompute", "--register", str(register), "--evidence", str(tmp_path / "none.npz")]) == 1
+    assert _recompute(register, [tmp_path / "none.npz"]) == 1
     assert "probe evidence not found" in capsys.readouterr().err
+
+
+def test_evidence_of_a_step_not_in_the_register_is_refused(tmp_path, capsys):
+    register, files = _write(tmp_path)
+    assert _recompute(register, files[:1]) == 1
+    assert "no evidence for checkpoint step 4" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_schedule_major_evidence(seed):
-    """The diagnostic Gram is stored in schedule-major order: seeds ascend in blocks of M."""
-    *_, evidence = _summaries(seed)
+    """Diagnostic groups are stored in schedule-major order: seeds ascend in blocks of M."""
+    _, evidence = _checkpoint(seed)
     seeds = evidence["diag_schedule_seeds"][: K * M]
     assert list(seeds) == sorted(seeds) and len(set(seeds[:M])) == 1

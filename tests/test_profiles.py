@@ -20,23 +20,27 @@ RULES = {
     "prereg_verify",
     "tokenizer",
     "warm_start",
+    "prepare_model",
     "train",
-    "evaluate",
+    "evaluate_periodic",
+    "evaluate_final",
+    "evaluate_final_c4",
     "diagnose",
     "luck_share",
     "group_stats",
     "completeness",
     "run_register",
     "decide",
+    "probe_checkpoint",
     "probe",
     "probe_verdict",
     "render_table",
     "render_figure",
     "render_document",
 }
-GPU_RULES = {"train", "evaluate", "diagnose", "probe"}
-CPU_ONLY_RULES = {"tasks", "reference", "decide", "probe_verdict", "run_register", "render_table", "render_figure",
-                  "render_document"}
+GPU_RULES = {"train", "evaluate_periodic", "evaluate_final", "evaluate_final_c4", "diagnose", "probe_checkpoint"}
+CPU_ONLY_RULES = {"tasks", "reference", "decide", "render_table", "render_figure", "render_document", "probe",
+                  "probe_verdict", "run_register", "prepare_model"}
 EXPECTED = {
     "cpu": ("cpu", "standin"),
     "h100": ("h100", "paper"),

@@ -78,6 +78,11 @@ def test_train_resume_and_registers(tmp_path, standin, sim_tasks_dir, alternatin
         assert g["advantages"][0] < 0 < g["advantages"][1]
     assert len(_read(full / "train_episodes.jsonl")) == 12
     assert {t["step"] for t in manifest["timings"]} == {0, 1, 2}
+    # The full trainer configuration that shaped the update is on record (issue 18, item 9).
+    config = manifest["trainer_config"]
+    assert (config["lr_scheduler_type"], config["warmup_steps"], config["max_grad_norm"]) == ("linear", 0, 1.0)
+    assert (config["epsilon"], config["epsilon_high"], config["loss_type"]) == (0.2, 0.2, "dapo")
+    assert manifest["seeds"]["vllm_seed"] is None  # HF generate on CPU
 
     # LoRA moved, base weights untouched (the adapter holds only LoRA tensors).
     first = load_file(ckpt.step_dir(full, 0) / "adapter_model.safetensors")

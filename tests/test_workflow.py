@@ -66,25 +66,31 @@ def test_paper_dag_has_the_papers_job_counts() -> None:
     result = snakemake("--profile", "h100", "-n", "--forceall", "all")
     counts = job_counts(result.stdout + result.stderr)
     runs = 14
-    # Periodic: steps 0,20,...,100 x 3 regimes; final: 5 regimes (+ at_training for the 6 C4 runs).
-    evaluations = runs * 6 * 3 + runs * 5 + 6
+    # One evaluation job (one process, one generation engine) per (run, checkpoint), each writing every
+    # regime's file: periodic at steps 0,20,...,100 (3 regimes each), final at step 100 (5 regimes, 6 for C4).
+    evaluation_files = runs * 6 * 3 + runs * 5 + 6
     # Diagnostics at [0, 50, 100] for the 5 seed-0 runs and [0, 100] for the other 9.
     diagnostics = 5 * 3 + 9 * 2
     assert counts["train"] == runs
-    assert counts["evaluate"] == evaluations == 328
+    assert "evaluate" not in counts and evaluation_files == 328
+    assert counts["evaluate_periodic"] == runs * 6
+    assert counts["evaluate_final"] == 8 and counts["evaluate_final_c4"] == 6
     assert counts["diagnose"] == diagnostics == 33
     assert counts["luck_share"] == diagnostics
     assert counts["group_stats"] == runs
     assert counts["completeness"] == runs
     assert counts["probe"] == 2 and counts["probe_verdict"] == 2
+    assert counts["probe_checkpoint"] == 3 + 6  # trajectories a (0, 80, 100) and b (0, 20, ..., 100)
     assert counts["decide"] == 2
     assert counts["render_table"] == 12
     assert counts["render_figure"] == 7
     assert counts["render_document"] == 1
-    assert counts["compare"] == 1 and counts["probe_bandit"] == 1
+    assert counts["compare"] == 1 and counts["probe_bandit"] == 1 and counts["ledger"] == 1
+    assert counts["run_register"] == runs
     assert counts["tasks"] == 1 and counts["reference"] == 1 and counts["prereg_verify"] == 1
-    # No stand-in model is built for the real model.
+    # No stand-in model is built for the real model; its snapshot is prepared once.
     assert "tokenizer" not in counts and "warm_start" not in counts
+    assert counts["prepare_model"] == 1
 
 
 def test_paper_training_settings_are_the_papers() -> None:
@@ -96,7 +102,7 @@ def test_paper_training_settings_are_the_papers() -> None:
         '"steps":100', '"prompts_per_step":24', '"num_generations":8', '"lora_r":32', '"lora_alpha":64',
         '"learning_rate":1e-05', '"max_completion_length":6144', '"max_tool_calling_iterations":24',
         '"vllm_gpu_memory_utilization":0.35', '"profile":"paper"', '"backend":"vllm"', '"dtype":"bfloat16"',
-        '"task_filter":"all"', "--model-dir Qwen/Qwen3.5-2B",
+        '"task_filter":"all"', "--model-dir results/models/paper/prepared",
     ):
         assert expected in command, expected
 
@@ -202,7 +208,8 @@ def test_editing_a_threshold_reruns_only_decisions_and_tables(touched_copy: Path
                            "render_document", "compare", "ledger", "all"}, counts
     # every stage that reads a frozen key reruns (the H1b verdict too), the expensive probe does not
     assert counts["decide"] == 2 and counts["probe_verdict"] == 2
-    assert "train" not in counts and "evaluate" not in counts and "probe" not in counts
+    assert "train" not in counts and not any(r.startswith(("evaluate", "probe_checkpoint")) for r in counts)
+    assert "probe" not in counts
 
 
 def test_editing_a_template_reruns_only_rendering(touched_copy: Path) -> None:
@@ -224,7 +231,7 @@ def test_deleting_one_evaluation_reruns_only_that_job_and_its_dependants(touched
     finally:
         victim.write_bytes(saved)
         os.utime(victim, (mtime, mtime))
-    assert counts["evaluate"] == 1
+    assert counts["evaluate_periodic"] == 1  # the checkpoint's job (all its periodic regimes)
     assert "train" not in counts and "diagnose" not in counts
     assert counts["completeness"] == 1 and counts["decide"] == 1
 
@@ -248,6 +255,26 @@ def test_an_edited_protocol_stops_the_pipeline_before_training(tmp_path: Path) -
     assert "PREREGISTRATION.md" in log
     assert not (work / "results/tiny/prereg/verification.json").exists()
     assert not (work / "results/tiny/runs/c2-paired-s0/groups.jsonl").exists()
+
+
+def test_mi300x_refuses_the_conda_route_without_vllm() -> None:
+    """envs/rocm.yaml has no vLLM while the rules select it: `--sdm conda` stops before any job (issue 18,
+    item 7); the container route (no --sdm) plans the vLLM backend."""
+    refused = snakemake("--profile", "mi300x", "--sdm", "conda", "-n", "all", check=False)
+    assert refused.returncode != 0
+    assert "envs/rocm.Dockerfile" in refused.stdout + refused.stderr
+    planned = snakemake("--profile", "mi300x", "-n", "--forceall", "-p", "results/runs/c2-paired-s0/groups.jsonl")
+    assert '"backend":"vllm"' in planned.stdout + planned.stderr
+
+
+def test_paper_model_is_prepared_once_and_loaded_by_every_learning_job() -> None:
+    result = snakemake("--profile", "h100", "-n", "--forceall", "-p", "results/probe/a.json",
+                       "results/evals/c2-paired-s0/periodic-step0-clean.jsonl")
+    text = result.stdout + result.stderr
+    assert "paired-rollouts model prepare --source Qwen/Qwen3.5-2B --out results/models/paper/prepared" in text
+    learning = [line for line in text.splitlines()
+                if re.search(r"paired-rollouts (train|evaluate|probe checkpoint) ", line)]
+    assert learning and all("--model-dir results/models/paper/prepared" in line for line in learning)
 
 
 def test_gpu_profiles_refuse_pools_that_are_not_the_papers(tmp_path: Path) -> None:

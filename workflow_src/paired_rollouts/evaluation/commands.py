@@ -73,6 +73,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     runner = PolicyRunner(args.model_dir, args.checkpoint, settings, args.tasks_dir, seed)
     try:
         for regime, rows in plans:
+            runner.restart_episodes()
             began = time.perf_counter()
             records = roll_rows(runner, rows, run=args.run, condition=condition, arm=arm, seed=seed,
                                 phase=args.phase, step=args.step, regime=regime, batch=settings["eval_batch"])

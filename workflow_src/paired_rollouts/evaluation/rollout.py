@@ -54,7 +54,9 @@ class PolicyRunner:
         BackOfficeEnv.load_tasks(tasks_dir)
         dummy = datasets.Dataset.from_list([{"prompt": [{"role": "user", "content": "x"}], "task_id": "none"}])
         self._tmp = tempfile.TemporaryDirectory(prefix="paired-rollouts-eval-")
-        self.trainer = build_trainer(model, tokenizer, settings, dummy, self._tmp.name, seed, evaluation=True)
+        # The probe (trainable) keeps TRL's IS correction: its implemented estimator uses the ratio rho.
+        self.trainer = build_trainer(model, tokenizer, settings, dummy, self._tmp.name, seed, evaluation=True,
+                                     importance_sampling=trainable)
         self.tokenizer = tokenizer
 
     def rollout(self, rows: list[dict[str, Any]], phase: str, sampling_seed: int) -> tuple[list[dict], dict]:
@@ -80,6 +82,16 @@ class PolicyRunner:
                 raise RuntimeError(f"rollout {i}: environment reward differs from TRL's")
             records.append(dict(record, resolved_seed_used=env.resolved_seed))
         return records, output
+
+    def restart_episodes(self) -> None:
+        """Start the environments' episode counters afresh, as in a new process: one engine can then roll
+        out several evaluation sets and write the same bytes as one process per set."""
+        from paired_rollouts.training.environment import BackOfficeEnv
+
+        for env in getattr(self.trainer, "environments", None) or []:
+            env.episode_index = BackOfficeEnv.initial_train_episodes - 1
+            env.train_episode_index = BackOfficeEnv.initial_train_episodes - 1
+            env._draw_index = -1
 
     def close(self) -> None:
         self._tmp.cleanup()

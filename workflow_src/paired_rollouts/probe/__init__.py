@@ -105,7 +105,7 @@ def apply_h1b_rules(register: dict[str, Any], h1b: dict[str, str], source: str,
     file (estimator, outcome, transition); the verdict names the rules file it applied."""
     checkpoints = register.get("checkpoints")
     if not isinstance(checkpoints, dict) or not checkpoints:
-        raise UserError("probe register has no 'checkpoints'; rerun 'paired-rollouts probe run'")
+        raise UserError("probe register has no 'checkpoints'; rerun 'paired-rollouts probe assemble'")
     by_step = {int(s): v for s, v in checkpoints.items()}
     verdict = probe_verdict(by_step, estimator=h1b["estimator"], outcome=h1b["outcome"],
                             transition=h1b["transition"])

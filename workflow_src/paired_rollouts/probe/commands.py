@@ -1,4 +1,4 @@
-"""CLI: ``probe bandit`` (exact aligned-scalar bandit) and ``probe run`` (the gradient probe)."""
+"""CLI: ``probe bandit`` (exact aligned-scalar bandit) ``probe checkpoint`` and ``probe assemble`` (the gradient probe)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,16 @@ def _bandit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
-    from paired_rollouts.probe.scores import run_probe_cli  # torch lives there; import lazily
+def _checkpoint(args: argparse.Namespace) -> int:
+    from paired_rollouts.probe.scores import probe_checkpoint_cli  # torch lives there; import lazily
 
-    return run_probe_cli(args)
+    return probe_checkpoint_cli(args)
+
+
+def _assemble(args: argparse.Namespace) -> int:
+    from paired_rollouts.probe.scores import assemble_cli
+
+    return assemble_cli(args)
 
 
 def _verdict(args: argparse.Namespace) -> int:
@@ -45,7 +51,7 @@ def _verdict(args: argparse.Namespace) -> int:
     except UserError as exc:
         raise UserError(f"{args.traces}: {exc}") from exc
     except (KeyError, TypeError) as exc:
-        raise UserError(f"{args.traces}: malformed probe register ({exc}); rerun 'paired-rollouts probe run'") from exc
+        raise UserError(f"{args.traces}: malformed probe register ({exc}); rerun 'paired-rollouts probe assemble'") from exc
     atomic_write_json(args.out, out)
     v = out["verdict"]
     print(f"{out.get('trajectory')}: H1b passes={v['passes']} (outcome {v['outcome_wins']}/{v['checkpoints']}, "
@@ -65,14 +71,16 @@ def _recompute(args: argparse.Namespace) -> int:
         print(f"step {row['step']}: max |difference| {row['max_abs_difference']:.3g}"
               + (f" at {row['where']}" if row["where"] else "") + (" OK" if row["ok"] else " MISMATCH"))
     ok = all(r["ok"] for r in rows)
-    print(f"{args.register}: {'reproduced' if ok else 'NOT reproduced'} within {args.tolerance:g} from {args.evidence}")
+    where = " ".join(map(str, args.evidence))
+    print(f"{args.register}: {'reproduced' if ok else 'NOT reproduced'} within {args.tolerance:g} from {where}")
     return 0 if ok else 1
 
 
 def register(subparsers) -> None:
     probe = subparsers.add_parser(
         "probe", help="gradient-covariance probe (H1b) and the exact aligned-scalar bandit",
-        description="Gradient probe sub-commands: 'bandit' prints the closed example, 'run' probes checkpoints.")
+        description="Gradient probe sub-commands: 'bandit' prints the closed example, 'checkpoint' probes one checkpoint, 'assemble' "
+                    "builds a trajectory's register, 'verdict' applies the frozen rules, 'recompute' checks it.")
     sub = probe.add_subparsers(dest="probe_command", required=True, metavar="PROBE_COMMAND")
 
     p = sub.add_parser("bandit", help="exact numbers of the aligned-scalar bandit (p=0.5, G=8, q=0.1)",
@@ -84,29 +92,41 @@ def register(subparsers) -> None:
     p.add_argument("--out", type=Path, default=None, help="also write the JSON to this file (results/probe/bandit.json)")
     p.set_defaults(handler=_bandit)
 
-    p = sub.add_parser("run", help="probe a trajectory's checkpoints (needs the train extra: torch)",
-                       description="Capture diagnostic and clean rollouts at each checkpoint, score them, "
-                                   "and write the probe register.",
-                       epilog="Output shape: docs/records.md section 6.")
-    p.add_argument("--trajectory", default=None, help="trajectory name (default: the run directory's name)")
+    p = sub.add_parser("checkpoint", help="probe one checkpoint of a run (needs the train extra: torch)",
+                       description="Capture clean and diagnostic rollouts at one checkpoint, score them group by "
+                                   "group (streamed into the Gram products), and write that checkpoint's summary. "
+                                   "One checkpoint per process: one generation engine per process.",
+                       epilog="Output shape: docs/records.md section 6 (one entry of 'checkpoints', plus run, step).")
     p.add_argument("--run-dir", required=True, type=Path, help="results/runs/RUN (checkpoints)")
-    p.add_argument("--steps", required=True, nargs="+", type=int, help="checkpoint steps, e.g. 0 80 100")
+    p.add_argument("--step", required=True, type=int, help="checkpoint step, e.g. 80")
     p.add_argument("--model-dir", required=True, type=Path, help="results/models/MODEL (base weights)")
     p.add_argument("--tasks-dir", required=True, type=Path, help="data/tasks")
     p.add_argument("--settings", default=None, help="probe design: inline JSON or @file.json")
     p.add_argument("--evidence", type=Path, default=None,
-                   help="also write the evidence (per checkpoint: Gram matrices, rewards, weights, index lists) "
-                        "to this .npz, for 'probe recompute'")
+                   help="also write this checkpoint's evidence (per-group Gram matrices, rewards, weights, index "
+                        "lists, the running vectors' Gram) to this .npz, for 'probe recompute'")
+    p.add_argument("--out", required=True, type=Path, help="results/probe/TRAJECTORY/stepN.json")
+    p.set_defaults(handler=_checkpoint)
+
+    p = sub.add_parser("assemble", help="the trajectory's probe register from its checkpoint files",
+                       description="Combine the per-checkpoint files of one trajectory into the probe register "
+                                   "(with the H1b verdict under the default rules; 'probe verdict' applies the frozen ones).",
+                       epilog="Output shape: docs/records.md section 6.")
+    p.add_argument("--trajectory", required=True, help="trajectory name")
+    p.add_argument("--run", required=True, help="the trajectory's run, e.g. c2-paired-s0")
+    p.add_argument("--inputs", required=True, nargs="+", type=Path, help="results/probe/TRAJECTORY/stepN.json ...")
+    p.add_argument("--settings", default=None, help="probe design (recorded in the register)")
     p.add_argument("--out", required=True, type=Path, help="results/probe/traces/TRAJECTORY.json")
-    p.set_defaults(handler=_run)
+    p.set_defaults(handler=_assemble)
 
     p = sub.add_parser("recompute", help="reproduce a probe register's summaries from its evidence (no GPU)",
-                       description="Rebuild every checkpoint's outcome and transition summaries from the stored "
-                                   "Gram matrices, rewards, importance weights and index lists with numpy "
-                                   "alone, and compare with the register. Exit 1 if any number differs by more "
+                       description="Rebuild every checkpoint's T_ref, outcome and transition summaries from the "
+                                   "stored per-group Gram matrices, rewards, importance weights, index lists and "
+                                   "token counts (taking the running vectors' Gram as stored) with numpy alone, and compare with the register. Exit 1 if any number differs by more "
                                    "than --tolerance.")
     p.add_argument("--register", required=True, type=Path, help="results/probe/TRAJECTORY.json (or traces/)")
-    p.add_argument("--evidence", required=True, type=Path, help="results/probe/evidence/TRAJECTORY.npz")
+    p.add_argument("--evidence", required=True, nargs="+", type=Path,
+                   help="results/probe/evidence/TRAJECTORY/stepN.npz ... (or that folder)")
     p.add_argument("--tolerance", type=float, default=1e-6, help="largest allowed |difference| (default 1e-6)")
     p.set_defaults(handler=_recompute)
 

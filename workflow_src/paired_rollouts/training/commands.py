@@ -1,4 +1,4 @@
-"""CLI: ``tokenizer``, ``warm-start`` (CPU stand-in) and ``train`` (one GRPO run)."""
+"""CLI: ``tokenizer``, ``warm-start`` (CPU stand-in), ``train`` (one GRPO run) and ``model prepare``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ _TRAIN_KEYS = ("profile", "device", "dtype", "backend", "gradient_checkpointing"
                "num_generations", "micro_batch", "checkpoint_every", "learning_rate", "lora_r", "lora_alpha",
                "lora_dropout", "loss_type", "scale_rewards", "beta", "temperature", "max_completion_length",
                "max_tool_calling_iterations", "vllm_gpu_memory_utilization", "vllm_max_model_length",
-               "vllm_importance_sampling_correction", "train_episodes", "task_filter")
+               "vllm_importance_sampling_correction", "train_episodes", "task_filter", "compact_logprobs")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -75,6 +75,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out-dir", required=True, help="results/runs/RUN")
     p.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=_train)
+
+    from paired_rollouts.training import prepare
+
+    prepare.register(subparsers)
 
 
 def _standin_settings(args: argparse.Namespace) -> dict:

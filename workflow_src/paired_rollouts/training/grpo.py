@@ -82,23 +82,31 @@ def check_pools(tasks_dir: str | Path) -> dict[str, str]:
 
 
 def check_model(model_dir: str, settings: dict[str, Any]) -> str:
+    """A local text-only model folder with its tokenizer (the stand-in, or a prepared Qwen3.5 snapshot)."""
     path = Path(model_dir)
-    if path.exists():
-        if not (path / "config.json").is_file():
-            raise UserError(
-                f"{path}: no config.json; build the stand-in with 'paired-rollouts warm-start' or point "
-                "--model-dir at a Qwen3.5-2B snapshot"
-            )
-        tok_files = ("tokenizer.json", "tokenizer_config.json")
-        if not any((path / f).is_file() for f in tok_files):
-            raise UserError(f"{path}: no tokenizer files next to the model; save the tokenizer into this folder")
-        return str(path)
-    if settings["device"] == "cuda" and "/" in model_dir and not model_dir.startswith((".", "/")):
-        return model_dir  # a hub id, resolved from the local HF cache on GPU machines
-    raise UserError(
-        f"--model-dir {model_dir}: not found; run 'paired-rollouts warm-start' first (CPU) or give the path "
-        "of the model snapshot (GPU)"
-    )
+    if not path.exists():
+        raise UserError(
+            f"--model-dir {model_dir}: not found; run 'paired-rollouts warm-start' first (CPU) or "
+            "'paired-rollouts model prepare --source SNAPSHOT --out DIR' and give DIR (GPU)"
+        )
+    config = path / "config.json"
+    if not config.is_file():
+        raise UserError(
+            f"{path}: no config.json; build the stand-in with 'paired-rollouts warm-start' or prepare a "
+            "Qwen3.5 snapshot with 'paired-rollouts model prepare'"
+        )
+    model_type = read_json(config).get("model_type")
+    if model_type == "qwen3_5":
+        # vLLM would build the vision-language class for this folder and reject the text model's names at
+        # the first weight sync; the prepared text-only folder is what every learning command loads.
+        raise UserError(
+            f"{config}: a vision-language Qwen3.5 snapshot; run 'paired-rollouts model prepare --source {path} "
+            "--out DIR' and give DIR as --model-dir"
+        )
+    tok_files = ("tokenizer.json", "tokenizer_config.json")
+    if not any((path / f).is_file() for f in tok_files):
+        raise UserError(f"{path}: no tokenizer files next to the model; save the tokenizer into this folder")
+    return str(path)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -365,7 +373,7 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
     from paired_rollouts.backoffice.tasks import load_pool
     from paired_rollouts.training.environment import BackOfficeEnv
     from paired_rollouts.training.model import load_causal_lm, lora_config
-    from paired_rollouts.training.trainer import build_trainer
+    from paired_rollouts.training.trainer import build_trainer, trainer_configuration, vllm_seed
 
     run_dir = Path(out_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -400,7 +408,8 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
         "status": "running",
         "settings": settings,
         "noise": json.loads(training_noise(condition, arm).to_json()),
-        "seeds": {"run_seed": seed, "trainer_seed": seed, "data_seed": seed},
+        "seeds": {"run_seed": seed, "trainer_seed": seed, "data_seed": seed,
+                  "vllm_seed": vllm_seed(seed) if settings["backend"] == "vllm" else None},
         "model": {"path": model_path},
         "pools_sha256": pool_hashes,
         "versions": versions(),
@@ -436,6 +445,8 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
                             callbacks=[timer])
     timer.trainer = trainer
     trainer.batch_sink = register
+    manifest.data["trainer_config"] = trainer_configuration(trainer.args)
+    manifest.save()
 
     def on_save(tr: Any) -> None:
         began = time.perf_counter()

@@ -117,18 +117,12 @@ def check_model_dir(path: str | Path) -> Path:
 
 
 def load_causal_lm(model_path: str, dtype: str, attn_implementation: str | None = None) -> Any:
-    """Load the text-only causal LM (a Qwen3.5 checkpoint saved as the VL composite loads its text part)."""
-    from transformers import AutoConfig, AutoModelForCausalLM
+    """Load the text-only causal LM of a stand-in or ``model prepare`` folder (checked by ``check_model``)."""
+    from transformers import AutoModelForCausalLM
 
-    config = AutoConfig.from_pretrained(model_path)
     kwargs: dict[str, Any] = {"dtype": torch_dtype(dtype)}
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
-    if getattr(config, "model_type", "") == "qwen3_5":
-        # The hub checkpoint is the vision-language composite; train only its language model.
-        from transformers import Qwen3_5ForCausalLM
-
-        return Qwen3_5ForCausalLM.from_pretrained(model_path, config=config.text_config, **kwargs)
     return AutoModelForCausalLM.from_pretrained(model_path, **kwargs)
 
 

@@ -35,6 +35,9 @@ KEYS: dict[str, Key] = {
     "vllm_gpu_memory_utilization": Key(_NUM, 0.35, 0.35, "vLLM colocate memory share"),
     "vllm_max_model_length": Key(int, 12288, 12288, "vLLM context length"),
     "vllm_importance_sampling_correction": Key(bool, True, True, "TRL's vLLM IS correction (sequence mask)"),
+    "compact_logprobs": Key(bool, False, False, "CPU: score only the completion positions in TRL's fused LM head, "
+                            "as TRL does on Triton devices (every position is scored otherwise: slow with the "
+                            "248,320-token vocabulary of the GPU check's rehearsal)"),
     "max_completion_length": Key(int, 1024, 6144, "tokens per rollout after the prompt, tool results included"),
     "max_tool_calling_iterations": Key(int, 8, 24, "tool-calling turns per rollout"),
     "temperature": Key(_NUM, 1.0, 1.0, "sampling temperature (training and evaluation)"),

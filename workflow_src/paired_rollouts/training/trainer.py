@@ -22,8 +22,94 @@ class BatchSink(Protocol):
                  rewards: list[float], generation_seconds: float) -> None: ...
 
 
-def grpo_args(settings: dict[str, Any], output_dir: str | Path, seed: int, *, evaluation: bool = False) -> Any:
-    """GRPOConfig from resolved settings: one optimizer step per generation batch (docs/training.md#paper-scale-settings)."""
+# The update's shape, set explicitly (never left to library defaults that may change between releases).
+# The original study's trainer set none of these, so it ran with its libraries' defaults (TRL 1.12 /
+# transformers 5.16): linear decay to 0 over max_steps, no warm-up, gradient-norm clipping at 1.0, PPO
+# clip range 0.2 on both sides, AdamW (torch fused) with betas (0.9, 0.999), eps 1e-8, no weight decay.
+UPDATE_SHAPE: dict[str, Any] = {
+    "lr_scheduler_type": "linear",
+    "warmup_steps": 0,
+    "max_grad_norm": 1.0,
+    "epsilon": 0.2,
+    "epsilon_high": 0.2,
+    "optim": "adamw_torch_fused",
+    "adam_beta1": 0.9,
+    "adam_beta2": 0.999,
+    "adam_epsilon": 1e-8,
+    "weight_decay": 0.0,
+    "num_iterations": 1,
+    "top_p": 1.0,
+    "top_k": 0,
+    "repetition_penalty": 1.0,
+}
+# Every GRPOConfig / TrainingArguments field that shapes the update or the sampling, recorded in the run
+# manifest with the value the trainer actually used.
+TRAINER_CONFIG_KEYS = (
+    "learning_rate", "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps", "max_grad_norm", "optim",
+    "adam_beta1", "adam_beta2", "adam_epsilon", "weight_decay", "epsilon", "epsilon_high", "delta", "beta",
+    "loss_type", "scale_rewards", "num_iterations", "steps_per_generation", "gradient_accumulation_steps",
+    "per_device_train_batch_size", "generation_batch_size", "num_generations", "max_steps", "temperature",
+    "top_p", "top_k", "min_p", "repetition_penalty", "max_completion_length", "max_tool_calling_iterations",
+    "mask_truncated_completions", "importance_sampling_level", "use_vllm", "vllm_mode",
+    "vllm_importance_sampling_correction", "vllm_importance_sampling_mode", "vllm_importance_sampling_clip_max",
+    "vllm_importance_sampling_clip_min", "vllm_importance_sampling_cap",
+    "vllm_gpu_memory_utilization", "vllm_max_model_length", "off_policy_mask_threshold",
+    "top_entropy_quantile", "use_bias_correction_kl", "bf16", "fp16", "gradient_checkpointing", "seed",
+    "data_seed", "shuffle_dataset", "chat_template_kwargs",
+)
+
+
+def trainer_configuration(args: Any) -> dict[str, Any]:
+    """The update-shaping fields of a GRPOConfig as JSON values (enums as their strings)."""
+    out: dict[str, Any] = {}
+    for key in TRAINER_CONFIG_KEYS:
+        value = getattr(args, key, None)
+        value = getattr(value, "value", value)
+        out[key] = value if isinstance(value, (bool, int, float, str, list, dict, type(None))) else str(value)
+    return out
+
+
+def vllm_seed(run_seed: int, purpose: str = "train") -> int:
+    """vLLM's engine seed: derived from the run seed (TRL would use the process index, 0 on one GPU)."""
+    from paired_rollouts.noise.seeds import derive_seed
+
+    return derive_seed("vllm", run_seed, purpose) % (2**31)
+
+
+def install_vllm_seed(seed: int) -> None:
+    """Make TRL start its colocated vLLM engine with ``seed`` (+ the TRL process offset it computes)."""
+    import trl.generation.vllm_generation as vg
+
+    engine = getattr(vg, "LLM", None)
+    if engine is None or getattr(engine, "_paired_rollouts_seed", None) == seed:
+        return
+    original = getattr(engine, "_paired_rollouts_original", engine)
+
+    def seeded(*args: Any, **kwargs: Any) -> Any:
+        kwargs["seed"] = seed + int(kwargs.get("seed") or 0)
+        return original(*args, **kwargs)
+
+    seeded._paired_rollouts_seed = seed  # type: ignore[attr-defined]
+    seeded._paired_rollouts_original = original  # type: ignore[attr-defined]
+    vg.LLM = seeded
+
+
+def compact_fused_logprobs() -> None:
+    """TRL's fused LM head scores only the completion positions on Triton devices and every position
+    elsewhere (so that Neuron tile shapes stay fixed); the per-token values are the same. On CPU with a
+    full-size vocabulary every-position scoring dominates a step (measured: ~35 s per 1,900-token rollout
+    with the 248,320-token vocabulary), so the GPU check's CPU rehearsal takes TRL's GPU path."""
+    import trl.trainer.utils as trl_utils
+
+    trl_utils._use_triton = lambda device: True  # only the compact/full choice; the kernel stays torch on CPU
+
+
+def grpo_args(settings: dict[str, Any], output_dir: str | Path, seed: int, *, evaluation: bool = False,
+              importance_sampling: bool = False) -> Any:
+    """GRPOConfig from resolved settings: one optimizer step per generation batch (docs/training.md#paper-scale-settings).
+
+    ``importance_sampling``: keep TRL's vLLM IS correction in an evaluation build (the probe's implemented
+    estimator uses the trainer's ratio rho); plain evaluations switch it off (it costs a forward pass)."""
     from trl import GRPOConfig
 
     g = settings["num_generations"]
@@ -64,14 +150,17 @@ def grpo_args(settings: dict[str, Any], output_dir: str | Path, seed: int, *, ev
         use_vllm=use_vllm,
         dataloader_num_workers=0,
         disable_tqdm=evaluation,
+        **UPDATE_SHAPE,
     )
     if use_vllm:
         kwargs.update(
             vllm_mode="colocate",
             vllm_gpu_memory_utilization=settings["vllm_gpu_memory_utilization"],
             vllm_max_model_length=settings["vllm_max_model_length"],
-            # In evaluation nothing is trained, so the IS correction would only cost an extra pass.
-            vllm_importance_sampling_correction=settings["vllm_importance_sampling_correction"] and not evaluation,
+            # In a plain evaluation nothing is trained, so the IS correction would only cost an extra pass;
+            # the probe keeps it (its implemented estimator weights each rollout by the trainer's rho).
+            vllm_importance_sampling_correction=settings["vllm_importance_sampling_correction"]
+            and (importance_sampling or not evaluation),
         )
     return GRPOConfig(**kwargs)
 
@@ -132,10 +221,15 @@ def _save_at_steps(steps: list[int]) -> Any:
 
 
 def build_trainer(model: Any, tokenizer: Any, settings: dict[str, Any], dataset: Any, output_dir: str | Path,
-                  seed: int, *, peft_config: Any = None, evaluation: bool = False, callbacks: list | None = None) -> Any:
+                  seed: int, *, peft_config: Any = None, evaluation: bool = False, callbacks: list | None = None,
+                  importance_sampling: bool = False, sampling_seed: int | None = None) -> Any:
     """The one place that constructs the trainer (train, evaluate, diagnose and probe all come here)."""
     from paired_rollouts.training.environment import BackOfficeEnv
 
+    if settings.get("compact_logprobs"):
+        compact_fused_logprobs()
+    if settings["backend"] == "vllm":
+        install_vllm_seed(vllm_seed(seed) if sampling_seed is None else sampling_seed)
     cls = _trainer_class()
     extra = sorted(set(settings.get("extra_checkpoint_steps", [])))
     if extra and not evaluation:
@@ -143,7 +237,7 @@ def build_trainer(model: Any, tokenizer: Any, settings: dict[str, Any], dataset:
     return cls(
         model=model,
         reward_funcs=[],
-        args=grpo_args(settings, output_dir, seed, evaluation=evaluation),
+        args=grpo_args(settings, output_dir, seed, evaluation=evaluation, importance_sampling=importance_sampling),
         train_dataset=dataset,
         processing_class=tokenizer,
         environment_factory=BackOfficeEnv,

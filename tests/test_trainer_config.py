@@ -1,0 +1,112 @@
+"""What shapes the update is set explicitly and recorded; the probe keeps the IS ratio; vLLM's seed
+follows the run seed (issue 18, items 8-10). CPU only: vLLM's engine is replaced by a recorder."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("trl")
+
+from paired_rollouts.training import trainer as T  # noqa: E402
+from paired_rollouts.training.settings import resolve  # noqa: E402
+
+GPU_LIKE = {"profile": "paper", "device": "cuda", "backend": "vllm", "dtype": "float32"}
+
+
+def test_update_shape_is_explicit_and_recorded(tmp_path) -> None:
+    args = T.grpo_args(resolve(GPU_LIKE), tmp_path, 0)
+    config = T.trainer_configuration(args)
+    assert set(config) == set(T.TRAINER_CONFIG_KEYS)
+    json.dumps(config)  # plain JSON values
+    # The original study's trainer ran with its libraries' defaults for all of these.
+    assert config["lr_scheduler_type"] == "linear" and config["warmup_steps"] == 0
+    assert config["max_grad_norm"] == 1.0
+    assert config["epsilon"] == 0.2 and config["epsilon_high"] == 0.2
+    assert config["learning_rate"] == 1e-5 and config["beta"] == 0.0 and config["num_iterations"] == 1
+    assert config["vllm_importance_sampling_mode"] == "sequence_mask"
+    assert config["vllm_importance_sampling_clip_max"] == 3.0  # the paper's cap
+
+
+def test_probe_builds_keep_the_importance_sampling_ratio(tmp_path) -> None:
+    settings = resolve(GPU_LIKE)
+    assert T.grpo_args(settings, tmp_path, 0).vllm_importance_sampling_correction is True
+    assert T.grpo_args(settings, tmp_path, 0, evaluation=True).vllm_importance_sampling_correction is False
+    probe = T.grpo_args(settings, tmp_path, 0, evaluation=True, importance_sampling=True)
+    assert probe.vllm_importance_sampling_correction is True
+
+
+def test_probe_runner_asks_for_the_ratio(monkeypatch, tmp_path) -> None:
+    """PolicyRunner(trainable=True), the probe's runner, builds its trainer with the IS correction."""
+    from paired_rollouts.evaluation import rollout
+
+    seen = {}
+
+    def fake_build(*args, **kwargs):
+        seen.update(kwargs)
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(T, "build_trainer", fake_build)
+    monkeypatch.setattr(rollout, "check_checkpoint", lambda p: p)
+    monkeypatch.setattr("paired_rollouts.training.grpo.check_model", lambda d, s: d)
+    monkeypatch.setattr("paired_rollouts.training.model.load_causal_lm", lambda *a, **k: object())
+    monkeypatch.setattr("peft.PeftModel.from_pretrained", lambda base, folder, is_trainable: base)
+    monkeypatch.setattr("transformers.AutoTokenizer.from_pretrained", lambda p: object())
+    monkeypatch.setattr("paired_rollouts.training.environment.BackOfficeEnv.load_tasks", lambda d: None)
+    for trainable in (True, False):
+        with pytest.raises(RuntimeError, match="stop"):
+            rollout.PolicyRunner("m", tmp_path, resolve({}), "t", 0, trainable=trainable)
+        assert seen["importance_sampling"] is trainable
+
+
+def test_vllm_engine_seed_follows_the_run_seed(monkeypatch) -> None:
+    import trl.generation.vllm_generation as vg
+
+    calls = []
+    monkeypatch.setattr(vg, "LLM", lambda **kwargs: calls.append(kwargs["seed"]), raising=False)
+    for run_seed in (0, 1):
+        T.install_vllm_seed(T.vllm_seed(run_seed))
+        vg.LLM(model="m", seed=0)  # TRL passes process_index // tensor_parallel_size (0 on one GPU)
+    assert calls == [T.vllm_seed(0), T.vllm_seed(1)]
+    assert calls[0] != calls[1] and all(0 < c < 2**31 for c in calls)
+    T.install_vllm_seed(T.vllm_seed(1))
+    vg.LLM(model="m", seed=1)  # a second process of a tensor-parallel group keeps TRL's offset
+    assert calls[-1] == T.vllm_seed(1) + 1
+
+
+def test_compact_fused_logprobs_give_the_same_values(monkeypatch) -> None:
+    """The rehearsal's CPU speed-up (TRL's GPU path: completion positions only) changes no log-prob."""
+    import torch
+    import trl.trainer.utils as trl_utils
+    from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig, set_seed
+
+    set_seed(0)
+    config = Qwen3_5TextConfig(
+        vocab_size=500,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        linear_num_key_heads=2,
+        linear_num_value_heads=2,
+        linear_key_head_dim=8,
+        linear_value_head_dim=8,
+        layer_types=["linear_attention", "full_attention"],
+    )
+    model = Qwen3_5ForCausalLM(config).eval()
+    trl_utils.add_fused_lm_head(
+        model, temperature=1.0, cast_lm_head_to_fp32=False, outputs=("log_probs", "entropy")
+    )
+    ids = torch.randint(0, 500, (2, 40))
+    labels = ids.clone()
+    labels[:, :-6] = -100
+    monkeypatch.setattr(trl_utils, "_use_triton", trl_utils._use_triton)
+    every = model(input_ids=ids, labels=labels, fused_lm_head=True)
+    T.compact_fused_logprobs()
+    assert trl_utils._use_triton(torch.device("cpu")) is True
+    compact = model(input_ids=ids, labels=labels, fused_lm_head=True)
+    assert torch.allclose(every.log_probs, compact.log_probs, atol=1e-6)
+    assert torch.allclose(every.entropy, compact.entropy, atol=1e-5)
