@@ -169,8 +169,8 @@ def fill_report_outputs(work: Path) -> None:
         str(res / "ledger.html"),
         cwd=work,
     )
-    tex = [str(res / f"tables/table{n}.tex") for n in tables.TABLES]
-    figs = [str(res / f"figures/{name}.pdf") for name in figures.FIGURES]
+    tex = [str(res / f"tables/table{n}.tex") for n in tables.TABLES if n <= 12]
+    figs = [str(res / f"figures/{name}.pdf") for name in figures.FIGURES if name != "surrogate_curves"]
     paired(
         "render",
         "document",
