@@ -24,11 +24,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from paired_rollouts.agents.reference import reference_conditions
 from paired_rollouts.agents.scripted import run_scripted
 from paired_rollouts.backoffice.tools import UnknownToolError
 from paired_rollouts.episode import EpisodeSession
 from paired_rollouts.io import jsonl_line
-from paired_rollouts.noise.config import FAULT_TYPES, NO_OUTAGE_WEIGHTS, NoiseConfig
+from paired_rollouts.noise.config import FAULT_TYPES, NoiseConfig
 from paired_rollouts.noise.seeds import eval_schedule_seed, independent_seed
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -42,11 +43,7 @@ COMPACT_INDICES = (1, 2)
 def conditions() -> dict[str, NoiseConfig]:
     """Every regime the study runs, plus two stress settings that reach the rarer fault paths."""
     return {
-        "clean": NoiseConfig.clean(),
-        "c1_p0.10": NoiseConfig.transition(0.10),
-        "c2_p0.25": NoiseConfig.transition(0.25),
-        "c2r_p0.25_no_outage": NoiseConfig.transition(0.25, weights=NO_OUTAGE_WEIGHTS),
-        "heldout_types_p0.25": NoiseConfig.heldout_types(0.25),
+        **reference_conditions(),
         "c3_q0.05": NoiseConfig.outcome(0.05),
         "c4_q0.10": NoiseConfig.outcome(0.10),
         "challenge": NoiseConfig.challenge_writes(),

@@ -22,21 +22,9 @@ transformers = pytest.importorskip("transformers")
 from paired_rollouts.errors import UserError  # noqa: E402
 from paired_rollouts.training import prepare as P  # noqa: E402
 from paired_rollouts.training.tokenizer import qwen35_chat_template  # noqa: E402
+from tiny_qwen35 import TINY_TEXT_CONFIG  # noqa: E402
 
-TEXT = dict(
-    vocab_size=320,
-    hidden_size=32,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    num_key_value_heads=1,
-    head_dim=16,
-    linear_num_key_heads=2,
-    linear_num_value_heads=2,
-    linear_key_head_dim=8,
-    linear_value_head_dim=8,
-    layer_types=["linear_attention", "full_attention"],
-)
+TEXT = dict(TINY_TEXT_CONFIG, vocab_size=320)
 VISION = dict(
     depth=1,
     hidden_size=16,

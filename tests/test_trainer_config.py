@@ -82,20 +82,9 @@ def test_compact_fused_logprobs_give_the_same_values(monkeypatch) -> None:
     from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig, set_seed
 
     set_seed(0)
-    config = Qwen3_5TextConfig(
-        vocab_size=500,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        linear_num_key_heads=2,
-        linear_num_value_heads=2,
-        linear_key_head_dim=8,
-        linear_value_head_dim=8,
-        layer_types=["linear_attention", "full_attention"],
-    )
+    from tiny_qwen35 import TINY_TEXT_CONFIG
+
+    config = Qwen3_5TextConfig(vocab_size=500, **TINY_TEXT_CONFIG)
     model = Qwen3_5ForCausalLM(config).eval()
     trl_utils.add_fused_lm_head(
         model, temperature=1.0, cast_lm_head_to_fp32=False, outputs=("log_probs", "entropy")

@@ -247,14 +247,20 @@ def run_one(
     evals = root / "evals" / run
     batch = settings["eval_batch"]
     plan = [
-        ("periodic", s, r) for s in periodic_steps(settings) for r in ("clean", "at_training", "challenge")
+        ("periodic", s, r, evals / f"periodic-step{s}-{r}.jsonl")
+        for s in periodic_steps(settings)
+        for r in ("clean", "at_training", "challenge")
     ]
-    plan += [("final", steps, r) for r in final_regimes(condition)]
-    for phase, step, regime in plan:
-        rows_ = evaluation_rows(tasks_dir, phase, regime, condition, settings)
-        runner = SurrogateRunner(thetas[step], tasks_by_id)
+    plan += [("final", steps, r, evals / f"final-step{steps}-{r}.jsonl") for r in final_regimes(condition)]
+    diag_steps = settings["diagnostic_steps"]["seed0" if seed == 0 else "other"]
+    plan += [("diagnostic", s, "diag", root / "diagnostics" / run / f"diag-step{s}.jsonl") for s in diag_steps]
+    for phase, step, regime, out in plan:
+        if phase == "diagnostic":
+            rows_ = diagnostic_rows(tasks_dir, condition, seed, settings)
+        else:
+            rows_ = evaluation_rows(tasks_dir, phase, regime, condition, settings)
         records = roll_rows(
-            runner,
+            SurrogateRunner(thetas[step], tasks_by_id),
             rows_,
             run=run,
             condition=condition,
@@ -266,25 +272,7 @@ def run_one(
             batch=batch,
             progress=False,
         )
-        atomic_write_jsonl(evals / f"{phase}-step{step}-{regime}.jsonl", records)
-    diag_steps = settings["diagnostic_steps"]["seed0" if seed == 0 else "other"]
-    for step in diag_steps:
-        rows_ = diagnostic_rows(tasks_dir, condition, seed, settings)
-        runner = SurrogateRunner(thetas[step], tasks_by_id)
-        records = roll_rows(
-            runner,
-            rows_,
-            run=run,
-            condition=condition,
-            arm=arm,
-            seed=seed,
-            phase="diagnostic",
-            step=step,
-            regime="diag",
-            batch=batch,
-            progress=False,
-        )
-        atomic_write_jsonl(root / "diagnostics" / run / f"diag-step{step}.jsonl", records)
+        atomic_write_jsonl(out, records)
     eval_seconds = time.perf_counter() - t1
 
     manifest = {
