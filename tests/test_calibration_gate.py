@@ -29,13 +29,27 @@ RULES = {"path": "prereg/tier_rules.yaml", "sha256": "x", "verification": "v.jso
 
 
 def _luck(lam, ci=(0.2, 0.5), defects=()):
-    return {"lam": lam, "ci95": list(ci), "tasks": 16, "tasks_defined": 16, "K": 8, "M": 8, "defects": list(defects),
-            "episodes": 1024}
+    return {
+        "lam": lam,
+        "ci95": list(ci),
+        "tasks": 16,
+        "tasks_defined": 16,
+        "K": 8,
+        "M": 8,
+        "defects": list(defects),
+        "episodes": 1024,
+    }
 
 
 def _register(model=QWEN, successes=52, episodes=64, luck=None):
-    return build_register(CALIBRATION, model, {"successes": successes, "episodes": episodes, "tasks": 64},
-                          luck or _luck(0.33), rules=RULES, evidence={})
+    return build_register(
+        CALIBRATION,
+        model,
+        {"successes": successes, "episodes": episodes, "tasks": 64},
+        luck or _luck(0.33),
+        rules=RULES,
+        evidence={},
+    )
 
 
 def test_registered_model_inside_its_bands_passes():
@@ -44,7 +58,10 @@ def test_registered_model_inside_its_bands_passes():
     bands = {b["name"]: b for b in register["bands"]}
     assert bands["clean_success"]["target"] == {"low": 0.75, "high": 0.90}
     assert bands["clean_success"]["achieved"] == pytest.approx(0.8125)
-    assert bands["luck_share"]["target"] == {"at_least": 0.15} and bands["luck_share"]["interval"] == [0.2, 0.5]
+    assert bands["luck_share"]["target"] == {"at_least": 0.15} and bands["luck_share"]["interval"] == [
+        0.2,
+        0.5,
+    ]
     check_register(register, "zero_shot.json")  # no error
 
 
@@ -65,8 +82,10 @@ def test_a_missed_band_is_one_line_naming_the_register(successes, luck, needle):
         check_register(register, "results/paper/calibration/zero_shot.json")
     text = str(info.value)
     assert needle in text and "\n" not in text
-    assert text.startswith("results/paper/calibration/zero_shot.json: zero-shot calibration register "
-                           "(prereg/tier_rules.yaml calibration) missed for Qwen/Qwen3.5-2B")
+    assert text.startswith(
+        "results/paper/calibration/zero_shot.json: zero-shot calibration register "
+        "(prereg/tier_rules.yaml calibration) missed for Qwen/Qwen3.5-2B"
+    )
 
 
 def test_the_stand_in_has_no_band_and_is_not_applicable_not_pass():
@@ -95,19 +114,33 @@ def _workspace(tmp_path: Path) -> Path:
     """tier_rules.yaml and a passing amendment verification report covering it (cwd-relative)."""
     (tmp_path / "prereg").mkdir()
     shutil.copy(REPO / "prereg/tier_rules.yaml", tmp_path / "prereg/tier_rules.yaml")
-    report = {"format": "paired-rollouts-prereg-verification/1", "passes": True, "failures": [],
-              "covered": [{"path": "prereg/tier_rules.yaml", "sha256": sha256_file(tmp_path / "prereg/tier_rules.yaml"),
-                           "record": "amendments/001", "imprint": "0" * 64}]}
+    report = {
+        "format": "paired-rollouts-prereg-verification/1",
+        "passes": True,
+        "failures": [],
+        "covered": [
+            {
+                "path": "prereg/tier_rules.yaml",
+                "sha256": sha256_file(tmp_path / "prereg/tier_rules.yaml"),
+                "record": "amendments/001",
+                "imprint": "0" * 64,
+            }
+        ],
+    }
     (tmp_path / "verification.json").write_text(json.dumps(report))
     return tmp_path
 
 
 def _surrogate_calibration(path: Path, clean: float, lam: float) -> None:
-    path.write_text(json.dumps({
-        "targets": [{"target_name": "c4_clean_validation", "achieved": clean}],
-        "luck_share": {"lam": lam, "tasks": 16, "tasks_defined": 16},
-        "estimation": {"eval_tasks": 64, "clean_episodes": 512, "diagnostic_episodes": 1024},
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "targets": [{"target_name": "c4_clean_validation", "achieved": clean}],
+                "luck_share": {"lam": lam, "tasks": 16, "tasks_defined": 16},
+                "estimation": {"eval_tasks": 64, "clean_episodes": 512, "diagnostic_episodes": 1024},
+            }
+        )
+    )
 
 
 @pytest.mark.parametrize(("clean", "lam", "rc"), [(0.815, 0.355, 0), (0.70, 0.355, 1), (0.815, 0.12, 1)])
@@ -116,8 +149,20 @@ def test_surrogate_register_checks_the_registered_bands(tmp_path, monkeypatch, c
     monkeypatch.chdir(work)
     _surrogate_calibration(work / "calibration.json", clean, lam)
     out = work / "zero_shot.json"
-    args = ["calibrate", "surrogate", "--calibration", "calibration.json", "--model", QWEN,
-            "--rules", "prereg/tier_rules.yaml", "--verification", "verification.json", "--out", str(out)]
+    args = [
+        "calibrate",
+        "surrogate",
+        "--calibration",
+        "calibration.json",
+        "--model",
+        QWEN,
+        "--rules",
+        "prereg/tier_rules.yaml",
+        "--verification",
+        "verification.json",
+        "--out",
+        str(out),
+    ]
     assert main(args) == rc
     if rc == 0:
         register = json.loads(out.read_text())
@@ -134,18 +179,43 @@ def test_gate_refuses_tier_rules_not_covered_by_the_verification(tmp_path, monke
     _surrogate_calibration(work / "calibration.json", 0.815, 0.355)
     rules = work / "prereg/tier_rules.yaml"
     rules.write_text(rules.read_text().replace("[0.75, 0.90]", "[0.50, 0.90]"))
-    assert main(["calibrate", "surrogate", "--calibration", "calibration.json", "--model", QWEN, "--rules",
-                 "prereg/tier_rules.yaml", "--verification", "verification.json", "--out", "z.json"]) == 1
+    assert (
+        main(
+            [
+                "calibrate",
+                "surrogate",
+                "--calibration",
+                "calibration.json",
+                "--model",
+                QWEN,
+                "--rules",
+                "prereg/tier_rules.yaml",
+                "--verification",
+                "verification.json",
+                "--out",
+                "z.json",
+            ]
+        )
+        == 1
+    )
     assert "bytes differ from the verified amendments/001 record" in capsys.readouterr().err
     assert not (work / "z.json").exists()
 
 
 # ------------------------------------------------------------------------------------------ workflow
 def _snakemake(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run([SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True, timeout=600,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    result = subprocess.run(
+        [SNAKEMAKE, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
     if check and result.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        )
     return result
 
 
@@ -177,8 +247,12 @@ def test_gpu_dry_run_lists_the_missing_public_amendment(tmp_path):
 def test_cpu_amendment_is_made_and_a_tampered_tier_rules_stops_the_gate(tmp_path):
     work = _copy_repo(tmp_path)
     tiny = ("--profile", "cpu", "--config", "accelerator=cpu", "scale=tiny")
-    _snakemake("results/tiny/prereg/amendment_verification.json", "results/tiny/prereg/verification.json", *tiny,
-               cwd=work)
+    _snakemake(
+        "results/tiny/prereg/amendment_verification.json",
+        "results/tiny/prereg/verification.json",
+        *tiny,
+        cwd=work,
+    )
     report = json.loads((work / "results/tiny/prereg/amendment_verification.json").read_text())
     assert [r["record"] for r in report["records"]] == ["freeze", "amendments/001"]
     assert {c["path"] for c in report["covered"]} >= {"prereg/AMENDMENT-A2.md", "prereg/tier_rules.yaml"}

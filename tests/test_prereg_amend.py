@@ -36,15 +36,34 @@ def test_repo_tier_rules_load_with_the_registered_numbers():
     assert rules["amends"] == "prereg/decision_rules.yaml"
     assert rules["calibration"]["bands"]["Qwen/Qwen3.5-2B"]["clean_success"] == [0.75, 0.90]
     assert rules["calibration"]["luck_share_at_least"] == 0.15
-    assert rules["h4"] == {"condition": "C4", "scalings": ["group", "none"], "group_gap_exceeds_none": True,
-                           "none_gap_above": 0.0}
+    assert rules["h4"] == {
+        "condition": "C4",
+        "scalings": ["group", "none"],
+        "group_gap_exceeds_none": True,
+        "none_gap_above": 0.0,
+    }
     predictions = rules["predictions"]
     assert "P11" not in predictions and len(predictions) == 12
     confidences = {pid: p["confidence"] for pid, p in predictions.items()}
-    assert confidences == {"P1": 0.90, "P2": 0.65, "P3": 0.55, "P4": 0.60, "P5": 0.55, "P6": 0.55, "P7": 0.65,
-                           "P8": 0.60, "P9": 0.80, "P10": 0.50, "P12": 0.60, "P13": 0.70}
-    assert (predictions["P1"]["expected"], predictions["P1"]["within"], predictions["P1"]["paired_below"]) == (
-        0.57, 0.05, 0.02)
+    assert confidences == {
+        "P1": 0.90,
+        "P2": 0.65,
+        "P3": 0.55,
+        "P4": 0.60,
+        "P5": 0.55,
+        "P6": 0.55,
+        "P7": 0.65,
+        "P8": 0.60,
+        "P9": 0.80,
+        "P10": 0.50,
+        "P12": 0.60,
+        "P13": 0.70,
+    }
+    assert (
+        predictions["P1"]["expected"],
+        predictions["P1"]["within"],
+        predictions["P1"]["paired_below"],
+    ) == (0.57, 0.05, 0.02)
     assert (predictions["P4"]["final_min"], predictions["P4"]["final_max"]) == (0.02, 0.08)
     assert predictions["P6"]["steps"] == [40, 60, 80]
     assert predictions["P8"]["conditions"] == ["C2", "C4"]
@@ -115,8 +134,20 @@ def _workspace(root: Path) -> None:
 
 
 def _verify(root: Path, out: Path, *extra: str) -> int:
-    return main(["prereg", "verify", "--freeze", str(root / "results/prereg/freeze"), "--root", str(root),
-                 "--allow-test-authority", "--out", str(out), *extra])
+    return main(
+        [
+            "prereg",
+            "verify",
+            "--freeze",
+            str(root / "results/prereg/freeze"),
+            "--root",
+            str(root),
+            "--allow-test-authority",
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -127,10 +158,28 @@ def amended(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("amended")
     _workspace(root)
     freeze = root / "results/prereg/freeze"
-    assert main(["prereg", "freeze-local", "--out", str(freeze), "--root", str(root), "--documents", *BASE]) == 0
-    rc = main(["prereg", "amend-local", "--out", str(freeze), "--root", str(root), "--number", "1",
-               "--replace-inside", str(root / "results"), "--reason", "register the later tiers",
-               "--documents", *BASE, *AMENDED])
+    assert (
+        main(["prereg", "freeze-local", "--out", str(freeze), "--root", str(root), "--documents", *BASE]) == 0
+    )
+    rc = main(
+        [
+            "prereg",
+            "amend-local",
+            "--out",
+            str(freeze),
+            "--root",
+            str(root),
+            "--number",
+            "1",
+            "--replace-inside",
+            str(root / "results"),
+            "--reason",
+            "register the later tiers",
+            "--documents",
+            *BASE,
+            *AMENDED,
+        ]
+    )
     assert rc == 0
     return root
 
@@ -158,7 +207,9 @@ def test_amendment_freezes_and_verifies_with_its_own_local_tsa(ws, capsys):
     report = json.loads(out.read_text())
     assert [r["record"] for r in report["records"]] == ["freeze", "amendments/001"]
     assert all(t["verified"] for r in report["records"] for t in r["tokens"])
-    assert {c["path"]: c["record"] for c in report["covered"]} == dict.fromkeys(BASE + AMENDED, "amendments/001")
+    assert {c["path"]: c["record"] for c in report["covered"]} == dict.fromkeys(
+        BASE + AMENDED, "amendments/001"
+    )
     # the tier-1 verification (no amendment) is the base freeze alone, and does not cover tier_rules.yaml
     tier1 = ws / "results/prereg/verification.json"
     assert _verify(ws, tier1, "--amendments", "0") == 0

@@ -33,11 +33,17 @@ def register(subparsers) -> None:
     )
     p.add_argument("--tasks-dir", required=True)
     p.add_argument("--model-dir", required=True)
-    p.add_argument("--model", required=True, help="model name the bands are registered under (e.g. Qwen/Qwen3.5-2B)")
+    p.add_argument(
+        "--model", required=True, help="model name the bands are registered under (e.g. Qwen/Qwen3.5-2B)"
+    )
     p.add_argument("--settings", required=True, help="inline JSON or @file (evaluation + diagnostic keys)")
     p.add_argument("--rules", required=True, type=Path, help="prereg/tier_rules.yaml")
-    p.add_argument("--verification", required=True, type=Path,
-                   help="results/<scale>/prereg/amendment_verification.json (must cover --rules)")
+    p.add_argument(
+        "--verification",
+        required=True,
+        type=Path,
+        help="results/<scale>/prereg/amendment_verification.json (must cover --rules)",
+    )
     p.add_argument("--resamples", type=int, default=10000, help="luck-share bootstrap resamples")
     p.add_argument("--episodes-dir", required=True, type=Path, help="where the step-0 episodes are written")
     p.add_argument("--out", required=True, type=Path, help="results/<scale>/calibration/zero_shot.json")
@@ -49,7 +55,9 @@ def register(subparsers) -> None:
         description="Check the surrogate calibration's step-0 values (clean validation success, luck share) "
         "against the bands of the model it is fitted to; same register and gate as 'zero-shot'.",
     )
-    p.add_argument("--calibration", required=True, type=Path, help="results/<scale>/models/surrogate/calibration.json")
+    p.add_argument(
+        "--calibration", required=True, type=Path, help="results/<scale>/models/surrogate/calibration.json"
+    )
     p.add_argument("--model", required=True, help="the registered model the surrogate stands for")
     p.add_argument("--rules", required=True, type=Path, help="prereg/tier_rules.yaml")
     p.add_argument("--verification", required=True, type=Path, help="amendment_verification.json")
@@ -66,8 +74,11 @@ def _rules_block(path: Path, verification: Path) -> tuple[dict, dict]:
     from paired_rollouts.prereg.rules import load_tier_rules
 
     rules = load_tier_rules(path, verification=verification)
-    return rules["calibration"], {"path": path.as_posix(), "sha256": sha256_file(path),
-                                  "verification": verification.as_posix()}
+    return rules["calibration"], {
+        "path": path.as_posix(),
+        "sha256": sha256_file(path),
+        "verification": verification.as_posix(),
+    }
 
 
 def _finish(register: dict, out: Path) -> int:
@@ -94,10 +105,14 @@ def initial_adapter(model_dir: str, settings: dict, folder: Path, seed: int) -> 
     from paired_rollouts.training.model import load_causal_lm, lora_config
 
     set_seed(seed)
-    model = get_peft_model(load_causal_lm(check_model(model_dir, settings), settings["dtype"]), lora_config(settings))
+    model = get_peft_model(
+        load_causal_lm(check_model(model_dir, settings), settings["dtype"]), lora_config(settings)
+    )
     for name, parameter in model.named_parameters():
         if "lora_B" in name and torch.count_nonzero(parameter).item():
-            raise RuntimeError(f"{name}: LoRA B is not zero-initialised; the adapter would change the base model")
+            raise RuntimeError(
+                f"{name}: LoRA B is not zero-initialised; the adapter would change the base model"
+            )
     model.save_pretrained(str(folder))
     ckpt.write_marker(folder, 0, "initial")
     return folder
@@ -119,30 +134,56 @@ def _zero_shot(args: argparse.Namespace) -> int:
         adapter = initial_adapter(args.model_dir, settings, Path(tmp) / "step0000", SEED)
         runner = PolicyRunner(args.model_dir, adapter, settings, args.tasks_dir, SEED)
         try:
-            common = {"run": RUN, "condition": CONDITION, "arm": ARM, "seed": SEED, "step": 0,
-                      "batch": settings["eval_batch"]}
+            common = {
+                "run": RUN,
+                "condition": CONDITION,
+                "arm": ARM,
+                "seed": SEED,
+                "step": 0,
+                "batch": settings["eval_batch"],
+            }
             runner.restart_episodes()
             clean = roll_rows(runner, clean_rows, phase="periodic", regime="clean", **common)
             runner.restart_episodes()
             diag = roll_rows(runner, diag_rows, phase="diagnostic", regime="diag", **common)
         finally:
             runner.close()
-    clean_path, diag_path = args.episodes_dir / "zero_shot-clean.jsonl", args.episodes_dir / "zero_shot-diag.jsonl"
+    clean_path, diag_path = (
+        args.episodes_dir / "zero_shot-clean.jsonl",
+        args.episodes_dir / "zero_shot-diag.jsonl",
+    )
     atomic_write_jsonl(clean_path, clean)
     atomic_write_jsonl(diag_path, diag)
-    luck = luck_share_file(diag, run=RUN, step=0, source=str(diag_path), source_sha256=sha256_file(diag_path),
-                           resamples=args.resamples, seed=LUCK_SEED, schedules=settings["diag_schedules"],
-                           samples=settings["diag_samples"], tasks=settings["diag_tasks"])
+    luck = luck_share_file(
+        diag,
+        run=RUN,
+        step=0,
+        source=str(diag_path),
+        source_sha256=sha256_file(diag_path),
+        resamples=args.resamples,
+        seed=LUCK_SEED,
+        schedules=settings["diag_schedules"],
+        samples=settings["diag_samples"],
+        tasks=settings["diag_tasks"],
+    )
     luck["episodes"] = len(diag)
     register = build_register(
-        calibration, args.model,
-        {"successes": sum(int(bool(r["true_success"])) for r in clean), "episodes": len(clean),
-         "tasks": len({r["task_id"] for r in clean})},
-        luck, rules=rules,
-        evidence={"clean": {"file": str(clean_path), "sha256": sha256_file(clean_path)},
-                  "diagnostic": {"file": str(diag_path), "sha256": sha256_file(diag_path)},
-                  "model_dir": args.model_dir, "diagnostic_pool": settings["diag_pool"],
-                  "bootstrap": {"resamples": args.resamples, "seed": LUCK_SEED}},
+        calibration,
+        args.model,
+        {
+            "successes": sum(int(bool(r["true_success"])) for r in clean),
+            "episodes": len(clean),
+            "tasks": len({r["task_id"] for r in clean}),
+        },
+        luck,
+        rules=rules,
+        evidence={
+            "clean": {"file": str(clean_path), "sha256": sha256_file(clean_path)},
+            "diagnostic": {"file": str(diag_path), "sha256": sha256_file(diag_path)},
+            "model_dir": args.model_dir,
+            "diagnostic_pool": settings["diag_pool"],
+            "bootstrap": {"resamples": args.resamples, "seed": LUCK_SEED},
+        },
     )
     return _finish(register, args.out)
 
@@ -159,17 +200,26 @@ def _surrogate(args: argparse.Namespace) -> int:
         estimation = surrogate["estimation"]
         luck = dict(surrogate["luck_share"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UserError(f"{args.calibration}: not a surrogate calibration register ({exc}); rerun it") from exc
+        raise UserError(
+            f"{args.calibration}: not a surrogate calibration register ({exc}); rerun it"
+        ) from exc
     episodes = int(estimation["clean_episodes"])
     luck.setdefault("ci95", None)  # the surrogate calibration estimates the luck share without an interval
     luck["episodes"] = int(estimation["diagnostic_episodes"])
     register = build_register(
-        calibration, args.model,
-        {"successes": clean_value * episodes if clean_value is not None else 0, "episodes": episodes,
-         "tasks": int(estimation["eval_tasks"])},
-        luck, rules=rules,
-        evidence={"surrogate_calibration": {"file": str(args.calibration), "sha256": sha256_file(args.calibration)},
-                  "clean_set": "c4_clean_validation (clean validation at step 0)"},
+        calibration,
+        args.model,
+        {
+            "successes": clean_value * episodes if clean_value is not None else 0,
+            "episodes": episodes,
+            "tasks": int(estimation["eval_tasks"]),
+        },
+        luck,
+        rules=rules,
+        evidence={
+            "surrogate_calibration": {"file": str(args.calibration), "sha256": sha256_file(args.calibration)},
+            "clean_set": "c4_clean_validation (clean validation at step 0)",
+        },
     )
     return _finish(register, args.out)
 
@@ -181,7 +231,9 @@ def _check(args: argparse.Namespace) -> int:
     try:
         register = read_json(args.register)
     except (OSError, ValueError) as exc:
-        raise UserError(f"{args.register}: unreadable ({exc}); rerun 'paired-rollouts calibrate zero-shot'") from exc
+        raise UserError(
+            f"{args.register}: unreadable ({exc}); rerun 'paired-rollouts calibrate zero-shot'"
+        ) from exc
     if register.get("format") and "bands" in register:
         for line in describe(register):
             print(line)

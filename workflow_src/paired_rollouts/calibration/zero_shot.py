@@ -47,9 +47,13 @@ def build_register(
     minimum = calibration["luck_share_at_least"]
     lam = luck.get("lam")
     luck_ok = lam is not None and not luck.get("defects") and lam >= minimum
-    note = None if registered else (
-        f"no band is registered for model {model!r} (tier rules calibration.bands lists "
-        f"{', '.join(sorted(calibration['bands']))}): reported, not checked"
+    note = (
+        None
+        if registered
+        else (
+            f"no band is registered for model {model!r} (tier rules calibration.bands lists "
+            f"{', '.join(sorted(calibration['bands']))}): reported, not checked"
+        )
     )
     bands = [
         {
@@ -99,15 +103,20 @@ def build_register(
 def check_register(register: dict[str, Any], source: str) -> None:
     """One line naming the register and every missed band, when a band that applies is missed."""
     if not isinstance(register, dict) or register.get("format") != FORMAT or "bands" not in register:
-        raise UserError(f"{source}: not a zero-shot calibration register ({FORMAT}); rerun 'calibrate zero-shot'")
+        raise UserError(
+            f"{source}: not a zero-shot calibration register ({FORMAT}); rerun 'calibrate zero-shot'"
+        )
     missed = [b for b in register["bands"] if b.get("applies") and b.get("status") != "pass"]
     if missed:
         rules = register.get("rules", {}).get("path", "the tier rules")
         parts = []
         for b in missed:
             target = b["target"] or {}
-            wanted = (f"in [{target['low']}, {target['high']}]" if "low" in target
-                      else f">= {target.get('at_least')}")
+            wanted = (
+                f"in [{target['low']}, {target['high']}]"
+                if "low" in target
+                else f">= {target.get('at_least')}"
+            )
             got = "not measurable" if b["achieved"] is None else f"{b['achieved']:.4f}"
             parts.append(f"{b['name']} {got} (registered {wanted})")
         raise UserError(

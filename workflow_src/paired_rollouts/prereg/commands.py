@@ -258,7 +258,12 @@ def _amend_local(args) -> int:
     ):
         auths = [fz.Authority(name, url, tsa.root_pem) for name, url in tsa.tsa_args().items()]
         record = fz.amend(
-            freeze_dir, args.reason, auths=auths, documents=args.document, root=args.root, timeout=args.timeout
+            freeze_dir,
+            args.reason,
+            auths=auths,
+            documents=args.document,
+            root=args.root,
+            timeout=args.timeout,
         )
     if not record["test_authority"]:
         # fz.amend refuses a test token for a public freeze, so this cannot be reached; kept as a guard.

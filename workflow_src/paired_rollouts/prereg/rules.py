@@ -204,11 +204,14 @@ def _check_tier(node: Any, schema: Any, where: str, source: str) -> None:
         unknown = sorted(set(node) - set(schema), key=str)
         missing = sorted(set(schema) - set(node))
         if unknown:
-            raise UserError(f"{source}: unknown key {where + '.' if where else ''}{unknown[0]}; remove it "
-                            "(the amended rules have a fixed schema)")
+            raise UserError(
+                f"{source}: unknown key {where + '.' if where else ''}{unknown[0]}; remove it "
+                "(the amended rules have a fixed schema)"
+            )
         if missing:
-            raise UserError(f"{source}: missing key {where + '.' if where else ''}{missing[0]}; restore the "
-                            "amended file")
+            raise UserError(
+                f"{source}: missing key {where + '.' if where else ''}{missing[0]}; restore the amended file"
+            )
         for key, sub in schema.items():
             _check_tier(node[key], sub, f"{where}.{key}" if where else key, source)
     elif schema == "list[str]":
@@ -221,8 +224,10 @@ def _check_tier(node: Any, schema: Any, where: str, source: str) -> None:
             _check_tier(bands, {"clean_success": "list[num]"}, f"{where}.{model}", source)
             low_high = bands["clean_success"]
             if len(low_high) != 2 or not 0 <= low_high[0] <= low_high[1] <= 1:
-                raise UserError(f"{source}: {where}.{model}.clean_success must be [low, high] with "
-                                f"0 <= low <= high <= 1, got {low_high}")
+                raise UserError(
+                    f"{source}: {where}.{model}.clean_success must be [low, high] with "
+                    f"0 <= low <= high <= 1, got {low_high}"
+                )
     elif schema == "predictions":
         if not isinstance(node, dict) or not node:
             raise UserError(f"{source}: {where} must map prediction ids (P1, P2, ...) to predictions")
@@ -232,8 +237,9 @@ def _check_tier(node: Any, schema: Any, where: str, source: str) -> None:
                 raise UserError(f"{source}: {here}: prediction ids are P followed by a number (P1, P12)")
             check = prediction.get("check") if isinstance(prediction, dict) else None
             if check not in PREDICTION_CHECKS:
-                raise UserError(f"{source}: {here}.check {check!r} is not a known check "
-                                f"({', '.join(PREDICTION_CHECKS)})")
+                raise UserError(
+                    f"{source}: {here}.check {check!r} is not a known check ({', '.join(PREDICTION_CHECKS)})"
+                )
             _check_tier(prediction, {**_PREDICTION_COMMON, **PREDICTION_CHECKS[check]}, here, source)
     else:
         _check(node, schema, where, source)
@@ -248,7 +254,9 @@ def validate_tier_rules(rules: Any, source: str = "tier rules") -> dict:
         raise UserError(f"{source}: calibration.luck_share_at_least must lie in [0, 1]")
     h4 = rules["h4"]
     if h4["condition"] not in TIER_CONDITIONS:
-        raise UserError(f"{source}: h4.condition {h4['condition']!r} is not one of {', '.join(TIER_CONDITIONS)}")
+        raise UserError(
+            f"{source}: h4.condition {h4['condition']!r} is not one of {', '.join(TIER_CONDITIONS)}"
+        )
     if sorted(h4["scalings"]) != sorted(SCALINGS) or len(h4["scalings"]) != len(SCALINGS):
         raise UserError(f"{source}: h4.scalings must list {' and '.join(SCALINGS)} once each")
     for pid, prediction in rules["predictions"].items():
@@ -270,7 +278,9 @@ def validate_tier_rules(rules: Any, source: str = "tier rules") -> dict:
     return copy.deepcopy(rules)
 
 
-def load_tier_rules(path: str | os.PathLike | None = None, verification: str | os.PathLike | None = None) -> dict:
+def load_tier_rules(
+    path: str | os.PathLike | None = None, verification: str | os.PathLike | None = None
+) -> dict:
     """Load and validate ``prereg/tier_rules.yaml`` (cwd-relative by default).
 
     With ``verification`` (an amendment verification report), the file must also be covered by a

@@ -140,8 +140,10 @@ def verify_record(record_dir: Path, root: Path, kind: str, record: dict, record_
             row["tsa_subject"] = signer.subject.rfc4514_string()
             row["tsa_certificate_sha256"] = tsp.fingerprint(signer)
             if row["tsa_subject"] != token["tsa_certificate"]["subject"]:
-                failures.append(f"{where}: freeze.json names TSA '{token['tsa_certificate']['subject']}', the "
-                                f"token's signer is '{row['tsa_subject']}'; {REFREEZE}")
+                failures.append(
+                    f"{where}: freeze.json names TSA '{token['tsa_certificate']['subject']}', the "
+                    f"token's signer is '{row['tsa_subject']}'; {REFREEZE}"
+                )
             row["gen_time"] = tsp.iso_utc(info.gen_time)
             if row["gen_time"] != token.get("gen_time") or str(info.serial) != token.get("serial"):
                 failures.append(f"{tsr_path}: genTime/serial differ from the freeze record; {REFREEZE}")
@@ -173,8 +175,10 @@ def verify_record(record_dir: Path, root: Path, kind: str, record: dict, record_
             )
     witnesses = {t["tsa_certificate_sha256"] for t in tokens_out if t.get("verified")}
     if len(witnesses) < MIN_AUTHORITIES:
-        failures.append(f"{record_dir / fz.RECORD[kind]}: {len(witnesses)} token(s) from distinct authorities "
-                        f"verify; a freeze needs at least {MIN_AUTHORITIES}; {REFREEZE}")
+        failures.append(
+            f"{record_dir / fz.RECORD[kind]}: {len(witnesses)} token(s) from distinct authorities "
+            f"verify; a freeze needs at least {MIN_AUTHORITIES}; {REFREEZE}"
+        )
     return {"tokens": tokens_out, "failures": failures}
 
 
@@ -323,17 +327,18 @@ def require_covered(verification: str | os.PathLike, document: str | os.PathLike
     try:
         report = read_json(report_path)
     except (OSError, ValueError) as exc:
-        raise UserError(f"{report_path}: unreadable verification report ({exc}); rerun 'prereg verify'") from exc
+        raise UserError(
+            f"{report_path}: unreadable verification report ({exc}); rerun 'prereg verify'"
+        ) from exc
     if not isinstance(report, dict) or report.get("format") != "paired-rollouts-prereg-verification/1":
-        raise UserError(f"{report_path}: not a prereg verification report; rerun 'paired-rollouts prereg verify'")
+        raise UserError(
+            f"{report_path}: not a prereg verification report; rerun 'paired-rollouts prereg verify'"
+        )
     if report.get("passes") is not True or report.get("failures"):
         raise UserError(f"{report_path}: the verification did not pass; fix what it lists and rerun it")
     rel = doc.as_posix()
-    if doc.is_absolute():
-        try:
-            rel = doc.resolve().relative_to(Path.cwd().resolve()).as_posix()
-        except ValueError:
-            pass
+    if doc.is_absolute() and doc.resolve().is_relative_to(Path.cwd().resolve()):
+        rel = doc.resolve().relative_to(Path.cwd().resolve()).as_posix()
     entry = next((c for c in report.get("covered", []) if c.get("path") == rel), None)
     if entry is None:
         raise UserError(
