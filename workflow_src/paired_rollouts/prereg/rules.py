@@ -159,7 +159,7 @@ def load_decision_rules(path: str | os.PathLike | None = None) -> dict:
 
 DEFAULT_TIER_RULES_PATH = Path("prereg/tier_rules.yaml")
 TIER_SCHEMA_VERSION = 1
-#: Conditions a tier prediction may name (docs/prereg.md#amendment-a2): the tier-1 ones plus C1, C3, C2r.
+#: Conditions a tier prediction may name (docs/prereg.md#amendments): the tier-1 ones plus C1, C3, C2r.
 TIER_CONDITIONS = ("C0", "C1", "C2", "C2r", "C3", "C4")
 #: Reward scalings H4 compares (TRL's ``scale_rewards``).
 SCALINGS = ("group", "none")
