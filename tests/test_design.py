@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_workflow import REPO, _copy_repo, job_counts, snakemake
-
 from paired_rollouts import design
 from paired_rollouts.errors import UserError
 from paired_rollouts.noise.seeds import training_schedule_seed
+from test_workflow import REPO, _copy_repo, job_counts, snakemake
 
 CONFIG = yaml.safe_load((REPO / "config/config.yaml").read_text())
 PAPER_HOURS_PER_RUN = 16.3  # the paper's measured H100 time per run (460 s per step, evaluations included)
@@ -93,9 +92,8 @@ def test_a_run_listed_twice_is_refused() -> None:
 
 
 def test_blocking_rows_are_clean_and_noisy_twins_of_one_source_row() -> None:
-    from paired_rollouts.training.rows import build_rows
-
     from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.training.rows import build_rows
 
     tasks = load_pool(REPO / "data/tasks/train.jsonl")[:7]
     rows = build_rows(tasks, "C2", "blocking_paired", 3, steps=2, prompts_per_step=4)
