@@ -39,7 +39,9 @@ try:
     check_config(config, "config/schema.json", "config/config.yaml")
 except UserError as error:
     raise WorkflowError(str(error)) from None
-validate(config, "config/schema.json")
+# Defaults are not filled in: the scale blocks stay as written (the shared `study:` block is merged under
+# them by paired_rollouts.settings.scale_block, whose dataclasses hold the same defaults as the schema).
+validate(config, "config/schema.json", set_default=False)
 
 
 include: "rules/common.smk"

@@ -5,13 +5,14 @@
 import json
 from pathlib import Path
 
+from paired_rollouts import settings as settings_of_scale
+
 SCALE_NAME = config["scale"]
-if SCALE_NAME not in config["scales"]:
-    raise WorkflowError(
-        f"scale {SCALE_NAME!r} has no block under `scales:` in config/config.yaml (defined: "
-        f"{', '.join(sorted(config['scales']))}); pick one with --config scale=NAME or add the block"
-    )
-SCALE = config["scales"][SCALE_NAME]
+try:
+    # the scale block with the shared `study:` block merged under it (paired_rollouts/settings.py)
+    SCALE = settings_of_scale.scale_block(config, SCALE_NAME)
+except UserError as error:
+    raise WorkflowError(f"config/config.yaml: {error}") from None
 ACCELERATOR = config["accelerator"]
 TASKS_DIR = config["tasks_dir"]
 # Each scale writes under its own results root, so a stand-in run never stands in for a paper run:
@@ -92,6 +93,8 @@ def sources(*modules):
     for module in modules:
         path = PACKAGE / module
         files.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path])
+        if module.startswith("training"):
+            files.append(PACKAGE / "settings.py")  # the learning commands parse their settings there
     return [str(f) for f in dict.fromkeys(files)]
 
 
@@ -147,10 +150,6 @@ def final_step():
 
 
 # ---------------------------------------------------------------- paths -----------------------------
-
-
-def checkpoint_marker(run, step):
-    return f"{RESULTS}/runs/{run}/checkpoints/step{int(step):04d}/COMPLETE"
 
 
 def final_regimes(run):
@@ -209,17 +208,6 @@ def as_json(obj):
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
-# The learning commands share one flat settings key space (`paired-rollouts train --help` lists it);
-# `profile` picks its defaults and the accelerator picks device, precision and generation backend.
-STACKS = {
-    "cpu": {},
-    "h100": {"device": "cuda", "dtype": "bfloat16", "backend": "vllm", "gradient_checkpointing": True},
-    # ROCm builds of torch expose the GPU through the same `cuda` device API.
-    "mi300x": {"device": "cuda", "dtype": "bfloat16", "backend": "vllm", "gradient_checkpointing": True},
-}
-ROLLOUT_KEYS = ("max_tool_calling_iterations", "max_completion_length", "temperature")
-
-
 def conda_deployment():
     """True under `--sdm conda`: the jobs would run in the envs/*.yaml environments."""
     methods = getattr(getattr(workflow, "deployment_settings", None), "deployment_method", None) or ()
@@ -235,58 +223,37 @@ if ACCELERATOR == "mi300x" and conda_deployment():
     )
 
 
-def base_settings():
-    settings = {"profile": "standin" if SCALE["model"]["kind"] == "standin" else "paper",
-                "task_filter": SCALE["task_filter"]}
-    settings.update(STACKS[ACCELERATOR])
-    settings.update({key: SCALE["training"][key] for key in ROLLOUT_KEYS})
-    for key in ("vllm_gpu_memory_utilization", "vllm_max_model_length"):
-        if key in SCALE["training"]:
-            settings[key] = SCALE["training"][key]
-    return settings
+def stage_settings(*sections, **overrides):
+    """A job's --settings: the scale's task filter, the sections its stage reads as written in the config,
+    and the accelerator's stack (`stacks:`); a change to one of them reruns the job (params trigger)."""
+    return as_json(settings_of_scale.stage_settings(config, SCALE_NAME, ACCELERATOR, *sections, **overrides))
 
 
 def run_settings(wildcards):
-    """Everything the trainer needs for one run; a change here reruns that run (params trigger)."""
-    settings = base_settings()
-    settings.update(SCALE["training"])
+    """One run: the training section, plus the checkpoints other stages need and the run's reward scaling."""
     every = SCALE["training"]["checkpoint_every"]
-    settings["extra_checkpoint_steps"] = [s for s in checkpoint_steps() if s > 0 and s % every]
+    training = {"extra_checkpoint_steps": [s for s in checkpoint_steps() if s > 0 and s % every]}
     scaling = parse_run(wildcards.run).scaling
     if scaling != study.DEFAULT_SCALING:
-        # the H4 tier: TRL's scale_rewards from the run name (tier-1 settings stay as they were)
-        settings["scale_rewards"] = scaling
-    return as_json(settings)
+        training["scale_rewards"] = scaling  # the H4 tier: TRL's scale_rewards from the run name
+    return stage_settings("stack", "training", training=training)
 
 
 def eval_settings():
-    settings = base_settings()
-    settings.update(SCALE["evaluation"])
-    return as_json(settings)
+    return stage_settings("stack", "training", "evaluation")
 
 
 def diagnostic_settings():
-    settings = base_settings()
-    for key in ("pool", "tasks", "schedules", "samples"):
-        settings[f"diag_{key}"] = SCALE["diagnostics"][key]
-    return as_json(settings)
+    return stage_settings("stack", "training", "evaluation", "diagnostics")
 
 
 def model_settings():
     """The stand-in's build: tokenizer vocabulary, size, warm start."""
-    settings = {"profile": "standin", "task_filter": SCALE["task_filter"]}
-    settings.update({k: v for k, v in SCALE["model"].items() if k != "kind"})
-    return as_json(settings)
+    return stage_settings("model")
 
 
 def probe_settings(wildcards):
-    settings = base_settings()
-    mapping = {"clean_tasks": "probe_clean_tasks", "clean_rollouts": "probe_clean_rollouts",
-               "diagnostic_tasks": "probe_diag_tasks", "schedules": "probe_schedules",
-               "samples": "probe_samples", "resamples": "probe_resamples"}
-    settings.update({target: SCALE["probe"][source] for source, target in mapping.items()})
-    settings["diag_pool"] = SCALE["diagnostics"]["pool"]
-    return as_json(settings)
+    return stage_settings("stack", "training", "evaluation", "diagnostics", "probe")
 
 
 def expected_evidence(run):
@@ -910,11 +877,7 @@ def calibration_model():
 
 def zero_shot_settings():
     """The step-0 sets the runs start from: the periodic clean validation set and the diagnostic roll-outs."""
-    settings = base_settings()
-    settings.update(SCALE["evaluation"])
-    for key in ("pool", "tasks", "schedules", "samples"):
-        settings[f"diag_{key}"] = SCALE["diagnostics"][key]
-    return as_json(settings)
+    return stage_settings("stack", "training", "evaluation", "diagnostics")
 
 
 def amendment_benchmark_files():

@@ -153,10 +153,10 @@ def build_snapshot(folder: Path, rehearsal: bool, device: str) -> dict[str, Any]
 
 
 def settings_for(args: argparse.Namespace) -> dict[str, Any]:
-    """Paper settings (GPU) or the rehearsal's tiny ones (CPU); evaluation and probe sizes reduced."""
+    """Paper settings (GPU, the paper scale of config/config.yaml) or the rehearsal's tiny ones (CPU);
+    evaluation and probe sizes reduced. Flat names (paired_rollouts.settings), as the manifests record."""
     if args.rehearsal:
         s: dict[str, Any] = {
-            "profile": "standin",
             "prompts_per_step": 2,
             "num_generations": 2,
             "micro_batch": 4,
@@ -173,14 +173,20 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
             "compact_logprobs": True,
         }
     else:
-        s = {
-            "profile": "paper",
+        import yaml
+
+        from paired_rollouts.settings import Settings, stage_settings
+
+        config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
+        paper = stage_settings(config, "paper", "h100", "training", "evaluation", "diagnostics", "probe")
+        s = Settings.parse(paper).flat(("training", "evaluation", "diagnostics", "probe"))
+        s.update({
             "eval_batch": 64,
             "probe_clean_rollouts": 8,
             "probe_schedules": 4,
             "probe_samples": 4,
             "probe_resamples": 8,
-        }
+        })
     s.update(
         device=args.device,
         backend=args.backend,

@@ -246,7 +246,7 @@ def test_gpu_dry_run_lists_the_missing_public_amendment(tmp_path):
 
 def test_cpu_amendment_is_made_and_a_tampered_tier_rules_stops_the_gate(tmp_path):
     work = _copy_repo(tmp_path)
-    tiny = ("--profile", "cpu", "--config", "accelerator=cpu", "scale=tiny")
+    tiny = ("--profile", "cpu", "--configfile", ".test/config/config.yaml")
     _snakemake(
         "results/tiny/prereg/amendment_verification.json",
         "results/tiny/prereg/verification.json",

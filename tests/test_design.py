@@ -86,6 +86,7 @@ def test_the_paper_matrix_and_its_comparisons() -> None:
 
 def test_a_run_listed_twice_is_refused() -> None:
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config["scales"].update(yaml.safe_load((REPO / ".test/config/config.yaml").read_text())["scales"])
     config["scales"]["tiny"]["tiers"] = [{"condition": "C2", "seeds": [0]}]
     with pytest.raises(UserError, match="listed twice"):
         design.Design.from_config(config, "tiny")
@@ -143,9 +144,13 @@ def test_a_new_condition_needs_only_the_config(tmp_path: Path) -> None:
     path = work / "config/config.yaml"
     data = yaml.safe_load(path.read_text())
     data["conditions"]["C5"] = {"p": 0.15, "q": 0.0}
-    data["scales"]["tiny"]["tiers"] = [{"condition": "C5", "seeds": [0, 1]}]
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    result = snakemake("--profile", "cpu", "-n", "--forceall", "tiers", "--config", "scale=tiny", cwd=work)
+    test_path = work / ".test/config/config.yaml"
+    test = yaml.safe_load(test_path.read_text())
+    test["scales"]["tiny"]["tiers"] = [{"condition": "C5", "seeds": [0, 1]}]
+    test_path.write_text(yaml.safe_dump(test, sort_keys=False))
+    result = snakemake("--profile", "cpu", "-n", "--forceall", "tiers", "--configfile", ".test/config/config.yaml",
+                       cwd=work)
     text = result.stdout + result.stderr
     counts = job_counts(text)
     assert counts["decide_tier"] == 1 and counts["render_tiers_document"] == 1

@@ -18,7 +18,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
-TINY = ["--profile", "cpu", "--config", "accelerator=cpu", "scale=tiny"]
+TINY = ["--profile", "cpu", "--configfile", ".test/config/config.yaml"]  # the test scales (README: scales)
 RUNS = ["c2-paired-s0", "c2-independent-s0", "c4-paired-s0", "c4-independent-s0", "c0-clean-s0"]
 
 pytestmark = pytest.mark.slow
@@ -141,7 +141,7 @@ def test_a_finished_tiny_study_never_stands_in_for_the_paper_scale(study: Path) 
 
 # ---------------------------------------------------------------- the surrogate policy, tiny
 
-TINY_SURROGATE = ["--profile", "cpu", "--config", "accelerator=cpu", "scale=tiny_surrogate"]
+TINY_SURROGATE = ["--profile", "cpu", "--configfile", ".test/config/config.yaml", "--config", "scale=tiny_surrogate"]
 
 
 @pytest.fixture(scope="module")

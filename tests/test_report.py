@@ -15,7 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
 FIX = REPO / "tests" / "fixtures" / "render" / "results"
-TINY = ("--profile", "cpu", "--config", "accelerator=cpu", "scale=tiny")
+TINY = ("--profile", "cpu", "--configfile", ".test/config/config.yaml")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from pathlib import Path
 
 import pytest
 from paired_rollouts.errors import UserError
@@ -137,7 +138,10 @@ def test_rows_same_tasks_across_arms(sim_pools):
         ({"steps": "ten"}, "steps must be int"),
         ({"backend": "vllm"}, "needs device cuda"),
         ({"prompts_per_step": 3, "num_generations": 3, "micro_batch": 2}, "must divide"),
-        ({"profile": "huge"}, "profile"),
+        ({"profile": "paper"}, "unknown settings key"),  # the defaults are the config's, not a profile's
+        ({"training": {"learnig_rate": 1e-3}}, "training: unknown key"),
+        ({"training": {"steps": 2}, "eval_tasks": 3}, "outside a section"),
+        ({"stack": {"device": "cpu", "dtype": "bfloat16"}}, "on CPU use dtype float32"),
     ],
 )
 def test_bad_settings_refused(raw, fragment):
@@ -148,16 +152,21 @@ def test_bad_settings_refused(raw, fragment):
 
 
 def test_paper_settings():
+    """The paper scale of config/config.yaml, with the h100 stack, is the paper's setup."""
+    import yaml
+
+    from paired_rollouts.settings import stage_settings
     from paired_rollouts.training.settings import resolve
 
-    s = resolve({"profile": "paper"})
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
+    s = resolve(stage_settings(config, "paper", "h100", "stack", "training"))
     assert (s["steps"], s["prompts_per_step"], s["num_generations"]) == (100, 24, 8)
     assert s["backend"] == "vllm" and s["dtype"] == "bfloat16" and s["learning_rate"] == 1e-5
     assert (s["max_tool_calling_iterations"], s["max_completion_length"]) == (24, 6144)
 
 
-@pytest.mark.parametrize(("name", "fragment"), [("c9-paired-s0", "unknown condition"), ("c2-clean-s0", "C0 goes"),
-                                                 ("c2paired", "expected")])
+@pytest.mark.parametrize(("name", "fragment"), [("c9-paired-s0", "unknown condition"), ("c2-clean-s0", "clean condition goes"),
+                                                 ("c2paired", "is not of the form")])
 def test_bad_run_names(name, fragment):
     from paired_rollouts.training.rows import parse_run
 

@@ -101,7 +101,7 @@ def test_paper_training_settings_are_the_papers() -> None:
     for expected in (
         '"steps":100', '"prompts_per_step":24', '"num_generations":8', '"lora_r":32', '"lora_alpha":64',
         '"learning_rate":1e-05', '"max_completion_length":6144', '"max_tool_calling_iterations":24',
-        '"vllm_gpu_memory_utilization":0.35', '"profile":"paper"', '"backend":"vllm"', '"dtype":"bfloat16"',
+        '"vllm_gpu_memory_utilization":0.35', '"backend":"vllm"', '"dtype":"bfloat16"',
         '"task_filter":"all"', "--model-dir results/models/paper/prepared",
     ):
         assert expected in command, expected
@@ -240,8 +240,8 @@ def test_an_edited_protocol_stops_the_pipeline_before_training(tmp_path: Path) -
     """Freeze and verify (local test authority), edit one byte of the protocol: verification fails
     with the file named, and the training target cannot be reached."""
     work = _copy_repo(tmp_path)
-    tiny = ("--profile", "cpu", "--config", "accelerator=cpu", "scale=tiny")
-    # Targets first: `--config` takes every word after it.
+    tiny = ("--profile", "cpu", "--configfile", ".test/config/config.yaml")
+    # Targets first: `--configfile` takes every word after it.
     snakemake("results/tiny/prereg/verification.json", *tiny, cwd=work)
     assert '"passes": true' in (work / "results/tiny/prereg/verification.json").read_text()
 
@@ -296,27 +296,22 @@ def test_gpu_profiles_refuse_pools_that_are_not_the_papers(tmp_path: Path) -> No
 
 
 def test_config_on_the_command_line_adds_to_the_profile() -> None:
-    """`--config scale=tiny` used to replace the profile's whole `config:` block (accelerator lost) and
+    """`--config scale=NAME` used to replace the profile's whole `config:` block (accelerator lost) and
     fail with a misleading 'No profile given'."""
-    result = snakemake("--profile", "cpu", "-n", "results/tiny/prereg/verification.json", "--config", "scale=tiny",
-                       check=False)
+    result = snakemake("--profile", "cpu", "-n", "results/surrogate/prereg/verification.json", "--config",
+                       "scale=surrogate", check=False)
     text = result.stdout + result.stderr
     assert result.returncode == 0, text[-3000:]
     assert "No profile given" not in text
 
 
 def test_missing_scale_block_is_one_clear_error(tmp_path: Path) -> None:
-    """A scale named by the profile but without its block in config/config.yaml used to be a bare KeyError."""
-    import yaml
-
-    work = _copy_repo(tmp_path)
-    path = work / "config/config.yaml"
-    data = yaml.safe_load(path.read_text())
-    del data["scales"]["tiny"]
-    path.write_text(yaml.safe_dump(data))
-    result = snakemake("--profile", "cpu", "-n", "--config", "scale=tiny", cwd=work, check=False)
+    """A scale named by the profile but without its block in config/config.yaml used to be a bare KeyError;
+    the test scales are only in .test/config/config.yaml, so naming one without that file is refused."""
+    result = snakemake("--profile", "cpu", "-n", "--config", "scale=tiny", check=False)
     text = result.stdout + result.stderr
     assert result.returncode != 0 and "scale 'tiny' has no block" in text and "KeyError" not in text
+    assert ".test/config/config.yaml" in text
 
 
 @pytest.mark.parametrize("edit, needle", [
@@ -332,10 +327,10 @@ def test_config_mistakes_fail_the_dry_run(tmp_path: Path, edit, needle) -> None:
     import yaml
 
     work = _copy_repo(tmp_path)
-    path = work / "config/config.yaml"
+    path = work / ".test/config/config.yaml"
     data = yaml.safe_load(path.read_text())
     edit(data)
     path.write_text(yaml.safe_dump(data))
-    result = snakemake("--profile", "cpu", "-n", "--config", "scale=tiny", cwd=work, check=False)
+    result = snakemake("--profile", "cpu", "-n", "--configfile", ".test/config/config.yaml", cwd=work, check=False)
     text = result.stdout + result.stderr
     assert result.returncode != 0 and needle in text, text[-2000:]

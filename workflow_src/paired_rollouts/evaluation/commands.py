@@ -9,9 +9,7 @@ from pathlib import Path
 from paired_rollouts.io import atomic_write_jsonl, load_settings
 from paired_rollouts.training import settings as S
 
-_KEYS = ("profile", "task_filter", "device", "dtype", "backend", "eval_tasks", "final_tasks", "eval_batch", "diag_pool", "diag_tasks",
-         "diag_schedules", "diag_samples", "temperature", "max_completion_length", "max_tool_calling_iterations",
-         "vllm_gpu_memory_utilization", "vllm_max_model_length")
+_SECTIONS = ("stack", "training", "evaluation", "diagnostics")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "clean, noisy_p010, noisy_p025, heldout_types with schedules 1-4, challenge 1, at_training for C4). "
         "Schedules are paired and identical across arms and checkpoints. Several regimes may be given "
         "comma-separated; then --out must contain {regime}.",
-        epilog=S.epilog(_KEYS),
+        epilog=S.epilog(_SECTIONS),
         formatter_class=fmt,
     )
     _common(p)
@@ -41,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Roll out checkpoint step N on the first diag_tasks diagnostic tasks x diag_schedules "
         "schedules (diagnostic_seed(run_seed, task, k), k = 0..K-1) x diag_samples samples under p = 0.25 "
         "transition noise (default mixture, paired). Records have phase 'diagnostic' and regime 'diag'.",
-        epilog=S.epilog(_KEYS),
+        epilog=S.epilog(_SECTIONS),
         formatter_class=fmt,
     )
     _common(p)

@@ -9,14 +9,8 @@ from paired_rollouts.errors import UserError
 from paired_rollouts.io import load_settings
 from paired_rollouts.training import settings as S
 
-_STANDIN_KEYS = ("profile", "task_filter", "vocab_size", "hidden_size", "num_layers", "full_attention_interval",
-                 "warm_start_steps", "warm_start_batch",
-                 "warm_start_lr", "warm_start_short_frac", "warm_start_tasks")
-_TRAIN_KEYS = ("profile", "device", "dtype", "backend", "gradient_checkpointing", "steps", "prompts_per_step",
-               "num_generations", "micro_batch", "checkpoint_every", "learning_rate", "lora_r", "lora_alpha",
-               "lora_dropout", "loss_type", "scale_rewards", "beta", "temperature", "max_completion_length",
-               "max_tool_calling_iterations", "vllm_gpu_memory_utilization", "vllm_max_model_length",
-               "vllm_importance_sampling_correction", "train_episodes", "task_filter", "compact_logprobs")
+_STANDIN_SECTIONS = ("model",)
+_TRAIN_SECTIONS = ("stack", "training")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="train the stand-in's offline byte-level BPE tokenizer (CPU profile)",
         description="Train a small byte-level BPE on rendered scripted-reference transcripts of train tasks and "
         "attach TRL's bundled Qwen3.5 chat template, so TRL parses the stand-in's tool calls like Qwen3.5's.",
-        epilog=S.epilog(_STANDIN_KEYS),
+        epilog=S.epilog(_STANDIN_SECTIONS),
         formatter_class=fmt,
     )
     p.add_argument("--tasks-dir", required=True, help="folder with train.jsonl and MANIFEST.json")
@@ -44,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "from a policy that calls tools and copies ids and values from the request (a curriculum without the "
         "tool schemas first, fresh relabelling of every id and value per batch: docs/training.md). Saves model "
         "+ tokenizer and warm_start.json (loss, teacher-forced copied-token accuracy).",
-        epilog=S.epilog(_STANDIN_KEYS),
+        epilog=S.epilog(_STANDIN_SECTIONS),
         formatter_class=fmt,
     )
     p.add_argument("--tokenizer", required=True, help="folder written by 'paired-rollouts tokenizer'")
@@ -64,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "their manifest. Writes checkpoints/step{N:04d}/ (step 0 = initial LoRA), groups.jsonl, "
         "train_episodes.jsonl and manifest.json under --out-dir. Started again after a kill, it resumes from "
         "the last COMPLETE checkpoint and ends with the same registers.",
-        epilog=S.epilog(_TRAIN_KEYS),
+        epilog=S.epilog(_TRAIN_SECTIONS),
         formatter_class=fmt,
     )
     p.add_argument("--run", required=True, help="run name, e.g. c2-paired-s0")

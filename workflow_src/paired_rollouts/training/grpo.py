@@ -36,7 +36,7 @@ from paired_rollouts.io import (
 )
 from paired_rollouts.training import checkpoints as ckpt
 from paired_rollouts.training.rows import build_rows, parse_run, training_noise
-from paired_rollouts.training.settings import filter_tasks, resolve
+from paired_rollouts.training.settings import filter_tasks, recorded, resolve
 
 log = logging.getLogger(__name__)
 
@@ -363,6 +363,8 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
     """Train one run (or resume it). ``stop_after`` ends the job after that many steps (tests: a 'kill').
     ``conditions``: the design's conditions (default: the paper's)."""
     settings = resolve(settings_raw)
+    # the manifest records the sections the job was given (config/config.yaml), not defaults of others
+    given = recorded(settings_raw)
     condition, arm, seed = parse_run(run, conditions)
     check_verification(verification)
     pool_hashes = check_pools(tasks_dir)
@@ -384,7 +386,7 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
     # deletes a job's declared outputs (groups.jsonl, manifest.json) before it retries the job, and the
     # retry must still find the rows of the steps it resumes after.
     state_dir = run_dir / STATE
-    _set_aside_if_stale(run_dir, state_dir, {"run": run, "settings": settings})
+    _set_aside_if_stale(run_dir, state_dir, {"run": run, "settings": given})
 
     # -- where to start ---------------------------------------------------------------------------
     last = ckpt.last_complete(run_dir)
@@ -408,7 +410,7 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
     manifest = Manifest(state_dir / MANIFEST, {
         **meta,
         "status": "running",
-        "settings": settings,
+        "settings": given,
         "noise": json.loads(training_noise(condition, arm, conditions).to_json()),
         "seeds": {"run_seed": seed, "trainer_seed": seed, "data_seed": seed,
                   "vllm_seed": vllm_seed(seed) if settings["backend"] == "vllm" else None},
