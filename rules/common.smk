@@ -256,28 +256,9 @@ def probe_settings(wildcards):
     return stage_settings("stack", "training", "evaluation", "diagnostics", "probe")
 
 
-def expected_evidence(run):
-    """What a complete run must contain (read by the completeness check)."""
-    return as_json(
-        {
-            "run": run,
-            "task_filter": SCALE["task_filter"],
-            "periodic_steps": periodic_steps(),
-            "periodic_regimes": PERIODIC_REGIMES,
-            "final_step": final_step(),
-            "final_regimes": final_regimes(run),
-            "eval_tasks": SCALE["evaluation"]["eval_tasks"],
-            "final_tasks": SCALE["evaluation"]["final_tasks"],
-            "training_steps": training_steps(),
-            "prompts_per_step": SCALE["training"]["prompts_per_step"],
-            "num_generations": SCALE["training"]["num_generations"],
-            "diagnostic_steps": diagnostic_steps(run),
-            "diagnostic_pool": SCALE["diagnostics"]["pool"],
-            "diagnostic_tasks": SCALE["diagnostics"]["tasks"],
-            "diagnostic_schedules": SCALE["diagnostics"]["schedules"],
-            "diagnostic_samples": SCALE["diagnostics"]["samples"],
-        }
-    )
+def completeness_scale():
+    """What the completeness check derives a run's expected evidence from (with the run's name)."""
+    return as_json({key: SCALE[key] for key in ("task_filter", "training", "evaluation", "diagnostics")})
 
 
 def checkpoint_dir(wildcards):
@@ -290,10 +271,6 @@ def eval_files_of(wildcards):
 
 def diagnostic_episode_files_of(wildcards):
     return diagnostic_episode_files(wildcards.run)
-
-
-def expected_evidence_of(wildcards):
-    return expected_evidence(wildcards.run)
 
 
 def luck_files_of(wildcards):
@@ -541,10 +518,6 @@ def benchmark_files():
     return files
 
 
-def results_root(wildcards, output):
-    return str(Path(output[0]).parent)
-
-
 def benchmark_root(wildcards, output):
     return str(Path(output[0]).parent / "benchmarks")
 
@@ -756,10 +729,6 @@ def surrogate_stats_outputs(runs):
         out.extend(luck_files(run))
         out.extend([res(f"runs/{run}/group_stats.json"), res(f"runs/{run}/complete.json")])
     return out
-
-
-def surrogate_expected(runs):
-    return as_json({run: json.loads(expected_evidence(run)) for run in runs})
 
 
 def results_root_of(wildcards, output):

@@ -122,6 +122,49 @@ def normalize_settings(settings: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def periodic_steps(training: dict[str, Any]) -> list[int]:
+    """Checkpoints evaluated on the validation pool: 0, every checkpoint_every steps, and the last."""
+    every, last = int(training["checkpoint_every"]), int(training["steps"])
+    return sorted(set(range(0, last + 1, every)) | {last})
+
+
+def expected_evidence(run: str, scale: dict[str, Any], conditions: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a complete run must contain, from the scale block (config/config.yaml `scales.<scale>`: its
+    task_filter, training, evaluation and diagnostics sections) and the run's name (its condition and seed).
+
+    The flat form below is the one ``normalize_settings`` reads (the same evidence the workflow's rules
+    used to spell out)."""
+    from paired_rollouts.design import final_regimes, parse_conditions, parse_run
+
+    where = "completeness --scale"
+    try:
+        training, evaluation, diagnostics = scale["training"], scale["evaluation"], scale["diagnostics"]
+        known = parse_conditions(conditions)
+        run_id = parse_run(run, known)
+        steps = diagnostics["steps"]
+        return {
+            "run": run,
+            "task_filter": scale.get("task_filter", "all"),
+            "periodic_steps": periodic_steps(training),
+            "periodic_regimes": list(PERIODIC_REGIMES),
+            "final_step": int(training["steps"]),
+            "final_regimes": list(final_regimes(known[run_id.condition])),
+            "eval_tasks": evaluation["eval_tasks"],
+            "final_tasks": evaluation["final_tasks"],
+            "training_steps": training["steps"],
+            "prompts_per_step": training["prompts_per_step"],
+            "num_generations": training["num_generations"],
+            "diagnostic_steps": steps["seed0"] if run_id.seed == 0 else steps["other"],
+            "diagnostic_pool": diagnostics["pool"],
+            "diagnostic_tasks": diagnostics["tasks"],
+            "diagnostic_schedules": diagnostics["schedules"],
+            "diagnostic_samples": diagnostics["samples"],
+        }
+    except (KeyError, TypeError) as exc:
+        raise UserError(f"{where}: the scale block lacks {exc}; pass the scale's task_filter, training, "
+                        "evaluation and diagnostics sections as in config/config.yaml") from None
+
+
 def validate_settings(settings: dict[str, Any]) -> None:
     unknown = set(settings) - SETTINGS_KEYS
     if unknown:

@@ -76,13 +76,12 @@ def _stats(args: argparse.Namespace) -> int:
     """The per-run statistics commands, each called in this process with the arguments its rule would pass."""
     from paired_rollouts import cli
     from paired_rollouts.io import load_settings
+    from paired_rollouts.stats.completeness import expected_evidence
 
-    expected = load_settings(args.expected)
+    scale = load_settings(args.scale)
     root = Path(args.results)
     for run in args.runs:
-        if run not in expected:
-            raise UserError(f"--expected: no expected evidence for run {run}")
-        ev = expected[run]
+        ev = expected_evidence(run, scale, args.conditions)
         calls = []
         for step in ev["diagnostic_steps"]:
             calls.append(
@@ -244,9 +243,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("stats", help="luck-share, group-stats and completeness of runs, in one process")
     p.add_argument("--runs", required=True, nargs="+")
-    p.add_argument(
-        "--expected", required=True, help="JSON object: run -> expected evidence (as completeness takes)"
-    )
+    p.add_argument("--scale", required=True, metavar="JSON",
+                   help="the scale block (task_filter, training, evaluation, diagnostics): each run's expected "
+                   "evidence follows from it and the run's name (paired-rollouts completeness --scale)")
+    p.add_argument("--conditions", default=None, metavar="JSON",
+                   help="the design's conditions (config/config.yaml `conditions:`); default: the paper's")
     p.add_argument("--tasks-dir", required=True)
     p.add_argument("--results", required=True)
     p.add_argument("--resamples", type=int, default=10000)
