@@ -21,13 +21,11 @@ configfile: "config/config.yaml"
 report: "report/workflow.rst"
 
 
-# `snakemake --lint` is the one use that needs no profile: the rules are the same at every scale, so the
-# stand-in configuration is linted. Snakemake builds the lint workflow without checking environment
-# variables (its only such use), which tells lint apart from a run; tests/test_workflow.py checks both.
-LINTING = not getattr(workflow, "check_envvars", True)
-if LINTING:
-    config.setdefault("accelerator", "cpu")
-    config.setdefault("scale", "standin")
+# Profiles set `accelerator` and `scale`; without one, the workflow profile profiles/default/ names the
+# stand-in study as the fallback (what `snakemake --lint` with no arguments lints).
+for key in ("accelerator", "scale"):
+    if key not in config and f"default_{key}" in config:
+        config[key] = config[f"default_{key}"]
 
 if "accelerator" not in config or "scale" not in config:
     raise WorkflowError(

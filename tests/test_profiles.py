@@ -71,12 +71,16 @@ def _load(name: str) -> dict:
 
 def test_profile_folders_are_exactly_the_expected_ones() -> None:
     found = {p.name for p in PROFILES.iterdir() if p.is_dir()}
-    assert found == set(EXPECTED)
+    assert found == set(EXPECTED) | {"default"}
 
 
-def test_no_default_profile() -> None:
-    # A profiles/default folder would be merged into every --profile and replace whole keys.
-    assert not (PROFILES / "default").exists()
+def test_the_default_profile_only_names_the_fallback() -> None:
+    """profiles/default is merged into every --profile and replaces whole keys: it may set only `config:`,
+    which no other profile sets, and only the fallback accelerator and scale (the Snakefile reads them
+    when no profile names its own)."""
+    data = _load("default")
+    assert data == {"config": ["default_accelerator=cpu", "default_scale=standin"]}
+    assert not any("config" in _load(name) for name in EXPECTED)
     assert not (REPO / "default").exists()
 
 

@@ -56,9 +56,20 @@ def test_bare_lint_needs_no_profile() -> None:
 
 
 def test_workflow_refuses_to_run_without_a_profile() -> None:
-    result = snakemake("-n", check=False)
+    """Without the workflow profile (profiles/default) and without --profile nothing names a scale."""
+    result = snakemake("-n", "--workflow-profile", "none", check=False)
     assert result.returncode != 0
     assert "--profile cpu" in result.stdout + result.stderr
+
+
+def test_the_default_profile_falls_back_to_the_standin_study_only() -> None:
+    """profiles/default names cpu/standin for a bare call, and never overrides a profile's own choice."""
+    bare = snakemake("-n", "--forceall", "-p", "results/standin/runs/c2-paired-s0/groups.jsonl")
+    assert '"device":"cpu"' in bare.stdout + bare.stderr
+    gpu = snakemake("--profile", "h100", "-n", "--forceall", "-p", "results/runs/c2-paired-s0/groups.jsonl")
+    text = gpu.stdout + gpu.stderr
+    assert "workflow specific profile profiles/default" in text
+    assert '"device":"cuda"' in text and '"backend":"vllm"' in text
 
 
 def test_paper_dag_has_the_papers_job_counts() -> None:
