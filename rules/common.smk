@@ -556,37 +556,49 @@ def c4_decision():
     return [res("decisions/c4.json")]
 
 
-# Which registers each table reads (keys are the render CLI's --input names).
-TABLE_SOURCES = {
-    1: {"manifests": run_manifests},
-    2: {"decisions": decision_files, "probe": probe_files, "rules": decision_rules_file},
-    3: {"decisions": c2_decision, "published": published_file},
-    4: {"decisions": c4_decision, "published": published_file},
-    5: {"probe": probe_files},
+# The files behind each render input key. The render registry (paired_rollouts.render: TABLES, FIGURES)
+# names the keys each table and figure reads; one that reads other files under a key says so below
+# (None: the workflow does not give that optional key).
+RENDER_KEY_FILES = {
+    "manifests": run_manifests,
+    "decisions": decision_files,
+    "probe": probe_files,
+    "rules": decision_rules_file,
+    "published": published_file,
+    "episodes": all_eval_files,
+    "group_stats": group_stat_files,
+    "luck": all_luck_files,
+    "power": lambda: [POWER_FILE],
+    "calibration": lambda: [CALIBRATION_FILE],
+    "published_curves": lambda: [PUBLISHED_CURVES],
+}
+RENDER_KEY_OVERRIDES = {
+    3: {"decisions": c2_decision},
+    4: {"decisions": c4_decision},
     6: {"predictions": lambda: [res("decisions/predictions.json")]},
-    7: {"decisions": c2_decision},
-    8: {"episodes": all_eval_files},
-    9: {"episodes": seed_pair_eval_files},
-    10: {"group_stats": group_stat_files},
-    11: {"manifests": run_manifests, "episodes": all_eval_files},
-    12: {"probe": probe_files},
-    13: {"power": lambda: [POWER_FILE]},
-    14: {"calibration": lambda: [CALIBRATION_FILE]},
+    7: {"decisions": c2_decision, "episodes": None},
+    9: {"episodes": seed_pair_eval_files},  # the per-step curves of the first C2 seed pair
     15: {"predictions": lambda: [res("decisions/tiers/predictions.json")]},
     16: {"decisions": lambda: decision_files() + tier_decision_files()},
-}
-
-FIGURE_SOURCES = {
-    "curves_c2": {"episodes": all_eval_files},
-    "curves_c4": {"episodes": all_eval_files},
-    "luck_share": {"luck": all_luck_files},
-    "spurious_variance": {"group_stats": group_stat_files},
-    "probe_ratios": {"probe": probe_files},
-    "surrogate_curves": {"episodes": all_eval_files, "published_curves": lambda: [PUBLISHED_CURVES]},
-    "final_success": {"decisions": decision_files},
-    "probe_decomposition": {"probe": probe_files},
     "dose_response": {"decisions": lambda: decision_files() + tier_decision_files()},
 }
+
+
+def render_sources(name):
+    """{key: files function} of table NUMBER or figure NAME, in the registry's key order."""
+    from paired_rollouts.render.figures import FIGURES as FIGURE_SPECS
+    from paired_rollouts.render.tables import TABLES as TABLE_SPECS
+
+    spec = TABLE_SPECS[name] if isinstance(name, int) else FIGURE_SPECS[name]
+    overrides = RENDER_KEY_OVERRIDES.get(name, {})
+    sources = {}
+    for key in spec.keys:
+        make = overrides[key] if key in overrides else RENDER_KEY_FILES.get(key)
+        if make is None and key not in overrides:
+            raise WorkflowError(f"render input {key!r} of {name!r} has no files: add it to RENDER_KEY_FILES")
+        if make is not None:
+            sources[key] = make
+    return sources
 
 
 def _inputs(sources_by_key):
@@ -599,19 +611,19 @@ def _input_args(sources_by_key):
 
 
 def table_inputs(wildcards):
-    return _inputs(TABLE_SOURCES[int(wildcards.number)])
+    return _inputs(render_sources(int(wildcards.number)))
 
 
 def table_input_args(wildcards):
-    return _input_args(TABLE_SOURCES[int(wildcards.number)])
+    return _input_args(render_sources(int(wildcards.number)))
 
 
 def figure_inputs(wildcards):
-    return _inputs(FIGURE_SOURCES[wildcards.figure])
+    return _inputs(render_sources(wildcards.figure))
 
 
 def figure_input_args(wildcards):
-    return _input_args(FIGURE_SOURCES[wildcards.figure])
+    return _input_args(render_sources(wildcards.figure))
 
 
 # ---------------------------------------------------------------- params helpers --------------------
