@@ -6,7 +6,7 @@ rule diagnose:
     """Diagnostic roll-outs: each diagnostic task under K paired schedules, M samples each."""
     input:
         pools=pool_files(),
-        run_manifest=res("runs/{run}/manifest.json"),
+        run_manifest=rules.train.output.manifest,
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation"),
     output:
@@ -32,7 +32,7 @@ rule diagnose:
 rule luck_share:
     """One-way random-effects luck share per task, averaged and pooled, with a task bootstrap."""
     input:
-        episodes=res("diagnostics/{run}/diag-step{step}.jsonl"),
+        episodes=rules.diagnose.output[0],
         code=sources("stats"),
     output:
         res("diagnostics/{run}/luck-step{step}.json"),
@@ -57,8 +57,8 @@ rule completeness:
         evals=eval_files_of,
         diagnostics=diagnostic_episode_files_of,
         luck=luck_files_of,
-        groups=res("runs/{run}/groups.jsonl"),
-        run_manifest=res("runs/{run}/manifest.json"),
+        groups=rules.train.output.groups,
+        run_manifest=rules.train.output.manifest,
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("stats"),
     output:

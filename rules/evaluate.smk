@@ -11,7 +11,7 @@ rule evaluate_periodic:
     """Roll out one checkpoint on the validation pool under every periodic regime."""
     input:
         pools=pool_files(),
-        run_manifest=res("runs/{run}/manifest.json"),
+        run_manifest=rules.train.output.manifest,
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation"),
     output:
@@ -46,7 +46,7 @@ for _runs, _regimes in ((STANDARD_FINAL_RUNS, FINAL_REGIMES), (OWN_FINAL_RUNS, F
             "evaluate_final" if len(_regimes) == len(FINAL_REGIMES) else "evaluate_final_own_noise"
         input:
             pools=pool_files(),
-            run_manifest=res("runs/{run}/manifest.json"),
+            run_manifest=rules.train.output.manifest,
             model=model_inputs(),
             code=sources(*SIMULATOR, "training", "evaluation"),
         output:

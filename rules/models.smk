@@ -47,7 +47,7 @@ rule tokenizer:
 rule warm_start:
     """Build the tiny Qwen3.5-family model from config and warm-start it on scripted transcripts."""
     input:
-        tokenizer=f"{STANDIN_ROOT}/tokenizer/tokenizer.json",
+        tokenizer=rules.tokenizer.output[0],
         pools=pool_files(),
         code=sources(*SIMULATOR, "agents", "training"),
     output:

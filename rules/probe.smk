@@ -60,7 +60,7 @@ rule probe:
 rule probe_verdict:
     """The H1b verdict from the frozen rules file's h1b block: editing the rules reruns this, not the probe."""
     input:
-        traces=res("probe/traces/{trajectory}.json"),
+        traces=rules.probe.output[0],
         rules=config["decision_rules"],
         code=sources("probe", "prereg"),
     output:

@@ -45,7 +45,7 @@ rule train:
 rule group_stats:
     """Zero-variance, all-correct and spurious-variance groups of one run's training register."""
     input:
-        groups=res("runs/{run}/groups.jsonl"),
+        groups=rules.train.output.groups,
         code=sources("stats"),
     output:
         res("runs/{run}/group_stats.json"),
