@@ -64,7 +64,7 @@ rule completeness:
     output:
         res("runs/{run}/complete.json"),
     params:
-        scale=completeness_scale(),
+        scale_block=completeness_scale(),
         conditions=CONDITIONS_JSON,
         evals_dir=res("evals/{run}"),
         diagnostics_dir=res("diagnostics/{run}"),
@@ -75,6 +75,6 @@ rule completeness:
     benchmark:
         res("benchmarks/completeness/{run}.tsv"),
     shell:
-        "paired-rollouts completeness --run {wildcards.run:q} --scale {params.scale:q} --conditions {params.conditions:q} "
+        "paired-rollouts completeness --run {wildcards.run:q} --scale-block {params.scale_block:q} --conditions {params.conditions:q} "
         "--evals-dir {params.evals_dir:q} --diagnostics {params.diagnostics_dir:q} --groups {input.groups:q} --run-manifest {input.run_manifest:q} "
         "--luck {input.luck:q} --pool-manifest {input.pool_manifest:q} --strict --out {output:q} > {log:q} 2>&1"

@@ -72,7 +72,7 @@ for _job, _runs in surrogate_jobs().items():
             surrogate_stats_outputs(_runs),
         params:
             runs=_runs,
-            scale=completeness_scale(),
+            scale_block=completeness_scale(),
             conditions=CONDITIONS_JSON,
             tasks_dir=pool_manifest_dir_of,
             results=results_root_of,
@@ -84,7 +84,7 @@ for _job, _runs in surrogate_jobs().items():
         benchmark:
             res(f"benchmarks/surrogate/stats-{_job}.tsv")
         shell:
-            "paired-rollouts surrogate stats --runs {params.runs:q} --scale {params.scale:q} --conditions {params.conditions:q} "
+            "paired-rollouts surrogate stats --runs {params.runs:q} --scale-block {params.scale_block:q} --conditions {params.conditions:q} "
             "--tasks-dir {params.tasks_dir:q} --results {params.results:q} --resamples {params.resamples:q} "
             "> {log:q} 2>&1"
 

@@ -57,8 +57,8 @@ def _completeness(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json, load_settings
     from paired_rollouts.stats.completeness import check_run, expected_evidence
 
-    if args.scale is not None:
-        expected = expected_evidence(args.run, load_settings(args.scale), args.conditions)
+    if args.scale_block is not None:
+        expected = expected_evidence(args.run, load_settings(args.scale_block), args.conditions)
     else:
         expected = load_settings(args.settings)
     out = check_run(args.run, expected, evals_dir=args.evals,
@@ -193,13 +193,13 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--run", required=True, help="run name, e.g. c2-paired-s0")
     expected = p.add_mutually_exclusive_group(required=True)
-    expected.add_argument("--scale", default=None, metavar="JSON",
+    expected.add_argument("--scale-block", dest="scale_block", default=None, metavar="JSON",
                           help="the scale block (config/config.yaml scales.<scale>: task_filter, training, "
                           "evaluation, diagnostics): the expected evidence follows from it and the run's name")
     expected.add_argument("--settings", "--expected", dest="settings", default=None,
                           help="expected evidence spelled out (the forms below): inline JSON or @file.json")
     p.add_argument("--conditions", default=None, metavar="JSON",
-                   help="with --scale: the design's conditions (config/config.yaml `conditions:`); default: the "
+                   help="with --scale-block: the design's conditions (config/config.yaml `conditions:`); default: the "
                    "paper's")
     p.add_argument("--evals", "--evals-dir", dest="evals", required=True, type=Path, help="results/evals/RUN")
     p.add_argument("--diagnostics", type=Path, default=None, help="results/diagnostics/RUN")

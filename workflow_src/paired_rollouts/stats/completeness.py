@@ -136,7 +136,7 @@ def expected_evidence(run: str, scale: dict[str, Any], conditions: dict[str, Any
     used to spell out)."""
     from paired_rollouts.design import final_regimes, parse_conditions, parse_run
 
-    where = "completeness --scale"
+    where = "completeness --scale-block"
     try:
         training, evaluation, diagnostics = scale["training"], scale["evaluation"], scale["diagnostics"]
         known = parse_conditions(conditions)

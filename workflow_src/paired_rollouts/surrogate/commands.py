@@ -78,7 +78,7 @@ def _stats(args: argparse.Namespace) -> int:
     from paired_rollouts.io import load_settings
     from paired_rollouts.stats.completeness import expected_evidence
 
-    scale = load_settings(args.scale)
+    scale = load_settings(args.scale_block)
     root = Path(args.results)
     for run in args.runs:
         ev = expected_evidence(run, scale, args.conditions)
@@ -243,9 +243,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("stats", help="luck-share, group-stats and completeness of runs, in one process")
     p.add_argument("--runs", required=True, nargs="+")
-    p.add_argument("--scale", required=True, metavar="JSON",
+    p.add_argument("--scale-block", dest="scale_block", required=True, metavar="JSON",
                    help="the scale block (task_filter, training, evaluation, diagnostics): each run's expected "
-                   "evidence follows from it and the run's name (paired-rollouts completeness --scale)")
+                   "evidence follows from it and the run's name (paired-rollouts completeness --scale-block)")
     p.add_argument("--conditions", default=None, metavar="JSON",
                    help="the design's conditions (config/config.yaml `conditions:`); default: the paper's")
     p.add_argument("--tasks-dir", required=True)
