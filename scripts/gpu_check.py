@@ -174,19 +174,20 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
         }
     else:
         import yaml
-
         from paired_rollouts.settings import Settings, stage_settings
 
         config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
         paper = stage_settings(config, "paper", "h100", "training", "evaluation", "diagnostics", "probe")
         s = Settings.parse(paper).flat(("training", "evaluation", "diagnostics", "probe"))
-        s.update({
-            "eval_batch": 64,
-            "probe_clean_rollouts": 8,
-            "probe_schedules": 4,
-            "probe_samples": 4,
-            "probe_resamples": 8,
-        })
+        s.update(
+            {
+                "eval_batch": 64,
+                "probe_clean_rollouts": 8,
+                "probe_schedules": 4,
+                "probe_samples": 4,
+                "probe_resamples": 8,
+            }
+        )
     s.update(
         device=args.device,
         backend=args.backend,

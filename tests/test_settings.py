@@ -73,8 +73,13 @@ def test_a_job_gets_its_sections_as_written() -> None:
     block = S.scale_block(CONFIG, "standin")
     assert given["training"] == block["training"]
     assert given["stack"] == CONFIG["stacks"]["cpu"]
-    assert given["diagnostics"] == {k: v for k, v in block["diagnostics"].items() if k not in ("steps", "resamples")}
-    assert "trajectories" not in given["probe"] and given["probe"]["clean_tasks"] == block["probe"]["clean_tasks"]
+    assert given["diagnostics"] == {
+        k: v for k, v in block["diagnostics"].items() if k not in ("steps", "resamples")
+    }
+    assert (
+        "trajectories" not in given["probe"]
+        and given["probe"]["clean_tasks"] == block["probe"]["clean_tasks"]
+    )
 
 
 def test_the_flat_view_keeps_the_manifests_names() -> None:
@@ -90,15 +95,18 @@ def test_the_flat_view_keeps_the_manifests_names() -> None:
     assert resolve(train)["steps"] == 6
 
 
-@pytest.mark.parametrize(("raw", "fragment"), [
-    ({"training": {"learnig_rate": 1e-3}}, "training: unknown key(s) learnig_rate"),
-    ({"training": {"steps": "6"}}, "training.steps must be int"),
-    ({"evaluation": {"eval_tasks": 3}, "steps": 6}, "outside a section"),
-    ({"diagnostics": {"pool": "train"}}, "pool must be one of"),
-    ({"model": {"kind": "hub"}}, "kind hub needs name_or_path"),
-    ({"stack": {"backend": "vllm"}}, "needs device cuda"),
-    ({"training": []}, "training must be an object"),
-])
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        ({"training": {"learnig_rate": 1e-3}}, "training: unknown key(s) learnig_rate"),
+        ({"training": {"steps": "6"}}, "training.steps must be int"),
+        ({"evaluation": {"eval_tasks": 3}, "steps": 6}, "outside a section"),
+        ({"diagnostics": {"pool": "train"}}, "pool must be one of"),
+        ({"model": {"kind": "hub"}}, "kind hub needs name_or_path"),
+        ({"stack": {"backend": "vllm"}}, "needs device cuda"),
+        ({"training": []}, "training must be an object"),
+    ],
+)
 def test_bad_settings_name_the_key(raw, fragment) -> None:
     with pytest.raises(UserError) as caught:
         S.Settings.parse(raw)

@@ -11,15 +11,16 @@ import pytest
 pytest.importorskip("trl")
 
 import yaml  # noqa: E402
-
 from paired_rollouts.settings import scale_block  # noqa: E402
 from paired_rollouts.training import trainer as T  # noqa: E402
 from paired_rollouts.training.settings import resolve  # noqa: E402
 
 # The paper scale's training section (config/config.yaml) on a CUDA/vLLM stack (float32: no GPU here).
 _CONFIG = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
-GPU_LIKE = {"training": scale_block(_CONFIG, "paper")["training"],
-            "stack": {"device": "cuda", "backend": "vllm", "dtype": "float32"}}
+GPU_LIKE = {
+    "training": scale_block(_CONFIG, "paper")["training"],
+    "stack": {"device": "cuda", "backend": "vllm", "dtype": "float32"},
+}
 
 
 def test_update_shape_is_explicit_and_recorded(tmp_path) -> None:

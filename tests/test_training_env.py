@@ -154,7 +154,6 @@ def test_bad_settings_refused(raw, fragment):
 def test_paper_settings():
     """The paper scale of config/config.yaml, with the h100 stack, is the paper's setup."""
     import yaml
-
     from paired_rollouts.settings import stage_settings
     from paired_rollouts.training.settings import resolve
 

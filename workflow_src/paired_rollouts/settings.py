@@ -49,13 +49,17 @@ class _Section:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(raw) - names)
         if unknown:
-            raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; the keys are listed by "
-                            "'paired-rollouts train --help'")
+            raise UserError(
+                f"{where}: unknown key(s) {', '.join(unknown)}; the keys are listed by "
+                "'paired-rollouts train --help'"
+            )
         values = {}
         for f in dataclasses.fields(cls):
             if f.name not in raw:
                 continue
-            values[f.name] = _typed(raw[f.name], f, f"{where}.{f.name}" if cls.section else f"{where}: {f.name}")
+            values[f.name] = _typed(
+                raw[f.name], f, f"{where}.{f.name}" if cls.section else f"{where}: {f.name}"
+            )
         try:
             return cls(**values)
         except UserError as exc:
@@ -72,7 +76,11 @@ class _Section:
 
     def flat(self) -> dict[str, Any]:
         """The fields under their flat names (fields without one are not part of the flat view)."""
-        return {f.metadata["flat"]: getattr(self, f.name) for f in dataclasses.fields(self) if "flat" in f.metadata}
+        return {
+            f.metadata["flat"]: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if "flat" in f.metadata
+        }
 
 
 def _typed(value: Any, f: dataclasses.Field, where: str) -> Any:
@@ -99,17 +107,24 @@ class StackSettings(_Section):
     section: ClassVar[str] = "stack"
     device: str = _f("cpu", "cpu or cuda (ROCm builds of torch expose the GPU as cuda too)", "device")
     dtype: str = _f("float32", "weights and compute dtype: float32 (CPU), bfloat16 or float16 (GPU)", "dtype")
-    backend: str = _f("hf", "generation backend: hf (transformers generate) or vllm (TRL's colocated vLLM)", "backend")
-    gradient_checkpointing: bool = _f(False, "activation checkpointing for the loss passes (GPU)",
-                                      "gradient_checkpointing")
+    backend: str = _f(
+        "hf", "generation backend: hf (transformers generate) or vllm (TRL's colocated vLLM)", "backend"
+    )
+    gradient_checkpointing: bool = _f(
+        False, "activation checkpointing for the loss passes (GPU)", "gradient_checkpointing"
+    )
 
     def __post_init__(self) -> None:
         self.check(self.device in {"cpu", "cuda"}, f"device must be cpu or cuda, got {self.device!r}")
-        self.check(self.dtype in {"float32", "bfloat16", "float16"},
-                   f"dtype {self.dtype!r} is not float32/bfloat16/float16")
+        self.check(
+            self.dtype in {"float32", "bfloat16", "float16"},
+            f"dtype {self.dtype!r} is not float32/bfloat16/float16",
+        )
         self.check(self.backend in {"hf", "vllm"}, f"backend must be hf or vllm, got {self.backend!r}")
-        self.check(not (self.backend == "vllm" and self.device != "cuda"),
-                   "backend vllm needs device cuda; use backend hf on CPU")
+        self.check(
+            not (self.backend == "vllm" and self.device != "cuda"),
+            "backend vllm needs device cuda; use backend hf on CPU",
+        )
         self.check(not (self.device == "cpu" and self.dtype != "float32"), "on CPU use dtype float32")
 
 
@@ -118,33 +133,57 @@ class ModelSettings(_Section):
     """The policy every run starts from; the stand-in's build and warm start (`kind: standin` only)."""
 
     section: ClassVar[str] = "model"
-    kind: str = _f("standin", "standin: a tiny warm-started LLM (CPU); hub: the real model; surrogate: the "
-                   "log-linear softmax policy of workflow_src/paired_rollouts/surrogate (no weights)")
-    name_or_path: str | None = _f(None, "hub only: a hub id (owner/name) or a local snapshot folder of the real "
-                                  "model", kind=None)
+    kind: str = _f(
+        "standin",
+        "standin: a tiny warm-started LLM (CPU); hub: the real model; surrogate: the "
+        "log-linear softmax policy of workflow_src/paired_rollouts/surrogate (no weights)",
+    )
+    name_or_path: str | None = _f(
+        None, "hub only: a hub id (owner/name) or a local snapshot folder of the real model", kind=None
+    )
     vocab_size: int = _f(2048, "stand-in tokenizer vocabulary", "vocab_size")
     hidden_size: int = _f(96, "stand-in hidden size", "hidden_size")
     num_layers: int = _f(4, "stand-in layers (a multiple of full_attention_interval)", "num_layers")
-    full_attention_interval: int = _f(2, "stand-in: every Nth layer is full attention, the rest Gated DeltaNet "
-                                      "(1 = all full attention)", "full_attention_interval")
+    full_attention_interval: int = _f(
+        2,
+        "stand-in: every Nth layer is full attention, the rest Gated DeltaNet (1 = all full attention)",
+        "full_attention_interval",
+    )
     warm_start_steps: int = _f(900, "supervised warm-start steps on scripted transcripts", "warm_start_steps")
-    warm_start_tasks: int = _f(400, "train tasks rendered for the warm start and the tokenizer", "warm_start_tasks")
+    warm_start_tasks: int = _f(
+        400, "train tasks rendered for the warm start and the tokenizer", "warm_start_tasks"
+    )
     warm_start_batch: int = _f(8, "warm-start batch size", "warm_start_batch")
-    warm_start_lr: float = _f(1.5e-3, "warm-start learning rate (at 3e-3 the stand-in never learns to copy)",
-                              "warm_start_lr")
-    warm_start_short_frac: float = _f(0.3, "warm-start curriculum: fraction of steps on transcripts rendered "
-                                      "without the tool schemas (short contexts teach copying fast)",
-                                      "warm_start_short_frac")
+    warm_start_lr: float = _f(
+        1.5e-3, "warm-start learning rate (at 3e-3 the stand-in never learns to copy)", "warm_start_lr"
+    )
+    warm_start_short_frac: float = _f(
+        0.3,
+        "warm-start curriculum: fraction of steps on transcripts rendered "
+        "without the tool schemas (short contexts teach copying fast)",
+        "warm_start_short_frac",
+    )
 
     def __post_init__(self) -> None:
-        self.check(self.kind in MODEL_KINDS, f"kind must be one of {', '.join(MODEL_KINDS)}, got {self.kind!r}")
+        self.check(
+            self.kind in MODEL_KINDS, f"kind must be one of {', '.join(MODEL_KINDS)}, got {self.kind!r}"
+        )
         self.check(self.kind != "hub" or bool(self.name_or_path), "kind hub needs name_or_path")
-        self.at_least(1, "vocab_size", "hidden_size", "num_layers", "full_attention_interval", "warm_start_batch",
-                      "warm_start_tasks")
+        self.at_least(
+            1,
+            "vocab_size",
+            "hidden_size",
+            "num_layers",
+            "full_attention_interval",
+            "warm_start_batch",
+            "warm_start_tasks",
+        )
         self.at_least(0, "warm_start_steps")
-        self.check(self.num_layers % self.full_attention_interval == 0,
-                   f"num_layers {self.num_layers} must be a multiple of full_attention_interval "
-                   f"{self.full_attention_interval}")
+        self.check(
+            self.num_layers % self.full_attention_interval == 0,
+            f"num_layers {self.num_layers} must be a multiple of full_attention_interval "
+            f"{self.full_attention_interval}",
+        )
         self.check(0 <= self.warm_start_short_frac <= 1, "warm_start_short_frac must lie in [0, 1]")
 
 
@@ -155,47 +194,80 @@ class TrainingSettings(_Section):
     section: ClassVar[str] = "training"
     steps: int = _f(6, "optimizer steps (one generation batch each)", "steps")
     prompts_per_step: int = _f(4, "groups (tasks) per step", "prompts_per_step")
-    num_generations: int = _f(4, "G: rollouts per task; group-relative advantages need at least 2",
-                              "num_generations")
-    micro_batch: int = _f(16, "rollouts per forward/backward micro-batch; must divide prompts_per_step x G",
-                          "micro_batch")
-    checkpoint_every: int = _f(6, "save (and periodically evaluate) a checkpoint every N steps and at the last",
-                               "checkpoint_every")
-    extra_checkpoint_steps: list = _f([], "more steps to checkpoint, off the regular grid (the workflow adds "
-                                      "the diagnostic and probe steps)", "extra_checkpoint_steps")
+    num_generations: int = _f(
+        4, "G: rollouts per task; group-relative advantages need at least 2", "num_generations"
+    )
+    micro_batch: int = _f(
+        16, "rollouts per forward/backward micro-batch; must divide prompts_per_step x G", "micro_batch"
+    )
+    checkpoint_every: int = _f(
+        6, "save (and periodically evaluate) a checkpoint every N steps and at the last", "checkpoint_every"
+    )
+    extra_checkpoint_steps: list = _f(
+        [],
+        "more steps to checkpoint, off the regular grid (the workflow adds the diagnostic and probe steps)",
+        "extra_checkpoint_steps",
+    )
     learning_rate: float = _f(5e-4, "AdamW learning rate", "learning_rate")
     loss_type: str = _f("dapo", "TRL loss type (dapo, grpo, dr_grpo, bnpo)", "loss_type")
-    scale_rewards: str = _f("group", "TRL advantage scaling: group, batch or none (the H4 tier's runs "
-                            "named -scale_none use none)", "scale_rewards")
+    scale_rewards: str = _f(
+        "group",
+        "TRL advantage scaling: group, batch or none (the H4 tier's runs named -scale_none use none)",
+        "scale_rewards",
+    )
     beta: float = _f(0.0, "KL coefficient (0: no reference model)", "beta")
     lora_r: int = _f(32, "LoRA rank", "lora_r")
     lora_alpha: int = _f(64, "LoRA alpha", "lora_alpha")
     lora_dropout: float = _f(0.0, "LoRA dropout", "lora_dropout")
     max_tool_calling_iterations: int = _f(8, "tool-calling turns per rollout", "max_tool_calling_iterations")
-    max_completion_length: int = _f(512, "tokens per rollout after the prompt, tool results included",
-                                    "max_completion_length")
+    max_completion_length: int = _f(
+        512, "tokens per rollout after the prompt, tool results included", "max_completion_length"
+    )
     temperature: float = _f(1.0, "sampling temperature (training and evaluation)", "temperature")
     vllm_gpu_memory_utilization: float = _f(0.35, "vLLM colocate memory share", "vllm_gpu_memory_utilization")
     vllm_max_model_length: int = _f(12288, "vLLM context length", "vllm_max_model_length")
-    vllm_importance_sampling_correction: bool = _f(True, "TRL's vLLM importance-sampling correction (sequence "
-                                                   "mask)", "vllm_importance_sampling_correction")
+    vllm_importance_sampling_correction: bool = _f(
+        True,
+        "TRL's vLLM importance-sampling correction (sequence mask)",
+        "vllm_importance_sampling_correction",
+    )
     train_episodes: bool = _f(True, "also write train_episodes.jsonl (phase train)", "train_episodes")
-    compact_logprobs: bool = _f(False, "CPU: score only the completion positions in TRL's fused LM head, as TRL "
-                                "does on Triton devices (the GPU check's CPU rehearsal)", "compact_logprobs")
+    compact_logprobs: bool = _f(
+        False,
+        "CPU: score only the completion positions in TRL's fused LM head, as TRL "
+        "does on Triton devices (the GPU check's CPU rehearsal)",
+        "compact_logprobs",
+    )
 
     def __post_init__(self) -> None:
-        self.check(self.num_generations >= 2, f"num_generations (G) must be at least 2, got {self.num_generations}")
-        self.at_least(1, "steps", "prompts_per_step", "micro_batch", "checkpoint_every", "max_completion_length",
-                      "max_tool_calling_iterations", "lora_r")
-        self.check(all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in self.extra_checkpoint_steps),
-                   "extra_checkpoint_steps must be a list of steps >= 1")
+        self.check(
+            self.num_generations >= 2, f"num_generations (G) must be at least 2, got {self.num_generations}"
+        )
+        self.at_least(
+            1,
+            "steps",
+            "prompts_per_step",
+            "micro_batch",
+            "checkpoint_every",
+            "max_completion_length",
+            "max_tool_calling_iterations",
+            "lora_r",
+        )
+        self.check(
+            all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in self.extra_checkpoint_steps
+            ),
+            "extra_checkpoint_steps must be a list of steps >= 1",
+        )
         self.check(self.learning_rate > 0, "learning_rate must be positive")
         self.check(self.temperature > 0, "temperature must be positive")
         self.check(self.loss_type in LOSS_TYPES, f"loss_type {self.loss_type!r} is unknown")
         self.check(self.scale_rewards in TRL_SCALINGS, f"scale_rewards {self.scale_rewards!r} is unknown")
         batch = self.prompts_per_step * self.num_generations
-        self.check(batch % self.micro_batch == 0,
-                   f"micro_batch {self.micro_batch} must divide prompts_per_step x num_generations = {batch}")
+        self.check(
+            batch % self.micro_batch == 0,
+            f"micro_batch {self.micro_batch} must divide prompts_per_step x num_generations = {batch}",
+        )
 
 
 @dataclass(frozen=True)
@@ -216,13 +288,19 @@ class DiagnosticSettings(_Section):
     """The luck-share diagnostic: K schedules x M samples per diagnostic task at a checkpoint."""
 
     section: ClassVar[str] = "diagnostics"
-    pool: str = _f("validation", "pool of the luck-share diagnostic and the transition probe: diagnostic (the "
-                   "paper's 16 fixed tasks, never filtered) or validation/test after task_filter", "diag_pool")
+    pool: str = _f(
+        "validation",
+        "pool of the luck-share diagnostic and the transition probe: diagnostic (the "
+        "paper's 16 fixed tasks, never filtered) or validation/test after task_filter",
+        "diag_pool",
+    )
     tasks: int = _f(4, "diagnostic tasks", "diag_tasks")
     schedules: int = _f(4, "K: paired schedules per diagnostic task", "diag_schedules")
     samples: int = _f(4, "M: samples per schedule", "diag_samples")
-    steps: dict = _f({"seed0": [0, 6], "other": [0, 6]}, "checkpoints diagnosed: seed0 (the seed-0 runs) and "
-                     "other (every other run)")
+    steps: dict = _f(
+        {"seed0": [0, 6], "other": [0, 6]},
+        "checkpoints diagnosed: seed0 (the seed-0 runs) and other (every other run)",
+    )
     resamples: int = _f(10000, "task-bootstrap resamples of the luck share")
 
     def __post_init__(self) -> None:
@@ -270,10 +348,15 @@ SCALE_ONLY = ("label", "seeds", "tiers", "surrogate")
 class Settings:
     """What a learning command was given: the scale's task filter and the sections its stage reads."""
 
-    task_filter: str = field(default="simple_id", metadata={"help": "tasks used for training rows, warm start "
-                             "and the periodic/final sets: all; single_request_id (one request, order named by "
-                             "id); simple_id (of those, the templates whose every argument is copied)",
-                             "flat": "task_filter"})
+    task_filter: str = field(
+        default="simple_id",
+        metadata={
+            "help": "tasks used for training rows, warm start "
+            "and the periodic/final sets: all; single_request_id (one request, order named by "
+            "id); simple_id (of those, the templates whose every argument is copied)",
+            "flat": "task_filter",
+        },
+    )
     stack: StackSettings = field(default_factory=StackSettings)
     model: ModelSettings = field(default_factory=ModelSettings)
     training: TrainingSettings = field(default_factory=TrainingSettings)
@@ -295,8 +378,10 @@ class Settings:
         nested = [k for k in raw if k in SECTIONS]
         if nested and any(k not in SECTIONS and k != "task_filter" for k in raw):
             loose = sorted(k for k in raw if k not in SECTIONS and k != "task_filter")
-            raise UserError(f"{source}: key(s) {', '.join(loose)} outside a section; give the sections "
-                            f"({', '.join(SECTIONS)}) as written in config/config.yaml")
+            raise UserError(
+                f"{source}: key(s) {', '.join(loose)} outside a section; give the sections "
+                f"({', '.join(SECTIONS)}) as written in config/config.yaml"
+            )
         if not nested:
             raw = _unflatten(raw, source)
         task_filter = raw.pop("task_filter", cls.task_filter)
@@ -341,15 +426,57 @@ def _flat_fields() -> dict[str, tuple[str, str]]:
 FLAT_SOURCE = _flat_fields()
 # The order the run manifests have always recorded their settings in.
 FLAT_ORDER = (
-    "device", "dtype", "backend", "gradient_checkpointing", "vllm_gpu_memory_utilization", "vllm_max_model_length",
-    "vllm_importance_sampling_correction", "compact_logprobs", "max_completion_length",
-    "max_tool_calling_iterations", "temperature", "lora_r", "lora_alpha", "lora_dropout", "steps",
-    "prompts_per_step", "num_generations", "micro_batch", "checkpoint_every", "extra_checkpoint_steps",
-    "learning_rate", "loss_type", "scale_rewards", "beta", "train_episodes", "task_filter", "vocab_size",
-    "hidden_size", "num_layers", "full_attention_interval", "warm_start_steps", "warm_start_batch",
-    "warm_start_lr", "warm_start_short_frac", "warm_start_tasks", "eval_tasks", "final_tasks", "eval_batch",
-    "diag_tasks", "diag_pool", "diag_schedules", "diag_samples", "probe_clean_tasks", "probe_clean_rollouts",
-    "probe_diag_tasks", "probe_schedules", "probe_samples", "probe_resamples", "probe_q", "probe_p", "probe_seed",
+    "device",
+    "dtype",
+    "backend",
+    "gradient_checkpointing",
+    "vllm_gpu_memory_utilization",
+    "vllm_max_model_length",
+    "vllm_importance_sampling_correction",
+    "compact_logprobs",
+    "max_completion_length",
+    "max_tool_calling_iterations",
+    "temperature",
+    "lora_r",
+    "lora_alpha",
+    "lora_dropout",
+    "steps",
+    "prompts_per_step",
+    "num_generations",
+    "micro_batch",
+    "checkpoint_every",
+    "extra_checkpoint_steps",
+    "learning_rate",
+    "loss_type",
+    "scale_rewards",
+    "beta",
+    "train_episodes",
+    "task_filter",
+    "vocab_size",
+    "hidden_size",
+    "num_layers",
+    "full_attention_interval",
+    "warm_start_steps",
+    "warm_start_batch",
+    "warm_start_lr",
+    "warm_start_short_frac",
+    "warm_start_tasks",
+    "eval_tasks",
+    "final_tasks",
+    "eval_batch",
+    "diag_tasks",
+    "diag_pool",
+    "diag_schedules",
+    "diag_samples",
+    "probe_clean_tasks",
+    "probe_clean_rollouts",
+    "probe_diag_tasks",
+    "probe_schedules",
+    "probe_samples",
+    "probe_resamples",
+    "probe_q",
+    "probe_p",
+    "probe_seed",
 )
 assert set(FLAT_ORDER) == set(FLAT_SOURCE), sorted(set(FLAT_ORDER) ^ set(FLAT_SOURCE))
 
@@ -357,8 +484,10 @@ assert set(FLAT_ORDER) == set(FLAT_SOURCE), sorted(set(FLAT_ORDER) ^ set(FLAT_SO
 def _unflatten(raw: dict[str, Any], source: str) -> dict[str, Any]:
     unknown = sorted(set(raw) - set(FLAT_SOURCE))
     if unknown:
-        raise UserError(f"{source}: unknown settings key(s) {', '.join(unknown)}; known keys are listed by "
-                        "'paired-rollouts train --help'")
+        raise UserError(
+            f"{source}: unknown settings key(s) {', '.join(unknown)}; known keys are listed by "
+            "'paired-rollouts train --help'"
+        )
     nested: dict[str, Any] = {}
     for name, value in raw.items():
         section, attribute = FLAT_SOURCE[name]
@@ -375,17 +504,23 @@ def _unflatten(raw: dict[str, Any], source: str) -> dict[str, Any]:
 def scale_block(config: dict[str, Any], scale: str) -> dict[str, Any]:
     """``scales.<scale>`` with the shared ``study:`` block under it (the scale's own values win)."""
     if scale not in config.get("scales", {}):
-        raise UserError(f"scale {scale!r} has no block under `scales:` (defined: "
-                        f"{', '.join(sorted(config.get('scales', {})))}); pick one with --config scale=NAME or "
-                        "add the block (the test scales are in .test/config/config.yaml)")
-    block = {key: (dict(value) if isinstance(value, dict) else value) for key, value in config["scales"][scale].items()}
+        raise UserError(
+            f"scale {scale!r} has no block under `scales:` (defined: "
+            f"{', '.join(sorted(config.get('scales', {})))}); pick one with --config scale=NAME or "
+            "add the block (the test scales are in .test/config/config.yaml)"
+        )
+    block = {
+        key: (dict(value) if isinstance(value, dict) else value)
+        for key, value in config["scales"][scale].items()
+    }
     for section, values in (config.get("study") or {}).items():
         block[section] = {**values, **block.get(section, {})}
     return block
 
 
-def stage_settings(config: dict[str, Any], scale: str, accelerator: str, *sections: str,
-                   **overrides: dict[str, Any]) -> dict[str, Any]:
+def stage_settings(
+    config: dict[str, Any], scale: str, accelerator: str, *sections: str, **overrides: dict[str, Any]
+) -> dict[str, Any]:
     """The ``--settings`` object of a stage: the task filter, its sections of the scale block as written and
     the accelerator's stack; ``overrides`` update a section (a run's own checkpoint steps or reward scaling)."""
     block = scale_block(config, scale)
@@ -394,7 +529,9 @@ def stage_settings(config: dict[str, Any], scale: str, accelerator: str, *sectio
         if section == "stack":
             out["stack"] = dict(config.get("stacks", {}).get(accelerator) or {})
         else:
-            values = {k: v for k, v in block.get(section, {}).items() if k not in WORKFLOW_KEYS.get(section, ())}
+            values = {
+                k: v for k, v in block.get(section, {}).items() if k not in WORKFLOW_KEYS.get(section, ())
+            }
             out[section] = {**values, **overrides.get(section, {})}
     return out
 
@@ -409,9 +546,11 @@ WORKFLOW_KEYS = {"diagnostics": ("steps", "resamples"), "probe": ("trajectories"
 
 def help_text(sections: tuple[str, ...] = tuple(SECTIONS)) -> str:
     """The ``--help`` epilog: every key of the given sections, with its help and default (the schema's)."""
-    lines = ["settings (--settings JSON: the scale block's sections as in config/config.yaml, plus `stack`;",
-             "the default is the embedded stand-in scale's value):",
-             f"  task_filter: {Settings.__dataclass_fields__['task_filter'].metadata['help']} [{Settings.task_filter!r}]"]
+    lines = [
+        "settings (--settings JSON: the scale block's sections as in config/config.yaml, plus `stack`;",
+        "the default is the embedded stand-in scale's value):",
+        f"  task_filter: {Settings.__dataclass_fields__['task_filter'].metadata['help']} [{Settings.task_filter!r}]",
+    ]
     for name in sections:
         section = SECTIONS[name]
         lines.append(f"  {name}: {section.__doc__.strip()}")
