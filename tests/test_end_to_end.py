@@ -121,6 +121,21 @@ def test_comparison_and_ledger_come_from_this_run(study: Path) -> None:
     assert ledger["stages"]["train"]["jobs"] == len(RUNS) and ledger["stages"]["train"]["wall_s"] > 0
 
 
+def test_zero_shot_gate_ran_before_training_on_the_runs_step0_policy(study: Path) -> None:
+    """The calibration gate (amendment A2) rolled out the policy every run starts from: its clean episodes
+    are those of c2-paired-s0 at step 0 but for the run name. The stand-in has no registered band."""
+    register = json.loads((study / "results/tiny/calibration/zero_shot.json").read_text())
+    assert register["status"] == "not_applicable" and register["passes"] is None
+    assert [b["name"] for b in register["bands"]] == ["clean_success", "luck_share"]
+    gate = _jsonl(study / "results/tiny/calibration/zero_shot-clean.jsonl")
+    run = _jsonl(study / "results/tiny/evals/c2-paired-s0/periodic-step0-clean.jsonl")
+    assert len(gate) == len(run) > 0
+    assert [{k: v for k, v in r.items() if k != "run"} for r in gate] == [
+        {k: v for k, v in r.items() if k != "run"} for r in run]
+    calibrated = (study / "results/tiny/calibration/zero_shot.json").stat().st_mtime
+    assert all((study / f"results/tiny/runs/{r}/manifest.json").stat().st_mtime > calibrated for r in RUNS)
+
+
 def test_second_invocation_does_nothing(study: Path) -> None:
     result = _snakemake(study, "-n", "all")
     assert result.returncode == 0
