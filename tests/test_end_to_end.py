@@ -184,6 +184,13 @@ def test_surrogate_study_writes_the_llm_records_and_the_pdf(surrogate_study: Pat
     assert (root / "paper/tables.pdf").read_bytes()[:5] == b"%PDF-"
     calibration = json.loads((root / "models/surrogate/calibration.json").read_text())
     assert calibration["passes"] and all(t["passes"] for t in calibration["targets"])
+    # the registered zero-shot bands (amendment A2) checked on the surrogate's step-0 values
+    zero_shot = json.loads((root / "calibration/zero_shot.json").read_text())
+    assert zero_shot["model"] == "Qwen/Qwen3.5-2B" and zero_shot["status"] == "pass"
+    targets = {t["target_name"]: t["achieved"] for t in calibration["targets"]}
+    bands = {b["name"]: b for b in zero_shot["bands"]}
+    assert bands["clean_success"]["achieved"] == pytest.approx(targets["c4_clean_validation"])
+    assert bands["luck_share"]["achieved"] == targets["luck_share_p025"] >= 0.15
     for run in ("c2-paired-s0", "c2-independent-s0", "c4-paired-s1", "c0-clean-s0"):
         groups = _jsonl(root / f"runs/{run}/groups.jsonl")
         assert len(groups) == 10 * 4 and all(len(g["schedule_seeds"]) == 4 for g in groups)
