@@ -39,15 +39,16 @@ def lookup_calls(task: dict[str, Any], world: World) -> list[dict[str, Any]]:
 
 def _before(call: dict[str, Any], world: World) -> int:
     """The live quantity a timed-out write is verified against (refunded cents / reserved units)."""
+    tool = call["tool"]
+    if tool != "issue_refund" and tool != "reserve_stock":
+        return 0
     args = call["args"]
     order = world.orders.get(args.get("order_id"))
     if order is None:
         return 0
-    if call["tool"] == "issue_refund":
+    if tool == "issue_refund":
         return order_refunded(order)
-    if call["tool"] == "reserve_stock":
-        return reserved_on_order(order, args["sku"])
-    return 0
+    return reserved_on_order(order, args["sku"])
 
 
 def _verified(call: dict[str, Any], order: dict[str, Any], before: int) -> bool | None:
@@ -113,20 +114,25 @@ class _Runner:
 
 def _recover(runner: _Runner, call: dict[str, Any], world: World, is_write: bool) -> None:
     before = _before(call, world) if is_write else 0
+    tool, args = call["tool"], call["args"]
+    invoke = runner.api.invoke
     for _ in range(MAX_ATTEMPTS):
-        response = runner.call(call["tool"], call["args"])
-        if response is None:
+        # ``runner.call`` inlined (the hot loop of the reference): budget, count, response
+        if runner.used >= runner.budget:
+            raise _OutOfBudget
+        runner.used += 1
+        text = invoke(tool, args)  # tools never mutate their arguments; the log keeps them
+        if not text.startswith('{"error"'):
             return
-        error = response.get("error")
+        error = _parse_error(text)["error"]
         code = error.get("code") if isinstance(error, dict) else None
         if code == "RATE_LIMITED":
-            seconds = response["error"].get("retry_after_seconds", DEFAULT_WAIT)
-            runner.call("wait", {"seconds": seconds})
+            runner.call("wait", {"seconds": error.get("retry_after_seconds", DEFAULT_WAIT)})
             continue
         if code == "SERVICE_UNAVAILABLE":
             continue
         if code == "TIMEOUT":
-            order_id = call["args"].get("order_id")
+            order_id = args.get("order_id")
             verdict = None
             for _ in range(VERIFY_READS):
                 read = runner.read("get_order", {"order_id": order_id})
