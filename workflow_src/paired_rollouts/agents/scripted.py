@@ -105,6 +105,13 @@ class _Runner:
         text = self.api.invoke(tool, args)  # tools never mutate their arguments; the log keeps them
         return _parse_error(text) if text.startswith('{"error"') else None
 
+    def attempt(self, tool: str, args: dict[str, Any]) -> None:
+        """A call whose response the caller does not read (the naive policy)."""
+        if self.used >= self.budget:
+            raise _OutOfBudget
+        self.used += 1
+        self.api.invoke(tool, args, False)
+
     def read(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         if self.used >= self.budget:
             raise _OutOfBudget
@@ -121,8 +128,8 @@ def _recover(runner: _Runner, call: dict[str, Any], world: World, is_write: bool
         if runner.used >= runner.budget:
             raise _OutOfBudget
         runner.used += 1
-        text = invoke(tool, args)  # tools never mutate their arguments; the log keeps them
-        if not text.startswith('{"error"'):
+        text = invoke(tool, args, False)  # no text for a success; tools never mutate their arguments
+        if text is None or not text.startswith('{"error"'):
             return
         error = _parse_error(text)["error"]
         code = error.get("code") if isinstance(error, dict) else None
@@ -163,9 +170,9 @@ def run_scripted(task: dict[str, Any], config: NoiseConfig | None = None, schedu
     try:
         if policy == "naive":
             for call in reads:
-                runner.call(call["tool"], call["args"])
+                runner.attempt(call["tool"], call["args"])
             for call in task["oracle_plan"]:
-                runner.call(call["tool"], call["args"])
+                runner.attempt(call["tool"], call["args"])
         else:
             for call in reads:
                 _recover(runner, call, world, False)
