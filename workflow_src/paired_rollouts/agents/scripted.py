@@ -196,9 +196,9 @@ def run_scripted(task: dict[str, Any], config: NoiseConfig | None = None, schedu
         "calls": len(api.call_log),
         "budget": runner.budget,
         "budget_exceeded": budget_exceeded,
-        "faults": {kind: counts[kind] for kind in sorted(counts)},
+        "faults": dict(sorted(counts.items())),
         "exposed": api.exposed,
-        "outage_hit": any(kind.startswith("outage") for kind in counts),
+        "outage_hit": "outage" in counts or "outage_ongoing" in counts,  # the kinds that start "outage"
     }
     if keep_log:
         out["call_log"] = api.call_log
