@@ -60,6 +60,8 @@ else:
     include: "rules/probe.smk"
 
 
+# The zero-shot calibration gate (amendment A2): every training job takes its register as input.
+include: "rules/calibrate.smk"
 include: "rules/register.smk"
 include: "rules/decide.smk"
 include: "rules/render.smk"
@@ -74,6 +76,7 @@ rule all:
         res("paper/tables.pdf"),
         res("comparison.json"),
         res("reference/scripted_reference.json"),
+        zero_shot_file(),
         decision_files(),
         probe_files(),
         all_eval_files(),
@@ -82,3 +85,13 @@ rule all:
         group_stat_files(),
         expand(res("runs/{run}/complete.json"), run=RUNS),
         expand(res("runs/{run}/register.json"), run=RUNS),
+
+
+rule tiers:
+    """The registered later tiers (C1, C3, C2r, H4's reward scaling, the blocking baselines): their runs,
+    evaluations and the measurement of every tier comparison (docs/design.md#tiers)."""
+    input:
+        tier_decision_files(),
+        res("decisions/tiers/predictions.json"),
+        res("paper/tiers.pdf"),
+        expand(res("runs/{run}/complete.json"), run=TIER_RUNS),

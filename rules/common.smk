@@ -30,29 +30,36 @@ def res(path):
     return f"{RESULTS}/{path}"
 
 
-POOLS = ["train", "validation", "test", "diagnostic"]
-ARMS = {"C2": ["paired", "independent"], "C4": ["paired", "independent"], "C0": ["clean"]}
+# The study's vocabulary and this scale's run matrix come from the design module (docs/design.md); the
+# config's `conditions:` block and the scale's `seeds:` and `tiers:` are the only places to edit them.
+from paired_rollouts import design as study
+
+DESIGN = study.Design.from_config(config, SCALE_NAME)
+POOLS = list(study.POOLS)
 PACKAGE = Path("workflow_src/paired_rollouts")
-# Periodic evaluation regimes (validation pool) and final regimes (test pool).
-PERIODIC_REGIMES = ["clean", "at_training", "challenge"]
-FINAL_REGIMES = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge"]
-
-
-def run_name(condition, arm, seed):
-    return f"{condition.lower()}-{arm}-s{seed}"
+PERIODIC_REGIMES = list(study.PERIODIC_REGIMES)
+FINAL_REGIMES = list(study.FINAL_REGIMES)
+CONDITIONS_JSON = DESIGN.to_json()
 
 
 def parse_run(run):
-    """'c2-paired-s1' -> ('C2', 'paired', 1)."""
-    condition, arm, seed = run.split("-")
-    return condition.upper(), arm, int(seed[1:])
+    """A run of this scale's design (study.RunId: condition, arm, seed, scaling)."""
+    return DESIGN.run(run)
 
 
-def runs_of(condition):
-    return [run_name(condition, arm, seed) for seed in SCALE["seeds"][condition] for arm in ARMS[condition]]
+def runs_of(condition, tier="study"):
+    return [run.name for run in DESIGN.runs_of(condition, tier)]
 
 
-RUNS = runs_of("C2") + runs_of("C4") + runs_of("C0")
+# Tier 1 (target `all`), the registered later tiers (target `tiers`), and both.
+RUNS = DESIGN.run_names("study")
+TIER_RUNS = DESIGN.run_names("tiers")
+ALL_RUNS = DESIGN.run_names()
+TIER_COMPARISONS = [c.name for c in DESIGN.comparisons("tiers")]
+RUN_PATTERN = "|".join(sorted(ALL_RUNS, key=len, reverse=True)) or "none"
+# Conditions whose final evaluation adds the at-training set (study.Condition.needs_at_training_final).
+OWN_FINAL_RUNS = [r for r in ALL_RUNS if DESIGN.condition(parse_run(r).condition).needs_at_training_final()]
+STANDARD_FINAL_RUNS = [r for r in ALL_RUNS if r not in OWN_FINAL_RUNS]
 
 
 def refuse_non_paper_pools():
@@ -76,7 +83,7 @@ def refuse_non_paper_pools():
 
 
 refuse_non_paper_pools()
-DECISION_CONDITIONS = ["c2", "c4"]
+DECISION_CONDITIONS = [c.name for c in DESIGN.comparisons("study")]
 
 
 def sources(*modules):
@@ -122,9 +129,8 @@ def periodic_steps():
 
 
 def diagnostic_steps(run):
-    _, _, seed = parse_run(run)
     steps = SCALE["diagnostics"]["steps"]
-    return steps["seed0"] if seed == 0 else steps["other"]
+    return steps["seed0"] if parse_run(run).seed == 0 else steps["other"]
 
 
 def checkpoint_steps():
@@ -148,9 +154,8 @@ def checkpoint_marker(run, step):
 
 
 def final_regimes(run):
-    """C4 (grader flips) is none of the final regimes, so it adds its own `at_training` set."""
-    condition, _, _ = parse_run(run)
-    return FINAL_REGIMES + (["at_training"] if condition == "C4" else [])
+    """A run whose training noise is none of the final regimes (C3, C4, C2r) adds its own `at_training` set."""
+    return list(study.final_regimes(DESIGN.condition(parse_run(run).condition)))
 
 
 def eval_files(run):
@@ -247,6 +252,10 @@ def run_settings(wildcards):
     settings.update(SCALE["training"])
     every = SCALE["training"]["checkpoint_every"]
     settings["extra_checkpoint_steps"] = [s for s in checkpoint_steps() if s > 0 and s % every]
+    scaling = parse_run(wildcards.run).scaling
+    if scaling != study.DEFAULT_SCALING:
+        # the H4 tier: TRL's scale_rewards from the run name (tier-1 settings stay as they were)
+        settings["scale_rewards"] = scaling
     return as_json(settings)
 
 
@@ -282,7 +291,6 @@ def probe_settings(wildcards):
 
 def expected_evidence(run):
     """What a complete run must contain (read by the completeness check)."""
-    condition, arm, seed = parse_run(run)
     return as_json(
         {
             "run": run,
@@ -370,6 +378,55 @@ def reference_eval_files(wildcards):
 def reference_eval_dirs(wildcards):
     """A list (each element quoted by `:q`); one empty argument when the scale has no C0 run."""
     return [f"{RESULTS}/evals/{run}" for run in runs_of("C0")] or [""]
+
+
+def tier_comparison(wildcards):
+    return DESIGN.comparison(wildcards.comparison)
+
+
+def tier_runs(wildcards):
+    return [run.name for run in tier_comparison(wildcards).runs()]
+
+
+def tier_condition(wildcards):
+    return tier_comparison(wildcards).condition
+
+
+def tier_arms(wildcards):
+    comparison = tier_comparison(wildcards)
+    return [comparison.treatment, comparison.control]
+
+
+def tier_scaling(wildcards):
+    return tier_comparison(wildcards).scaling
+
+
+def tier_seeds(wildcards):
+    return [str(seed) for seed in tier_comparison(wildcards).seeds]
+
+
+def tier_eval_files(wildcards):
+    return [f for run in tier_runs(wildcards) for f in eval_files(run)]
+
+
+def tier_eval_dirs(wildcards):
+    return [f"{RESULTS}/evals/{run}" for run in tier_runs(wildcards)]
+
+
+def tier_group_files(wildcards):
+    return [f"{RESULTS}/runs/{run}/groups.jsonl" for run in tier_runs(wildcards)]
+
+
+def tier_complete_files(wildcards):
+    return [f"{RESULTS}/runs/{run}/complete.json" for run in tier_runs(wildcards)]
+
+
+def tier_luck_files(wildcards):
+    return [f"{RESULTS}/diagnostics/{run}/luck-step0.json" for run in tier_runs(wildcards)]
+
+
+def tier_decision_files():
+    return [f"{RESULTS}/decisions/tiers/{name}.json" for name in TIER_COMPARISONS]
 
 
 # ---------------------------------------------------------------- probe -----------------------------
@@ -489,14 +546,15 @@ def benchmark_files():
              f"{RESULTS}/benchmarks/compare.tsv"]
     if ACCELERATOR == "cpu":
         files.append(f"{bench}/prereg_freeze_local.tsv")
+    files += amendment_benchmark_files()  # amendments and the calibration gate (end of this file)
     if SCALE["model"]["kind"] == "standin":
         files += [f"{bench}/tokenizer.tsv", f"{bench}/warm_start.tsv"]
     if SURROGATE:
         # One job trains, evaluates and diagnoses a chunk of an arm's seeds; one runs their statistics.
         files.append(f"{bench}/surrogate/calibrate.tsv")
-        files += [f"{bench}/surrogate/{kind}-{job}.tsv" for job in surrogate_jobs() for kind in ("arm", "stats")]
+        files += [f"{bench}/surrogate/{kind}-{job}.tsv" for job in surrogate_jobs("study") for kind in ("arm", "stats")]
     # Run registers: one job per chunk of an arm's seeds at surrogate scales (rules/register.smk), else per run.
-    files += [f"{bench}/run_register/{name}.tsv" for name in (surrogate_jobs() if SURROGATE else RUNS)]
+    files += [f"{bench}/run_register/{name}.tsv" for name in (surrogate_jobs("study") if SURROGATE else RUNS)]
     for run in [] if SURROGATE else RUNS:
         files += [f"{bench}/{stage}/{run}.tsv" for stage in ("train", "group_stats", "completeness")]
         # One evaluation job per (run, checkpoint) rolls out every regime of that checkpoint.
@@ -536,7 +594,7 @@ def group_stat_files():
 def seed_pair_eval_files():
     """Table 9 shows the per-step curves of the first C2 seed pair."""
     seed = SCALE["seeds"]["C2"][0]
-    return [f for arm in ARMS["C2"] for f in eval_files(run_name("C2", arm, seed))]
+    return [f for arm in ("paired", "independent") for f in eval_files(study.RunId("C2", arm, seed).name)]
 
 
 def decision_rules_file():
@@ -566,8 +624,7 @@ TABLE_SOURCES = {
     3: {"decisions": c2_decision, "published": published_file},
     4: {"decisions": c4_decision, "published": published_file},
     5: {"probe": probe_files},
-    6: {"decisions": decision_files, "probe": probe_files, "luck": all_luck_files,
-        "rules": decision_rules_file},
+    6: {"predictions": lambda: [res("decisions/predictions.json")]},
     7: {"decisions": c2_decision},
     8: {"episodes": all_eval_files},
     9: {"episodes": seed_pair_eval_files},
@@ -576,6 +633,8 @@ TABLE_SOURCES = {
     12: {"probe": probe_files},
     13: {"power": lambda: [POWER_FILE]},
     14: {"calibration": lambda: [CALIBRATION_FILE]},
+    15: {"predictions": lambda: [res("decisions/tiers/predictions.json")]},
+    16: {"decisions": lambda: decision_files() + tier_decision_files()},
 }
 
 FIGURE_SOURCES = {
@@ -587,6 +646,7 @@ FIGURE_SOURCES = {
     "surrogate_curves": {"episodes": all_eval_files, "published_curves": lambda: [PUBLISHED_CURVES]},
     "final_success": {"decisions": decision_files},
     "probe_decomposition": {"probe": probe_files},
+    "dose_response": {"decisions": lambda: decision_files() + tier_decision_files()},
 }
 
 
@@ -680,15 +740,17 @@ def software_env():
 SURROGATE_SEEDS_PER_JOB = 8
 
 
-def surrogate_jobs():
-    """{job name: runs}: each arm's runs in chunks of SURROGATE_SEEDS_PER_JOB seeds (c2-paired-j0, ...)."""
+def surrogate_jobs(tier="all"):
+    """{job name: runs}: each cell's arm in chunks of SURROGATE_SEEDS_PER_JOB seeds (c2-paired-j0, ...)."""
     jobs = {}
-    for condition, arms in ARMS.items():
-        seeds = SCALE["seeds"][condition]
-        for arm in arms:
+    for cell in DESIGN.cells_of(tier):
+        seeds = list(cell.seeds)
+        for arm in cell.arms:
+            stem = study.RunId(cell.condition, arm, 0, cell.scaling).name.rsplit("-s", 1)[0]
             chunks = [seeds[i : i + SURROGATE_SEEDS_PER_JOB] for i in range(0, len(seeds), SURROGATE_SEEDS_PER_JOB)]
             for index, chunk in enumerate(chunks):
-                jobs[f"{condition.lower()}-{arm}-j{index}"] = [run_name(condition, arm, seed) for seed in chunk]
+                runs = [study.RunId(cell.condition, arm, seed, cell.scaling).name for seed in chunk]
+                jobs[f"{stem}-j{index}"] = runs
     return jobs
 
 
@@ -751,3 +813,115 @@ def surrogate_probe_settings(wildcards):
                     prompts_per_step=SCALE["training"]["prompts_per_step"],
                     num_generations=SCALE["training"]["num_generations"])
     return as_json(settings)
+
+
+# ---------------------------------------------------------------- amendments and calibration gate ---
+# The freeze's amendments (config prereg.amendments; rules/prereg.smk) and the zero-shot calibration
+# register (rules/calibrate.smk). Tier-1 jobs depend on verification_file() only; the calibration gate
+# (and through it training) and tier jobs on amendment_verification_file().
+
+AMENDMENTS = config["prereg"]["amendments"]
+
+
+def amendment_numbers():
+    return [f"{i:03d}" for i in range(1, len(AMENDMENTS) + 1)]
+
+
+def amendment_records():
+    return [f"{freeze_dir()}/amendments/{n}/amendment.json" for n in amendment_numbers()]
+
+
+def amendment_verification_file():
+    return res("prereg/amendment_verification.json")
+
+
+def all_protocol_documents():
+    """The freeze's documents and every amendment's, in order, once each (what the last record covers)."""
+    docs = list(config["prereg"]["documents"])
+    for amendment in AMENDMENTS:
+        docs += amendment["documents"]
+    return list(dict.fromkeys(docs))
+
+
+def _amendment_index(wildcards):
+    index = int(wildcards.number)
+    if not 1 <= index <= len(AMENDMENTS):
+        raise WorkflowError(
+            f"amendment {wildcards.number} is not configured: config/config.yaml prereg.amendments lists "
+            f"{len(AMENDMENTS)}; add it there (documents, reason)"
+        )
+    return index
+
+
+def amendment_documents(wildcards):
+    """Amendment N covers the freeze's documents plus those of amendments 1..N."""
+    docs = list(config["prereg"]["documents"])
+    for amendment in AMENDMENTS[: _amendment_index(wildcards)]:
+        docs += amendment["documents"]
+    return list(dict.fromkeys(docs))
+
+
+def amendment_documents_ancient(wildcards):
+    return [ancient(doc) for doc in amendment_documents(wildcards)]
+
+
+def previous_record(wildcards):
+    index = _amendment_index(wildcards)
+    if index == 1:
+        return f"{freeze_dir()}/freeze.json"
+    return f"{freeze_dir()}/amendments/{index - 1:03d}/amendment.json"
+
+
+def amendment_reason(wildcards):
+    return AMENDMENTS[_amendment_index(wildcards) - 1]["reason"]
+
+
+def amendment_freeze_folder(wildcards, output):
+    """RESULTS/.../freeze from .../freeze/amendments/NNN/amendment.json."""
+    return str(Path(output[0]).parents[2])
+
+
+def public_amendment_missing_message(wildcards, output):
+    """What to run on a machine with internet when a configured public amendment is missing."""
+    import shlex
+
+    folder = str(Path(output[0]).parents[2])
+    command = ["paired-rollouts", "prereg", "amend", "--out", folder, "--reason", amendment_reason(wildcards),
+               "--documents", *amendment_documents(wildcards)]
+    return (
+        f"{output[0]} is missing. GPU profiles only run tiers and the calibration gate under an amendment "
+        f"time-stamped by public authorities. After committing the documents, on a machine with internet run: "
+        f"{shlex.join(command)} ; then commit {folder}/amendments (docs/prereg.md#amendments)."
+    )
+
+
+def zero_shot_file():
+    return res("calibration/zero_shot.json")
+
+
+def calibration_model():
+    """The model name the calibration register's bands are looked up under (none registered: not applicable)."""
+    kind = SCALE["model"]["kind"]
+    if kind == "hub":
+        return SCALE["model"]["name_or_path"]
+    if kind == "surrogate":
+        return config["prereg"]["surrogate_calibration_model"]
+    return f"stand-in ({SCALE_NAME})"
+
+
+def zero_shot_settings():
+    """The step-0 sets the runs start from: the periodic clean validation set and the diagnostic roll-outs."""
+    settings = base_settings()
+    settings.update(SCALE["evaluation"])
+    for key in ("pool", "tasks", "schedules", "samples"):
+        settings[f"diag_{key}"] = SCALE["diagnostics"][key]
+    return as_json(settings)
+
+
+def amendment_benchmark_files():
+    """The benchmark files of the amendment, amendment-verification and zero-shot calibration jobs."""
+    bench = res("benchmarks")
+    files = [f"{bench}/prereg_verify_amendments.tsv", f"{bench}/zero_shot_calibration.tsv"]
+    if ACCELERATOR == "cpu":
+        files += [f"{bench}/prereg_amend_local/{n}.tsv" for n in amendment_numbers()]
+    return files

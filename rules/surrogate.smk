@@ -5,6 +5,10 @@
 # unchanged. At this scale a run takes seconds: per-file jobs would spend most of their time starting.
 
 
+wildcard_constraints:
+    trajectory="|".join(TRAJECTORIES),
+
+
 rule surrogate_calibrate:
     """Fit the initial parameters to the paper's step-0 agent; fails (exit 1) when a target is missed."""
     input:
@@ -36,6 +40,7 @@ for _job, _runs in surrogate_jobs().items():
             manifest=f"{TASKS_DIR}/MANIFEST.json",
             verification=ancient(verification_file()),
             calibration=CALIBRATION_FILE,
+            zero_shot=ancient(zero_shot_file()),  # the registered-band gate (rules/calibrate.smk)
             code=sources(*SIMULATOR, "agents", "evaluation", "training", "surrogate"),
         output:
             surrogate_outputs(_runs),
@@ -44,6 +49,7 @@ for _job, _runs in surrogate_jobs().items():
             tasks_dir=tasks_dir_of,
             settings=surrogate_run_settings(),
             results=results_root_of,
+            conditions=CONDITIONS_JSON,
         conda:
             software_env()
         log:
@@ -53,7 +59,7 @@ for _job, _runs in surrogate_jobs().items():
         shell:
             "paired-rollouts surrogate arm --runs {params.runs:q} --tasks-dir {params.tasks_dir:q} "
             "--calibration {input.calibration:q} --settings {params.settings:q} --results {params.results:q} "
-            "> {log:q} 2>&1"
+            "--conditions {params.conditions:q} > {log:q} 2>&1"
 
     rule:
         name:

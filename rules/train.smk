@@ -5,7 +5,7 @@
 # written last and lists the checkpoints; downstream rules depend on it.
 
 wildcard_constraints:
-    run=r"c[024]-(paired|independent|clean)-s\d+",
+    run=RUN_PATTERN,
     step=r"\d+",
 
 
@@ -17,6 +17,8 @@ rule train:
         # `ancient`: a re-verified protocol does not retrain finished runs, but a failing verification
         # still stops this job before it starts (the verify rule runs first and fails).
         verification=ancient(verification_file()),
+        # the zero-shot calibration gate (rules/calibrate.smk): a missed registered band stops training
+        calibration=ancient(zero_shot_file()),
         model=model_inputs(),
         code=sources(*SIMULATOR, "training"),
     output:
@@ -27,6 +29,7 @@ rule train:
         settings=run_settings,
         model=model_dir_param,
         out_dir=output_folder,
+        conditions=CONDITIONS_JSON,
     conda:
         software_env()
     log:
@@ -35,8 +38,8 @@ rule train:
         res("benchmarks/train/{run}.tsv"),
     shell:
         "paired-rollouts train --run {wildcards.run:q} --tasks-dir {params.tasks_dir:q} --model-dir {params.model:q} "
-        "--verification {input.verification:q} --settings {params.settings:q} --out-dir {params.out_dir:q} "
-        "> {log:q} 2>&1"
+        "--verification {input.verification:q} --settings {params.settings:q} --conditions {params.conditions:q} "
+        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule group_stats:

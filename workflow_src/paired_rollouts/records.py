@@ -13,13 +13,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from paired_rollouts import design
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import iter_jsonl_numbered, read_json
 
-CONDITIONS = ("C0", "C2", "C4")
-ARMS = ("paired", "independent", "clean")
+ARMS = tuple(design.ARMS)
 PHASES = ("periodic", "final", "diagnostic", "train")
-REGIMES = ("clean", "at_training", "challenge", "noisy_p010", "noisy_p025", "heldout_types", "diag")
+REGIMES = design.REGIMES
+
+
+def _is_condition(v: Any) -> bool:
+    return isinstance(v, str) and bool(design.CONDITION_NAME.match(v))
+
+
+_is_condition.__name__ = "condition name (C0, C2r, ...)"
 
 
 def _is_int(v: Any) -> bool:
@@ -74,7 +81,7 @@ TYPE_WORDS = {
 # CONTRACT: the episode record's required keys and their types.
 EPISODE = {
     "run": _is_str,
-    "condition": _one_of(*CONDITIONS),
+    "condition": _is_condition,
     "arm": _one_of(*ARMS),
     "seed": _is_int,
     "phase": _one_of(*PHASES),
@@ -258,4 +265,32 @@ def read_luck(path: str | Path) -> dict[str, Any]:
     lam = data.get("lam")
     if lam is not None and not _is_num(lam):
         raise UserError(f"{path}: 'lam' is {lam!r}, expected a finite number or null")
+    return data
+
+
+DECISION = {
+    "condition": _is_condition,
+    "decided": _is_bool,
+    "complete": _is_bool,
+    "seeds": _list_of(_is_int),
+    "missing": _list_of(_is_str),
+}
+
+
+def read_decision_register(path: str | Path) -> dict[str, Any]:
+    """results/decisions/{c2,c4}.json or decisions/tiers/NAME.json, typed at the keys consumers judge by."""
+    data = read_json(path)
+    validate(data, DECISION, str(path), "decision register")
+    return data
+
+
+PROBE = {"trajectory": _is_str, "run": _is_str, "checkpoints": _is_dict}
+
+
+def read_probe_register(path: str | Path) -> dict[str, Any]:
+    """results/probe/TRAJECTORY.json, typed at the keys the predictions read."""
+    data = read_json(path)
+    validate(data, PROBE, str(path), "probe register")
+    if not isinstance(data.get("verdict"), dict | type(None)):
+        raise UserError(f"{path}: 'verdict' is {type(data['verdict']).__name__}, expected an object")
     return data

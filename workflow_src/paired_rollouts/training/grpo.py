@@ -358,10 +358,12 @@ def _step_timer_callback(manifest: Manifest, settings: dict[str, Any]) -> Any:
 
 
 def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, settings_raw: dict[str, Any],
-                 out_dir: str, stop_after: int | None = None) -> dict[str, Any]:
-    """Train one run (or resume it). ``stop_after`` ends the job after that many steps (tests: a 'kill')."""
+                 out_dir: str, stop_after: int | None = None,
+                 conditions: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Train one run (or resume it). ``stop_after`` ends the job after that many steps (tests: a 'kill').
+    ``conditions``: the design's conditions (default: the paper's)."""
     settings = resolve(settings_raw)
-    condition, arm, seed = parse_run(run)
+    condition, arm, seed = parse_run(run, conditions)
     check_verification(verification)
     pool_hashes = check_pools(tasks_dir)
     model_path = check_model(model_dir, settings)
@@ -407,7 +409,7 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
         **meta,
         "status": "running",
         "settings": settings,
-        "noise": json.loads(training_noise(condition, arm).to_json()),
+        "noise": json.loads(training_noise(condition, arm, conditions).to_json()),
         "seeds": {"run_seed": seed, "trainer_seed": seed, "data_seed": seed,
                   "vllm_seed": vllm_seed(seed) if settings["backend"] == "vllm" else None},
         "model": {"path": model_path},
@@ -430,7 +432,7 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
     set_seed(seed)
     torch.use_deterministic_algorithms(settings["device"] == "cpu", warn_only=True)
     train_tasks = filter_tasks(load_pool(Path(tasks_dir) / "train.jsonl"), settings["task_filter"])
-    rows = build_rows(train_tasks, condition, arm, seed, steps, P)
+    rows = build_rows(train_tasks, condition, arm, seed, steps, P, conditions)
     dataset = datasets.Dataset.from_list(rows)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = load_causal_lm(model_path, settings["dtype"])
