@@ -18,15 +18,15 @@ if SURROGATE:
                 code=sources("stats"),
             output:
                 [res(f"runs/{run}/register.json") for run in _runs],
-            params:
-                runs=_runs,
-                results=results_root_of,
-            conda:
-                software_env()
             log:
                 res(f"logs/run_register/{_job}.log"),
             benchmark:
                 res(f"benchmarks/run_register/{_job}.tsv")
+            conda:
+                software_env()
+            params:
+                runs=_runs,
+                results=results_root_of,
             shell:
                 "paired-rollouts run-register --runs {params.runs:q} --results {params.results:q} > {log:q} 2>&1"
 
@@ -44,15 +44,15 @@ else:
             code=sources("stats"),
         output:
             res("runs/{run}/register.json"),
-        params:
-            run_dir=output_folder,
-            results=results_root,
-        conda:
-            software_env()
         log:
             res("logs/run_register/{run}.log"),
         benchmark:
-            res("benchmarks/run_register/{run}.tsv"),
+            res("benchmarks/run_register/{run}.tsv")
+        conda:
+            software_env()
+        params:
+            run_dir=output_folder,
+            results=results_root,
         shell:
             "paired-rollouts run-register --run-dir {params.run_dir:q} --results {params.results:q} "
             "--out {output:q} > {log:q} 2>&1"
