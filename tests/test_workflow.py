@@ -206,9 +206,10 @@ def test_editing_a_threshold_reruns_only_decisions_and_tables(touched_copy: Path
         for path in (verification, bench, amended, amended_bench):
             os.utime(path, (later, later))
         counts = _rerun_rules(work)
-    # final_success (figure 3) shows the decision registers' final values, so it is redrawn too
+    # final_success (figure 3) shows the decision registers' final values, so it is redrawn too; the
+    # predictions register judges the decision registers
     assert set(counts) <= {"prereg_verify", "decide", "probe_verdict", "render_table", "render_figure",
-                           "render_document", "compare", "ledger", "all"}, counts
+                           "render_document", "compare", "predictions", "ledger", "all"}, counts
     # every stage that reads a frozen key reruns (the H1b verdict too), the expensive probe does not
     assert counts["decide"] == 2 and counts["probe_verdict"] == 2
     assert "train" not in counts and not any(r.startswith(("evaluate", "probe_checkpoint")) for r in counts)
