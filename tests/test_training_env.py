@@ -10,25 +10,37 @@ from paired_rollouts.errors import UserError
 
 
 @pytest.fixture(scope="module")
-def env_cls(sim_tasks_dir):
-    from paired_rollouts.training.environment import BackOfficeEnv
+def pool_tasks(sim_tasks_dir):
+    from paired_rollouts.training.environment import EpisodeContext
 
-    BackOfficeEnv.load_tasks(sim_tasks_dir)
-    BackOfficeEnv.reset_class_state()
-    return BackOfficeEnv
+    return EpisodeContext.from_pools(sim_tasks_dir).tasks
+
+
+@pytest.fixture
+def context(pool_tasks):
+    """A fresh episode context per test (as each trainer gets its own)."""
+    from paired_rollouts.training.environment import EpisodeContext
+
+    return EpisodeContext(tasks=pool_tasks)
+
+
+@pytest.fixture
+def env_cls(context):
+    """Builds environments the way TRL does: the zero-argument factory of the context."""
+    return context.new_environment
 
 
 def test_tools_match_simulator_signatures(env_cls):
     from paired_rollouts.backoffice.tools import TOOL_NAMES, TOOL_SIGNATURES
-    from paired_rollouts.training.environment import tool_methods
+    from paired_rollouts.training.environment import BackOfficeEnv, tool_methods
     from transformers.utils import get_json_schema
 
     env = env_cls()
     tools = tool_methods(env)
     assert sorted(t.__name__ for t in tools) == sorted(TOOL_NAMES)
-    public = {n for n, _ in inspect.getmembers(env_cls, inspect.isfunction) if not n.startswith("_")}
-    assert public == set(TOOL_NAMES) | {"reset", "get_reward", "load_tasks", "reset_class_state"} - {
-        "load_tasks", "reset_class_state"}
+    # TRL exposes every public function of the class as a tool: nothing public but the tools and TRL's hooks.
+    public = {n for n, _ in inspect.getmembers(BackOfficeEnv, inspect.isfunction) if not n.startswith("_")}
+    assert public == set(TOOL_NAMES) | {"reset", "get_reward"}
     for tool in tools:
         assert inspect.signature(tool) == TOOL_SIGNATURES[tool.__name__]
         schema = get_json_schema(tool)["function"]
@@ -69,11 +81,12 @@ def test_oracle_episode_and_budget(env_cls, sim_pools):
     assert env._session.calls == 1
 
 
-def test_paired_share_and_independent_differ(env_cls, sim_pools):
+def test_paired_share_and_independent_differ(pool_tasks, sim_pools):
     from paired_rollouts.noise.config import NoiseConfig
+    from paired_rollouts.training.environment import EpisodeContext
 
-    env_cls.reset_class_state(phase="train:step0")
-    envs = [env_cls() for _ in range(4)]
+    context = EpisodeContext(tasks=pool_tasks, phase="train:step0")
+    envs = [context.new_environment() for _ in range(4)]
     task = sim_pools["train"][1]
     for mode, shared in (("paired", True), ("independent", False)):
         noise = NoiseConfig.transition(0.25, mode=mode).to_json()
@@ -82,8 +95,7 @@ def test_paired_share_and_independent_differ(env_cls, sim_pools):
         seeds = {env.resolved_seed for env in envs}
         assert (seeds == {777}) if shared else (len(seeds) == 4)
     # docs/simulator.md#check-numbers vector: independent seed of (777, slot 0, draw 0, train); envs[0] is slot 0, draw 1 now
-    env_cls.reset_class_state(phase="train:step0")
-    first = env_cls()
+    first = EpisodeContext(tasks=pool_tasks, phase="train:step0").new_environment()
     first.reset(**_row(task, NoiseConfig.transition(0.25, mode="independent").to_json(), seed=777))
     assert first.resolved_seed == 5457687404510714343
 

@@ -150,6 +150,7 @@ class Register:
         self.G = G
         self.P = prompts_per_step
         self.episodes = episodes
+        self.generation_seconds = 0.0  # summed over the batches handed to the register
 
     def truncate(self, keep_below_step: int) -> None:
         """Keep only records of steps < ``keep_below_step`` (atomic rewrite)."""
@@ -178,6 +179,7 @@ class Register:
 
     def __call__(self, trainer: Any, inputs: list[dict[str, Any]], output: dict[str, Any],
                  rewards: list[float], generation_seconds: float) -> None:
+        self.generation_seconds += generation_seconds
         step = trainer.state.global_step
         envs = trainer.environments
         advantages = output["advantages"].detach().cpu().tolist()
@@ -328,22 +330,22 @@ class Manifest:
 # ---------------------------------------------------------------------------------------------------
 # the run
 # ---------------------------------------------------------------------------------------------------
-def _step_timer_callback(manifest: Manifest, settings: dict[str, Any]) -> Any:
+def _step_timer_callback(manifest: Manifest, settings: dict[str, Any], register: Register) -> Any:
+    """Per-step timings into the manifest; generation time as the register saw it (one batch per step)."""
     from transformers import TrainerCallback
 
     class StepTimer(TrainerCallback):
         def __init__(self) -> None:
             self.start = 0.0
             self.gen_before = 0.0
-            self.trainer: Any = None
 
         def on_step_begin(self, args, state, control, **kwargs):
             self.start = time.perf_counter()
-            self.gen_before = self.trainer.generation_seconds
+            self.gen_before = register.generation_seconds
 
         def on_step_end(self, args, state, control, **kwargs):
             total = time.perf_counter() - self.start
-            gen = self.trainer.generation_seconds - self.gen_before
+            gen = register.generation_seconds - self.gen_before
             manifest.data["timings"].append({
                 "step": state.global_step - 1,
                 "seconds": round(total, 4),
@@ -355,6 +357,42 @@ def _step_timer_callback(manifest: Manifest, settings: dict[str, Any]) -> Any:
             manifest.data["peak_memory"] = peak_memory(settings)
 
     return StepTimer()
+
+
+def _checkpoint_callback(manifest: Manifest, hf_dir: Path, run_dir: Path, stop_after: int | None) -> Any:
+    """Install each checkpoint HF saved as ``checkpoints/step{N:04d}/`` (+ marker) and time the save.
+
+    HF logs (``on_log``) right before it writes a checkpoint and calls ``on_save`` right after, so the
+    save time runs from the last log (or step end) to the installed checkpoint."""
+    from transformers import TrainerCallback
+
+    class InstallCheckpoint(TrainerCallback):
+        def __init__(self) -> None:
+            self.mark = 0.0
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.mark = time.perf_counter()
+
+        def on_log(self, args, state, control, **kwargs):
+            self.mark = time.perf_counter()
+
+        def on_save(self, args, state, control, **kwargs):
+            began = time.perf_counter()
+            step = state.global_step
+            ckpt.install(hf_dir / f"checkpoint-{step}", run_dir, step, kind="full")
+            seconds = round(time.perf_counter() - self.mark, 4)
+            manifest.data["save_timings"].append({"step": step, "seconds": seconds,
+                                                  "install_seconds": round(time.perf_counter() - began, 4)})
+            for entry in manifest.data["timings"]:
+                if entry["step"] == step - 1:
+                    entry["save_seconds"] = seconds
+            manifest.data["checkpoints"] = ckpt.list_steps(run_dir)
+            manifest.save()
+            if stop_after is not None and step >= stop_after:
+                control.should_training_stop = True
+            return control
+
+    return InstallCheckpoint()
 
 
 def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, settings_raw: dict[str, Any],
@@ -371,7 +409,7 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
     from transformers import AutoTokenizer, set_seed
 
     from paired_rollouts.backoffice.tasks import load_pool
-    from paired_rollouts.training.environment import BackOfficeEnv
+    from paired_rollouts.training.environment import EpisodeContext
     from paired_rollouts.training.model import load_causal_lm, lora_config
     from paired_rollouts.training.trainer import build_trainer, trainer_configuration, vllm_seed
 
@@ -434,38 +472,19 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
     dataset = datasets.Dataset.from_list(rows)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = load_causal_lm(model_path, settings["dtype"])
-    BackOfficeEnv.reset_class_state(phase="train", attempt=attempt, initial_train_episodes=start_step)
-    BackOfficeEnv.load_tasks(tasks_dir)
+    episodes = EpisodeContext.from_pools(tasks_dir, phase="train", attempt=attempt,
+                                         initial_train_episodes=start_step)
 
     hf_dir = run_dir / ".hf"
     if hf_dir.exists():
         shutil.rmtree(hf_dir)
-    timer = _step_timer_callback(manifest, settings)
-    trainer = build_trainer(model, tokenizer, settings, dataset, hf_dir, seed, peft_config=lora_config(settings),
-                            callbacks=[timer])
-    timer.trainer = trainer
+    callbacks = [_step_timer_callback(manifest, settings, register),
+                 _checkpoint_callback(manifest, hf_dir, run_dir, stop_after)]
+    trainer = build_trainer(model, tokenizer, settings, dataset, hf_dir, seed, episodes,
+                            peft_config=lora_config(settings), callbacks=callbacks)
     trainer.batch_sink = register
     manifest.data["trainer_config"] = trainer_configuration(trainer.args)
     manifest.save()
-
-    def on_save(tr: Any) -> None:
-        began = time.perf_counter()
-        step = tr.state.global_step
-        src = hf_dir / f"checkpoint-{step}"
-        ckpt.install(src, run_dir, step, kind="full")
-        seconds = tr._save_started_at and (time.perf_counter() - tr._save_started_at)
-        manifest.data["save_timings"].append({"step": step, "seconds": round(seconds or 0.0, 4),
-                                              "install_seconds": round(time.perf_counter() - began, 4)})
-        for entry in manifest.data["timings"]:
-            if entry["step"] == step - 1:
-                entry["save_seconds"] = round(seconds or 0.0, 4)
-        manifest.data["checkpoints"] = ckpt.list_steps(run_dir)
-        manifest.save()
-        if stop_after is not None and step >= stop_after:
-            tr.control.should_training_stop = True
-
-    trainer.save_hook = on_save
-    _wrap_save_timer(trainer)
 
     if start_step == 0:
         tmp = run_dir / "checkpoints" / ".step0000.tmp"
@@ -517,15 +536,3 @@ def _publish(state_dir: Path, run_dir: Path) -> None:
         source = state_dir / name
         if source.is_file():
             atomic_write_bytes(run_dir / name, source.read_bytes())
-
-
-def _wrap_save_timer(trainer: Any) -> None:
-    """Record when HF starts writing a checkpoint, so the save time covers the whole write."""
-    original = trainer._save_checkpoint
-    trainer._save_started_at = None
-
-    def timed(model: Any, trial: Any) -> None:
-        trainer._save_started_at = time.perf_counter()
-        original(model, trial)
-
-    trainer._save_checkpoint = timed
