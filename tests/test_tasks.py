@@ -155,7 +155,9 @@ def test_write_pools_refuses_when_hashes_differ(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
     tampered = {name: [dict(t) for t in pool] for name, pool in sim_pools.items()}
     tampered["test"][5]["instruction"] += " Please hurry."
-    monkeypatch.setattr(tasks_mod, "build_pools", lambda seed, progress=False: tampered)
+    from paired_rollouts.backoffice import pools
+
+    monkeypatch.setattr(pools, "build_pools", lambda seed, progress=False: tampered)
     out = tmp_path / "out"
     with pytest.raises(UserError, match="test .*nothing was written"):
         write_pools(out)

@@ -49,7 +49,7 @@ def test_probe_runner_asks_for_the_ratio(monkeypatch, tmp_path) -> None:
 
     monkeypatch.setattr(T, "build_trainer", fake_build)
     monkeypatch.setattr(rollout, "check_checkpoint", lambda p: p)
-    monkeypatch.setattr("paired_rollouts.training.grpo.check_model", lambda d, s: d)
+    monkeypatch.setattr("paired_rollouts.training.inputs.check_model", lambda d, s: d)
     monkeypatch.setattr("paired_rollouts.training.model.load_causal_lm", lambda *a, **k: object())
     monkeypatch.setattr("peft.PeftModel.from_pretrained", lambda base, folder, is_trainable: base)
     monkeypatch.setattr("transformers.AutoTokenizer.from_pretrained", lambda p: object())

@@ -38,7 +38,7 @@ class PolicyRunner:
         from transformers import AutoTokenizer, set_seed
 
         from paired_rollouts.training.environment import EpisodeContext
-        from paired_rollouts.training.grpo import check_model
+        from paired_rollouts.training.inputs import check_model
         from paired_rollouts.training.model import load_causal_lm
         from paired_rollouts.training.trainer import build_trainer
 

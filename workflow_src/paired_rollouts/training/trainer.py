@@ -215,32 +215,6 @@ def _trainer_class() -> type:
     return PairedGRPOTrainer
 
 
-def _stamp_phase(episodes: EpisodeContext) -> Any:
-    """A callback that names each training step's phase (``train:step{N}``) before its generation batch."""
-    from transformers import TrainerCallback
-
-    class StampPhase(TrainerCallback):
-        def on_step_begin(self, args, state, control, **kwargs):
-            episodes.phase = f"train:step{state.global_step}"
-
-    return StampPhase()
-
-
-def _save_at_steps(steps: list[int]) -> Any:
-    """A callback that also saves at ``steps`` (checkpoints off the ``checkpoint_every`` grid)."""
-    from transformers import TrainerCallback
-
-    wanted = frozenset(steps)
-
-    class SaveAtSteps(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
-            if state.global_step in wanted:
-                control.should_save = True
-            return control
-
-    return SaveAtSteps()
-
-
 def build_trainer(model: Any, tokenizer: Any, settings: dict[str, Any], dataset: Any, output_dir: str | Path,
                   seed: int, episodes: EpisodeContext, *, peft_config: Any = None, evaluation: bool = False,
                   callbacks: list | None = None, importance_sampling: bool = False,
@@ -252,13 +226,15 @@ def build_trainer(model: Any, tokenizer: Any, settings: dict[str, Any], dataset:
         compact_fused_logprobs()
     if settings["backend"] == "vllm":
         install_vllm_seed(vllm_seed(seed) if sampling_seed is None else sampling_seed)
+    from paired_rollouts.training.callbacks import SaveAtSteps, StampPhase
+
     cls = _trainer_class()
     callbacks = list(callbacks or [])
     if not evaluation:
-        callbacks.insert(0, _stamp_phase(episodes))
+        callbacks.insert(0, StampPhase(episodes))
     extra = sorted(set(settings.get("extra_checkpoint_steps", [])))
     if extra and not evaluation:
-        callbacks.append(_save_at_steps(extra))
+        callbacks.append(SaveAtSteps(extra))
     return cls(
         model=model,
         reward_funcs=[],
