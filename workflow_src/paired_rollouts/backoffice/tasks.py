@@ -26,7 +26,6 @@ from paired_rollouts.backoffice.pools import (
     POOL_FILES,
     POOL_ORDER,
     TASK_FIELDS,
-    TaskIndex,
     load_pool,
     paper_pools,
     pool_summary,
@@ -46,7 +45,7 @@ from paired_rollouts.backoffice.selection import (
 __all__ = [
     "DIAG_POOLS", "GENERATOR_SEED", "GENERATOR_VERSION", "PAPER_POOL_SHA256", "POOL_COUNTS", "POOL_FILES",
     "POOL_ORDER", "REQUEST_COUNTS", "REQUEST_WEIGHTS", "SEED_RANGES", "SIMPLE_TEMPLATES", "TASK_FIELDS",
-    "TASK_FILTERS", "TaskIndex", "TEMPLATE_ORDER", "TEMPLATE_WEIGHTS", "TICKET_TEMPLATES", "budget_for", "build_pools",
+    "TASK_FILTERS", "TEMPLATE_ORDER", "TEMPLATE_WEIGHTS", "TICKET_TEMPLATES", "budget_for", "build_pools",
     "first_selected", "generate_task", "generate_tasks", "load_pool", "paper_pools", "pool_summary",
     "render_pools", "select_tasks", "task_line", "verify_pools", "write_pools",
 ]

@@ -9,7 +9,6 @@ rejects an unknown value with an error that lists the allowed ones).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 SYSTEM_PROMPT = (
@@ -104,7 +103,3 @@ def render(tokenizer: Any, messages: list[dict[str, Any]], tools: list[Any], cha
         add_generation_prompt=add_generation_prompt,
         enable_thinking=False,
     )
-
-
-def dumps_args(args: dict[str, Any]) -> str:
-    return json.dumps(args, sort_keys=True, default=str)
