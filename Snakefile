@@ -82,3 +82,11 @@ rule all:
         group_stat_files(),
         expand(res("runs/{run}/complete.json"), run=RUNS),
         expand(res("runs/{run}/register.json"), run=RUNS),
+
+
+rule tiers:
+    """The registered later tiers (C1, C3, C2r, H4's reward scaling, the blocking baselines): their runs,
+    evaluations and the measurement of every tier comparison (docs/design.md#tiers)."""
+    input:
+        tier_decision_files(),
+        expand(res("runs/{run}/complete.json"), run=TIER_RUNS),

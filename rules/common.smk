@@ -30,29 +30,36 @@ def res(path):
     return f"{RESULTS}/{path}"
 
 
-POOLS = ["train", "validation", "test", "diagnostic"]
-ARMS = {"C2": ["paired", "independent"], "C4": ["paired", "independent"], "C0": ["clean"]}
+# The study's vocabulary and this scale's run matrix come from the design module (docs/design.md); the
+# config's `conditions:` block and the scale's `seeds:` and `tiers:` are the only places to edit them.
+from paired_rollouts import design as study
+
+DESIGN = study.Design.from_config(config, SCALE_NAME)
+POOLS = list(study.POOLS)
 PACKAGE = Path("workflow_src/paired_rollouts")
-# Periodic evaluation regimes (validation pool) and final regimes (test pool).
-PERIODIC_REGIMES = ["clean", "at_training", "challenge"]
-FINAL_REGIMES = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge"]
-
-
-def run_name(condition, arm, seed):
-    return f"{condition.lower()}-{arm}-s{seed}"
+PERIODIC_REGIMES = list(study.PERIODIC_REGIMES)
+FINAL_REGIMES = list(study.FINAL_REGIMES)
+CONDITIONS_JSON = DESIGN.to_json()
 
 
 def parse_run(run):
-    """'c2-paired-s1' -> ('C2', 'paired', 1)."""
-    condition, arm, seed = run.split("-")
-    return condition.upper(), arm, int(seed[1:])
+    """A run of this scale's design (study.RunId: condition, arm, seed, scaling)."""
+    return DESIGN.run(run)
 
 
-def runs_of(condition):
-    return [run_name(condition, arm, seed) for seed in SCALE["seeds"][condition] for arm in ARMS[condition]]
+def runs_of(condition, tier="study"):
+    return [run.name for run in DESIGN.runs_of(condition, tier)]
 
 
-RUNS = runs_of("C2") + runs_of("C4") + runs_of("C0")
+# Tier 1 (target `all`), the registered later tiers (target `tiers`), and both.
+RUNS = DESIGN.run_names("study")
+TIER_RUNS = DESIGN.run_names("tiers")
+ALL_RUNS = DESIGN.run_names()
+TIER_COMPARISONS = [c.name for c in DESIGN.comparisons("tiers")]
+RUN_PATTERN = "|".join(sorted(ALL_RUNS, key=len, reverse=True)) or "none"
+# Conditions whose final evaluation adds the at-training set (study.Condition.needs_at_training_final).
+OWN_FINAL_RUNS = [r for r in ALL_RUNS if DESIGN.condition(parse_run(r).condition).needs_at_training_final()]
+STANDARD_FINAL_RUNS = [r for r in ALL_RUNS if r not in OWN_FINAL_RUNS]
 
 
 def refuse_non_paper_pools():
@@ -76,7 +83,7 @@ def refuse_non_paper_pools():
 
 
 refuse_non_paper_pools()
-DECISION_CONDITIONS = ["c2", "c4"]
+DECISION_CONDITIONS = [c.name for c in DESIGN.comparisons("study")]
 
 
 def sources(*modules):
@@ -122,9 +129,8 @@ def periodic_steps():
 
 
 def diagnostic_steps(run):
-    _, _, seed = parse_run(run)
     steps = SCALE["diagnostics"]["steps"]
-    return steps["seed0"] if seed == 0 else steps["other"]
+    return steps["seed0"] if parse_run(run).seed == 0 else steps["other"]
 
 
 def checkpoint_steps():
@@ -148,9 +154,8 @@ def checkpoint_marker(run, step):
 
 
 def final_regimes(run):
-    """C4 (grader flips) is none of the final regimes, so it adds its own `at_training` set."""
-    condition, _, _ = parse_run(run)
-    return FINAL_REGIMES + (["at_training"] if condition == "C4" else [])
+    """A run whose training noise is none of the final regimes (C3, C4, C2r) adds its own `at_training` set."""
+    return list(study.final_regimes(DESIGN.condition(parse_run(run).condition)))
 
 
 def eval_files(run):
@@ -247,6 +252,10 @@ def run_settings(wildcards):
     settings.update(SCALE["training"])
     every = SCALE["training"]["checkpoint_every"]
     settings["extra_checkpoint_steps"] = [s for s in checkpoint_steps() if s > 0 and s % every]
+    scaling = parse_run(wildcards.run).scaling
+    if scaling != study.DEFAULT_SCALING:
+        # the H4 tier: TRL's scale_rewards from the run name (tier-1 settings stay as they were)
+        settings["scale_rewards"] = scaling
     return as_json(settings)
 
 
@@ -282,7 +291,6 @@ def probe_settings(wildcards):
 
 def expected_evidence(run):
     """What a complete run must contain (read by the completeness check)."""
-    condition, arm, seed = parse_run(run)
     return as_json(
         {
             "run": run,
@@ -370,6 +378,55 @@ def reference_eval_files(wildcards):
 def reference_eval_dirs(wildcards):
     """A list (each element quoted by `:q`); one empty argument when the scale has no C0 run."""
     return [f"{RESULTS}/evals/{run}" for run in runs_of("C0")] or [""]
+
+
+def tier_comparison(wildcards):
+    return DESIGN.comparison(wildcards.comparison)
+
+
+def tier_runs(wildcards):
+    return [run.name for run in tier_comparison(wildcards).runs()]
+
+
+def tier_condition(wildcards):
+    return tier_comparison(wildcards).condition
+
+
+def tier_arms(wildcards):
+    comparison = tier_comparison(wildcards)
+    return [comparison.treatment, comparison.control]
+
+
+def tier_scaling(wildcards):
+    return tier_comparison(wildcards).scaling
+
+
+def tier_seeds(wildcards):
+    return [str(seed) for seed in tier_comparison(wildcards).seeds]
+
+
+def tier_eval_files(wildcards):
+    return [f for run in tier_runs(wildcards) for f in eval_files(run)]
+
+
+def tier_eval_dirs(wildcards):
+    return [f"{RESULTS}/evals/{run}" for run in tier_runs(wildcards)]
+
+
+def tier_group_files(wildcards):
+    return [f"{RESULTS}/runs/{run}/groups.jsonl" for run in tier_runs(wildcards)]
+
+
+def tier_complete_files(wildcards):
+    return [f"{RESULTS}/runs/{run}/complete.json" for run in tier_runs(wildcards)]
+
+
+def tier_luck_files(wildcards):
+    return [f"{RESULTS}/diagnostics/{run}/luck-step0.json" for run in tier_runs(wildcards)]
+
+
+def tier_decision_files():
+    return [f"{RESULTS}/decisions/tiers/{name}.json" for name in TIER_COMPARISONS]
 
 
 # ---------------------------------------------------------------- probe -----------------------------
@@ -494,7 +551,7 @@ def benchmark_files():
     if SURROGATE:
         # One job trains, evaluates and diagnoses a chunk of an arm's seeds; one runs their statistics.
         files.append(f"{bench}/surrogate/calibrate.tsv")
-        files += [f"{bench}/surrogate/{kind}-{job}.tsv" for job in surrogate_jobs() for kind in ("arm", "stats")]
+        files += [f"{bench}/surrogate/{kind}-{job}.tsv" for job in surrogate_jobs("study") for kind in ("arm", "stats")]
     files += [f"{bench}/run_register/{run}.tsv" for run in RUNS]
     for run in [] if SURROGATE else RUNS:
         files += [f"{bench}/{stage}/{run}.tsv" for stage in ("train", "group_stats", "completeness")]
@@ -535,7 +592,7 @@ def group_stat_files():
 def seed_pair_eval_files():
     """Table 9 shows the per-step curves of the first C2 seed pair."""
     seed = SCALE["seeds"]["C2"][0]
-    return [f for arm in ARMS["C2"] for f in eval_files(run_name("C2", arm, seed))]
+    return [f for arm in ("paired", "independent") for f in eval_files(study.RunId("C2", arm, seed).name)]
 
 
 def decision_rules_file():
@@ -679,15 +736,17 @@ def software_env():
 SURROGATE_SEEDS_PER_JOB = 8
 
 
-def surrogate_jobs():
-    """{job name: runs}: each arm's runs in chunks of SURROGATE_SEEDS_PER_JOB seeds (c2-paired-j0, ...)."""
+def surrogate_jobs(tier="all"):
+    """{job name: runs}: each cell's arm in chunks of SURROGATE_SEEDS_PER_JOB seeds (c2-paired-j0, ...)."""
     jobs = {}
-    for condition, arms in ARMS.items():
-        seeds = SCALE["seeds"][condition]
-        for arm in arms:
+    for cell in DESIGN.cells_of(tier):
+        seeds = list(cell.seeds)
+        for arm in cell.arms:
+            stem = study.RunId(cell.condition, arm, 0, cell.scaling).name.rsplit("-s", 1)[0]
             chunks = [seeds[i : i + SURROGATE_SEEDS_PER_JOB] for i in range(0, len(seeds), SURROGATE_SEEDS_PER_JOB)]
             for index, chunk in enumerate(chunks):
-                jobs[f"{condition.lower()}-{arm}-j{index}"] = [run_name(condition, arm, seed) for seed in chunk]
+                runs = [study.RunId(cell.condition, arm, seed, cell.scaling).name for seed in chunk]
+                jobs[f"{stem}-j{index}"] = runs
     return jobs
 
 

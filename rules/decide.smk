@@ -38,3 +38,44 @@ rule decide:
         "--groups {input.groups:q} --luck {input.luck:q} --complete {input.complete:q} "
         "--reference-episodes {params.reference_dirs:q} --rules {input.rules:q} "
         "--manifest {input.pool_manifest:q} --out {output:q} > {log:q} 2>&1"
+
+
+# The registered later tiers (target `tiers`): each comparison of the tiers' run matrix measured with
+# tier 1's estimators (docs/design.md#tiers). The registered predictions judge these numbers (rules/
+# predictions.smk); no frozen rule decides a tier comparison on its own.
+rule decide_tier:
+    """AUC gap, challenge and held-out gaps, spurious rates and luck share of one tier comparison."""
+    input:
+        evals=tier_eval_files,
+        groups=tier_group_files,
+        luck=tier_luck_files,
+        complete=tier_complete_files,
+        reference=reference_eval_files,
+        rules=config["decision_rules"],
+        verification=ancient(verification_file()),
+        pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
+        code=sources("stats", "prereg", "design.py"),
+    output:
+        res("decisions/tiers/{comparison}.json"),
+    wildcard_constraints:
+        comparison="|".join(TIER_COMPARISONS) or "none",
+    params:
+        condition=tier_condition,
+        arms=tier_arms,
+        scaling=tier_scaling,
+        eval_dirs=tier_eval_dirs,
+        reference_dirs=reference_eval_dirs,
+        seeds=tier_seeds,
+        conditions=CONDITIONS_JSON,
+    conda:
+        software_env()
+    log:
+        res("logs/decide/tiers/{comparison}.log"),
+    benchmark:
+        res("benchmarks/decide/tiers/{comparison}.tsv")
+    shell:
+        "paired-rollouts decide --comparison {wildcards.comparison:q} --condition {params.condition:q} "
+        "--arms {params.arms:q} --scaling {params.scaling:q} --conditions {params.conditions:q} "
+        "--seeds {params.seeds:q} --episodes {params.eval_dirs:q} --groups {input.groups:q} --luck {input.luck:q} "
+        "--complete {input.complete:q} --reference-episodes {params.reference_dirs:q} --rules {input.rules:q} "
+        "--manifest {input.pool_manifest:q} --out {output:q} > {log:q} 2>&1"

@@ -16,6 +16,7 @@ rule diagnose:
         settings=diagnostic_settings(),
         model=model_dir_param,
         checkpoint=checkpoint_dir,
+        conditions=CONDITIONS_JSON,
     conda:
         software_env()
     log:
@@ -25,7 +26,7 @@ rule diagnose:
     shell:
         "paired-rollouts diagnose --run {wildcards.run:q} --step {wildcards.step:q} --tasks-dir {params.tasks_dir:q} "
         "--checkpoint {params.checkpoint:q} --model-dir {params.model:q} --settings {params.settings:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--conditions {params.conditions:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule luck_share:

@@ -23,6 +23,7 @@ rule evaluate_periodic:
         checkpoint=checkpoint_dir,
         regimes=",".join(PERIODIC_REGIMES),
         out=eval_out_template,
+        conditions=CONDITIONS_JSON,
     conda:
         software_env()
     log:
@@ -32,15 +33,17 @@ rule evaluate_periodic:
     shell:
         "paired-rollouts evaluate --run {wildcards.run:q} --step {wildcards.step:q} --phase periodic "
         "--regime {params.regimes:q} --tasks-dir {params.tasks_dir:q} --checkpoint {params.checkpoint:q} "
-        "--model-dir {params.model:q} --settings {params.settings:q} --out {params.out:q} > {log:q} 2>&1"
+        "--model-dir {params.model:q} --settings {params.settings:q} --conditions {params.conditions:q} "
+        "--out {params.out:q} > {log:q} 2>&1"
 
 
-# The final sets of a run: C4 (grader flips) adds its own at_training set (common.final_regimes).
-for _conditions, _regimes in ((r"c[02]", FINAL_REGIMES), (r"c4", FINAL_REGIMES + ["at_training"])):
+# The final sets of a run: a run whose noise is none of them (C3, C4, C2r) adds its own at_training set
+# (common.final_regimes).
+for _runs, _regimes in ((STANDARD_FINAL_RUNS, FINAL_REGIMES), (OWN_FINAL_RUNS, FINAL_REGIMES + ["at_training"])):
 
     rule:
         name:
-            "evaluate_final" if len(_regimes) == len(FINAL_REGIMES) else "evaluate_final_c4"
+            "evaluate_final" if len(_regimes) == len(FINAL_REGIMES) else "evaluate_final_own_noise"
         input:
             pools=pool_files(),
             run_manifest=res("runs/{run}/manifest.json"),
@@ -49,7 +52,7 @@ for _conditions, _regimes in ((r"c[02]", FINAL_REGIMES), (r"c4", FINAL_REGIMES +
         output:
             [res(f"evals/{{run}}/final-step{{step}}-{regime}.jsonl") for regime in _regimes],
         wildcard_constraints:
-            run=_conditions + r"-(paired|independent|clean)-s\d+",
+            run="|".join(_runs) or "none",
         params:
             tasks_dir=tasks_dir_of,
             settings=eval_settings(),
@@ -57,6 +60,7 @@ for _conditions, _regimes in ((r"c[02]", FINAL_REGIMES), (r"c4", FINAL_REGIMES +
             checkpoint=checkpoint_dir,
             regimes=",".join(_regimes),
             out=eval_out_template,
+            conditions=CONDITIONS_JSON,
         conda:
             software_env()
         log:
@@ -66,4 +70,5 @@ for _conditions, _regimes in ((r"c[02]", FINAL_REGIMES), (r"c4", FINAL_REGIMES +
         shell:
             "paired-rollouts evaluate --run {wildcards.run:q} --step {wildcards.step:q} --phase final "
             "--regime {params.regimes:q} --tasks-dir {params.tasks_dir:q} --checkpoint {params.checkpoint:q} "
-            "--model-dir {params.model:q} --settings {params.settings:q} --out {params.out:q} > {log:q} 2>&1"
+            "--model-dir {params.model:q} --settings {params.settings:q} --conditions {params.conditions:q} "
+            "--out {params.out:q} > {log:q} 2>&1"

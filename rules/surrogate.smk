@@ -44,6 +44,7 @@ for _job, _runs in surrogate_jobs().items():
             tasks_dir=tasks_dir_of,
             settings=surrogate_run_settings(),
             results=results_root_of,
+            conditions=CONDITIONS_JSON,
         conda:
             software_env()
         log:
@@ -53,7 +54,7 @@ for _job, _runs in surrogate_jobs().items():
         shell:
             "paired-rollouts surrogate arm --runs {params.runs:q} --tasks-dir {params.tasks_dir:q} "
             "--calibration {input.calibration:q} --settings {params.settings:q} --results {params.results:q} "
-            "> {log:q} 2>&1"
+            "--conditions {params.conditions:q} > {log:q} 2>&1"
 
     rule:
         name:

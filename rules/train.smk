@@ -5,7 +5,7 @@
 # written last and lists the checkpoints; downstream rules depend on it.
 
 wildcard_constraints:
-    run=r"c[024]-(paired|independent|clean)-s\d+",
+    run=RUN_PATTERN,
     step=r"\d+",
 
 
@@ -27,6 +27,7 @@ rule train:
         settings=run_settings,
         model=model_dir_param,
         out_dir=output_folder,
+        conditions=CONDITIONS_JSON,
     conda:
         software_env()
     log:
@@ -35,8 +36,8 @@ rule train:
         res("benchmarks/train/{run}.tsv"),
     shell:
         "paired-rollouts train --run {wildcards.run:q} --tasks-dir {params.tasks_dir:q} --model-dir {params.model:q} "
-        "--verification {input.verification:q} --settings {params.settings:q} --out-dir {params.out_dir:q} "
-        "> {log:q} 2>&1"
+        "--verification {input.verification:q} --settings {params.settings:q} --conditions {params.conditions:q} "
+        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule group_stats:

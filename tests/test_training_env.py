@@ -168,7 +168,7 @@ def test_paper_settings():
     assert (s["max_tool_calling_iterations"], s["max_completion_length"]) == (24, 6144)
 
 
-@pytest.mark.parametrize(("name", "fragment"), [("c9-paired-s0", "unknown condition"), ("c2-clean-s0", "C0 goes"),
+@pytest.mark.parametrize(("name", "fragment"), [("c9-paired-s0", "unknown condition"), ("c2-clean-s0", "clean condition goes with arm .clean."),
                                                  ("c2paired", "expected")])
 def test_bad_run_names(name, fragment):
     from paired_rollouts.training.rows import parse_run

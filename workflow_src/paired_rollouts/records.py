@@ -13,13 +13,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from paired_rollouts import design
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import iter_jsonl_numbered, read_json
 
-CONDITIONS = ("C0", "C2", "C4")
-ARMS = ("paired", "independent", "clean")
+ARMS = tuple(design.ARMS)
 PHASES = ("periodic", "final", "diagnostic", "train")
-REGIMES = ("clean", "at_training", "challenge", "noisy_p010", "noisy_p025", "heldout_types", "diag")
+REGIMES = design.REGIMES
+
+
+def _is_condition(v: Any) -> bool:
+    return isinstance(v, str) and bool(design.CONDITION_NAME.match(v))
+
+
+_is_condition.__name__ = "condition name (C0, C2r, ...)"
 
 
 def _is_int(v: Any) -> bool:
@@ -74,7 +81,7 @@ TYPE_WORDS = {
 # CONTRACT: the episode record's required keys and their types.
 EPISODE = {
     "run": _is_str,
-    "condition": _one_of(*CONDITIONS),
+    "condition": _is_condition,
     "arm": _one_of(*ARMS),
     "seed": _is_int,
     "phase": _one_of(*PHASES),

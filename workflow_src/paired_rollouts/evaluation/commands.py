@@ -56,16 +56,21 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", required=True, help="results/runs/RUN/checkpoints/stepNNNN")
     p.add_argument("--model-dir", required=True)
     p.add_argument("--settings", default=None, help="inline JSON or @file")
+    p.add_argument("--conditions", default=None, metavar="JSON",
+                   help="the design's conditions (config/config.yaml `conditions:`); default: the paper's")
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from paired_rollouts.design import parse_conditions
     from paired_rollouts.errors import UserError
     from paired_rollouts.evaluation.evaluate import evaluation_rows, roll_rows
     from paired_rollouts.evaluation.rollout import PolicyRunner
     from paired_rollouts.training.rows import parse_run
 
     settings = S.resolve(load_settings(args.settings))
-    condition, arm, seed = parse_run(args.run)
+    conditions = parse_conditions(args.conditions)
+    name, arm, seed = parse_run(args.run, conditions)
+    condition = conditions[name]
     regimes = [r.strip() for r in args.regime.split(",") if r.strip()]
     if len(regimes) > 1 and "{regime}" not in args.out:
         raise UserError(f"--out {args.out}: several regimes need a {{regime}} placeholder in --out")
@@ -75,7 +80,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         for regime, rows in plans:
             runner.restart_episodes()
             began = time.perf_counter()
-            records = roll_rows(runner, rows, run=args.run, condition=condition, arm=arm, seed=seed,
+            records = roll_rows(runner, rows, run=args.run, condition=name, arm=arm, seed=seed,
                                 phase=args.phase, step=args.step, regime=regime, batch=settings["eval_batch"])
             out = Path(args.out.format(phase=args.phase, step=args.step, regime=regime))
             atomic_write_jsonl(out, records)
@@ -89,17 +94,19 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _diagnose(args: argparse.Namespace) -> int:
+    from paired_rollouts.design import parse_conditions
     from paired_rollouts.evaluation.evaluate import diagnostic_rows, roll_rows
     from paired_rollouts.evaluation.rollout import PolicyRunner
     from paired_rollouts.training.rows import parse_run
 
     settings = S.resolve(load_settings(args.settings))
-    condition, arm, seed = parse_run(args.run)
-    rows = diagnostic_rows(args.tasks_dir, condition, seed, settings)
+    conditions = parse_conditions(args.conditions)
+    name, arm, seed = parse_run(args.run, conditions)
+    rows = diagnostic_rows(args.tasks_dir, conditions[name], seed, settings)
     runner = PolicyRunner(args.model_dir, args.checkpoint, settings, args.tasks_dir, seed)
     try:
         began = time.perf_counter()
-        records = roll_rows(runner, rows, run=args.run, condition=condition, arm=arm, seed=seed,
+        records = roll_rows(runner, rows, run=args.run, condition=name, arm=arm, seed=seed,
                             phase="diagnostic", step=args.step, regime="diag", batch=settings["eval_batch"])
     finally:
         runner.close()

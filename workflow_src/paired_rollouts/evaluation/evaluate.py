@@ -11,43 +11,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from paired_rollouts import design
 from paired_rollouts.errors import UserError
 
-REGIMES = ("clean", "at_training", "challenge", "noisy_p010", "noisy_p025", "heldout_types")
+REGIMES = design.EVALUATION_REGIMES
 PHASES = ("periodic", "final")
-PERIODIC = {"clean": (1, 2), "at_training": (1, 2), "challenge": (1,)}
-FINAL = {"clean": (1, 2, 3, 4), "noisy_p010": (1, 2, 3, 4), "noisy_p025": (1, 2, 3, 4),
-         "heldout_types": (1, 2, 3, 4), "challenge": (1,), "at_training": (1, 2, 3, 4)}
-POOL = {"periodic": "validation", "final": "test"}
-DIAG_P = 0.25
+PERIODIC = design.PERIODIC_REGIMES
+FINAL = {**design.FINAL_REGIMES, "at_training": design.AT_TRAINING_FINAL_INDICES}
+POOL = design.PHASE_POOL
 
 
-def regime_noise(regime: str, condition: str) -> Any:
-    """The (paired) noise config of an evaluation regime for a run of ``condition``."""
-    from paired_rollouts.noise.config import NoiseConfig
-
-    if regime == "clean":
-        return NoiseConfig.clean()
-    if regime == "at_training":
-        # The run's own training noise; the clean arm is evaluated under C2 defaults (docs/simulator.md#evaluation-sets).
-        return NoiseConfig.for_condition("C2" if condition == "C0" else condition, mode="paired")
-    if regime == "challenge":
-        return NoiseConfig.challenge_writes()
-    if regime == "noisy_p010":
-        return NoiseConfig.transition(0.10)
-    if regime == "noisy_p025":
-        return NoiseConfig.transition(0.25)
-    if regime == "heldout_types":
-        return NoiseConfig.heldout_types(0.25)
-    if regime == "diag":
-        return NoiseConfig.transition(DIAG_P)
-    raise UserError(f"--regime {regime!r}: unknown; use one of {', '.join(REGIMES)}")
+def as_condition(condition: str | design.Condition) -> design.Condition:
+    """A condition object; a bare name means the paper's registered condition of that name."""
+    if isinstance(condition, design.Condition):
+        return condition
+    if condition not in design.PAPER_CONDITIONS:
+        raise UserError(f"condition {condition!r} is not a registered condition; pass the design's --conditions")
+    return design.PAPER_CONDITIONS[condition]
 
 
-def final_regimes(condition: str) -> tuple[str, ...]:
-    """Final sets of a run: at_training only when the training noise is none of the standard ones (C4)."""
-    base = ("clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge")
-    return base + (("at_training",) if condition == "C4" else ())
+def regime_noise(regime: str, condition: str | design.Condition) -> Any:
+    """The (paired) noise config of an evaluation regime for a run of ``condition`` (design.regime_noise)."""
+    return design.regime_noise(regime, as_condition(condition))
+
+
+def final_regimes(condition: str | design.Condition) -> tuple[str, ...]:
+    """Final sets of a run: at_training only when the training noise is none of the standard ones."""
+    return tuple(design.final_regimes(as_condition(condition)))
 
 
 def _rows(tasks: list[dict], regime: str, condition: str, indices: tuple[int, ...], seed_of: Any,
@@ -67,7 +57,7 @@ def _rows(tasks: list[dict], regime: str, condition: str, indices: tuple[int, ..
                     "schedule_index": k,
                     "sample": m,
                     "noise": noise,
-                    "condition": condition,
+                    "condition": as_condition(condition).name,
                     "budget": budget_for(task),
                     "row_index": len(rows),
                 })

@@ -108,21 +108,13 @@ class NoiseConfig:
 
     @classmethod
     def for_condition(cls, condition: str, mode: str = "paired") -> NoiseConfig:
-        """The paper's conditions by name: C0 clean, C1 p=.10, C2 p=.25, C2r outage-free, C3 q=.05, C4 q=.10."""
-        name = condition.upper()
-        if name == "C0":
-            return cls.clean()
-        if name == "C1":
-            return cls.transition(0.10, mode)
-        if name == "C2":
-            return cls.transition(0.25, mode)
-        if name == "C2R":
-            return cls.transition(0.25, mode, NO_OUTAGE_WEIGHTS)
-        if name == "C3":
-            return cls.outcome(0.05, mode)
-        if name == "C4":
-            return cls.outcome(0.10, mode)
-        raise NoiseConfigError(f"unknown condition {condition!r}; use one of C0, C1, C2, C2r, C3, C4")
+        """A registered condition by name (C0, C1, C2, C2r, C3, C4: paired_rollouts.design.PAPER_CONDITIONS)."""
+        from paired_rollouts.design import PAPER_CONDITIONS
+
+        by_upper = {name.upper(): c for name, c in PAPER_CONDITIONS.items()}
+        if condition.upper() not in by_upper:
+            raise NoiseConfigError(f"unknown condition {condition!r}; use one of {', '.join(PAPER_CONDITIONS)}")
+        return by_upper[condition.upper()].noise(mode)
 
     def with_mode(self, mode: str) -> NoiseConfig:
         return NoiseConfig(p=self.p, q=self.q, weights=dict(self.weights), mode=mode, challenge=self.challenge)

@@ -76,6 +76,7 @@ def _completeness(args: argparse.Namespace) -> int:
 
 
 def _decide(args: argparse.Namespace) -> int:
+    from paired_rollouts.design import Comparison, parse_conditions
     from paired_rollouts.io import atomic_write_json
     from paired_rollouts.records import read_pool_manifest
     from paired_rollouts.stats.decisions import decide, load_episodes, load_groups, load_inputs
@@ -83,12 +84,26 @@ def _decide(args: argparse.Namespace) -> int:
 
     rules = load_rules(args.rules)
     manifest = read_pool_manifest(args.manifest)
+    conditions = parse_conditions(args.conditions)
+    comparison = None
+    if args.comparison is not None:
+        if args.condition not in conditions:
+            raise UserError(f"--condition {args.condition}: not among the design's conditions ({', '.join(conditions)})")
+        comparison = Comparison(args.comparison, args.condition, args.arms[0], args.arms[1], args.scaling,
+                                tuple(args.seeds or ()), 2)
+    elif args.condition.upper() not in ("C2", "C4"):
+        raise UserError(f"--condition {args.condition}: tier 1 decides C2 and C4; give --comparison for a tier")
     complete, luck = load_inputs(args.complete, args.luck)
     sources = [p for p in [*args.episodes, *args.reference_episodes] if p]
     register = decide(args.condition, load_episodes(sources), rules, manifest,
                       groups=load_groups(args.groups), luck=luck, complete=complete,
-                      expected_seeds=args.seeds)
+                      expected_seeds=args.seeds, comparison=comparison, conditions=conditions)
     atomic_write_json(args.out, register)
+    if comparison is not None:
+        gap = register["auc_gap"]
+        print(f"{comparison.name}: AUC gap {gap.get('auc_difference_mean')} over {len(register['seeds'])} seed "
+              f"pairs; complete={register['complete']} -> {args.out}")
+        return 0
     verdicts = ", ".join(f"{k}={register[k]['passes']}" for k in ("H1a", "H2a", "H2b", "H3", "H5") if k in register)
     print(f"{register['condition']}: {verdicts}; complete={register['complete']} -> {args.out}")
     return 0
@@ -190,7 +205,15 @@ def register(subparsers) -> None:
                     "luck-share files and completeness files). Runs are paired by seed; a run enters only "
                     "if its completeness file passes and its evidence is unchanged.",
         epilog="Output shape: docs/records.md sections 4 and 5.")
-    p.add_argument("--condition", required=True, type=str.upper, choices=["C2", "C4"])
+    p.add_argument("--condition", required=True,
+                   help="C2 or C4 for tier 1; with --comparison any condition of the design (e.g. C2r)")
+    p.add_argument("--comparison", default=None, metavar="NAME",
+                   help="a registered tier's comparison (e.g. c2r, c4-scale_none, c2-blocking): measured, not decided")
+    p.add_argument("--arms", nargs=2, default=["paired", "independent"], metavar=("TREATMENT", "CONTROL"),
+                   help="with --comparison: the treatment and the control arm (default: paired independent)")
+    p.add_argument("--scaling", default="group", choices=["group", "none"], help="with --comparison: reward scaling")
+    p.add_argument("--conditions", default=None, metavar="JSON",
+                   help="the design's conditions (config/config.yaml `conditions:`); default: the paper's")
     p.add_argument("--episodes", required=True, nargs="+", help="episode files or folders (results/evals/...)")
     p.add_argument("--reference-episodes", nargs="*", default=[],
                    help="clean-reference (C0) episode folders for the secondary comparisons")

@@ -13,6 +13,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from paired_rollouts.design import (
+    ARMS,
+    AT_TRAINING_FINAL_INDICES,
+    EVALUATION_REGIMES,
+    FINAL_REGIMES,
+    PERIODIC_REGIMES,
+)
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import iter_jsonl, sha256_file
 from paired_rollouts.noise.seeds import diagnostic_seed, eval_schedule_seed, row_order, training_schedule_seed
@@ -30,9 +37,8 @@ FLAT_KEYS = {"run", "periodic_steps", "periodic_regimes", "final_step", "final_r
              "final_tasks", "training_steps", "prompts_per_step", "num_generations", "diagnostic_steps",
              "diagnostic_pool", "diagnostic_tasks", "diagnostic_schedules", "diagnostic_samples", "task_filter"}
 # Schedule indices of the evaluation sets (docs/analysis.md#evidence-per-run) when a flat settings object names only regimes.
-PERIODIC_INDICES = {"clean": [1, 2], "at_training": [1, 2], "challenge": [1]}
-FINAL_INDICES = {"clean": [1, 2, 3, 4], "noisy_p010": [1, 2, 3, 4], "noisy_p025": [1, 2, 3, 4],
-                 "heldout_types": [1, 2, 3, 4], "challenge": [1], "at_training": [1, 2, 3, 4]}
+PERIODIC_INDICES = {regime: list(k) for regime, k in PERIODIC_REGIMES.items()}
+FINAL_INDICES = {regime: list(k) for regime, k in {**FINAL_REGIMES, "at_training": AT_TRAINING_FINAL_INDICES}.items()}
 SETTINGS_HELP = """\
 settings keys (JSON object):
   periodic:   {steps: [0, 20, ...], pool: validation, tasks: 64,
@@ -48,7 +54,7 @@ eval_tasks, final_tasks, training_steps, prompts_per_step, num_generations, diag
 [, diagnostic_pool, diagnostic_tasks, diagnostic_schedules, diagnostic_samples]}; regimes given as a list of names get
 the standard schedule indices (periodic 1-2, final 1-4, challenge 1)."""
 MAX_LISTED = 20
-KNOWN_REGIMES = ("clean", "at_training", "challenge", "noisy_p010", "noisy_p025", "heldout_types")
+KNOWN_REGIMES = EVALUATION_REGIMES
 
 
 def _require(d: dict[str, Any], key: str, where: str) -> Any:
@@ -336,16 +342,18 @@ class _Checker:
             if rec.get("row_index", row) != row:
                 self._defect(kind="group", path=rel, line=line, step=step, group=group,
                              problem=f"row_index {rec['row_index']}, expected {row}")
+            # a blocking arm trains each source row twice in a row (its clean copy, then the noisy group)
+            source = row // 2 if ARMS[arm].blocking else row
             if order is not None:
-                want = train_ids[order[row % len(train_ids)]]
+                want = train_ids[order[source % len(train_ids)]]
                 if rec["task_id"] != want:
                     self._defect(kind="group", path=rel, line=line, step=step, group=group,
                                  problem=f"task_id {rec['task_id']} is not training row {row}'s task {want}")
-            row_seed = training_schedule_seed(seed, condition, row)
+            row_seed = training_schedule_seed(seed, condition, source)
             if rec.get("schedule_seed", row_seed) != row_seed:
                 self._defect(kind="group", path=rel, line=line, step=step, group=group,
                              problem=f"schedule_seed {rec['schedule_seed']} is not training row {row}'s seed")
-            if arm != "independent" and "schedule_seed" in rec and set(rec["schedule_seeds"]) != {row_seed}:
+            if ARMS[arm].coupling != "independent" and "schedule_seed" in rec and set(rec["schedule_seeds"]) != {row_seed}:
                 self._defect(kind="group", path=rel, line=line, step=step, group=group,
                              problem=f"{arm} rollouts must all use the row's seed {row_seed}")
         for step in range(steps):

@@ -6,23 +6,19 @@ The AUC is a normalised trapezoid so that runs evaluated at different step grids
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
-
-RUN_NAME = re.compile(r"^(c\d+)-(paired|independent|clean)-s(\d+)$")
 
 
 def parse_run_name(run: str) -> dict[str, Any]:
-    """``c2-paired-s0`` -> {condition: "C2", arm: "paired", seed: 0}."""
-    match = RUN_NAME.match(run)
-    if not match:
-        raise UserError(f"run name {run!r} is not of the form {{condition}}-{{arm}}-s{{seed}} (e.g. c2-paired-s0)")
-    return {"condition": match.group(1).upper(), "arm": match.group(2), "seed": int(match.group(3))}
+    """``c2-paired-s0`` -> {condition: "C2", arm: "paired", seed: 0, scaling: "group"} (design.parse_run)."""
+    ident = parse_run(run)
+    return {"condition": ident.condition, "arm": ident.arm, "seed": ident.seed, "scaling": ident.scaling}
 
 
 def auc_weights(steps: Sequence[float]) -> np.ndarray:

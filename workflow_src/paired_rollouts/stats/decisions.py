@@ -19,6 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from paired_rollouts.design import (
+    DEFAULT_SCALING,
+    PAPER_CONDITIONS,
+    TIER1_HYPOTHESES,
+    Comparison,
+    learning_sets,
+)
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
 from paired_rollouts.records import iter_episodes, iter_groups, read_completeness, read_luck
@@ -41,6 +48,7 @@ class RunEvidence:
     condition: str
     arm: str
     seed: int
+    scaling: str = "group"
     periodic: dict[str, dict[int, dict[str, list[float]]]] = field(default_factory=dict)
     final: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     final_exposed: dict[str, list[float]] = field(default_factory=dict)
@@ -124,7 +132,8 @@ def load_episodes(paths: Iterable[str | Path]) -> dict[str, RunEvidence]:
             ev = runs.get(run)
             if ev is None:
                 ident = parse_run_name(run)
-                ev = runs[run] = RunEvidence(run, ident["condition"], ident["arm"], ident["seed"])
+                ev = runs[run] = RunEvidence(run, ident["condition"], ident["arm"], ident["seed"],
+                                             ident["scaling"])
             if rec["condition"] != ev.condition or rec["seed"] != ev.seed or rec["arm"] != ev.arm:
                 raise UserError(f"{path}:{line}: record of run {run} says condition {rec['condition']} arm "
                                 f"{rec['arm']} seed {rec['seed']}; the run name says {ev.condition} {ev.arm} "
@@ -284,9 +293,11 @@ def applied_auc_weights(steps: list[int], rules: DecisionRules) -> tuple[np.ndar
         "rule_weights": frozen, "rule_steps": grid}
 
 
-def hypothesis_h2(pairs, condition: str, rules: DecisionRules) -> dict[str, Any]:
-    names = rules.sets(condition)
-    name = H2_NAME[condition]
+def hypothesis_h2(pairs, condition: str, rules: DecisionRules, *, sets: dict[str, str] | None = None,
+                  name: str | None = None) -> dict[str, Any]:
+    """H2a/H2b; with ``sets`` and ``name`` the same AUC-gap statistic for a registered tier's comparison."""
+    names = sets or rules.sets(condition)
+    name = name or H2_NAME[condition]
     boot = {"resamples": rules.resamples, "seed": rules.seed}
     if not pairs:
         return _not_computed(name, "no admitted seed pair", bootstrap=boot)
@@ -608,26 +619,36 @@ def decide(
     groups: dict[str, list[dict[str, Any]]] | None = None,
     luck: dict[str, tuple[str, Any]] | None = None,
     complete: dict[str, tuple[str, Any]] | None = None,
+    conditions: dict[str, Any] | None = None,
     expected_seeds: Sequence[int] | None = None,
+    comparison: Comparison | None = None,
 ) -> dict[str, Any]:
     """Build the decision register (docs/records.md section 4) from loaded evidence.
 
     A hypothesis is *decided* (``passes`` true or false) only when the design's seeds are given and
     every seed pair of the design is admitted; otherwise its numbers describe the admitted pairs and
     ``passes`` is null with the reason: the protocol reruns incomplete runs, it never analyses them."""
-    condition = condition.upper()
-    if condition not in H2_NAME:
-        raise UserError(f"--condition must be C2 or C4, got {condition}")
+    if comparison is None:
+        condition = condition.upper()
+        if condition not in H2_NAME:
+            raise UserError(f"--condition must be C2 or C4, got {condition}")
+        comparison = Comparison(condition.lower(), condition, "paired", "independent", DEFAULT_SCALING, (), 1,
+                                TIER1_HYPOTHESES["transition" if condition == "C2" else "outcome"])
+    condition = comparison.condition
+    tier1 = comparison.tier == 1
     groups = groups if groups is not None else {}
     luck, complete = luck or {}, complete or {}
     pools = _pool_hashes(manifest)
     if not pools:
         raise UserError("data manifest has no 'pools' with sha256 values")
-    candidates = {r: ev for r, ev in episodes.items() if ev.condition == condition}
+    arms = (comparison.treatment, comparison.control)
+    candidates = {r: ev for r, ev in episodes.items()
+                  if ev.condition == condition and ev.arm in arms and ev.scaling == comparison.scaling}
     reference = {r: ev for r, ev in episodes.items() if ev.condition == "C0"}
     ignored = sorted(r for r in episodes if r not in candidates and r not in reference)
     if not candidates:
-        raise UserError(f"no episode records of condition {condition} among --episodes")
+        raise UserError(f"no episode records of comparison {comparison.name} ({condition} {' vs '.join(arms)}, "
+                        f"scaling {comparison.scaling}) among --episodes")
     acceptance = {}
     for run, ev in sorted({**candidates, **reference}.items()):
         entry = admit(ev, complete.get(run), pools, _run_inputs(run, groups, luck))
@@ -638,7 +659,9 @@ def decide(
     missing = [f"{run}: {reason}" for run, entry in acceptance.items() if run in candidates
                for reason in entry["reasons"]]
     for run in sorted(set(groups) | {k.split("@")[0] for k in luck}):
-        if run not in episodes and parse_run_name(run)["condition"] == condition:
+        ident = parse_run_name(run)
+        if (run not in episodes and ident["condition"] == condition and ident["arm"] in arms
+                and ident["scaling"] == comparison.scaling):
             missing.append(f"{run}: training groups or luck share given without episode records")
     design = sorted(set(expected_seeds)) if expected_seeds is not None else None
     if design is None:
@@ -651,7 +674,7 @@ def decide(
     for seed in seeds:
         if seed in extra_seeds:
             continue
-        p_name, i_name = f"{condition.lower()}-paired-s{seed}", f"{condition.lower()}-independent-s{seed}"
+        p_name, i_name = (run.name for run in comparison.pair(seed))
         have = [n for n in (p_name, i_name) if n in candidates]
         for n in (p_name, i_name):
             if n not in candidates:
@@ -666,6 +689,9 @@ def decide(
     decided = bool(pairs) and not missing and design is not None and len(pairs) == len(design)
     register: dict[str, Any] = {
         "condition": condition,
+        **({} if tier1 else {"comparison": comparison.name, "tier": comparison.tier,
+                             "treatment": comparison.treatment, "control": comparison.control,
+                             "scaling": comparison.scaling}),
         "runs": [ev.run for ev in admitted_runs],
         "seeds": [p.seed for p, _ in pairs],
         "design_seeds": design,
@@ -681,6 +707,13 @@ def decide(
         "complete": decided,
         "decided": decided,
     }
+    if not tier1:
+        register.update(tier_statistics(pairs, comparison, conditions, groups, luck, rules))
+        register["missing"] = missing
+        register["decided"] = register["complete"] = decided
+        admitted_ref = [ev for r, ev in sorted(reference.items()) if acceptance[r]["admitted"]]
+        register["secondary"] = secondary(admitted_runs, admitted_ref, rules.threshold, rules)
+        return register
     register["H1a"] = hypothesis_h1a(condition, admitted_runs, groups, luck, rules)
     register[H2_NAME[condition]] = hypothesis_h2(pairs, condition, rules)
     if condition == "C2":
@@ -699,6 +732,52 @@ def decide(
     admitted_ref = [ev for r, ev in sorted(reference.items()) if acceptance[r]["admitted"]]
     register["secondary"] = secondary(admitted_runs, admitted_ref, rules.threshold, rules)
     return register
+
+
+
+def tier_statistics(pairs, comparison: Comparison, conditions: dict[str, Any] | None,
+                    groups: dict[str, list[dict[str, Any]]], luck: dict[str, tuple[str, Any]],
+                    rules: DecisionRules) -> dict[str, Any]:
+    """A registered tier's comparison, measured with tier 1's estimators: the AUC gap on the condition's
+    learning set (the H2 statistic), the challenge gap and held-out non-inferiority under transition
+    noise (H3, H5), the spurious-variance rate of each arm and the step-0 luck share. No frozen rule
+    decides a tier comparison: the registered predictions (amendment A2) are judged on these numbers."""
+    condition = (conditions or PAPER_CONDITIONS)[comparison.condition]
+    out: dict[str, Any] = {
+        "auc_gap": _descriptive(hypothesis_h2(pairs, condition.name, rules, sets=learning_sets(condition),
+                                              name="auc_gap")),
+    }
+    if condition.kind == "transition":
+        out["challenge_gap"] = _descriptive(hypothesis_h3(pairs, rules))
+        out["heldout"] = _descriptive(hypothesis_h5(pairs, rules))
+    rates: dict[str, Any] = {}
+    for arm_index, arm in enumerate((comparison.treatment, comparison.control)):
+        runs = [pair[arm_index].run for pair in pairs]
+        gs = [g for run in runs for g in groups.get(run, [])]
+        all_correct, spurious, size = _spurious_counts(gs)
+        rates[arm] = {"groups": len(gs), "all_correct": all_correct, "spurious": spurious,
+                      "rate": (spurious / all_correct) if all_correct else None, "group_size": size}
+    out["spurious"] = round4({"by_arm": rates, "q": condition.q})
+    lams: dict[str, Any] = {}
+    for pair in pairs:
+        for ev in pair:
+            values, source = _base_lams(ev.run, ev, luck, 0)
+            lams[ev.run] = None if values is None else float(np.nanmean(values)) if np.any(~np.isnan(values)) else None
+    out["luck_share_step0"] = round4({"by_run": lams, "mean": _mean_or_none([v for v in lams.values()
+                                                                            if v is not None])})
+    return out
+
+
+def _descriptive(block: dict[str, Any]) -> dict[str, Any]:
+    """A tier-1 hypothesis block used as a measurement: its threshold verdict does not apply."""
+    block = dict(block)
+    block.pop("passes", None)
+    block["rule_applies"] = False
+    return block
+
+
+def _mean_or_none(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None
 
 
 def load_inputs(complete_paths, luck_paths):

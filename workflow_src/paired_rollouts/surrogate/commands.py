@@ -49,10 +49,12 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _arm(args: argparse.Namespace) -> int:
+    from paired_rollouts.design import parse_conditions
     from paired_rollouts.io import load_settings
     from paired_rollouts.surrogate.run import check_settings, run_one
 
     settings = check_settings(load_settings(args.settings))
+    conditions = parse_conditions(args.conditions)
     for run in args.runs:
         began = time.perf_counter()
         manifest = run_one(
@@ -61,6 +63,7 @@ def _arm(args: argparse.Namespace) -> int:
             calibration=args.calibration,
             settings=settings,
             results=args.results,
+            conditions=conditions,
         )
         print(
             f"{run}: trained {manifest['steps_completed']} steps ({manifest['seconds']['training']:.1f} s), "
@@ -235,6 +238,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--calibration", required=True)
     p.add_argument("--settings", required=True)
     p.add_argument("--results", required=True, help="results root, e.g. results/surrogate")
+    p.add_argument("--conditions", default=None, metavar="JSON",
+                   help="the design's conditions (config/config.yaml `conditions:`); default: the paper's")
     p.set_defaults(handler=_arm)
 
     p = sub.add_parser("stats", help="luck-share, group-stats and completeness of runs, in one process")

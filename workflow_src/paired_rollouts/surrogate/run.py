@@ -129,21 +129,31 @@ def load_calibration(path: str | Path) -> list[float]:
 
 
 def run_one(
-    run: str, *, tasks_dir: str, calibration: str, settings: dict[str, Any], results: str
+    run: str,
+    *,
+    tasks_dir: str,
+    calibration: str,
+    settings: dict[str, Any],
+    results: str,
+    conditions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train, evaluate and diagnose one run; returns the manifest."""
     from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.design import PAPER_CONDITIONS
     from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows, final_regimes, roll_rows
     from paired_rollouts.surrogate.policy import parameter_names
     from paired_rollouts.surrogate.rollout import SurrogateRunner
     from paired_rollouts.surrogate.trainer import Adam, train_step
     from paired_rollouts.training.inputs import check_pools
     from paired_rollouts.training.register import episode_record
-    from paired_rollouts.training.rows import build_rows, parse_run, training_noise
+    from paired_rollouts.training.rows import build_rows, run_id, training_noise
     from paired_rollouts.training.settings import filter_tasks
 
     began = time.perf_counter()
-    condition, arm, seed = parse_run(run)
+    conditions = conditions if conditions is not None else dict(PAPER_CONDITIONS)
+    ident = run_id(run, conditions)
+    condition, arm, seed = ident.condition, ident.arm, ident.seed
+    spec = conditions[condition]
     pool_hashes = check_pools(tasks_dir)
     theta0 = np.asarray(load_calibration(calibration), dtype=np.float64)
     root = Path(results)
@@ -152,7 +162,7 @@ def run_one(
     pools = {name: load_pool(Path(tasks_dir) / f"{name}.jsonl") for name in POOLS}
     tasks_by_id = {t["task_id"]: t for pool in pools.values() for t in pool}
     train_tasks = filter_tasks(pools["train"], settings["task_filter"])
-    rows = build_rows(train_tasks, condition, arm, seed, steps, P_)
+    rows = build_rows(train_tasks, condition, arm, seed, steps, P_, conditions)
     meta = {"run": run, "condition": condition, "arm": arm, "seed": seed}
 
     theta = theta0.copy()
@@ -167,7 +177,9 @@ def run_one(
         t0 = time.perf_counter()
         runner = SurrogateRunner(theta.tolist(), tasks_by_id)
         batch = rows[step * P_ : (step + 1) * P_]
-        grad, info, recs_by_group = train_step(runner, batch, step=step, G=G, arm=arm, seed=seed)
+        grad, info, recs_by_group = train_step(
+            runner, batch, step=step, G=G, arm=arm, seed=seed, scaling=ident.scaling
+        )
         for g, (row, gi, recs) in enumerate(zip(batch, info, recs_by_group, strict=True)):
             observed = [float(r["observed_reward"]) for r in recs]
             truth = [bool(r["true_success"]) for r in recs]
@@ -236,14 +248,14 @@ def run_one(
         for s in periodic_steps(settings)
         for r in ("clean", "at_training", "challenge")
     ]
-    plan += [("final", steps, r, evals / f"final-step{steps}-{r}.jsonl") for r in final_regimes(condition)]
+    plan += [("final", steps, r, evals / f"final-step{steps}-{r}.jsonl") for r in final_regimes(spec)]
     diag_steps = settings["diagnostic_steps"]["seed0" if seed == 0 else "other"]
     plan += [("diagnostic", s, "diag", root / "diagnostics" / run / f"diag-step{s}.jsonl") for s in diag_steps]
     for phase, step, regime, out in plan:
         if phase == "diagnostic":
-            rows_ = diagnostic_rows(tasks_dir, condition, seed, settings)
+            rows_ = diagnostic_rows(tasks_dir, spec, seed, settings)
         else:
-            rows_ = evaluation_rows(tasks_dir, phase, regime, condition, settings)
+            rows_ = evaluation_rows(tasks_dir, phase, regime, spec, settings)
         records = roll_rows(
             SurrogateRunner(thetas[step], tasks_by_id),
             rows_,
@@ -271,7 +283,7 @@ def run_one(
             "calibration_sha256": sha256_file(calibration),
         },
         "settings": settings,
-        "noise": json.loads(training_noise(condition, arm).to_json()),
+        "noise": json.loads(training_noise(condition, arm, conditions).to_json()),
         "seeds": {"run_seed": seed, "trainer_seed": seed, "data_seed": seed},
         "pools_sha256": pool_hashes,
         "versions": {"python": platform.python_version(), "numpy": np.__version__},

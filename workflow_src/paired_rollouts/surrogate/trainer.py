@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from paired_rollouts.design import ARMS
 from paired_rollouts.noise.seeds import derive_seed, independent_seed
 from paired_rollouts.surrogate.policy import P, counted_decisions, score
 from paired_rollouts.surrogate.rollout import SurrogateRunner, policy_rng
@@ -23,8 +24,12 @@ from paired_rollouts.training.register import sample_std
 ADV_EPS = 1e-4
 
 
-def group_advantages(rewards: list[float]) -> list[float]:
+def group_advantages(rewards: list[float], scaling: str = "group") -> list[float]:
+    """Group-relative advantages: centred on the group mean, divided by its std under scaling "group"
+    (TRL's scale_rewards="group"), left unscaled under "none"."""
     mean = sum(rewards) / len(rewards)
+    if scaling == "none":
+        return [r - mean for r in rewards]
     std = sample_std(rewards)
     return [(r - mean) / (std + ADV_EPS) for r in rewards]
 
@@ -62,7 +67,14 @@ class Adam:
 
 
 def train_step(
-    runner: SurrogateRunner, rows: list[dict[str, Any]], *, step: int, G: int, arm: str, seed: int
+    runner: SurrogateRunner,
+    rows: list[dict[str, Any]],
+    *,
+    step: int,
+    G: int,
+    arm: str,
+    seed: int,
+    scaling: str = "group",
 ) -> tuple[np.ndarray, list[dict[str, Any]], list[list[dict[str, Any]]]]:
     """Roll out one batch (len(rows) groups x G) and return (gradient, per-group info, per-group records)."""
     grad = np.zeros(P)
@@ -74,7 +86,7 @@ def train_step(
             slot = g * G + i
             resolved = (
                 independent_seed(int(row["schedule_seed"]), slot, step, "train")
-                if arm == "independent"
+                if ARMS[arm].coupling == "independent"
                 else None
             )
             rng = policy_rng(derive_seed("train", seed, step), slot)
@@ -87,7 +99,7 @@ def train_step(
             total_decisions += counted_decisions(decisions)
             seeds.append(int(row["schedule_seed"]) if resolved is None else int(resolved))
         rewards = [float(r["observed_reward"]) for r in recs]
-        adv = group_advantages(rewards)
+        adv = group_advantages(rewards, scaling)
         for a, s in zip(adv, scores_, strict=True):
             grad += a * s
         groups.append({"advantages": adv, "schedule_seeds": seeds, "slots": [g * G + i for i in range(G)]})

@@ -59,8 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "train",
         help="one GRPO run (TRL GRPOTrainer + LoRA) with paired or independent noise schedules",
-        description="Train one run named {condition}-{arm}-s{seed} (c2-paired-s0, c4-independent-s1, "
-        "c0-clean-s0). Refuses to start unless the pre-registration is verified and the task pools match "
+        description="Train one run named {condition}-{arm}[-scale_{scaling}]-s{seed} (c2-paired-s0, "
+        "c4-independent-scale_none-s1, c2-blocking_paired-s0, c0-clean-s0). Refuses to start unless the pre-registration is verified and the task pools match "
         "their manifest. Writes checkpoints/step{N:04d}/ (step 0 = initial LoRA), groups.jsonl, "
         "train_episodes.jsonl and manifest.json under --out-dir. Started again after a kill, it resumes from "
         "the last COMPLETE checkpoint and ends with the same registers.",
@@ -73,6 +73,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--verification", required=True, help="results/prereg/verification.json")
     p.add_argument("--settings", default=None, help="inline JSON or @file")
     p.add_argument("--out-dir", required=True, help="results/runs/RUN")
+    p.add_argument("--conditions", default=None, metavar="JSON",
+                   help="the design's conditions (config/config.yaml `conditions:`); default: the paper's")
     p.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=_train)
 
@@ -119,9 +121,11 @@ def _warm_start(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from paired_rollouts.design import parse_conditions
     from paired_rollouts.training.grpo import run_training
 
     manifest = run_training(args.run, args.tasks_dir, args.model_dir, args.verification,
-                            load_settings(args.settings), args.out_dir, stop_after=args.stop_after)
+                            load_settings(args.settings), args.out_dir, stop_after=args.stop_after,
+                            conditions=parse_conditions(args.conditions))
     print(f"{args.run}: {manifest.get('status')} at step {manifest.get('steps_completed')}")
     return 0

@@ -45,10 +45,12 @@ MANIFEST = "manifest.json"
 
 
 def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, settings_raw: dict[str, Any],
-                 out_dir: str, stop_after: int | None = None) -> dict[str, Any]:
-    """Train one run (or resume it). ``stop_after`` ends the job after that many steps (tests: a 'kill')."""
+                 out_dir: str, stop_after: int | None = None,
+                 conditions: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Train one run (or resume it). ``stop_after`` ends the job after that many steps (tests: a 'kill').
+    ``conditions``: the design's conditions (default: the paper's)."""
     settings = resolve(settings_raw)
-    condition, arm, seed = parse_run(run)
+    condition, arm, seed = parse_run(run, conditions)
     check_verification(verification)
     pool_hashes = check_pools(tasks_dir)
     model_path = check_model(model_dir, settings)
@@ -87,13 +89,13 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
         for name in (GROUPS, TRAIN_EPISODES):
             atomic_write_text(state_dir / name, "")
     manifest = Manifest(state_dir / MANIFEST, attempt_manifest(meta, settings, model_path, pool_hashes, previous,
-                                                               start_step, run_dir))
+                                                               start_step, run_dir, conditions))
     manifest.save()
 
     # -- data, model, environment ---------------------------------------------------------------
     set_seed(seed)
     torch.use_deterministic_algorithms(settings["device"] == "cpu", warn_only=True)
-    dataset = training_dataset(tasks_dir, settings, condition, arm, seed)
+    dataset = training_dataset(tasks_dir, settings, condition, arm, seed, conditions)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = load_causal_lm(model_path, settings["dtype"])
     episodes = EpisodeContext.from_pools(tasks_dir, phase="train", attempt=manifest.data["attempts"][-1]["attempt"],
@@ -131,7 +133,8 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
 
 
 def attempt_manifest(meta: dict[str, Any], settings: dict[str, Any], model_path: str, pool_hashes: dict[str, str],
-                     previous: dict[str, Any], start_step: int, run_dir: Path) -> dict[str, Any]:
+                     previous: dict[str, Any], start_step: int, run_dir: Path,
+                     conditions: dict[str, Any] | None = None) -> dict[str, Any]:
     """The manifest an attempt starts with: the run's identity and provenance, the earlier attempts and the
     timings of the steps it resumes after (``previous``: the last attempt's manifest)."""
     from paired_rollouts.training.trainer import vllm_seed
@@ -142,7 +145,7 @@ def attempt_manifest(meta: dict[str, Any], settings: dict[str, Any], model_path:
         **meta,
         "status": "running",
         "settings": settings,
-        "noise": json.loads(training_noise(meta["condition"], meta["arm"]).to_json()),
+        "noise": json.loads(training_noise(meta["condition"], meta["arm"], conditions).to_json()),
         "seeds": {"run_seed": seed, "trainer_seed": seed, "data_seed": seed,
                   "vllm_seed": vllm_seed(seed) if settings["backend"] == "vllm" else None},
         "model": {"path": model_path},
@@ -161,14 +164,15 @@ def attempt_manifest(meta: dict[str, Any], settings: dict[str, Any], model_path:
     }
 
 
-def training_dataset(tasks_dir: str, settings: dict[str, Any], condition: str, arm: str, seed: int) -> Any:
+def training_dataset(tasks_dir: str, settings: dict[str, Any], condition: str, arm: str, seed: int,
+                     conditions: dict[str, Any] | None = None) -> Any:
     """The run's dataset: one row per (step, group) over the selected training tasks (``rows.build_rows``)."""
     import datasets
 
     from paired_rollouts.backoffice.tasks import load_pool
 
     train_tasks = filter_tasks(load_pool(Path(tasks_dir) / "train.jsonl"), settings["task_filter"])
-    rows = build_rows(train_tasks, condition, arm, seed, settings["steps"], settings["prompts_per_step"])
+    rows = build_rows(train_tasks, condition, arm, seed, settings["steps"], settings["prompts_per_step"], conditions)
     return datasets.Dataset.from_list(rows)
 
 

@@ -7,53 +7,55 @@ with the same schedule seeds in the same order; they differ only in how each rol
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from paired_rollouts import design
 from paired_rollouts.errors import UserError
 from paired_rollouts.training import chat
 
-RUN_NAME = re.compile(r"^(c[0-9]r?)-(paired|independent|clean)-s([0-9]+)$")
-# The study's conditions (docs/simulator.md#noise-configurations): C2 transition p=0.25 default mixture, C4 grader flips q=0.10, C0 clean.
-CONDITIONS = ("C0", "C2", "C4")
+
+def parse_run(name: str, conditions: dict[str, design.Condition] | None = None) -> tuple[str, str, int]:
+    """``c2-paired-s0`` -> ("C2", "paired", 0) (design.parse_run; the scaling is in ``run_id``)."""
+    run = run_id(name, conditions)
+    return run.condition, run.arm, run.seed
 
 
-def parse_run(name: str) -> tuple[str, str, int]:
-    """``c2-paired-s0`` -> ("C2", "paired", 0); refuses unknown conditions and inconsistent arms."""
-    match = RUN_NAME.match(name)
-    if not match:
-        raise UserError(
-            f"--run {name!r}: expected {{condition}}-{{arm}}-s{{seed}}, e.g. c2-paired-s0 or c0-clean-s0"
-        )
-    condition, arm, seed = match.group(1).upper(), match.group(2), int(match.group(3))
-    if condition not in CONDITIONS:
-        raise UserError(f"--run {name!r}: unknown condition {condition}; use one of {', '.join(CONDITIONS)}")
-    if (condition == "C0") != (arm == "clean"):
-        raise UserError(f"--run {name!r}: condition C0 goes with arm 'clean' and C2/C4 with paired/independent")
-    return condition, arm, seed
+def run_id(name: str, conditions: dict[str, design.Condition] | None = None) -> design.RunId:
+    """The run's identity; refuses names outside the grammar and conditions the design does not define."""
+    known = conditions if conditions is not None else design.PAPER_CONDITIONS
+    try:
+        run = design.parse_run(name, conditions=list(known))
+    except UserError as exc:
+        raise UserError(f"--run {name!r}: {exc}") from None
+    if (known[run.condition].kind == "clean") != (run.arm == "clean"):
+        raise UserError(f"--run {name!r}: a clean condition goes with arm 'clean', a noisy one with the others")
+    return run
 
 
-def training_noise(condition: str, arm: str) -> Any:
+def training_noise(condition: str, arm: str, conditions: dict[str, design.Condition] | None = None) -> Any:
     """The run's training noise: the condition's config in the arm's coupling mode."""
-    from paired_rollouts.noise.config import NoiseConfig
-
-    if condition == "C0":
-        return NoiseConfig.clean()
-    return NoiseConfig.for_condition(condition, mode=arm)
+    known = conditions if conditions is not None else design.PAPER_CONDITIONS
+    return known[condition].noise(design.ARMS[arm].coupling)
 
 
 def build_rows(tasks: list[dict[str, Any]], condition: str, arm: str, run_seed: int, steps: int,
-               prompts_per_step: int) -> list[dict[str, Any]]:
-    """All training rows of a run, with the chat prompt and step/group stamps."""
-    from paired_rollouts.noise.seeds import build_training_rows
+               prompts_per_step: int, conditions: dict[str, design.Condition] | None = None) -> list[dict[str, Any]]:
+    """All training rows of a run, with the chat prompt and step/group stamps.
+
+    A blocking arm spends the same rollout budget on half as many tasks: each appears as a clean copy
+    and then as the noisy group with the same schedule seed (noise.seeds.build_blocking_rows)."""
+    from paired_rollouts.noise.seeds import build_blocking_rows, build_training_rows
 
     by_id = {t["task_id"]: t for t in tasks}
-    rows = build_training_rows(tasks, training_noise(condition, arm), condition, steps * prompts_per_step, run_seed)
+    build = build_blocking_rows if design.ARMS[arm].blocking else build_training_rows
+    rows = build(tasks, training_noise(condition, arm, conditions), condition, steps * prompts_per_step, run_seed)
     out = []
-    for row in rows:
-        index = row["row_index"]
+    for index, row in enumerate(rows):
+        # blocking rows come in (clean, noisy) twins of one source row: number them by position
+        extra = {"row_index": index, "source_row": row["row_index"]} if index != row["row_index"] else {}
         out.append({
             **row,
+            **extra,
             "prompt": chat.prompt_messages(by_id[row["task_id"]]),
             "step": index // prompts_per_step,
             "group": index % prompts_per_step,
