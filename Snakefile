@@ -60,6 +60,8 @@ else:
     include: "rules/probe.smk"
 
 
+# The zero-shot calibration gate (amendment A2): every training job takes its register as input.
+include: "rules/calibrate.smk"
 include: "rules/register.smk"
 include: "rules/decide.smk"
 include: "rules/render.smk"
@@ -74,6 +76,7 @@ rule all:
         res("paper/tables.pdf"),
         res("comparison.json"),
         res("reference/scripted_reference.json"),
+        zero_shot_file(),
         decision_files(),
         probe_files(),
         all_eval_files(),

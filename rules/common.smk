@@ -546,6 +546,7 @@ def benchmark_files():
              f"{RESULTS}/benchmarks/compare.tsv"]
     if ACCELERATOR == "cpu":
         files.append(f"{bench}/prereg_freeze_local.tsv")
+    files += amendment_benchmark_files()  # amendments and the calibration gate (end of this file)
     if SCALE["model"]["kind"] == "standin":
         files += [f"{bench}/tokenizer.tsv", f"{bench}/warm_start.tsv"]
     if SURROGATE:
@@ -809,3 +810,115 @@ def surrogate_probe_settings(wildcards):
                     prompts_per_step=SCALE["training"]["prompts_per_step"],
                     num_generations=SCALE["training"]["num_generations"])
     return as_json(settings)
+
+
+# ---------------------------------------------------------------- amendments and calibration gate ---
+# The freeze's amendments (config prereg.amendments; rules/prereg.smk) and the zero-shot calibration
+# register (rules/calibrate.smk). Tier-1 jobs depend on verification_file() only; the calibration gate
+# (and through it training) and tier jobs on amendment_verification_file().
+
+AMENDMENTS = config["prereg"]["amendments"]
+
+
+def amendment_numbers():
+    return [f"{i:03d}" for i in range(1, len(AMENDMENTS) + 1)]
+
+
+def amendment_records():
+    return [f"{freeze_dir()}/amendments/{n}/amendment.json" for n in amendment_numbers()]
+
+
+def amendment_verification_file():
+    return res("prereg/amendment_verification.json")
+
+
+def all_protocol_documents():
+    """The freeze's documents and every amendment's, in order, once each (what the last record covers)."""
+    docs = list(config["prereg"]["documents"])
+    for amendment in AMENDMENTS:
+        docs += amendment["documents"]
+    return list(dict.fromkeys(docs))
+
+
+def _amendment_index(wildcards):
+    index = int(wildcards.number)
+    if not 1 <= index <= len(AMENDMENTS):
+        raise WorkflowError(
+            f"amendment {wildcards.number} is not configured: config/config.yaml prereg.amendments lists "
+            f"{len(AMENDMENTS)}; add it there (documents, reason)"
+        )
+    return index
+
+
+def amendment_documents(wildcards):
+    """Amendment N covers the freeze's documents plus those of amendments 1..N."""
+    docs = list(config["prereg"]["documents"])
+    for amendment in AMENDMENTS[: _amendment_index(wildcards)]:
+        docs += amendment["documents"]
+    return list(dict.fromkeys(docs))
+
+
+def amendment_documents_ancient(wildcards):
+    return [ancient(doc) for doc in amendment_documents(wildcards)]
+
+
+def previous_record(wildcards):
+    index = _amendment_index(wildcards)
+    if index == 1:
+        return f"{freeze_dir()}/freeze.json"
+    return f"{freeze_dir()}/amendments/{index - 1:03d}/amendment.json"
+
+
+def amendment_reason(wildcards):
+    return AMENDMENTS[_amendment_index(wildcards) - 1]["reason"]
+
+
+def amendment_freeze_folder(wildcards, output):
+    """RESULTS/.../freeze from .../freeze/amendments/NNN/amendment.json."""
+    return str(Path(output[0]).parents[2])
+
+
+def public_amendment_missing_message(wildcards, output):
+    """What to run on a machine with internet when a configured public amendment is missing."""
+    import shlex
+
+    folder = str(Path(output[0]).parents[2])
+    command = ["paired-rollouts", "prereg", "amend", "--out", folder, "--reason", amendment_reason(wildcards),
+               "--documents", *amendment_documents(wildcards)]
+    return (
+        f"{output[0]} is missing. GPU profiles only run tiers and the calibration gate under an amendment "
+        f"time-stamped by public authorities. After committing the documents, on a machine with internet run: "
+        f"{shlex.join(command)} ; then commit {folder}/amendments (docs/prereg.md#amendments)."
+    )
+
+
+def zero_shot_file():
+    return res("calibration/zero_shot.json")
+
+
+def calibration_model():
+    """The model name the calibration register's bands are looked up under (none registered: not applicable)."""
+    kind = SCALE["model"]["kind"]
+    if kind == "hub":
+        return SCALE["model"]["name_or_path"]
+    if kind == "surrogate":
+        return config["prereg"]["surrogate_calibration_model"]
+    return f"stand-in ({SCALE_NAME})"
+
+
+def zero_shot_settings():
+    """The step-0 sets the runs start from: the periodic clean validation set and the diagnostic roll-outs."""
+    settings = base_settings()
+    settings.update(SCALE["evaluation"])
+    for key in ("pool", "tasks", "schedules", "samples"):
+        settings[f"diag_{key}"] = SCALE["diagnostics"][key]
+    return as_json(settings)
+
+
+def amendment_benchmark_files():
+    """The benchmark files of the amendment, amendment-verification and zero-shot calibration jobs."""
+    bench = res("benchmarks")
+    files = [f"{bench}/prereg_verify_amendments.tsv", f"{bench}/zero_shot_calibration.tsv"]
+    if ACCELERATOR == "cpu":
+        files += [f"{bench}/prereg_amend_local/{n}.tsv" for n in amendment_numbers()]
+    return files

@@ -1,10 +1,16 @@
 # Stage 2: freeze the protocol with RFC 3161 time stamps and verify it offline (docs/prereg.md).
 # Every training job depends on the verification, so a changed protocol or a bad token stops the
-# pipeline before anything trains.
+# pipeline before anything trains. The amendments (config prereg.amendments) are made and verified
+# the same way; only the tier runs and the zero-shot calibration gate depend on their verification.
+
+wildcard_constraints:
+    number=r"\d{3}",
+
 
 # Time-stamping talks to TSAs; compute nodes often have no network.
 localrules:
     prereg_verify,
+    prereg_verify_amendments,
 
 
 if ACCELERATOR == "cpu":
@@ -35,6 +41,33 @@ if ACCELERATOR == "cpu":
             "paired-rollouts prereg freeze-local --out {params.folder:q} --replace-inside results "
             "--documents {params.documents:q} > {log:q} 2>&1"
 
+    localrules:
+        prereg_amend_local,
+
+    rule prereg_amend_local:
+        """Amendment NNN of the local test freeze, against a fresh local test authority (the freeze's own
+        is gone). Documents are `ancient` as for the freeze; a re-made freeze (or previous amendment)
+        re-makes this one, since the chain names the previous record's imprint."""
+        input:
+            documents=amendment_documents_ancient,
+            previous=previous_record,
+            code=ancient(sources("prereg")),
+        output:
+            f"{config['prereg']['local_freeze_dir']}/amendments/{{number}}/amendment.json",
+        params:
+            folder=amendment_freeze_folder,
+            reason=amendment_reason,
+            documents=amendment_documents,
+        conda:
+            software_env()
+        log:
+            res("logs/prereg_amend_local/{number}.log"),
+        benchmark:
+            res("benchmarks/prereg_amend_local/{number}.tsv"),
+        shell:
+            "paired-rollouts prereg amend-local --out {params.folder:q} --number {wildcards.number:q} "
+            "--replace-inside results --reason {params.reason:q} --documents {params.documents:q} > {log:q} 2>&1"
+
 else:
 
     localrules:
@@ -53,6 +86,24 @@ else:
             res("logs/prereg_public_freeze_missing.log"),
         benchmark:
             res("benchmarks/prereg_public_freeze_missing.tsv"),
+        shell:
+            "printf '%s\\n' {params.message:q} | tee {log:q} >&2; exit 1"
+
+    localrules:
+        prereg_public_amendment_missing,
+
+    rule prereg_public_amendment_missing:
+        """Likewise for a configured amendment that is not committed under the public freeze."""
+        output:
+            f"{config['prereg']['public_freeze_dir']}/amendments/{{number}}/amendment.json",
+        params:
+            message=public_amendment_missing_message,
+        conda:
+            software_env()
+        log:
+            res("logs/prereg_public_amendment_missing/{number}.log"),
+        benchmark:
+            res("benchmarks/prereg_public_amendment_missing/{number}.tsv"),
         shell:
             "printf '%s\\n' {params.message:q} | tee {log:q} >&2; exit 1"
 
@@ -75,5 +126,32 @@ rule prereg_verify:
     benchmark:
         res("benchmarks/prereg_verify.tsv"),
     shell:
-        "paired-rollouts prereg verify --freeze {params.folder:q} {params.test_authority:q} --out {output:q} > {log:q} 2>&1 "
+        "paired-rollouts prereg verify --freeze {params.folder:q} --amendments 0 {params.test_authority:q} "
+        "--out {output:q} > {log:q} 2>&1 || {{ cat {log:q} >&2; exit 1; }}"
+
+
+rule prereg_verify_amendments:
+    """The freeze and its configured amendments, each against its own stored roots; the last record must
+    cover every configured document. Tier runs and the calibration gate depend on this report."""
+    input:
+        documents=all_protocol_documents(),
+        freeze=f"{freeze_dir()}/freeze.json",
+        amendments=amendment_records(),
+        code=sources("prereg"),
+    output:
+        amendment_verification_file(),
+    params:
+        folder=freeze_folder,
+        amendments=len(config["prereg"]["amendments"]),
+        documents=all_protocol_documents(),
+        test_authority=["--allow-test-authority"] if ACCELERATOR == "cpu" else [],
+    conda:
+        software_env()
+    log:
+        res("logs/prereg_verify_amendments.log"),
+    benchmark:
+        res("benchmarks/prereg_verify_amendments.tsv"),
+    shell:
+        "paired-rollouts prereg verify --freeze {params.folder:q} --amendments {params.amendments:q} "
+        "--require {params.documents:q} {params.test_authority:q} --out {output:q} > {log:q} 2>&1 "
         "|| {{ cat {log:q} >&2; exit 1; }}"

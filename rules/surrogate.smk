@@ -36,6 +36,7 @@ for _job, _runs in surrogate_jobs().items():
             manifest=f"{TASKS_DIR}/MANIFEST.json",
             verification=ancient(verification_file()),
             calibration=CALIBRATION_FILE,
+            zero_shot=ancient(zero_shot_file()),  # the registered-band gate (rules/calibrate.smk)
             code=sources(*SIMULATOR, "agents", "evaluation", "training", "surrogate"),
         output:
             surrogate_outputs(_runs),

@@ -17,6 +17,8 @@ rule train:
         # `ancient`: a re-verified protocol does not retrain finished runs, but a failing verification
         # still stops this job before it starts (the verify rule runs first and fails).
         verification=ancient(verification_file()),
+        # the zero-shot calibration gate (rules/calibrate.smk): a missed registered band stops training
+        calibration=ancient(zero_shot_file()),
         model=model_inputs(),
         code=sources(*SIMULATOR, "training"),
     output:

@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "prereg",
     "training",
     "evaluation",
+    "calibration",
     "stats",
     "probe",
     "surrogate",

@@ -266,3 +266,31 @@ def read_luck(path: str | Path) -> dict[str, Any]:
     if lam is not None and not _is_num(lam):
         raise UserError(f"{path}: 'lam' is {lam!r}, expected a finite number or null")
     return data
+
+
+DECISION = {
+    "condition": _is_condition,
+    "decided": _is_bool,
+    "complete": _is_bool,
+    "seeds": _list_of(_is_int),
+    "missing": _list_of(_is_str),
+}
+
+
+def read_decision_register(path: str | Path) -> dict[str, Any]:
+    """results/decisions/{c2,c4}.json or decisions/tiers/NAME.json, typed at the keys consumers judge by."""
+    data = read_json(path)
+    validate(data, DECISION, str(path), "decision register")
+    return data
+
+
+PROBE = {"trajectory": _is_str, "run": _is_str, "checkpoints": _is_dict}
+
+
+def read_probe_register(path: str | Path) -> dict[str, Any]:
+    """results/probe/TRAJECTORY.json, typed at the keys the predictions read."""
+    data = read_json(path)
+    validate(data, PROBE, str(path), "probe register")
+    if not isinstance(data.get("verdict"), dict | type(None)):
+        raise UserError(f"{path}: 'verdict' is {type(data['verdict']).__name__}, expected an object")
+    return data

@@ -1,4 +1,4 @@
-"""``paired-rollouts prereg freeze|freeze-local|amend|verify``."""
+"""``paired-rollouts prereg freeze|freeze-local|amend|amend-local|verify``."""
 
 from __future__ import annotations
 
@@ -120,6 +120,33 @@ def register(subparsers) -> None:
     p.set_defaults(handler=_amend)
 
     p = sub.add_parser(
+        "amend-local",
+        help="amend a local test freeze, against a fresh throw-away local test TSA",
+        description="Start the local RFC 3161 test authority on 127.0.0.1 and append amendment NNN to a "
+        "freeze made by 'freeze-local' (whose own test TSA is gone: 'amend' would reuse its URLs), "
+        "time-stamped by the new authority's two keys; its roots are stored with the amendment. Used by "
+        "the cpu profile.",
+    )
+    p.add_argument("--out", required=True, metavar="DIR", help="the existing (test-authority) freeze folder")
+    p.add_argument("--reason", required=True, help="why the protocol changes (time-stamped with it)")
+    p.add_argument(
+        "--number",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the amendment number this must become (refused otherwise; with --replace-inside, amendment N "
+        "and any later ones are removed first, since they chain on it)",
+    )
+    p.add_argument(
+        "--replace-inside",
+        metavar="ROOT",
+        default=None,
+        help="with --number: remove amendments N.. first, but only if they lie strictly inside ROOT",
+    )
+    _add_common(p)
+    p.set_defaults(handler=_amend_local)
+
+    p = sub.add_parser(
         "verify",
         help="verify a freeze offline (documents, manifest, every token two ways)",
         description="Check the documents against the frozen hashes and every token with rfc3161-client and "
@@ -133,6 +160,22 @@ def register(subparsers) -> None:
         "--allow-test-authority",
         action="store_true",
         help="accept a freeze made against the local test authority (cpu profile only)",
+    )
+    p.add_argument(
+        "--amendments",
+        type=int,
+        default=None,
+        metavar="N",
+        help="verify the base freeze and its first N amendments only (default: every amendment present); "
+        "fewer than N present is an error",
+    )
+    p.add_argument(
+        "--require",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="PATH",
+        help="documents (relative to --root) that the last verified record must cover",
     )
     p.set_defaults(handler=_verify)
 
@@ -187,6 +230,48 @@ def _amend(args) -> int:
     return 0
 
 
+def _amend_local(args) -> int:
+    from paired_rollouts.prereg import freeze as fz
+    from paired_rollouts.prereg.local_tsa import KeySpec, LocalTSA
+
+    freeze_dir = Path(args.out)
+    if args.replace_inside is not None and args.number is None:
+        raise UserError("--replace-inside needs --number (which amendment to make again)")
+    if args.number is not None:
+        if args.number < 1:
+            raise UserError(f"--number {args.number}: amendments are numbered from 1")
+        if args.replace_inside is not None:
+            from paired_rollouts.io import remove_tree_inside
+
+            for folder in fz.list_amendments(freeze_dir):
+                if int(folder.name) >= args.number:
+                    remove_tree_inside(folder, args.replace_inside)
+        present = len(fz.list_amendments(freeze_dir))
+        if present + 1 != args.number:
+            raise UserError(
+                f"{freeze_dir / fz.AMENDMENTS}: holds {present} amendment(s), so the next is {present + 1:03d}, "
+                f"not {args.number:03d}; make the earlier ones first (or pass --replace-inside)"
+            )
+    with (
+        tempfile.TemporaryDirectory(prefix="prereg-test-tsa-") as tmp,
+        LocalTSA(tmp, [KeySpec("test-a"), KeySpec("test-b")]) as tsa,
+    ):
+        auths = [fz.Authority(name, url, tsa.root_pem) for name, url in tsa.tsa_args().items()]
+        record = fz.amend(
+            freeze_dir,
+            args.reason,
+            auths=auths,
+            documents=args.document,
+            root=args.root,
+            timeout=args.timeout,
+        )
+    if not record["test_authority"]:
+        # fz.amend refuses a test token for a public freeze, so this cannot be reached; kept as a guard.
+        raise UserError(f"{freeze_dir}: amend-local only amends a test-authority freeze")
+    _report_record(freeze_dir / fz.AMENDMENTS / f"{record['amendment']['number']:03d}", record)
+    return 0
+
+
 def _report_record(out, record: dict) -> None:
     _echo(
         f"froze {len(record['documents'])} document(s) in {out}: imprint sha256 {record['imprint']}"
@@ -203,7 +288,12 @@ def _verify(args) -> int:
     out = Path(args.out)
     try:
         report = run_verification(
-            args.freeze, root=args.root, allow_test_authority=args.allow_test_authority, echo=_echo
+            args.freeze,
+            root=args.root,
+            allow_test_authority=args.allow_test_authority,
+            echo=_echo,
+            amendments=args.amendments,
+            require=args.require,
         )
     except UserError:
         out.unlink(missing_ok=True)
@@ -216,4 +306,6 @@ def _verify(args) -> int:
         )
     atomic_write_json(out, report)
     _echo(f"freeze {args.freeze} verifies: imprint {report['imprint']}; report {out}")
+    for entry in report["covered"]:
+        _echo(f"  covered by {entry['record']}: {entry['path']} sha256 {entry['sha256']}")
     return 0

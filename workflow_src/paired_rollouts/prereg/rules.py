@@ -153,3 +153,151 @@ def load_decision_rules(path: str | os.PathLike | None = None) -> dict:
     except yaml.YAMLError as exc:
         raise UserError(f"{source}: not valid YAML ({exc}); restore the frozen file") from exc
     return validate_decision_rules(data, str(source))
+
+
+# ---------------------------------------------------------------- tier rules (amendment A2) ----------
+
+DEFAULT_TIER_RULES_PATH = Path("prereg/tier_rules.yaml")
+TIER_SCHEMA_VERSION = 1
+#: Conditions a tier prediction may name (docs/prereg.md#amendments): the tier-1 ones plus C1, C3, C2r.
+TIER_CONDITIONS = ("C0", "C1", "C2", "C2r", "C3", "C4")
+#: Reward scalings H4 compares (TRL's ``scale_rewards``).
+SCALINGS = ("group", "none")
+
+TIER_SCHEMA: dict[str, Any] = {
+    "schema_version": int,
+    "amends": str,
+    "calibration": {"bands": "bands", "luck_share_at_least": _NUM},
+    "h4": {"condition": str, "scalings": "list[str]", "group_gap_exceeds_none": bool, "none_gap_above": _NUM},
+    "predictions": "predictions",
+}
+_PREDICTION_COMMON: dict[str, Any] = {"confidence": _NUM, "statement": str, "check": str}
+#: check name -> the keys its numbers need (besides confidence, statement, check).
+PREDICTION_CHECKS: dict[str, dict[str, Any]] = {
+    "spurious_rate": {"condition": str, "expected": _NUM, "within": _NUM, "paired_below": _NUM},
+    "auc_gap_and_final_vs_clean": {"condition": str, "gap_at_least": _NUM, "final_clean_within": _NUM},
+    "auc_gap_range": {"condition": str, "min": _NUM, "max": _NUM},
+    "auc_gap_and_final_range": {
+        "condition": str,
+        "min": _NUM,
+        "max": _NUM,
+        "final_min": _NUM,
+        "final_max": _NUM,
+    },
+    "gap_below_reference": {"condition": str, "reference": str, "within": _NUM},
+    "challenge_gap": {"condition": str, "steps": "list[int]", "at_least": _NUM},
+    "scaling_shrink": {"condition": str, "shrink_min": _NUM, "shrink_max": _NUM},
+    "blocking_order": {"conditions": "list[str]"},
+    "heldout_noninferior": {"condition": str, "lower_bound_above": _NUM, "point_within": _NUM},
+    "not_run": {"reason": str},
+    "luck_share_at_least": {"condition": str, "at_least": _NUM},
+    "probe_p13": {},
+}
+_RANGES = (("min", "max"), ("final_min", "final_max"), ("shrink_min", "shrink_max"))
+
+
+def _check_tier(node: Any, schema: Any, where: str, source: str) -> None:
+    """`_check` plus the tier file's own leaf kinds: list[str], model bands and predictions."""
+    if isinstance(schema, dict):
+        if not isinstance(node, dict):
+            raise UserError(f"{source}: {where or 'top level'} must be a mapping; restore the amended file")
+        unknown = sorted(set(node) - set(schema), key=str)
+        missing = sorted(set(schema) - set(node))
+        if unknown:
+            raise UserError(
+                f"{source}: unknown key {where + '.' if where else ''}{unknown[0]}; remove it "
+                "(the amended rules have a fixed schema)"
+            )
+        if missing:
+            raise UserError(
+                f"{source}: missing key {where + '.' if where else ''}{missing[0]}; restore the amended file"
+            )
+        for key, sub in schema.items():
+            _check_tier(node[key], sub, f"{where}.{key}" if where else key, source)
+    elif schema == "list[str]":
+        if not (isinstance(node, list) and node and all(isinstance(x, str) and x for x in node)):
+            raise UserError(f"{source}: {where} must be a non-empty list of strings")
+    elif schema == "bands":
+        if not isinstance(node, dict) or not node:
+            raise UserError(f"{source}: {where} must map at least one model name to its bands")
+        for model, bands in node.items():
+            _check_tier(bands, {"clean_success": "list[num]"}, f"{where}.{model}", source)
+            low_high = bands["clean_success"]
+            if len(low_high) != 2 or not 0 <= low_high[0] <= low_high[1] <= 1:
+                raise UserError(
+                    f"{source}: {where}.{model}.clean_success must be [low, high] with "
+                    f"0 <= low <= high <= 1, got {low_high}"
+                )
+    elif schema == "predictions":
+        if not isinstance(node, dict) or not node:
+            raise UserError(f"{source}: {where} must map prediction ids (P1, P2, ...) to predictions")
+        for pid, prediction in node.items():
+            here = f"{where}.{pid}"
+            if not (isinstance(pid, str) and pid[:1] == "P" and pid[1:].isdigit()):
+                raise UserError(f"{source}: {here}: prediction ids are P followed by a number (P1, P12)")
+            check = prediction.get("check") if isinstance(prediction, dict) else None
+            if check not in PREDICTION_CHECKS:
+                raise UserError(
+                    f"{source}: {here}.check {check!r} is not a known check ({', '.join(PREDICTION_CHECKS)})"
+                )
+            _check_tier(prediction, {**_PREDICTION_COMMON, **PREDICTION_CHECKS[check]}, here, source)
+    else:
+        _check(node, schema, where, source)
+
+
+def validate_tier_rules(rules: Any, source: str = "tier rules") -> dict:
+    """Check the amended tier rules' schema and internal consistency; return a deep copy."""
+    _check_tier(rules, TIER_SCHEMA, "", source)
+    if rules["schema_version"] != TIER_SCHEMA_VERSION:
+        raise UserError(f"{source}: schema_version {rules['schema_version']} is not {TIER_SCHEMA_VERSION}")
+    if not 0 <= rules["calibration"]["luck_share_at_least"] <= 1:
+        raise UserError(f"{source}: calibration.luck_share_at_least must lie in [0, 1]")
+    h4 = rules["h4"]
+    if h4["condition"] not in TIER_CONDITIONS:
+        raise UserError(
+            f"{source}: h4.condition {h4['condition']!r} is not one of {', '.join(TIER_CONDITIONS)}"
+        )
+    if sorted(h4["scalings"]) != sorted(SCALINGS) or len(h4["scalings"]) != len(SCALINGS):
+        raise UserError(f"{source}: h4.scalings must list {' and '.join(SCALINGS)} once each")
+    for pid, prediction in rules["predictions"].items():
+        here = f"{source}: predictions.{pid}"
+        if not 0 <= prediction["confidence"] <= 1:
+            raise UserError(f"{here}.confidence {prediction['confidence']} must lie in [0, 1]")
+        if not prediction["statement"].strip():
+            raise UserError(f"{here}.statement is empty; state the prediction")
+        named = [prediction[k] for k in ("condition", "reference") if k in prediction]
+        named += prediction.get("conditions", [])
+        unknown = [c for c in named if c not in TIER_CONDITIONS]
+        if unknown:
+            raise UserError(f"{here}: condition {unknown[0]!r} is not one of {', '.join(TIER_CONDITIONS)}")
+        for low, high in _RANGES:
+            if low in prediction and prediction[low] > prediction[high]:
+                raise UserError(f"{here}: {low} {prediction[low]} exceeds {high} {prediction[high]}")
+        if "steps" in prediction and prediction["steps"] != sorted(set(prediction["steps"])):
+            raise UserError(f"{here}.steps must be strictly increasing")
+    return copy.deepcopy(rules)
+
+
+def load_tier_rules(
+    path: str | os.PathLike | None = None, verification: str | os.PathLike | None = None
+) -> dict:
+    """Load and validate ``prereg/tier_rules.yaml`` (cwd-relative by default).
+
+    With ``verification`` (an amendment verification report), the file must also be covered by a
+    verified freeze record with its current bytes (`verify.require_covered`), so a tier decision never
+    applies rules that the time stamps do not cover.
+    """
+    import yaml
+
+    source = Path(path) if path is not None else DEFAULT_TIER_RULES_PATH
+    if not source.is_file():
+        raise UserError(f"{source}: tier rules not found; run from the repository root or pass the path")
+    if verification is not None:
+        from paired_rollouts.prereg.verify import require_covered
+
+        require_covered(verification, source)
+    try:
+        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise UserError(f"{source}: not valid YAML ({exc}); restore the amended file") from exc
+    return validate_tier_rules(data, str(source))

@@ -140,8 +140,10 @@ def verify_record(record_dir: Path, root: Path, kind: str, record: dict, record_
             row["tsa_subject"] = signer.subject.rfc4514_string()
             row["tsa_certificate_sha256"] = tsp.fingerprint(signer)
             if row["tsa_subject"] != token["tsa_certificate"]["subject"]:
-                failures.append(f"{where}: freeze.json names TSA '{token['tsa_certificate']['subject']}', the "
-                                f"token's signer is '{row['tsa_subject']}'; {REFREEZE}")
+                failures.append(
+                    f"{where}: freeze.json names TSA '{token['tsa_certificate']['subject']}', the "
+                    f"token's signer is '{row['tsa_subject']}'; {REFREEZE}"
+                )
             row["gen_time"] = tsp.iso_utc(info.gen_time)
             if row["gen_time"] != token.get("gen_time") or str(info.serial) != token.get("serial"):
                 failures.append(f"{tsr_path}: genTime/serial differ from the freeze record; {REFREEZE}")
@@ -173,8 +175,10 @@ def verify_record(record_dir: Path, root: Path, kind: str, record: dict, record_
             )
     witnesses = {t["tsa_certificate_sha256"] for t in tokens_out if t.get("verified")}
     if len(witnesses) < MIN_AUTHORITIES:
-        failures.append(f"{record_dir / fz.RECORD[kind]}: {len(witnesses)} token(s) from distinct authorities "
-                        f"verify; a freeze needs at least {MIN_AUTHORITIES}; {REFREEZE}")
+        failures.append(
+            f"{record_dir / fz.RECORD[kind]}: {len(witnesses)} token(s) from distinct authorities "
+            f"verify; a freeze needs at least {MIN_AUTHORITIES}; {REFREEZE}"
+        )
     return {"tokens": tokens_out, "failures": failures}
 
 
@@ -183,8 +187,15 @@ def run_verification(
     root: str | os.PathLike = ".",
     allow_test_authority: bool = False,
     echo=None,
+    amendments: int | None = None,
+    require: tuple[str, ...] | list[str] = (),
 ) -> dict:
-    """Verify the freeze and every amendment; return the report (``passes`` false => see ``failures``)."""
+    """Verify the freeze and its amendments; return the report (``passes`` false => see ``failures``).
+
+    ``amendments`` limits the chain to the base freeze and its first N amendments (None: all present),
+    so the tier-1 verification (N = 0) does not change when an amendment is added. ``require`` lists
+    documents that must be covered by the last verified record (otherwise a failure).
+    """
     freeze_path, root_path = Path(freeze_dir), Path(root)
     record_file = freeze_path / fz.RECORD["freeze"]
     if not record_file.is_file():
@@ -202,7 +213,17 @@ def run_verification(
             "(docs/prereg.md) or pass --allow-test-authority for the cpu stand-in run"
         )
     records = [("freeze", freeze_path, base)]
-    for number, folder in enumerate(fz.list_amendments(freeze_path), start=1):
+    present = fz.list_amendments(freeze_path)
+    if amendments is not None:
+        if amendments < 0:
+            raise UserError(f"--amendments {amendments}: give the number of amendments to verify (0 or more)")
+        if len(present) < amendments:
+            raise UserError(
+                f"{freeze_path / fz.AMENDMENTS}: {len(present)} amendment(s) present, {amendments} required; "
+                "make the missing amendment ('paired-rollouts prereg amend', docs/prereg.md#amendments)"
+            )
+        present = present[:amendments]
+    for number, folder in enumerate(present, start=1):
         if folder.name != f"{number:03d}":
             raise UserError(f"{folder}: amendments must be numbered 001, 002, ... without gaps; restore them")
         amendment_file = folder / fz.RECORD["amendment"]
@@ -265,6 +286,20 @@ def run_verification(
                 "matches": actual == doc["sha256"],
             }
         )
+    last_label = report_records[-1]["record"]
+    covered = [
+        {"path": d["path"], "sha256": d["sha256"], "record": last_label, "imprint": latest.get("imprint")}
+        for d in documents
+        if d.get("matches")
+    ]
+    covered_paths = {d["path"] for d in covered}
+    for doc in require:
+        rel = Path(doc).as_posix()
+        if rel not in covered_paths:
+            failures.append(
+                f"{doc}: not covered by {freeze_path / last_label if last_label != 'freeze' else freeze_path} "
+                "(the last verified record); record it with 'prereg amend' (docs/prereg.md#amendments)"
+            )
     return {
         "format": "paired-rollouts-prereg-verification/1",
         "freeze": str(freeze_path),
@@ -274,5 +309,45 @@ def run_verification(
         "imprint": latest.get("imprint"),
         "documents": documents,
         "records": report_records,
+        "covered": covered,
         "verifiers": {"rfc3161-client": fz._software()["rfc3161-client"], "openssl": tsp.openssl_version()},
     }
+
+
+def require_covered(verification: str | os.PathLike, document: str | os.PathLike) -> dict:
+    """Refuse (UserError) unless ``document`` is covered, with its current bytes, by a verified record.
+
+    ``verification`` is a report written by ``prereg verify`` (only passing reports are written; a
+    report that says otherwise is refused too). Returns the covering entry. The decision code calls
+    this before it applies amended rules, e.g. ``require_covered(report, "prereg/tier_rules.yaml")``.
+    """
+    report_path, doc = Path(verification), Path(document)
+    if not report_path.is_file():
+        raise UserError(f"{report_path}: verification report not found; run 'paired-rollouts prereg verify'")
+    try:
+        report = read_json(report_path)
+    except (OSError, ValueError) as exc:
+        raise UserError(
+            f"{report_path}: unreadable verification report ({exc}); rerun 'prereg verify'"
+        ) from exc
+    if not isinstance(report, dict) or report.get("format") != "paired-rollouts-prereg-verification/1":
+        raise UserError(
+            f"{report_path}: not a prereg verification report; rerun 'paired-rollouts prereg verify'"
+        )
+    if report.get("passes") is not True or report.get("failures"):
+        raise UserError(f"{report_path}: the verification did not pass; fix what it lists and rerun it")
+    rel = doc.as_posix()
+    if doc.is_absolute() and doc.resolve().is_relative_to(Path.cwd().resolve()):
+        rel = doc.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    entry = next((c for c in report.get("covered", []) if c.get("path") == rel), None)
+    if entry is None:
+        raise UserError(
+            f"{report_path}: {rel} is not covered by a verified freeze record; record it with "
+            "'paired-rollouts prereg amend' and verify again (docs/prereg.md#amendments)"
+        )
+    if not doc.is_file() or sha256_bytes(doc.read_bytes()) != entry["sha256"]:
+        raise UserError(
+            f"{rel}: its bytes differ from the verified {entry['record']} record ({report_path}); restore the "
+            "amended file (git checkout) or record the change with another amendment"
+        )
+    return dict(entry)

@@ -109,6 +109,29 @@ def _decide(args: argparse.Namespace) -> int:
     return 0
 
 
+def _predictions(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.prereg.rules import load_tier_rules
+    from paired_rollouts.records import read_decision_register, read_probe_register
+    from paired_rollouts.stats.curves import round4
+    from paired_rollouts.stats.predictions import judge
+
+    tier_rules = load_tier_rules(args.tier_rules, verification=args.verification)
+    decisions = {}
+    for path in args.decisions:
+        name = Path(path).stem
+        if name in decisions:
+            raise UserError(f"{path}: a second decision register named {name}; give each comparison once")
+        decisions[name] = read_decision_register(path)
+    probes = {Path(p).stem: read_probe_register(p) for p in args.probe}
+    register = judge(tier_rules, decisions, probes, args.group_size, source=str(args.tier_rules))
+    register["tier_rules"] = str(args.tier_rules)
+    atomic_write_json(args.out, round4(register))
+    counts = ", ".join(f"{k} {v}" for k, v in register["counts"].items())
+    print(f"predictions: {counts}; H4 passes={register['H4']['passes']} -> {args.out}")
+    return 0
+
+
 def _run_register(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json
     from paired_rollouts.stats.run_register import build_register
@@ -227,3 +250,18 @@ def register(subparsers) -> None:
                    help="data/tasks/MANIFEST.json")
     p.add_argument("--out", required=True, type=Path, help="results/decisions/{c2,c4}.json")
     p.set_defaults(handler=_decide)
+
+    p = subparsers.add_parser(
+        "predictions", help="the registered predictions (P1-P13) and H4, judged on the decision registers",
+        description="Judge every prediction of the amended tier rules on the decision registers given: met, "
+                    "missed, not run (its register is absent) or not decided (its seed matrix is incomplete).",
+        epilog="Output shape: docs/analysis.md#predictions.")
+    p.add_argument("--tier-rules", required=True, type=Path, help="prereg/tier_rules.yaml (amendment A2)")
+    p.add_argument("--verification", default=None, type=Path,
+                   help="amendment verification report: the tier rules must be covered by a verified record")
+    p.add_argument("--decisions", nargs="+", required=True,
+                   help="decision registers (decisions/c2.json, decisions/tiers/c2r.json, ...), named by file stem")
+    p.add_argument("--probe", nargs="*", default=[], help="probe registers (probe/a.json, ...)")
+    p.add_argument("--group-size", type=int, required=True, help="the scale's rollouts per group (G)")
+    p.add_argument("--out", required=True, type=Path, help="results/decisions/predictions.json")
+    p.set_defaults(handler=_predictions)

@@ -1,0 +1,64 @@
+# Stage 3b: the zero-shot calibration register (amendment A2, docs/prereg.md#zero-shot-calibration-register).
+# Before any training job, the model every run starts from is checked at step 0 against the bands
+# registered in prereg/tier_rules.yaml: clean validation success in the model's band, luck share at
+# p = 0.25 at least the registered minimum. A missed band fails this job, so no training job starts;
+# a model without a registered band (the stand-in) is reported as not applicable.
+
+if SURROGATE:
+
+    rule zero_shot_calibration:
+        """The surrogate's register: its calibration's step-0 values against the bands of the model it is
+        fitted to (the surrogate calibration itself checks its tighter targets)."""
+        input:
+            calibration=CALIBRATION_FILE,
+            rules=config["prereg"]["tier_rules"],
+            verification=amendment_verification_file(),
+            code=sources("calibration", "prereg"),
+        output:
+            zero_shot_file(),
+        params:
+            model=calibration_model(),
+        conda:
+            software_env()
+        log:
+            res("logs/zero_shot_calibration.log"),
+        benchmark:
+            res("benchmarks/zero_shot_calibration.tsv")
+        shell:
+            "paired-rollouts calibrate surrogate --calibration {input.calibration:q} --model {params.model:q} "
+            "--rules {input.rules:q} --verification {input.verification:q} --out {output:q} > {log:q} 2>&1 "
+            "|| {{ cat {log:q} >&2; exit 1; }}"
+
+else:
+
+    rule zero_shot_calibration:
+        """Roll out the base model (step-0 policy) on the clean validation set and the diagnostic set."""
+        input:
+            pools=pool_files(),
+            model=model_inputs(),
+            rules=config["prereg"]["tier_rules"],
+            verification=amendment_verification_file(),
+            code=sources(*SIMULATOR, "training", "evaluation", "stats", "calibration", "prereg"),
+        output:
+            register=zero_shot_file(),
+            clean=res("calibration/zero_shot-clean.jsonl"),
+            diagnostic=res("calibration/zero_shot-diag.jsonl"),
+        params:
+            tasks_dir=tasks_dir_of,
+            model_dir=model_dir_param,
+            model=calibration_model(),
+            settings=zero_shot_settings(),
+            resamples=SCALE["diagnostics"]["resamples"],
+            episodes=output_folder,
+        conda:
+            software_env()
+        log:
+            res("logs/zero_shot_calibration.log"),
+        benchmark:
+            res("benchmarks/zero_shot_calibration.tsv")
+        shell:
+            "paired-rollouts calibrate zero-shot --tasks-dir {params.tasks_dir:q} --model-dir {params.model_dir:q} "
+            "--model {params.model:q} --settings {params.settings:q} --rules {input.rules:q} "
+            "--verification {input.verification:q} --resamples {params.resamples:q} "
+            "--episodes-dir {params.episodes:q} --out {output.register:q} > {log:q} 2>&1 "
+            "|| {{ cat {log:q} >&2; exit 1; }}"

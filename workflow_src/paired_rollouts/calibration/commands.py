@@ -1,0 +1,242 @@
+"""CLI: ``calibrate zero-shot`` (roll out the base model, write the register, gate) and ``calibrate check``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from paired_rollouts.errors import UserError
+
+# The arm and seed the step-0 sets are rolled out under: schedules of evaluation and diagnostic sets do
+# not depend on the arm, and seed 0 is the first seed of every design (the same sets as the runs' step 0).
+CONDITION, ARM, SEED = "C2", "paired", 0
+RUN = "zero-shot"
+
+
+def register(subparsers) -> None:
+    top = subparsers.add_parser(
+        "calibrate",
+        help="the zero-shot calibration register (amendment A2), checked before any training",
+        description="Evaluate the model every run starts from at step 0 against the calibration bands "
+        "registered in prereg/tier_rules.yaml (docs/prereg.md#zero-shot-calibration-register).",
+    )
+    sub = top.add_subparsers(dest="calibrate_command", required=True, metavar="ACTION")
+    p = sub.add_parser(
+        "zero-shot",
+        help="roll out the base model on the step-0 clean validation set and diagnostic set; gate",
+        description="Roll out the base model (a zero-initialised LoRA adapter, i.e. the step-0 policy of every "
+        "run) on the clean validation set and on the diagnostic roll-outs at p = 0.25, compute the clean "
+        "success and the luck share with its bootstrap interval, and write the register. Exits 1 with one "
+        "line when a registered band is missed (the register is then not written).",
+    )
+    p.add_argument("--tasks-dir", required=True)
+    p.add_argument("--model-dir", required=True)
+    p.add_argument(
+        "--model", required=True, help="model name the bands are registered under (e.g. Qwen/Qwen3.5-2B)"
+    )
+    p.add_argument("--settings", required=True, help="inline JSON or @file (evaluation + diagnostic keys)")
+    p.add_argument("--rules", required=True, type=Path, help="prereg/tier_rules.yaml")
+    p.add_argument(
+        "--verification",
+        required=True,
+        type=Path,
+        help="results/<scale>/prereg/amendment_verification.json (must cover --rules)",
+    )
+    p.add_argument("--resamples", type=int, default=10000, help="luck-share bootstrap resamples")
+    p.add_argument("--episodes-dir", required=True, type=Path, help="where the step-0 episodes are written")
+    p.add_argument("--out", required=True, type=Path, help="results/<scale>/calibration/zero_shot.json")
+    p.set_defaults(handler=_zero_shot)
+
+    p = sub.add_parser(
+        "surrogate",
+        help="the register of a surrogate scale, from its calibration register",
+        description="Check the surrogate calibration's step-0 values (clean validation success, luck share) "
+        "against the bands of the model it is fitted to; same register and gate as 'zero-shot'.",
+    )
+    p.add_argument(
+        "--calibration", required=True, type=Path, help="results/<scale>/models/surrogate/calibration.json"
+    )
+    p.add_argument("--model", required=True, help="the registered model the surrogate stands for")
+    p.add_argument("--rules", required=True, type=Path, help="prereg/tier_rules.yaml")
+    p.add_argument("--verification", required=True, type=Path, help="amendment_verification.json")
+    p.add_argument("--out", required=True, type=Path)
+    p.set_defaults(handler=_surrogate)
+
+    p = sub.add_parser("check", help="print a register and exit 1 if a registered band is missed")
+    p.add_argument("register", type=Path, help="results/<scale>/calibration/zero_shot.json")
+    p.set_defaults(handler=_check)
+
+
+def _rules_block(path: Path, verification: Path) -> tuple[dict, dict]:
+    from paired_rollouts.io import sha256_file
+    from paired_rollouts.prereg.rules import load_tier_rules
+
+    rules = load_tier_rules(path, verification=verification)
+    return rules["calibration"], {
+        "path": path.as_posix(),
+        "sha256": sha256_file(path),
+        "verification": verification.as_posix(),
+    }
+
+
+def _finish(register: dict, out: Path) -> int:
+    from paired_rollouts.calibration.zero_shot import check_register, describe
+    from paired_rollouts.io import atomic_write_json
+
+    for line in describe(register):
+        print(line)
+    out.unlink(missing_ok=True)
+    check_register(register, str(out))
+    atomic_write_json(out, register)
+    print(f"-> {out}")
+    return 0
+
+
+def initial_adapter(model_dir: str, settings: dict, folder: Path, seed: int) -> Path:
+    """A zero-initialised LoRA adapter (lora_B = 0): the base model's function, in checkpoint layout."""
+    import torch
+    from peft import get_peft_model
+    from transformers import set_seed
+
+    from paired_rollouts.training import checkpoints as ckpt
+    from paired_rollouts.training.grpo import check_model
+    from paired_rollouts.training.model import load_causal_lm, lora_config
+
+    set_seed(seed)
+    model = get_peft_model(
+        load_causal_lm(check_model(model_dir, settings), settings["dtype"]), lora_config(settings)
+    )
+    for name, parameter in model.named_parameters():
+        if "lora_B" in name and torch.count_nonzero(parameter).item():
+            raise RuntimeError(
+                f"{name}: LoRA B is not zero-initialised; the adapter would change the base model"
+            )
+    model.save_pretrained(str(folder))
+    ckpt.write_marker(folder, 0, "initial")
+    return folder
+
+
+def _zero_shot(args: argparse.Namespace) -> int:
+    from paired_rollouts.calibration.zero_shot import LUCK_SEED, build_register
+    from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows, roll_rows
+    from paired_rollouts.evaluation.rollout import PolicyRunner
+    from paired_rollouts.io import atomic_write_jsonl, load_settings, sha256_file
+    from paired_rollouts.stats.luck_share import luck_share_file
+    from paired_rollouts.training import settings as S
+
+    calibration, rules = _rules_block(args.rules, args.verification)
+    settings = S.resolve(load_settings(args.settings))
+    clean_rows = evaluation_rows(args.tasks_dir, "periodic", "clean", CONDITION, settings)
+    diag_rows = diagnostic_rows(args.tasks_dir, CONDITION, SEED, settings)
+    with tempfile.TemporaryDirectory(prefix="paired-rollouts-zero-shot-") as tmp:
+        adapter = initial_adapter(args.model_dir, settings, Path(tmp) / "step0000", SEED)
+        runner = PolicyRunner(args.model_dir, adapter, settings, args.tasks_dir, SEED)
+        try:
+            common = {
+                "run": RUN,
+                "condition": CONDITION,
+                "arm": ARM,
+                "seed": SEED,
+                "step": 0,
+                "batch": settings["eval_batch"],
+            }
+            runner.restart_episodes()
+            clean = roll_rows(runner, clean_rows, phase="periodic", regime="clean", **common)
+            runner.restart_episodes()
+            diag = roll_rows(runner, diag_rows, phase="diagnostic", regime="diag", **common)
+        finally:
+            runner.close()
+    clean_path, diag_path = (
+        args.episodes_dir / "zero_shot-clean.jsonl",
+        args.episodes_dir / "zero_shot-diag.jsonl",
+    )
+    atomic_write_jsonl(clean_path, clean)
+    atomic_write_jsonl(diag_path, diag)
+    luck = luck_share_file(
+        diag,
+        run=RUN,
+        step=0,
+        source=str(diag_path),
+        source_sha256=sha256_file(diag_path),
+        resamples=args.resamples,
+        seed=LUCK_SEED,
+        schedules=settings["diag_schedules"],
+        samples=settings["diag_samples"],
+        tasks=settings["diag_tasks"],
+    )
+    luck["episodes"] = len(diag)
+    register = build_register(
+        calibration,
+        args.model,
+        {
+            "successes": sum(int(bool(r["true_success"])) for r in clean),
+            "episodes": len(clean),
+            "tasks": len({r["task_id"] for r in clean}),
+        },
+        luck,
+        rules=rules,
+        evidence={
+            "clean": {"file": str(clean_path), "sha256": sha256_file(clean_path)},
+            "diagnostic": {"file": str(diag_path), "sha256": sha256_file(diag_path)},
+            "model_dir": args.model_dir,
+            "diagnostic_pool": settings["diag_pool"],
+            "bootstrap": {"resamples": args.resamples, "seed": LUCK_SEED},
+        },
+    )
+    return _finish(register, args.out)
+
+
+def _surrogate(args: argparse.Namespace) -> int:
+    from paired_rollouts.calibration.zero_shot import build_register
+    from paired_rollouts.io import read_json, sha256_file
+
+    calibration, rules = _rules_block(args.rules, args.verification)
+    try:
+        surrogate = read_json(args.calibration)
+        targets = {t["target_name"]: t for t in surrogate["targets"]}
+        clean_value = targets["c4_clean_validation"]["achieved"]
+        estimation = surrogate["estimation"]
+        luck = dict(surrogate["luck_share"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(
+            f"{args.calibration}: not a surrogate calibration register ({exc}); rerun it"
+        ) from exc
+    episodes = int(estimation["clean_episodes"])
+    luck.setdefault("ci95", None)  # the surrogate calibration estimates the luck share without an interval
+    luck["episodes"] = int(estimation["diagnostic_episodes"])
+    register = build_register(
+        calibration,
+        args.model,
+        {
+            "successes": clean_value * episodes if clean_value is not None else 0,
+            "episodes": episodes,
+            "tasks": int(estimation["eval_tasks"]),
+        },
+        luck,
+        rules=rules,
+        evidence={
+            "surrogate_calibration": {"file": str(args.calibration), "sha256": sha256_file(args.calibration)},
+            "clean_set": "c4_clean_validation (clean validation at step 0)",
+        },
+    )
+    return _finish(register, args.out)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from paired_rollouts.calibration.zero_shot import check_register, describe
+    from paired_rollouts.io import read_json
+
+    try:
+        register = read_json(args.register)
+    except (OSError, ValueError) as exc:
+        raise UserError(
+            f"{args.register}: unreadable ({exc}); rerun 'paired-rollouts calibrate zero-shot'"
+        ) from exc
+    if register.get("format") and "bands" in register:
+        for line in describe(register):
+            print(line)
+    sys.stdout.flush()
+    check_register(register, str(args.register))
+    return 0
