@@ -169,7 +169,7 @@ def test_paper_settings():
 
 
 @pytest.mark.parametrize(("name", "fragment"), [("c9-paired-s0", "unknown condition"), ("c2-clean-s0", "clean condition goes with arm .clean."),
-                                                 ("c2paired", "expected")])
+                                                 ("c2paired", "is not of the form")])
 def test_bad_run_names(name, fragment):
     from paired_rollouts.training.rows import parse_run
 
