@@ -49,6 +49,31 @@ def test_tools_match_simulator_signatures(env_cls):
         assert schema["description"]
 
 
+# sha256 of the 13 tool schemas every prompt carries, as the code before the tools were declared once wrote
+# them (the LLM's outputs depend on every byte; change it only together with a deliberate prose change).
+TOOL_SCHEMAS_SHA256 = "bcceb8d45f0c9b9567ec22751dcdc4ba0bd61f428313ecb6b56c04c1a089d7c6"
+
+
+def test_the_model_sees_each_tools_one_declaration():
+    """The schemas in the prompt, the simulator's public methods and the environment's methods all come
+    from the tool's declaration next to its implementation, and the prose the model sees is unchanged."""
+    import hashlib
+
+    from paired_rollouts.backoffice.tools import TOOL_DECLARATIONS, ToolAPI
+    from paired_rollouts.training.warmstart import tool_functions
+    from transformers.utils import get_json_schema
+
+    schemas = [get_json_schema(t) for t in tool_functions()]
+    digest = hashlib.sha256(json.dumps(schemas, sort_keys=True).encode()).hexdigest()
+    assert digest == TOOL_SCHEMAS_SHA256
+    for schema in schemas:
+        declaration = TOOL_DECLARATIONS[schema["function"]["name"]]
+        assert schema["function"]["description"] == declaration.summary
+        props = schema["function"]["parameters"]["properties"]
+        assert {a: props[a]["description"] for a in props} == declaration.args
+        assert getattr(ToolAPI, declaration.name).__doc__ == declaration.docstring()
+
+
 def _row(task, noise, seed=12345, condition="C2"):
     from paired_rollouts.backoffice.tasks import budget_for
 

@@ -8,10 +8,11 @@ only resolves the schedule seed and adapts the call convention.
 The run context the instances share (phase, job attempt, tasks, slot counter) is one ``EpisodeContext``
 per trainer; its ``new_environment`` is the factory given to TRL, so nothing is kept on the class.
 
-The 13 tool methods are generated from ``TOOL_SIGNATURES``, so their names, argument names, order, types
-and defaults are the simulator's by construction; their docstrings are ours (``chat.TOOL_DOCS``).
-Generating them (rather than spelling out 13 methods) also lets a call with a missing or unknown argument
-reach the session, which counts it against the budget before raising, as docs/simulator.md#episodes describes.
+The 13 tool methods are generated from the tools' declarations (``backoffice.tools.TOOL_DECLARATIONS``),
+so their names, argument names, order, types, defaults and the prose the model sees are the simulator's by
+construction. Generating them (rather than spelling out 13 methods) also lets a call with a missing or
+unknown argument reach the session, which counts it against the budget before raising, as
+docs/simulator.md#episodes describes.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from paired_rollouts.training import chat
 
 POOL_FILES = ("train", "validation", "test", "diagnostic")
 
@@ -143,32 +142,11 @@ class BackOfficeEnv:
         return self._session.call(name, *args, **kwargs)
 
 
-def _make_tool(name: str) -> Any:
-    from paired_rollouts.backoffice.tools import TOOL_SIGNATURES
-
-    signature = TOOL_SIGNATURES[name]
-
-    def tool(self: BackOfficeEnv, *args: Any, **kwargs: Any) -> str:
-        return self._call(name, args, kwargs)
-
-    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    params += list(signature.parameters.values())
-    tool.__name__ = name
-    tool.__qualname__ = f"BackOfficeEnv.{name}"
-    tool.__doc__ = chat.docstring(name)
-    tool.__signature__ = signature.replace(parameters=params, return_annotation=str)
-    tool.__annotations__ = {
-        **{p.name: p.annotation for p in signature.parameters.values()},
-        "return": str,
-    }
-    return tool
-
-
 def _install_tools() -> None:
-    from paired_rollouts.backoffice.tools import TOOL_NAMES
+    from paired_rollouts.backoffice.tools import TOOL_NAMES, tool_function
 
     for tool_name in TOOL_NAMES:
-        setattr(BackOfficeEnv, tool_name, _make_tool(tool_name))
+        setattr(BackOfficeEnv, tool_name, tool_function(tool_name, "BackOfficeEnv", BackOfficeEnv._call))
 
 
 _install_tools()
