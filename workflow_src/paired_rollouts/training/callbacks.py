@@ -57,13 +57,15 @@ class StepTimings(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         total = time.perf_counter() - self.start
         gen = self.register.generation_seconds - self.gen_before
-        self.manifest.data["timings"].append({
-            "step": state.global_step - 1,
-            "seconds": round(total, 4),
-            "generation_seconds": round(gen, 4),
-            "passes_seconds": round(total - gen, 4),
-            "save_seconds": 0.0,
-        })
+        self.manifest.data["timings"].append(
+            {
+                "step": state.global_step - 1,
+                "seconds": round(total, 4),
+                "generation_seconds": round(gen, 4),
+                "passes_seconds": round(total - gen, 4),
+                "save_seconds": 0.0,
+            }
+        )
         self.manifest.data["steps_completed"] = state.global_step
         self.manifest.data["peak_memory"] = peak_memory(self.settings)
 
@@ -94,8 +96,9 @@ class CheckpointInstaller(TrainerCallback):
         ckpt.install(self.hf_dir / f"checkpoint-{step}", self.run_dir, step, kind="full")
         seconds = round(time.perf_counter() - self.mark, 4)
         data = self.manifest.data
-        data["save_timings"].append({"step": step, "seconds": seconds,
-                                     "install_seconds": round(time.perf_counter() - began, 4)})
+        data["save_timings"].append(
+            {"step": step, "seconds": seconds, "install_seconds": round(time.perf_counter() - began, 4)}
+        )
         for entry in data["timings"]:
             if entry["step"] == step - 1:
                 entry["save_seconds"] = seconds

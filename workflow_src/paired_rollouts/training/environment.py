@@ -84,7 +84,9 @@ class BackOfficeEnv:
         task_id = row["task_id"]
         task = context.tasks.get(task_id)
         if task is None:
-            raise KeyError(f"task {task_id} is not in the context's pools; build it with EpisodeContext.from_pools")
+            raise KeyError(
+                f"task {task_id} is not in the context's pools; build it with EpisodeContext.from_pools"
+            )
         self.episode_index += 1
         training = context.phase.startswith("train")
         if training:
@@ -164,7 +166,8 @@ def restart_counters(env: BackOfficeEnv) -> None:
 def tool_methods(env: BackOfficeEnv) -> list[Any]:
     """The bound tool methods in the order TRL lists them (alphabetical, like ``inspect.getmembers``)."""
     names = [
-        n for n, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
+        n
+        for n, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
         if n not in ("reset", "get_reward") and not n.startswith("_")
     ]
     return [getattr(env, n) for n in names]

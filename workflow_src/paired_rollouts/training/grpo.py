@@ -44,9 +44,16 @@ STATE = "state"
 MANIFEST = "manifest.json"
 
 
-def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, settings_raw: dict[str, Any],
-                 out_dir: str, stop_after: int | None = None,
-                 conditions: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_training(
+    run: str,
+    tasks_dir: str,
+    model_dir: str,
+    verification: str,
+    settings_raw: dict[str, Any],
+    out_dir: str,
+    stop_after: int | None = None,
+    conditions: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Train one run (or resume it). ``stop_after`` ends the job after that many steps (tests: a 'kill').
     ``conditions``: the design's conditions (default: the paper's)."""
     settings = resolve(settings_raw)
@@ -88,8 +95,10 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
     if start_step == 0:
         for name in (GROUPS, TRAIN_EPISODES):
             atomic_write_text(state_dir / name, "")
-    manifest = Manifest(state_dir / MANIFEST, attempt_manifest(meta, settings, model_path, pool_hashes, previous,
-                                                               start_step, run_dir, conditions))
+    manifest = Manifest(
+        state_dir / MANIFEST,
+        attempt_manifest(meta, settings, model_path, pool_hashes, previous, start_step, run_dir, conditions),
+    )
     manifest.save()
 
     # -- data, model, environment ---------------------------------------------------------------
@@ -98,15 +107,31 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
     dataset = training_dataset(tasks_dir, settings, condition, arm, seed, conditions)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = load_causal_lm(model_path, settings["dtype"])
-    episodes = EpisodeContext.from_pools(tasks_dir, phase="train", attempt=manifest.data["attempts"][-1]["attempt"],
-                                         initial_train_episodes=start_step)
+    episodes = EpisodeContext.from_pools(
+        tasks_dir,
+        phase="train",
+        attempt=manifest.data["attempts"][-1]["attempt"],
+        initial_train_episodes=start_step,
+    )
 
     hf_dir = run_dir / ".hf"
     if hf_dir.exists():
         shutil.rmtree(hf_dir)
-    callbacks = [StepTimings(manifest, settings, register), CheckpointInstaller(manifest, hf_dir, run_dir, stop_after)]
-    trainer = build_trainer(model, tokenizer, settings, dataset, hf_dir, seed, episodes,
-                            peft_config=lora_config(settings), callbacks=callbacks)
+    callbacks = [
+        StepTimings(manifest, settings, register),
+        CheckpointInstaller(manifest, hf_dir, run_dir, stop_after),
+    ]
+    trainer = build_trainer(
+        model,
+        tokenizer,
+        settings,
+        dataset,
+        hf_dir,
+        seed,
+        episodes,
+        peft_config=lora_config(settings),
+        callbacks=callbacks,
+    )
     trainer.batch_sink = register
     manifest.data["trainer_config"] = trainer_configuration(trainer.args)
     manifest.save()
@@ -132,9 +157,16 @@ def run_training(run: str, tasks_dir: str, model_dir: str, verification: str, se
     return manifest.data
 
 
-def attempt_manifest(meta: dict[str, Any], settings: dict[str, Any], model_path: str, pool_hashes: dict[str, str],
-                     previous: dict[str, Any], start_step: int, run_dir: Path,
-                     conditions: dict[str, Any] | None = None) -> dict[str, Any]:
+def attempt_manifest(
+    meta: dict[str, Any],
+    settings: dict[str, Any],
+    model_path: str,
+    pool_hashes: dict[str, str],
+    previous: dict[str, Any],
+    start_step: int,
+    run_dir: Path,
+    conditions: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The manifest an attempt starts with: the run's identity and provenance, the earlier attempts and the
     timings of the steps it resumes after (``previous``: the last attempt's manifest)."""
     from paired_rollouts.training.trainer import vllm_seed
@@ -146,33 +178,53 @@ def attempt_manifest(meta: dict[str, Any], settings: dict[str, Any], model_path:
         "status": "running",
         "settings": settings,
         "noise": json.loads(training_noise(meta["condition"], meta["arm"], conditions).to_json()),
-        "seeds": {"run_seed": seed, "trainer_seed": seed, "data_seed": seed,
-                  "vllm_seed": vllm_seed(seed) if settings["backend"] == "vllm" else None},
+        "seeds": {
+            "run_seed": seed,
+            "trainer_seed": seed,
+            "data_seed": seed,
+            "vllm_seed": vllm_seed(seed) if settings["backend"] == "vllm" else None,
+        },
         "model": {"path": model_path},
         "pools_sha256": pool_hashes,
         "versions": versions(),
         "git": git_info(),
         "code": code_version(),
         "hardware": hardware(settings),
-        "attempts": attempts + [{"attempt": len(attempts) + 1, "started": now(), "resumed_from_step": start_step,
-                                 "status": "running"}],
+        "attempts": attempts
+        + [
+            {
+                "attempt": len(attempts) + 1,
+                "started": now(),
+                "resumed_from_step": start_step,
+                "status": "running",
+            }
+        ],
         "timings": [t for t in previous.get("timings", []) if t["step"] < start_step] if start_step else [],
         "save_timings": [t for t in previous.get("save_timings", []) if t["step"] <= start_step]
-        if start_step else [],
+        if start_step
+        else [],
         "steps_completed": start_step,
         "checkpoints": [s for s in ckpt.list_steps(run_dir)],
     }
 
 
-def training_dataset(tasks_dir: str, settings: dict[str, Any], condition: str, arm: str, seed: int,
-                     conditions: dict[str, Any] | None = None) -> Any:
+def training_dataset(
+    tasks_dir: str,
+    settings: dict[str, Any],
+    condition: str,
+    arm: str,
+    seed: int,
+    conditions: dict[str, Any] | None = None,
+) -> Any:
     """The run's dataset: one row per (step, group) over the selected training tasks (``rows.build_rows``)."""
     import datasets
 
     from paired_rollouts.backoffice.tasks import load_pool
 
     train_tasks = filter_tasks(load_pool(Path(tasks_dir) / "train.jsonl"), settings["task_filter"])
-    rows = build_rows(train_tasks, condition, arm, seed, settings["steps"], settings["prompts_per_step"], conditions)
+    rows = build_rows(
+        train_tasks, condition, arm, seed, settings["steps"], settings["prompts_per_step"], conditions
+    )
     return datasets.Dataset.from_list(rows)
 
 
@@ -192,7 +244,9 @@ def _set_aside_if_stale(run_dir: Path, state_dir: Path, identity: dict[str, Any]
     moved to ``stale-<time>/`` (nothing is deleted) and the run starts afresh."""
     fingerprint = state_dir / "identity.json"
     leftovers = [p for p in (run_dir / "checkpoints", state_dir) if p.exists()]
-    if leftovers and not (fingerprint.is_file() and read_json(fingerprint) == json.loads(json.dumps(identity))):
+    if leftovers and not (
+        fingerprint.is_file() and read_json(fingerprint) == json.loads(json.dumps(identity))
+    ):
         stale = run_dir / f"stale-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
         stale.mkdir()
         for path in leftovers:

@@ -22,7 +22,7 @@ def check_verification(path: str | Path) -> dict[str, Any]:
     data = read_json(source)
     if not isinstance(data, dict) or data.get("passes") is not True:
         raise UserError(
-            f"{source}: the pre-registration is not verified (need \"passes\": true); fix the freeze and "
+            f'{source}: the pre-registration is not verified (need "passes": true); fix the freeze and '
             "rerun 'paired-rollouts prereg verify'"
         )
     return data

@@ -21,8 +21,18 @@ def versions() -> dict[str, str | None]:
     from importlib import metadata
 
     out: dict[str, str | None] = {"python": platform.python_version()}
-    for name in ("paired-rollouts", "torch", "transformers", "trl", "peft", "accelerate", "datasets", "tokenizers",
-                 "vllm", "flash-linear-attention"):
+    for name in (
+        "paired-rollouts",
+        "torch",
+        "transformers",
+        "trl",
+        "peft",
+        "accelerate",
+        "datasets",
+        "tokenizers",
+        "vllm",
+        "flash-linear-attention",
+    ):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -33,10 +43,21 @@ def versions() -> dict[str, str | None]:
 def git_info() -> dict[str, Any]:
     root = Path(__file__).resolve().parents[3]
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                timeout=10).stdout.strip() or None
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--", "workflow_src"], cwd=root,
-                                    capture_output=True, text=True, timeout=20).stdout.strip())
+        commit = (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+            or None
+        )
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--", "workflow_src"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=20,
+            ).stdout.strip()
+        )
     except (OSError, subprocess.SubprocessError):
         commit, dirty = None, None
     return {"commit": commit, "dirty": dirty}

@@ -16,14 +16,30 @@ GROUPS = "groups.jsonl"
 TRAIN_EPISODES = "train_episodes.jsonl"
 
 
-def episode_record(raw: dict[str, Any], *, run: str, condition: str, arm: str, seed: int, phase: str,
-                   step: int, regime: str, schedule_index: int | None) -> dict[str, Any]:
+def episode_record(
+    raw: dict[str, Any],
+    *,
+    run: str,
+    condition: str,
+    arm: str,
+    seed: int,
+    phase: str,
+    step: int,
+    regime: str,
+    schedule_index: int | None,
+) -> dict[str, Any]:
     """A docs/CONTRACT.md#episode-record from the session's record (its extras kept)."""
     record = dict(raw)
     record["phase_stamp"] = raw.get("phase")
     record["condition_stamp"] = raw.get("condition")
     record.update(
-        run=run, condition=condition, arm=arm, seed=seed, phase=phase, step=step, regime=regime,
+        run=run,
+        condition=condition,
+        arm=arm,
+        seed=seed,
+        phase=phase,
+        step=step,
+        regime=regime,
         schedule_index=schedule_index,
         true_success=bool(raw["true_success"]),
         observed_reward=float(raw["observed_reward"]),
@@ -81,8 +97,14 @@ class Register:
             handle.flush()
             os.fsync(handle.fileno())
 
-    def __call__(self, trainer: Any, inputs: list[dict[str, Any]], output: dict[str, Any],
-                 rewards: list[float], generation_seconds: float) -> None:
+    def __call__(
+        self,
+        trainer: Any,
+        inputs: list[dict[str, Any]],
+        output: dict[str, Any],
+        rewards: list[float],
+        generation_seconds: float,
+    ) -> None:
         self.generation_seconds += generation_seconds
         step = trainer.state.global_step
         envs = trainer.environments
@@ -96,7 +118,9 @@ class Register:
             row = inputs[g * G]
             expected_row = step * self.P + g
             if row.get("row_index") != expected_row:
-                raise RuntimeError(f"step {step} group {g}: got row {row.get('row_index')}, expected {expected_row}")
+                raise RuntimeError(
+                    f"step {step} group {g}: got row {row.get('row_index')}, expected {expected_row}"
+                )
             recs = []
             for i in idx:
                 record = envs[i].last_episode
@@ -117,31 +141,41 @@ class Register:
             truth = [bool(r["true_success"]) for r in recs]
             zero_var = math.isclose(sample_std(observed), 0.0, abs_tol=1e-12)
             adv = [advantages[i] for i in idx]
-            groups.append({
-                **self.meta,
-                "step": step,
-                "group": g,
-                "row_index": expected_row,
-                "task_id": row["task_id"],
-                "schedule_seed": int(row["schedule_seed"]),
-                "schedule_seeds": [int(envs[i].resolved_seed) for i in idx],
-                "slots": [envs[i].slot for i in idx],
-                "episode_indices": [envs[i].episode_index for i in idx],
-                "true_success": truth,
-                "observed_reward": observed,
-                "flipped": [bool(r["flipped"]) for r in recs],
-                "exposed": [bool(r["exposed"]) for r in recs],
-                "calls": [int(r["calls"]) for r in recs],
-                "advantages": adv,
-                "max_abs_advantage": max(abs(a) for a in adv),
-                "zero_variance": zero_var,
-                "spurious": all(truth) and not zero_var,
-            })
+            groups.append(
+                {
+                    **self.meta,
+                    "step": step,
+                    "group": g,
+                    "row_index": expected_row,
+                    "task_id": row["task_id"],
+                    "schedule_seed": int(row["schedule_seed"]),
+                    "schedule_seeds": [int(envs[i].resolved_seed) for i in idx],
+                    "slots": [envs[i].slot for i in idx],
+                    "episode_indices": [envs[i].episode_index for i in idx],
+                    "true_success": truth,
+                    "observed_reward": observed,
+                    "flipped": [bool(r["flipped"]) for r in recs],
+                    "exposed": [bool(r["exposed"]) for r in recs],
+                    "calls": [int(r["calls"]) for r in recs],
+                    "advantages": adv,
+                    "max_abs_advantage": max(abs(a) for a in adv),
+                    "zero_variance": zero_var,
+                    "spurious": all(truth) and not zero_var,
+                }
+            )
             if self.episodes:
                 for k, r in zip(idx, recs, strict=True):
-                    rec = episode_record(r, run=self.meta["run"], condition=self.meta["condition"],
-                                         arm=self.meta["arm"], seed=self.meta["seed"], phase="train", step=step,
-                                         regime="at_training", schedule_index=None)
+                    rec = episode_record(
+                        r,
+                        run=self.meta["run"],
+                        condition=self.meta["condition"],
+                        arm=self.meta["arm"],
+                        seed=self.meta["seed"],
+                        phase="train",
+                        step=step,
+                        regime="at_training",
+                        schedule_index=None,
+                    )
                     rec.update(group=g, rollout=k - g * G, advantage=advantages[k])
                     episodes.append(rec)
         self._append(GROUPS, [jsonl_line(r) for r in groups])
