@@ -92,4 +92,6 @@ rule tiers:
     evaluations and the measurement of every tier comparison (docs/design.md#tiers)."""
     input:
         tier_decision_files(),
+        res("decisions/tiers/predictions.json"),
+        res("paper/tiers.pdf"),
         expand(res("runs/{run}/complete.json"), run=TIER_RUNS),

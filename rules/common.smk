@@ -623,8 +623,7 @@ TABLE_SOURCES = {
     3: {"decisions": c2_decision, "published": published_file},
     4: {"decisions": c4_decision, "published": published_file},
     5: {"probe": probe_files},
-    6: {"decisions": decision_files, "probe": probe_files, "luck": all_luck_files,
-        "rules": decision_rules_file},
+    6: {"predictions": lambda: [res("decisions/predictions.json")]},
     7: {"decisions": c2_decision},
     8: {"episodes": all_eval_files},
     9: {"episodes": seed_pair_eval_files},
@@ -633,6 +632,8 @@ TABLE_SOURCES = {
     12: {"probe": probe_files},
     13: {"power": lambda: [POWER_FILE]},
     14: {"calibration": lambda: [CALIBRATION_FILE]},
+    15: {"predictions": lambda: [res("decisions/tiers/predictions.json")]},
+    16: {"decisions": lambda: decision_files() + tier_decision_files()},
 }
 
 FIGURE_SOURCES = {
@@ -644,6 +645,7 @@ FIGURE_SOURCES = {
     "surrogate_curves": {"episodes": all_eval_files, "published_curves": lambda: [PUBLISHED_CURVES]},
     "final_success": {"decisions": decision_files},
     "probe_decomposition": {"probe": probe_files},
+    "dose_response": {"decisions": lambda: decision_files() + tier_decision_files()},
 }
 
 

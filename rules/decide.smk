@@ -53,6 +53,7 @@ rule decide_tier:
         reference=reference_eval_files,
         rules=config["decision_rules"],
         verification=ancient(verification_file()),
+        amendment=ancient(amendment_verification_file()),
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("stats", "prereg", "design.py"),
     output:
@@ -79,3 +80,35 @@ rule decide_tier:
         "--seeds {params.seeds:q} --episodes {params.eval_dirs:q} --groups {input.groups:q} --luck {input.luck:q} "
         "--complete {input.complete:q} --reference-episodes {params.reference_dirs:q} --rules {input.rules:q} "
         "--manifest {input.pool_manifest:q} --out {output:q} > {log:q} 2>&1"
+
+
+# The registered predictions (amendment A2) judged on the registers: tier 1's alone for the study's
+# document (the tiers' predictions then read "not run"), every register for the tiers' document.
+for _name, _decisions, _out in (
+    ("predictions", decision_files(), res("decisions/predictions.json")),
+    ("predictions_tiers", decision_files() + tier_decision_files(), res("decisions/tiers/predictions.json")),
+):
+
+    rule:
+        name:
+            _name
+        input:
+            decisions=_decisions,
+            probe=probe_files(),
+            tier_rules=config["prereg"]["tier_rules"],
+            amendment=amendment_verification_file(),
+            code=sources("stats", "prereg"),
+        output:
+            _out,
+        params:
+            group_size=SCALE["training"]["num_generations"],
+        conda:
+            software_env()
+        log:
+            res(f"logs/decide/{_name}.log"),
+        benchmark:
+            res(f"benchmarks/decide/{_name}.tsv")
+        shell:
+            "paired-rollouts predictions --tier-rules {input.tier_rules:q} --verification {input.amendment:q} "
+            "--decisions {input.decisions:q} --probe {input.probe:q} --group-size {params.group_size:q} "
+            "--out {output:q} > {log:q} 2>&1"

@@ -5,7 +5,7 @@
 # assembles the trajectory's traces, and a cheap one applies the frozen rules' h1b block.
 
 wildcard_constraints:
-    trajectory=r"[a-z0-9_]+",
+    trajectory="|".join(TRAJECTORIES),
 
 
 rule probe_checkpoint:

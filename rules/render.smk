@@ -8,9 +8,13 @@ TABLES = [*range(1, 13), *([13, 14] if SURROGATE else [])]
 FIGURES = ["curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios", "final_success",
            "probe_decomposition", *(["surrogate_curves"] if SURROGATE else [])]
 
+# The registered tiers' document (target `tiers`): their predictions, comparisons and the dose response.
+TIER_TABLES = [15, 16]
+TIER_FIGURES = ["dose_response"]
+
 wildcard_constraints:
     number=r"\d+",
-    figure="|".join(FIGURES),
+    figure="|".join(FIGURES + TIER_FIGURES),
 
 
 rule render_table:
@@ -83,6 +87,36 @@ rule render_document:
         res("logs/render/document.log"),
     benchmark:
         res("benchmarks/render/document.tsv"),
+    shell:
+        "paired-rollouts render document --tables {input.tables:q} --figures {input.figures:q} "
+        "--verification {input.verification:q} --decisions {input.decisions:q} --comparison {input.comparison:q} "
+        "--ledger {input.ledger:q} --profile {params.profile:q} --scale {params.scale:q} "
+        "--commit {params.commit:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule render_tiers_document:
+    """The registered tiers' tables and figure in their own document (tier 1's document is unchanged)."""
+    input:
+        tables=expand(res("tables/table{number}.tex"), number=TIER_TABLES),
+        figures=expand(res("figures/{figure}.pdf"), figure=TIER_FIGURES),
+        verification=verification_file(),
+        decisions=decision_files(),
+        comparison=comparison_file(),
+        ledger=res("ledger.json"),
+        code=RENDER_SOURCES,
+        template=document_template(),
+    output:
+        report(res("paper/tiers.pdf"), caption="../report/document.rst", category="Document"),
+    params:
+        commit=git_commit(),
+        profile=ACCELERATOR,
+        scale=SCALE["label"] + " - registered tiers",
+    conda:
+        software_env()
+    log:
+        res("logs/render/tiers_document.log"),
+    benchmark:
+        res("benchmarks/render/tiers_document.tsv"),
     shell:
         "paired-rollouts render document --tables {input.tables:q} --figures {input.figures:q} "
         "--verification {input.verification:q} --decisions {input.decisions:q} --comparison {input.comparison:q} "

@@ -5,6 +5,10 @@
 # unchanged. At this scale a run takes seconds: per-file jobs would spend most of their time starting.
 
 
+wildcard_constraints:
+    trajectory="|".join(TRAJECTORIES),
+
+
 rule surrogate_calibrate:
     """Fit the initial parameters to the paper's step-0 agent; fails (exit 1) when a target is missed."""
     input:

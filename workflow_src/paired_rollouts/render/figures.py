@@ -235,6 +235,42 @@ def _final_success(fig, inputs: Inputs, scale: str) -> None:
     fig.suptitle(f"Final test success per set, arm and seed -- {scale} scale", fontsize=9)
 
 
+def comparison_points(decisions: list[Any]) -> list[dict[str, Any]]:
+    """Per comparison: its name, step-0 luck share, AUC gap and interval (the dose-response points)."""
+    points = []
+    for doc in decisions:
+        name = str(doc.opt("comparison") or doc.req("condition")).lower()
+        if "blocking" in name:
+            continue  # blocking pairs compare two hybrid designs, not pairing against independence
+        gap = doc.opt("auc_gap") or doc.opt("H2a") or doc.opt("H2b") or {}
+        lams = doc.opt("luck_share_step0", "by_run") or {
+            run: v.get("lam") for run, v in (doc.opt("H1a", "luck_share_step0") or {}).items()}
+        values = [v for v in lams.values() if v is not None]
+        if gap.get("auc_difference_mean") is None or not values:
+            continue
+        points.append({"name": name, "luck": sum(values) / len(values), "gap": gap["auc_difference_mean"],
+                       "ci": gap.get("auc_difference_ci95") or [None, None], "complete": bool(doc.opt("complete"))})
+    return sorted(points, key=lambda p: (p["luck"], p["name"]))
+
+
+def _dose_response(fig, inputs: Inputs, scale: str) -> None:
+    """Paired-minus-independent AUC gap with its interval for every condition, ordered by step-0 luck share."""
+    points = comparison_points([src.load_decision(p) for p in inputs.files("decisions")])
+    if not points:
+        raise UserError("figure dose_response: no decision register with an AUC gap and a step-0 luck share")
+    ax = fig.subplots()
+    for x, point in enumerate(points):
+        lo, hi = point["ci"]
+        if lo is not None and hi is not None:
+            ax.plot([x, x], [lo, hi], color="#1b6ca8", lw=1.2)
+        ax.plot(x, point["gap"], "o" if point["complete"] else "x", color="#1b6ca8", ms=5)
+    ax.axhline(0.0, color="grey", lw=0.6)
+    ax.set_xticks(range(len(points)), [f"{p['name']}\n$\\lambda_0$={p['luck']:.2f}" for p in points], fontsize=7)
+    ax.set_ylabel("AUC gap (paired - independent)")
+    ax.grid(axis="y", alpha=0.3, lw=0.5)
+    ax.set_title(f"Dose response: gap against the step-0 luck share -- {scale} scale", fontsize=9)
+
+
 def _probe_decomposition(fig, inputs: Inputs, scale: str) -> None:
     """The paper's figure 5: each trace split into its within-group and between-group parts."""
     probes = sorted((src.load_probe(p) for p in inputs.files("probe")), key=lambda d: str(d.req("trajectory")))
@@ -350,6 +386,11 @@ FIGURES: dict[str, FigureSpec] = {
                                 "are the mean over seeds, dots single seeds",
                                 {"decisions": KeySpec("decision registers results/decisions/{c2,c4}.json")},
                                 _final_success),
+    "dose_response": FigureSpec("dose_response", "Paired-minus-independent AUC gap (95% paired bootstrap "
+                                "interval) for every condition, ordered by the mean step-0 luck share of its "
+                                "runs; crosses mark incomplete comparisons",
+                                {"decisions": KeySpec("decision registers of tier 1 and the tiers")},
+                                _dose_response),
     "probe_decomposition": FigureSpec("probe_decomposition", "Gradient-probe trace decomposition (paper figure 5): "
                                       "within-group and between-group parts of the MC covariance trace per "
                                       "checkpoint and design",

@@ -154,11 +154,14 @@ def _load_json(path: Path, kind: str) -> Doc:
 
 
 def load_decision(path: Path) -> Doc:
-    """A decision register (records.md section 4)."""
-    doc = _load_json(path, "decision register")
+    """A decision register (records.md section 4): tier 1's (C2, C4) or a registered tier's comparison."""
+    from paired_rollouts.records import read_decision_register
+
+    doc = Doc(path, read_decision_register(path), "decision register")
     condition = doc.req("condition")
-    if condition not in ("C2", "C4"):
-        raise UserError(f"{path}: key 'condition' is {condition!r}; a decision register is for C2 or C4")
+    if condition not in ("C2", "C4") and doc.opt("comparison") is None:
+        raise UserError(f"{path}: key 'condition' is {condition!r}; tier 1's decision registers are for C2 or C4 "
+                        "(a tier's register names its 'comparison')")
     doc.req("seeds")
     doc.req("bootstrap")
     return doc

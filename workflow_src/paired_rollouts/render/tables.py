@@ -687,185 +687,94 @@ def build_table5(ctx: Context) -> TableModel:
 # ---------------------------------------------------------------- table 6: predictions
 
 
-def _resolve_quantity(ctx: Context, quantity: str, docs: dict[str, Any]) -> tuple[float | None, str]:
-    """ASSUMPTION (predictions): 'decision:C2:H2a.auc_difference_mean', 'probe:TRAJ:verdict.x.y',
-    'luck:RUN:STEP:lam'. Returns (value, where)."""
-    parts = quantity.split(":")
-    kind = parts[0]
-    try:
-        if kind == "decision":
-            doc = docs["decision"][parts[1].upper()]
-            keys = parts[2].split(".")
-        elif kind == "probe":
-            doc = docs["probe"][parts[1]]
-            keys = parts[2].split(".")
-        elif kind == "luck":
-            doc = docs["luck"][(parts[1], int(parts[2]))]
-            keys = parts[3].split(".")
+def _observed_text(observed: dict[str, Any]) -> str:
+    """The numbers a prediction was judged on, compactly (nested blocks as name: a, b)."""
+    parts = []
+    for key, value in observed.items():
+        if key in ("reading", "reason", "steps"):
+            continue
+        if isinstance(value, dict):
+            inner = ", ".join(f"{k.replace('_', ' ')} {_short(v)}" for k, v in value.items())
+            parts.append(f"{key}: {inner}")
         else:
-            return None, "unknown source"
-    except (KeyError, IndexError, ValueError):
-        return None, "source not among the inputs"
-    value = doc.opt(*keys)
-    return (_num(value), str(doc.path)) if _num(value) is not None else (None, "key absent")
+            parts.append(f"{key.replace('_', ' ')} {_short(value)}")
+    return "; ".join(parts)
 
 
-def _prediction_target(entry: dict[str, Any]) -> tuple[Tex, Callable[[float], bool] | None]:
-    """Registered target of a prediction (ASSUMPTION: at_least / at_most / between / equals+tolerance)."""
-    if isinstance(entry.get("predicted"), dict):
-        entry = {**entry, **entry["predicted"]}
-    if "between" in entry and isinstance(entry["between"], list) and len(entry["between"]) == 2:
-        lo, hi = (float(v) for v in entry["between"])
-        return fmt.interval([lo, hi], sign=False), lambda v: lo <= v <= hi
-    if "at_least" in entry:
-        lo = float(entry["at_least"])
-        return Tex(f"{GE} {fmt.prop(lo)}"), lambda v: v >= lo
-    if "above" in entry:
-        lo = float(entry["above"])
-        return Tex(f"$>$ {fmt.prop(lo)}"), lambda v: v > lo
-    if "at_most" in entry:
-        hi = float(entry["at_most"])
-        return Tex(f"{LE} {fmt.prop(hi)}"), lambda v: v <= hi
-    if "below" in entry:
-        hi = float(entry["below"])
-        return Tex(f"$<$ {fmt.prop(hi)}"), lambda v: v < hi
-    if "equals" in entry:
-        target = float(entry["equals"])
-        tol = float(entry.get("tolerance", 0.0))
-        return Tex(f"{fmt.prop(target)}\\,$\\pm$\\,{fmt.prop(tol)}"), lambda v: abs(v - target) <= tol
-    for key in ("value", "predicted"):
-        if _num(entry.get(key)) is not None:
-            return fmt.prop(float(entry[key])), None
-    text = entry.get("predicted") or entry.get("expected")
-    return (fmt.escape(str(text)) if text is not None else Tex("")), None
+def _short(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return "n/a" if value is None else str(value)
+
+
+def _predictions_register_table(ctx: Context, title: str) -> TableModel:
+    """One row per registered prediction: statement, confidence, the observed numbers and the verdict
+    (met, missed, not run, not decided) from the predictions register (stats/predictions.py)."""
+    doc = src._load_json(ctx.inputs.files("predictions")[0], "predictions register")
+    table = TableModel(
+        title,
+        [Tex("ID"), Tex("Prediction"), Tex("Conf."), Tex("Observed"), Tex("Verdict")],
+        ["l", r">{\raggedright\arraybackslash}p{5.6cm}", "r", r">{\raggedright\arraybackslash}p{4.6cm}", "l"],
+        size=r"\footnotesize",
+    )
+    for row in doc.req("predictions"):
+        observed = row.get("observed") or {}
+        why = observed.get("reason")
+        text = _observed_text(observed) or (str(why) if why else "")
+        table.add([str(row["id"]), str(row["statement"]), fmt.prop(row["confidence"], 2), fmt.escape(text),
+                   str(row["verdict"])])
+    h4 = doc.req("H4")
+    table.extra_notes.append(Tex(
+        "H4 (C4, design $\\times$ reward scaling): "
+        + ("not decided (" + fmt.escape(str(h4.get("reason", ""))) + ")" if not h4.get("decided") else
+           f"gap with group scaling {_short(h4.get('gap_group'))}, without {_short(h4.get('gap_none'))}; "
+           + ("passes" if h4.get("passes") else "does not pass"))
+        + ". A verdict is given only on a complete seed matrix; \\emph{not run}: the tier was not trained here."))
+    return table
 
 
 def build_table6(ctx: Context) -> TableModel:
-    decisions = {d.req("condition"): d for d in _decisions(ctx)}
-    probes = {str(d.req("trajectory")): d for d in (src.load_probe(p) for p in ctx.inputs.files("probe"))}
-    lucks = {}
-    for path in ctx.inputs.files("luck"):
-        doc = src.load_luck(path)
-        lucks[(str(doc.req("run")), int(doc.req("step")))] = doc
-    rules = [src.load_rules(p) for p in ctx.inputs.files("rules")]
-    predictions = rules[0].opt("predictions") if rules else None
-    if predictions:
-        return _predictions_table(ctx, rules[0], predictions, {"decision": decisions, "probe": probes, "luck": lucks})
-    return _thresholds_table(ctx, decisions, probes, lucks)
+    return _predictions_register_table(ctx, "Registered numeric predictions and outcomes (tier 1)")
 
 
-def _predictions_table(ctx: Context, rules: Doc, predictions: Any, docs: dict[str, Any]) -> TableModel:
+def build_table15(ctx: Context) -> TableModel:
+    return _predictions_register_table(ctx, "Registered predictions with the later tiers")
+
+
+def build_table16(ctx: Context) -> TableModel:
+    """Each tier comparison: the AUC gap on the condition's learning set with its interval, per seed, and
+    the step-0 luck share (the dose-response axis)."""
     table = TableModel(
-        "Registered numeric predictions and outcomes",
-        [Tex("ID"), Tex("Prediction"), Tex("Registered"), Tex("Observed"), Tex("Met")],
-        ["l", r">{\raggedright\arraybackslash}p{7.2cm}", "r", "r", "c"],
+        "Registered tiers: treatment minus control by comparison",
+        [Tex("Comparison"), Tex("Arms"), Tex("Seeds"), Tex("AUC gap"), Tex("95\\% CI"), Tex("by seed"),
+         Tex("$\\lambda_0$"), Tex("Complete")],
+        ["l", "l", "r", "r", "l", r">{\raggedright\arraybackslash}p{3.2cm}", "r", "c"],
         size=r"\footnotesize",
     )
-    if isinstance(predictions, dict):
-        items = [{"id": k, **(v if isinstance(v, dict) else {"text": v})} for k, v in predictions.items()]
-    elif isinstance(predictions, list):
-        items = [p if isinstance(p, dict) else {"text": str(p)} for p in predictions]
-    else:
-        raise UserError(f"{rules.path}: key 'predictions' should be a list or a mapping")
-    for index, entry in enumerate(items):
-        ident = str(entry.get("id", f"P{index + 1}"))
-        text = entry.get("text") or entry.get("statement") or entry.get("description") or entry.get("prediction") or ""
-        registered, check = _prediction_target(entry)
-        quantity = entry.get("quantity") or entry.get("observed") or entry.get("source")
-        if isinstance(quantity, str):
-            value, why = _resolve_quantity(ctx, quantity, docs)
-        else:
-            value, why = None, "no machine-readable quantity registered"
-        observed = fmt.prop(value, 3, table.notes, why if value is None else None)
-        met: Tex
-        if value is None or check is None:
-            met = fmt.missing(table.notes, "not checked automatically" if value is not None else why)
-        else:
-            met = Tex("yes" if check(value) else "no")
-        table.add([ident, str(text), registered, observed, met])
-    return table
-
-
-def _thresholds_table(ctx: Context, decisions: dict[str, Doc], probes: dict[str, Doc],
-                      lucks: dict[tuple[str, int], Doc]) -> TableModel:
-    table = TableModel(
-        "Registered thresholds and observed values",
-        [Tex("Hyp."), Tex("Quantity"), Tex("Registered"), Tex("Observed"), Tex("Margin"), Tex("Met")],
-        ["l", r">{\raggedright\arraybackslash}p{6.4cm}", "r", "r", "r", "c"],
-        size=r"\footnotesize",
-    )
+    docs = [src.load_decision(p) for p in ctx.inputs.files("decisions")]
+    for doc in sorted(docs, key=lambda d: str(d.opt("comparison") or d.req("condition")).lower()):
+        name = str(doc.opt("comparison") or doc.req("condition")).lower()
+        gap = doc.opt("auc_gap") or doc.opt("H2a") or doc.opt("H2b") or {}
+        arms = f"{doc.opt('treatment') or 'paired'} $-$ {doc.opt('control') or 'independent'}"
+        by_seed = ", ".join(f"{v:+.3f}" for v in gap.get("auc_difference_by_seed") or [])
+        luck = doc.opt("luck_share_step0", "mean")
+        if luck is None and doc.opt("H1a", "luck_share_step0"):
+            values = [v.get("lam") for v in doc.opt("H1a", "luck_share_step0").values() if v.get("lam") is not None]
+            luck = sum(values) / len(values) if values else None
+        ci = gap.get("auc_difference_ci95")
+        table.add([fmt.escape(name), Tex(fmt.escape(arms.replace("$-$", "-")).replace("-", "$-$", 1)),
+                   fmt.integer(len(doc.req("seeds"))), fmt.signed(gap.get("auc_difference_mean"), 3, table.notes,
+                                                                  "not computed"),
+                   fmt.escape(f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "n/a"), fmt.escape(by_seed),
+                   fmt.prop(luck, 3, table.notes, "no luck-share file"), fmt.mark(bool(doc.req("complete")))])
     table.extra_notes.append(Tex(
-        "The rules file lists no \\texttt{predictions}; the table shows each registered threshold against the "
-        "observed value. Margin = observed $-$ threshold (for an upper limit: threshold $-$ observed), so a "
-        "positive margin meets the rule."))
-
-    def row(hyp: str, quantity: Any, threshold: float | None, observed: float | None, lower: bool = True,
-            strict: bool = False, reason: str = "not available") -> None:
-        margin = None if threshold is None or observed is None else (observed - threshold if lower else threshold - observed)
-        sign = ("$>$" if strict else GE) if lower else ("$<$" if strict else LE)
-        met = None if margin is None else (margin > 0 if strict else margin >= 0)
-        table.add([hyp, quantity, Tex(f"{sign} {fmt.prop(threshold)}") if threshold is not None
-                   else fmt.missing(table.notes, "threshold not in the register"),
-                   fmt.signed(observed, 3, table.notes, reason), fmt.signed(margin, 3, table.notes, reason),
-                   Tex("yes" if met else "no") if met is not None else fmt.missing(table.notes, reason)])
-
-    c2, c4 = decisions.get("C2"), decisions.get("C4")
-    if c2 is not None and (h1a := src.hypothesis(c2, "H1a")) is not None and _not_computed(h1a) is None:
-        rule = h1a.sub("rule")
-        for run, entry in sorted((h1a.opt("luck_share_step0") or {}).items()):
-            ci = entry.get("ci95") or [None, None]
-            row("H1a", Tex(f"luck share $\\lambda_0$, \\texttt{{{fmt.escape(run)}}}"),
-                rule.number("lambda_at_least"), _num(entry.get("lam")))
-            row("", Tex("\\quad lower 95\\,\\% bound"), rule.number("lower_bound_above"), _num(ci[0]), strict=True)
-    elif lucks:
-        for (run, step), doc in sorted(lucks.items()):
-            if step == 0 and run.startswith("c2-"):
-                row("H1a", Tex(f"luck share $\\lambda_0$, \\texttt{{{fmt.escape(run)}}}"), None, doc.number("lam"))
-    if c4 is not None and (h1a := src.hypothesis(c4, "H1a")) is not None and _not_computed(h1a) is None:
-        rule = h1a.sub("rule")
-        table.rule()
-        expected = h1a.number("expected_independent_rate")
-        within = rule.number("independent_within")
-        rate_i = h1a.number("spurious_rate_independent")
-        dev = None if rate_i is None or expected is None else abs(rate_i - expected)
-        row("H1a", Tex("C4: $|$spurious rate (independent) $-$ $1-(1-q)^G-q^G|$"), within, dev, lower=False)
-        row("", "C4: spurious rate (paired)", rule.number("paired_at_most"), h1a.number("spurious_rate_paired"),
-            lower=False)
-    for trajectory, probe in sorted(probes.items()):
-        table.rule()
-        ratios = probe.opt("verdict", "ratios_by_step") or {}
-        for kind, label in (("outcome", "outcome"), ("transition_resampled", "transition")):
-            for step, value in sorted((ratios.get(kind) or {}).items(), key=lambda kv: int(kv[0])):
-                row("H1b" if kind == "outcome" and step == sorted(ratios.get(kind), key=int)[0] else "",
-                    Tex(f"MC {label} ratio, \\texttt{{{fmt.escape(trajectory)}}} step {int(step)}"), 1.0,
-                    _num(value), lower=False, strict=True)
-    for cond, name in (("C2", "H2a"), ("C4", "H2b")):
-        doc = decisions.get(cond)
-        block = src.hypothesis(doc, name) if doc is not None else None
-        if block is None or _not_computed(block) is not None:
-            continue
-        table.rule()
-        rule = block.sub("rule")
-        row(name, f"{cond}: mean AUC difference", rule.number("mean_at_least"), block.number("auc_difference_mean"))
-        diffs = block.numbers("auc_difference_by_seed")
-        for seed, value in zip(block.req("seeds"), diffs, strict=False):
-            row("", Tex(f"\\quad seed {int(seed)}"), 0.0, value, strict=True)
-        row("", f"{cond}: final success difference", 0.0, block.number("final_difference_mean"))
-    if c2 is not None:
-        for name, key, rule_key, strict in (("H3", "difference_mean", "mean_at_least", False),
-                                            ("H5", "ci90_lower", "lower_bound_above", True)):
-            block = src.hypothesis(c2, name)
-            if block is None or _not_computed(block) is not None:
-                continue
-            table.rule()
-            label = "C2: challenge difference (mean)" if name == "H3" else "C2: held-out types, lower 90 % bound"
-            row(name, label, block.sub("rule").number(rule_key), block.number(key), strict=strict)
-    if not table.rows:
-        table.add(["---", "no decision, probe or luck register given", "", "", "", ""])
+        "AUC of true success on the condition's learning set (at-training noise under tool faults, clean under "
+        "grader flips), treatment minus control, paired percentile bootstrap over seed pairs and tasks. "
+        "$\\lambda_0$: mean step-0 luck share of the comparison's runs. Tier comparisons are measured, not "
+        "decided: the registered predictions (table 15) judge them."))
     return table
-
-
-# ---------------------------------------------------------------- table 7: C2 secondary endpoints
 
 
 RECOVERY_SETS = ["noisy_p025", "challenge"]
@@ -1327,10 +1236,7 @@ TABLES: dict[int, TableSpec] = {
                   "published": _PUBLISHED}, build_table4),
     5: TableSpec(5, "Probe ratios by checkpoint", {"probe": _PROBE}, build_table5),
     6: TableSpec(6, "Registered predictions and outcomes", {
-        "decisions": KeySpec("decision registers", required=False),
-        "probe": KeySpec("probe registers", required=False),
-        "luck": KeySpec("luck-share files results/diagnostics/RUN/luck-stepN.json", required=False),
-        "rules": KeySpec("prereg/decision_rules.yaml (its `predictions`, if any)", required=False, many=False),
+        "predictions": KeySpec("the predictions register results/<scale>/decisions/predictions.json", many=False),
     }, build_table6),
     7: TableSpec(7, "C2 secondary endpoints", {
         "decisions": KeySpec("the C2 decision register (its secondary block)"),
@@ -1354,6 +1260,11 @@ TABLES: dict[int, TableSpec] = {
     14: TableSpec(14, "Surrogate calibration register",
                   {"calibration": KeySpec("results/<scale>/models/surrogate/calibration.json", many=False)},
                   build_table14),
+    15: TableSpec(15, "Registered predictions with the later tiers", {
+        "predictions": KeySpec("results/<scale>/decisions/tiers/predictions.json", many=False)}, build_table15),
+    16: TableSpec(16, "Registered tiers by comparison", {
+        "decisions": KeySpec("decision registers of tier 1 and of the tiers (results/<scale>/decisions/tiers/*.json)")},
+        build_table16),
 }
 
 
@@ -1364,7 +1275,7 @@ def table_inputs(number: int) -> dict[str, KeySpec]:
 
 def spec_for(number: int) -> TableSpec:
     if number not in TABLES:
-        raise UserError(f"--number {number}: the tables are 1-{len(TABLES)} (13-14 at surrogate scales)")
+        raise UserError(f"--number {number}: the tables are 1-{len(TABLES)} (13-14 at surrogate scales, 15-16 with the tiers)")
     return TABLES[number]
 
 
