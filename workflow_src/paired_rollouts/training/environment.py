@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-POOL_FILES = ("train", "validation", "test", "diagnostic")
-
 
 @dataclass
 class EpisodeContext:
@@ -44,10 +42,10 @@ class EpisodeContext:
     @classmethod
     def from_pools(cls, tasks_dir: str | Path, **kwargs: Any) -> EpisodeContext:
         """A context with the tasks of every pool in ``tasks_dir`` by task_id (reset looks rows up there)."""
-        from paired_rollouts.backoffice.tasks import load_pool
+        from paired_rollouts.backoffice.tasks import POOL_ORDER, load_pool
 
         index: dict[str, dict[str, Any]] = {}
-        for pool in POOL_FILES:
+        for pool in POOL_ORDER:
             path = Path(tasks_dir) / f"{pool}.jsonl"
             if path.is_file():
                 for task in load_pool(path):

@@ -9,8 +9,6 @@ from typing import Any
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import read_json, sha256_file
 
-POOLS = ("train", "validation", "test", "diagnostic")
-
 
 def check_verification(path: str | Path) -> dict[str, Any]:
     source = Path(path)
@@ -30,13 +28,13 @@ def check_verification(path: str | Path) -> dict[str, Any]:
 
 def check_pools(tasks_dir: str | Path) -> dict[str, str]:
     """Every pool file must match MANIFEST.json (load_pool checks hash and count)."""
-    from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.backoffice.tasks import POOL_ORDER, load_pool
 
     folder = Path(tasks_dir)
     if not (folder / "MANIFEST.json").is_file():
         raise UserError(f"{folder}/MANIFEST.json: not found; generate the pools with 'paired-rollouts tasks'")
     hashes = {}
-    for pool in POOLS:
+    for pool in POOL_ORDER:
         path = folder / f"{pool}.jsonl"
         load_pool(path)
         hashes[pool] = sha256_file(path)

@@ -80,7 +80,9 @@ def vllm_seed(run_seed: int, purpose: str = "train") -> int:
 
 
 def install_vllm_seed(seed: int) -> None:
-    """Make TRL start its colocated vLLM engine with ``seed`` (+ the TRL process offset it computes)."""
+    """Make TRL start its colocated vLLM engine with ``seed`` (+ the TRL process offset it computes).
+
+    TRL 1.16.0 has no option for the engine seed: this wraps ``trl.generation.vllm_generation.LLM``."""
     import trl.generation.vllm_generation as vg
 
     engine = getattr(vg, "LLM", None)
@@ -101,7 +103,8 @@ def compact_fused_logprobs() -> None:
     """TRL's fused LM head scores only the completion positions on Triton devices and every position
     elsewhere (so that Neuron tile shapes stay fixed); the per-token values are the same. On CPU with a
     full-size vocabulary every-position scoring dominates a step (measured: ~35 s per 1,900-token rollout
-    with the 248,320-token vocabulary), so the GPU check's CPU rehearsal takes TRL's GPU path."""
+    with the 248,320-token vocabulary), so the GPU check's CPU rehearsal takes TRL's GPU path (TRL 1.16.0:
+    ``trl.trainer.utils._use_triton``; only the rehearsal sets ``compact_logprobs``)."""
     import trl.trainer.utils as trl_utils
 
     trl_utils._use_triton = lambda device: True  # only the compact/full choice; the kernel stays torch on CPU
