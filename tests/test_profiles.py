@@ -24,7 +24,7 @@ RULES = {
     "train",
     "evaluate_periodic",
     "evaluate_final",
-    "evaluate_final_c4",
+    "evaluate_final_own_noise",
     "diagnose",
     "luck_share",
     "group_stats",
@@ -41,7 +41,7 @@ RULES = {
     "prereg_verify_amendments",
     "zero_shot_calibration",
 }
-GPU_RULES = {"train", "evaluate_periodic", "evaluate_final", "evaluate_final_c4", "diagnose", "probe_checkpoint",
+GPU_RULES = {"train", "evaluate_periodic", "evaluate_final", "evaluate_final_own_noise", "diagnose", "probe_checkpoint",
              "zero_shot_calibration"}
 CPU_ONLY_RULES = {"tasks", "reference", "decide", "render_table", "render_figure", "render_document", "probe",
                   "probe_verdict", "run_register", "prepare_model"}

@@ -74,7 +74,7 @@ def test_paper_dag_has_the_papers_job_counts() -> None:
     assert counts["train"] == runs
     assert "evaluate" not in counts and evaluation_files == 328
     assert counts["evaluate_periodic"] == runs * 6
-    assert counts["evaluate_final"] == 8 and counts["evaluate_final_c4"] == 6
+    assert counts["evaluate_final"] == 8 and counts["evaluate_final_own_noise"] == 6
     assert counts["diagnose"] == diagnostics == 33
     assert counts["luck_share"] == diagnostics
     assert counts["group_stats"] == runs

@@ -207,14 +207,14 @@ def _order_view(order: dict) -> dict[str, Any]:
 
 
 def _order_or_fail(state: State, order_id: Any) -> dict:
-    order = _lookup(state.orders, order_id)
+    order = state.orders.get(order_id) if isinstance(order_id, str) else None  # _lookup, inlined
     if order is None:
         raise ToolFailure("NOT_FOUND", f"order {order_id} does not exist")
     return order
 
 
 def _customer_or_fail(state: State, customer_id: Any) -> dict:
-    customer = _lookup(state.customers, customer_id)
+    customer = state.customers.get(customer_id) if isinstance(customer_id, str) else None  # _lookup, inlined
     if customer is None:
         raise ToolFailure("NOT_FOUND", f"customer {customer_id} does not exist")
     return customer
