@@ -425,7 +425,3 @@ def build_initial_state(seed: int) -> State:
 def initial_state(seed: int) -> State:
     """The cached initial state of ``seed``; shared by every world built from it (never mutate it)."""
     return build_initial_state(int(seed))
-
-
-def generate_world(seed: int) -> World:
-    return World.generate(seed)

@@ -114,11 +114,6 @@ def _event_key(fields: tuple[str, ...], args: dict[str, Any]) -> str:
                       separators=(",", ":"))
 
 
-def request_key(tool: str, args: dict[str, Any]) -> str:
-    """All arguments canonicalised (v2 keyed faults by this; kept for logs and tests only)."""
-    return json.dumps({k: canonical_value(v) for k, v in args.items()}, sort_keys=True, separators=(",", ":"))
-
-
 class Fate(NamedTuple):
     kind: str
     retry_after: int
