@@ -12,7 +12,7 @@ if SURROGATE:
         input:
             calibration=CALIBRATION_FILE,
             rules=config["prereg"]["tier_rules"],
-            verification=amendment_verification_file(),
+            verification=ancient(amendment_verification_file()),  # as train's: re-verifying reruns nothing
             code=sources("calibration", "prereg"),
         output:
             zero_shot_file(),
@@ -37,7 +37,7 @@ else:
             pools=pool_files(),
             model=model_inputs(),
             rules=config["prereg"]["tier_rules"],
-            verification=amendment_verification_file(),
+            verification=ancient(amendment_verification_file()),  # as train's: re-verifying reruns nothing
             code=sources(*SIMULATOR, "training", "evaluation", "stats", "calibration", "prereg"),
         output:
             register=zero_shot_file(),

@@ -122,6 +122,21 @@ def test_comparison_and_ledger_come_from_this_run(study: Path) -> None:
     assert ledger["stages"]["train"]["jobs"] == len(RUNS) and ledger["stages"]["train"]["wall_s"] > 0
 
 
+def test_zero_shot_gate_ran_before_training_on_the_runs_step0_policy(study: Path) -> None:
+    """The calibration gate (amendment A2) rolled out the policy every run starts from: its clean episodes
+    are those of c2-paired-s0 at step 0 but for the run name. The stand-in has no registered band."""
+    register = json.loads((study / "results/tiny/calibration/zero_shot.json").read_text())
+    assert register["status"] == "not_applicable" and register["passes"] is None
+    assert [b["name"] for b in register["bands"]] == ["clean_success", "luck_share"]
+    gate = _jsonl(study / "results/tiny/calibration/zero_shot-clean.jsonl")
+    run = _jsonl(study / "results/tiny/evals/c2-paired-s0/periodic-step0-clean.jsonl")
+    assert len(gate) == len(run) > 0
+    assert [{k: v for k, v in r.items() if k != "run"} for r in gate] == [
+        {k: v for k, v in r.items() if k != "run"} for r in run]
+    calibrated = (study / "results/tiny/calibration/zero_shot.json").stat().st_mtime
+    assert all((study / f"results/tiny/runs/{r}/manifest.json").stat().st_mtime > calibrated for r in RUNS)
+
+
 def test_second_invocation_does_nothing(study: Path) -> None:
     result = _snakemake(study, "-n", "all")
     assert result.returncode == 0
@@ -170,6 +185,13 @@ def test_surrogate_study_writes_the_llm_records_and_the_pdf(surrogate_study: Pat
     assert (root / "paper/tables.pdf").read_bytes()[:5] == b"%PDF-"
     calibration = json.loads((root / "models/surrogate/calibration.json").read_text())
     assert calibration["passes"] and all(t["passes"] for t in calibration["targets"])
+    # the registered zero-shot bands (amendment A2) checked on the surrogate's step-0 values
+    zero_shot = json.loads((root / "calibration/zero_shot.json").read_text())
+    assert zero_shot["model"] == "Qwen/Qwen3.5-2B" and zero_shot["status"] == "pass"
+    targets = {t["target_name"]: t["achieved"] for t in calibration["targets"]}
+    bands = {b["name"]: b for b in zero_shot["bands"]}
+    assert bands["clean_success"]["achieved"] == pytest.approx(targets["c4_clean_validation"])
+    assert bands["luck_share"]["achieved"] == targets["luck_share_p025"] >= 0.15
     for run in ("c2-paired-s0", "c2-independent-s0", "c4-paired-s1", "c0-clean-s0"):
         groups = _jsonl(root / f"runs/{run}/groups.jsonl")
         assert len(groups) == 10 * 4 and all(len(g["schedule_seeds"]) == 4 for g in groups)

@@ -206,17 +206,21 @@ def test_editing_the_simulator_reruns_pools_and_everything_downstream(touched_co
 def test_editing_a_threshold_reruns_only_decisions_and_tables(touched_copy: Path) -> None:
     work = touched_copy
     verification = work / "results/standin/prereg/verification.json"
-    # The threshold is edited, the freeze amended and re-verified: the verification is newest.
+    # The threshold is edited, the freeze amended and re-verified: the verifications are newest (the
+    # amendments' verification covers decision_rules.yaml too).
+    amended = work / "results/standin/prereg/amendment_verification.json"
     bench = work / "results/standin/benchmarks/prereg_verify.tsv"  # the re-verification writes its benchmark too
+    amended_bench = work / "results/standin/benchmarks/prereg_verify_amendments.tsv"
     with _edited(work / "prereg/decision_rules.yaml", "\n# edited threshold\n"), \
-            _edited(verification, "\n"), _edited(bench, ""):
+            _edited(verification, "\n"), _edited(bench, ""), _edited(amended, "\n"), _edited(amended_bench, ""):
         later = time.time() + 7200
-        os.utime(verification, (later, later))
-        os.utime(bench, (later, later))
+        for path in (verification, bench, amended, amended_bench):
+            os.utime(path, (later, later))
         counts = _rerun_rules(work)
-    # final_success (figure 3) shows the decision registers' final values, so it is redrawn too
+    # final_success (figure 3) shows the decision registers' final values, so it is redrawn too; the
+    # predictions register judges the decision registers
     assert set(counts) <= {"prereg_verify", "decide", "probe_verdict", "render_table", "render_figure",
-                           "render_document", "compare", "ledger", "all"}, counts
+                           "render_document", "compare", "predictions", "ledger", "all"}, counts
     # every stage that reads a frozen key reruns (the H1b verdict too), the expensive probe does not
     assert counts["decide"] == 2 and counts["probe_verdict"] == 2
     assert "train" not in counts and not any(r.startswith(("evaluate", "probe_checkpoint")) for r in counts)
