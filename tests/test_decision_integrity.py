@@ -262,7 +262,7 @@ def _api_decide(root: Path, cond: str, runs, edit) -> dict:
     from paired_rollouts.records import read_pool_manifest
     from paired_rollouts.stats.decisions import decide as decide_api
     from paired_rollouts.stats.decisions import load_episodes, load_groups, load_inputs
-    from paired_rollouts.stats.rules import rules_from_dict
+    from paired_rollouts.prereg.rules import rules_from_dict
 
     res = root / "results"
     raw = yaml.safe_load((root / "rules.yaml").read_text())

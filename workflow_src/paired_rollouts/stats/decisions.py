@@ -34,7 +34,7 @@ from paired_rollouts.stats.completeness import _pool_hashes
 from paired_rollouts.stats.curves import auc_weights, parse_run_name, round4, steps_to_threshold
 from paired_rollouts.stats.groups import group_flags, seed_sharing, spurious_rate_closed_form
 from paired_rollouts.stats.luck_share import build_tables, lam_bootstrap, variance_components
-from paired_rollouts.stats.rules import DecisionRules
+from paired_rollouts.prereg.rules import DecisionRules
 
 H2_NAME = {"C2": "H2a", "C4": "H2b"}
 THRESHOLD_CURVE = "at_training"
@@ -286,7 +286,7 @@ def applied_auc_weights(steps: list[int], rules: DecisionRules) -> tuple[np.ndar
     """The frozen ``auc_weights`` when the evaluated steps are the frozen grid; otherwise (a smaller
     scale evaluates another grid) the trapezoid on the evaluated steps, recording both and which decided."""
     frozen, grid = rules.frozen_auc_weights(steps)
-    if frozen is not None and list(steps) == grid:
+    if list(steps) == grid:
         return np.array(frozen), {"source": "rules", "rule_weights": frozen, "rule_steps": grid}
     return auc_weights(steps), {
         "source": "trapezoid on the evaluated steps (the frozen weights are for another step grid)",
@@ -331,7 +331,7 @@ def hypothesis_h2(pairs, condition: str, rules: DecisionRules, *, sets: dict[str
         "curve_independent": {str(s): c.mean(axis=1).tolist() for s, c in zip(seeds, ci, strict=True)},
         "auc_paired": auc_p.tolist(), "auc_independent": auc_i.tolist(),
         "auc_difference_by_seed": diffs.tolist(), "auc_difference_mean": float(diffs.mean()),
-        "auc_difference_ci95": percentile_interval(reps, *rules.interval("h2", 95)),
+        "auc_difference_ci95": percentile_interval(reps, *rules.interval("h2")),
         "final_paired_by_seed": fin_p.tolist(), "final_independent_by_seed": fin_i.tolist(),
         "final_difference_mean": float(fin_p.mean() - fin_i.mean()),
         "rule": {"mean_at_least": rules.h2_mean_at_least, "mean_criterion": mean_criterion,
@@ -359,7 +359,7 @@ def hypothesis_h3(pairs, rules: DecisionRules) -> dict[str, Any]:
         "hypothesis": "H3", "computed": True, "set": h3_set, "steps": steps, "steps_rule": rules.h3_steps,
         "tasks": len(tasks), "seeds": [p.seed for p, _ in pairs], "runs": [[p.run, i.run] for p, i in pairs],
         "difference_by_seed": diffs.tolist(), "difference_mean": float(diffs.mean()),
-        "ci95": percentile_interval(reps, *rules.interval("h3", 95)),
+        "ci95": percentile_interval(reps, *rules.interval("h3")),
         "rule": {"mean_at_least": rules.h3_mean_at_least, "mean_criterion": mean_criterion,
                  "every_seed_positive": every},
         "passes": mean_criterion and (every or not rules.h3_every_seed_positive), "bootstrap": boot,
@@ -377,7 +377,7 @@ def hypothesis_h5(pairs, rules: DecisionRules) -> dict[str, Any]:
     contrib = np.stack([p.final_scores(h5_set, tasks) - i.final_scores(h5_set, tasks) for p, i in pairs])
     diffs = contrib.mean(axis=1)
     reps = paired_bootstrap(contrib, rules.resamples, np.random.default_rng(rules.seed))
-    lo, hi = percentile_interval(reps, *rules.interval("h5", 90))
+    lo, hi = percentile_interval(reps, *rules.interval("h5"))
     return round4({
         "hypothesis": "H5", "computed": True, "set": h5_set, "tasks": len(tasks),
         "seeds": [p.seed for p, _ in pairs], "runs": [[p.run, i.run] for p, i in pairs],
@@ -424,7 +424,7 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
         return _not_computed("H1a", "no admitted run")
     rng = np.random.default_rng(rules.seed)
     step = rules.h1a_c2_step
-    lo_pct, hi_pct = rules.interval("h1a_c2", 95)
+    lo_pct, hi_pct = rules.interval("h1a_c2")
     luck_out: dict[str, Any] = {}
     for ev in runs:
         lams, source = _base_lams(ev.run, ev, luck, step)
