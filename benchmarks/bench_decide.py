@@ -14,6 +14,7 @@ import numpy as np
 from paired_rollouts.stats.bootstrap import paired_bootstrap
 from paired_rollouts.stats.decisions import RunEvidence, decide
 from paired_rollouts.prereg.rules import load_decision_rules, rules_from_dict
+from paired_rollouts.records import PoolManifest
 
 STEPS = [0, 20, 40, 60, 80, 100]
 
@@ -61,7 +62,7 @@ def main() -> None:
     paper = load_decision_rules("prereg/decision_rules.yaml")  # the paper's frozen rules (run from the repo root)
     raw = {**paper, "bootstrap": {**paper["bootstrap"], "resamples": args.resamples}}
     rules = rules_from_dict(raw)
-    manifest = {"pools": {"validation": {"sha256": "0" * 64}}}
+    manifest = PoolManifest("synthetic", {"pools": {"validation": {"sha256": "0" * 64}}}, {"validation": "0" * 64})
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()

@@ -172,45 +172,34 @@ def build_table1(ctx: Context) -> TableModel:
         size=r"\footnotesize",
         tabcolsep="3pt",
     )
-    entries = []
-    for path in ctx.inputs.files("manifests"):
-        doc = src.load_manifest(path)
-        entries.append((src.run_identity(doc), src.manifest_stack(doc)))
-    entries.sort(key=lambda e: e[0].order)
     from paired_rollouts.backoffice.tasks import PAPER_POOL_SHA256
-    from paired_rollouts.stats.completeness import _pool_hashes
+    from paired_rollouts.records import read_run_manifest
 
-    for path in ctx.inputs.files("manifests"):
-        hashes = _pool_hashes(src.load_manifest(path).data)
-        # full digests only: abbreviated ones (hand-made fixtures) cannot be compared
-        if any(len(digest) == 64 and PAPER_POOL_SHA256.get(name) != digest for name, digest in hashes.items()):
-            table.extra_notes.append(fmt.escape(NON_PAPER_POOLS))
-            break
+    manifests = sorted((read_run_manifest(p) for p in ctx.inputs.files("manifests")),
+                       key=lambda m: src.manifest_identity(m).order)
+    if any(PAPER_POOL_SHA256.get(name) != digest for m in manifests for name, digest in m.pools_sha256.items()):
+        table.extra_notes.append(fmt.escape(NON_PAPER_POOLS))
     last_condition = None
     gap = "not recorded in the run manifest"
-    for ident, stack in entries:
+    for manifest in manifests:
+        ident = src.manifest_identity(manifest)
         if ident.condition != last_condition:
             if last_condition is not None:
                 table.rule()
             last_condition = ident.condition
-        versions = stack["versions"]
+        versions = manifest.versions
         order = ["torch", "transformers", "trl", "vllm", "peft"]
         shown = [f"{name} {versions[name]}" for name in order if name in versions]
-        accelerator = stack["accelerator"] or stack["hardware"]
-        if stack["accelerator"] and stack["hardware"] and stack["hardware"] != stack["accelerator"]:
-            accelerator = f"{stack['accelerator']} ({stack['hardware']})"
-        p, q = _num(stack["p"]), _num(stack["q"])
-        if p is None and q is None:
-            noise = fmt.missing(table.notes, gap)
-        else:
-            parts = [f"${name}={fmt.prop(value, 2)}$" for name, value in (("p", p), ("q", q)) if value]
-            noise = Tex(", ".join(parts) if parts else "none")
-        sizes = [_int(stack["steps"]), _int(stack["prompts"]), _int(stack["G"])]
+        accelerator = manifest.device
+        if manifest.gpu and manifest.gpu != manifest.device:
+            accelerator = f"{manifest.device} ({manifest.gpu})"
+        parts = [f"${name}={fmt.prop(value, 2)}$" for name, value in (("p", manifest.p), ("q", manifest.q)) if value]
+        noise = Tex(", ".join(parts) if parts else "none")
+        sizes = [manifest.steps, manifest.prompts_per_step, manifest.num_generations]
         table.add([
             _run_label(ident.run), ident.condition, ident.arm, fmt.integer(ident.seed), noise,
-            Tex("\\,$\\times$\\,".join(fmt.integer(v) for v in sizes)) if all(v is not None for v in sizes)
-            else fmt.missing(table.notes, gap),
-            fmt.escape(accelerator) if accelerator else fmt.missing(table.notes, gap),
+            Tex("\\,$\\times$\\,".join(fmt.integer(v) for v in sizes)),
+            fmt.escape(accelerator),
             fmt.join(shown, "; ") if shown else fmt.missing(table.notes, gap),
         ])
     return table
@@ -906,28 +895,58 @@ def build_table8(ctx: Context) -> TableModel:
     return table
 
 
-def _pick_pair(runs: list[src.RunEpisodes], settings: dict[str, Any]) -> tuple[src.RunEpisodes, src.RunEpisodes]:
+@dataclass(frozen=True)
+class RunCurves:
+    """One run's curves and AUC as its run register holds them (stats/run_register.py computes them)."""
+
+    run: str
+    condition: str
+    arm: str
+    seed: int
+    curves: dict[str, dict[int, float]]
+    auc: dict[str, float | None]
+    final: dict[str, float | None]
+
+    def value(self, step: int, regime: str) -> float | None:
+        return self.curves.get(regime, {}).get(step)
+
+    def steps(self) -> list[int]:
+        return sorted({s for curve in self.curves.values() for s in curve})
+
+
+def _run_curves(path: Path) -> RunCurves:
+    doc = src.load_run_register(path)
+    return RunCurves(
+        str(doc.req("run")), str(doc.req("condition")).upper(), str(doc.req("arm")), int(doc.req("seed")),
+        {regime: {int(k): float(v) for k, v in curve.items()} for regime, curve in doc.req("curves").items()},
+        {regime: _num(v) for regime, v in doc.req("auc").items()},
+        {regime: _num(v) for regime, v in doc.req("final").items()})
+
+
+def _pick_pair(runs: list[RunCurves], settings: dict[str, Any]) -> tuple[RunCurves, RunCurves]:
     condition = str(settings.get("condition", "")).upper() or None
     seed = settings.get("seed")
-    candidates: dict[tuple[str, int], dict[str, src.RunEpisodes]] = defaultdict(dict)
+    candidates: dict[tuple[str, int], dict[str, RunCurves]] = defaultdict(dict)
     for run in runs:
+        if run.arm in candidates[(run.condition, run.seed)]:
+            raise UserError(f"table 9: two run registers for {run.condition} {run.arm} seed {run.seed}; pass one")
         candidates[(run.condition, run.seed)][run.arm] = run
     pairs = sorted((k for k, v in candidates.items() if {"paired", "independent"} <= set(v)
                     and (condition is None or k[0] == condition) and (seed is None or k[1] == int(seed))),
                    key=lambda k: (src.CONDITION_ORDER.get(k[0], 9), k[1]))
     if not pairs:
-        raise UserError("table 9: the episode files hold no paired/independent seed pair"
+        raise UserError("table 9: the run registers hold no paired/independent seed pair"
                         + (f" for condition {condition}" if condition else "")
                         + (f" and seed {seed}" if seed is not None else "")
-                        + "; pass both runs' evaluation files")
+                        + "; pass both runs' results/runs/RUN/register.json")
     chosen = candidates[pairs[0]]
     return chosen["paired"], chosen["independent"]
 
 
 def build_table9(ctx: Context) -> TableModel:
-    runs = _episodes(ctx, "table 9")
+    runs = [_run_curves(p) for p in ctx.inputs.files("registers")]
     paired, independent = _pick_pair(runs, ctx.settings)
-    regimes = [r for r in src.PERIODIC_REGIMES if paired.curve(r) or independent.curve(r)]
+    regimes = [r for r in src.PERIODIC_REGIMES if paired.curves.get(r) or independent.curves.get(r)]
     headers = [Tex("Step")]
     for _ in regimes:
         headers += [P, I_, DELTA]
@@ -937,20 +956,19 @@ def build_table9(ctx: Context) -> TableModel:
         groups=[(Tex(""), 1)] + [(regime_label(r), 3) for r in regimes],
         size=r"\small",
     )
-    steps = sorted(set(paired.steps("periodic")) | set(independent.steps("periodic")))
-    for step in steps:
+    for step in sorted(set(paired.steps()) | set(independent.steps())):
         cells = [fmt.integer(step)]
         for regime in regimes:
-            a, b = paired.value("periodic", step, regime), independent.value("periodic", step, regime)
+            a, b = paired.value(step, regime), independent.value(step, regime)
             cells += [fmt.prop(a, 3, table.notes, "not evaluated"), fmt.prop(b, 3, table.notes, "not evaluated"),
                       fmt.signed(_diff(a, b), 3, table.notes, "not evaluated")]
         table.add(cells)
     table.rule()
     cells = [Tex("AUC")]
     for regime in regimes:
-        a, b = src.auc(paired.curve(regime)), src.auc(independent.curve(regime))
-        cells += [fmt.prop(a, 3, table.notes, "fewer than two steps"), fmt.prop(b, 3, table.notes, "fewer than two steps"),
-                  fmt.signed(_diff(a, b), 3, table.notes, "fewer than two steps")]
+        a, b = paired.auc.get(regime), independent.auc.get(regime)
+        cells += [fmt.prop(a, 3, table.notes, "not evaluated"), fmt.prop(b, 3, table.notes, "not evaluated"),
+                  fmt.signed(_diff(a, b), 3, table.notes, "not evaluated")]
     table.add(cells)
     table.extra_notes.append(Tex(
         f"\\textsc{{p}} = \\texttt{{{fmt.escape(paired.run)}}}, \\textsc{{i}} = \\texttt{{{fmt.escape(independent.run)}}}; "
@@ -1032,24 +1050,26 @@ def build_table11(ctx: Context) -> TableModel:
         groups=[(Tex(""), 2), (Tex("validation"), 1), (Tex("final test success"), 3)],
         size=r"\small",
     )
+    from paired_rollouts.records import read_run_manifest
+
     stacks: dict[tuple[str, str], str] = {}
     for path in ctx.inputs.files("manifests"):
-        doc = src.load_manifest(path)
-        ident = src.run_identity(doc)
-        stack = src.manifest_stack(doc)
-        label = stack["accelerator"] or stack["hardware"] or "unrecorded"
-        versions = stack["versions"]
-        if "torch" in versions:
-            label += f", torch {versions['torch']}"
+        manifest = read_run_manifest(path)
+        label = manifest.gpu or manifest.device
+        if "torch" in manifest.versions:
+            label += f", torch {manifest.versions['torch']}"
         root = str(Path(path).resolve().parent.parent.parent)  # results/runs/RUN/manifest.json -> results
-        stacks[(root, ident.run)] = label
-    episodes = src.load_episodes(ctx.inputs.files("episodes")) if ctx.inputs.files("episodes") else {}
-    by_ident: dict[tuple[str, str, int], list[tuple[str, src.RunEpisodes | None, str]]] = defaultdict(list)
+        stacks[(root, manifest.run)] = label
+    registers: dict[tuple[str, str], RunCurves] = {}
+    for path in ctx.inputs.files("registers"):
+        curves = _run_curves(path)
+        registers[(str(Path(path).resolve().parent.parent.parent), curves.run)] = curves
+    by_ident: dict[tuple[str, str, int], list[tuple[str, RunCurves | None, str]]] = defaultdict(list)
     for (root, run), label in sorted(stacks.items()):
         parsed = src.parse_run(run)
         if parsed is None:
             continue
-        by_ident[parsed[:3]].append((run, episodes.get((root, run)), label))
+        by_ident[parsed[:3]].append((run, registers.get((root, run)), label))
     replicated = {k: v for k, v in by_ident.items() if len({label for _, _, label in v}) > 1}
     if not replicated:
         labels = sorted({label for v in by_ident.values() for _, _, label in v})
@@ -1064,14 +1084,14 @@ def build_table11(ctx: Context) -> TableModel:
         values = []
         for run, entry, label in members:
             regime = "at_training" if ident[0] == "C2" else "clean"
-            row = [src.auc(entry.curve(regime)) if entry else None] + [
-                entry.final(r) if entry else None for r in ("clean", "noisy_p025", "heldout_types")]
+            row = [entry.auc.get(regime) if entry else None] + [
+                entry.final.get(r) if entry else None for r in ("clean", "noisy_p025", "heldout_types")]
             values.append(row)
-            table.add([_run_label(run), fmt.escape(label)] + [fmt.prop(v, 3, table.notes, "no episode records given")
+            table.add([_run_label(run), fmt.escape(label)] + [fmt.prop(v, 3, table.notes, "no run register given")
                                                              for v in row])
         if len(values) == 2:
             table.add([Tex(r"\textit{difference}"), ""] + [fmt.signed(_diff(a, b), 3, table.notes,
-                                                                       "no episode records given")
+                                                                       "no run register given")
                                                            for a, b in zip(values[0], values[1], strict=True)])
     return table
 
@@ -1244,14 +1264,15 @@ TABLES: dict[int, TableSpec] = {
                             required=False),
     }, build_table7),
     8: TableSpec(8, "C4 policies under tool faults", {"episodes": _EPISODES}, build_table8),
-    9: TableSpec(9, "Per-step validation curves of a seed pair", {"episodes": _EPISODES}, build_table9,
+    9: TableSpec(9, "Per-step validation curves of a seed pair",
+                 {"registers": KeySpec("run registers results/runs/RUN/register.json of the seed pair")}, build_table9,
                  settings={"condition": "condition of the pair (default: C2 if present)",
                            "seed": "seed of the pair (default: the smallest with both arms)"}),
     10: TableSpec(10, "Constant-reward groups and spurious rates",
                   {"group_stats": KeySpec("results/runs/RUN/group_stats.json")}, build_table10),
     11: TableSpec(11, "Cross-stack replication", {
         "manifests": KeySpec("run manifests (their accelerator/versions identify the stack)"),
-        "episodes": KeySpec("episode records of the runs", required=False),
+        "registers": KeySpec("run registers results/runs/RUN/register.json (AUC and final sets)", required=False),
     }, build_table11),
     12: TableSpec(12, "Outcome-probe traces", {"probe": _PROBE}, build_table12,
                   settings={"unit_exponent": "power of ten for LL, RR and MC (default: from the data; 5 at paper scale)"}),

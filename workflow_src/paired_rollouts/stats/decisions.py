@@ -30,11 +30,11 @@ from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
 from paired_rollouts.records import iter_episodes, iter_groups, read_completeness, read_luck
 from paired_rollouts.stats.bootstrap import paired_bootstrap, percentile_interval
-from paired_rollouts.stats.completeness import _pool_hashes
 from paired_rollouts.stats.curves import auc_weights, parse_run_name, round4, steps_to_threshold
 from paired_rollouts.stats.groups import group_flags, seed_sharing, spurious_rate_closed_form
 from paired_rollouts.stats.luck_share import build_tables, lam_bootstrap, variance_components
 from paired_rollouts.prereg.rules import DecisionRules
+from paired_rollouts.records import PoolManifest
 
 H2_NAME = {"C2": "H2a", "C4": "H2b"}
 THRESHOLD_CURVE = "at_training"
@@ -591,10 +591,10 @@ def _mean_dicts(dicts: list[dict[str, float]]) -> dict[str, float]:
 HYPOTHESES = ("H1a", "H2a", "H2b", "H3", "H5")
 
 
-def _is_paper(manifest: dict[str, Any]) -> bool:
+def _is_paper(manifest: PoolManifest) -> bool:
     from paired_rollouts.backoffice.tasks import paper_pools
 
-    return paper_pools(manifest)
+    return paper_pools(manifest.raw)
 
 
 def _run_inputs(run: str, groups: dict[str, Any], luck: dict[str, tuple[str, Any]]) -> dict[str, str]:
@@ -614,7 +614,7 @@ def decide(
     condition: str,
     episodes: dict[str, RunEvidence],
     rules: DecisionRules,
-    manifest: dict[str, Any],
+    manifest: PoolManifest,
     *,
     groups: dict[str, list[dict[str, Any]]] | None = None,
     luck: dict[str, tuple[str, Any]] | None = None,
@@ -638,9 +638,9 @@ def decide(
     tier1 = comparison.tier == 1
     groups = groups if groups is not None else {}
     luck, complete = luck or {}, complete or {}
-    pools = _pool_hashes(manifest)
+    pools = manifest.sha256
     if not pools:
-        raise UserError("data manifest has no 'pools' with sha256 values")
+        raise UserError(f"{manifest.path}: no pools in the data manifest; regenerate with 'paired-rollouts tasks'")
     arms = (comparison.treatment, comparison.control)
     candidates = {r: ev for r, ev in episodes.items()
                   if ev.condition == condition and ev.arm in arms and ev.scaling == comparison.scaling}
