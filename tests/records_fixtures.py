@@ -25,3 +25,47 @@ def run_manifest(run: str, pools_sha256: dict[str, str], code: str = "abc", *, s
         "attempts": attempts if attempts is not None else [{"attempt": 1, "status": "complete"}],
         "timings": [],
     }
+
+
+def run_registers(results, out) -> list:
+    """Run registers of every run under ``results/evals``, built by the stats stage's own
+    ``build_register`` (so a renamed register key fails the render tests), written to ``out/runs/RUN``
+    with a copy of the run's manifest."""
+    import json
+    from pathlib import Path
+
+    from paired_rollouts.io import sha256_file
+    from paired_rollouts.stats.run_register import build_register
+
+    results, out = Path(results), Path(out)
+    paths = []
+    for evals in sorted(p for p in (results / "evals").iterdir() if p.is_dir()):
+        run_dir = out / "runs" / evals.name
+        run_dir.mkdir(parents=True, exist_ok=True)
+        manifest = results / "runs" / evals.name / "manifest.json"
+        if manifest.is_file():  # beside its register, so that tables pair them by results tree
+            (run_dir / "manifest.json").write_bytes(manifest.read_bytes())
+        files = {f"evals/{f.name}": sha256_file(f) for f in sorted(evals.glob("*.jsonl"))}
+        (run_dir / "complete.json").write_text(json.dumps({
+            "run": evals.name, "complete": True, "files": files, "task_pools": {}, "code_versions": ["abc"],
+            "missing": [], "defects": []}))
+        (run_dir / "register.json").write_text(json.dumps(build_register(run_dir, results)))
+        paths.append(run_dir / "register.json")
+    return paths
+
+
+def predictions_register(decisions: list, probes: list, out, tier_rules="prereg/tier_rules.yaml", group_size=4):
+    """The predictions register of the given decision and probe registers, judged by the stats stage's
+    own ``judge`` on the repository's tier rules; written to ``out``."""
+    import json
+    from pathlib import Path
+
+    from paired_rollouts.prereg.rules import load_tier_rules
+    from paired_rollouts.records import read_decision_register, read_probe_register
+    from paired_rollouts.stats.curves import round4
+    from paired_rollouts.stats.predictions import judge
+
+    register = judge(load_tier_rules(tier_rules), {Path(p).stem: read_decision_register(p) for p in decisions},
+                     {Path(p).stem: read_probe_register(p) for p in probes}, group_size)
+    Path(out).write_text(json.dumps(round4(register)))
+    return Path(out)

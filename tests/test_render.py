@@ -17,6 +17,7 @@ from paired_rollouts.errors import UserError
 from paired_rollouts.render import document, figures, tables, tex
 from paired_rollouts.render import format as fmt
 from paired_rollouts.render import sources as src
+from records_fixtures import predictions_register, run_registers
 
 FIX = Path(__file__).parent / "fixtures" / "render"
 RES = FIX / "results"
@@ -49,6 +50,17 @@ INPUTS = {
     "published_curves": [Path(__file__).parents[1] / "data" / "published" / "curves.yaml"],
     "published": [Path(__file__).parents[1] / "data" / "published" / "paper.yaml"],
 }
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _run_registers(tmp_path_factory):
+    """The run registers (tables 9, 11) and the predictions register (tables 6, 15), built from the fixture
+    episodes and decision registers by the stats code itself."""
+    out = tmp_path_factory.mktemp("registers")
+    INPUTS["registers"] = run_registers(RES, out)
+    INPUTS["predictions"] = [predictions_register(INPUTS["decisions"], INPUTS["probe"], out / "predictions.json",
+                                                  Path(__file__).parents[1] / "prereg" / "tier_rules.yaml")]
+    yield
 
 
 def given_for(number: int) -> dict[str, list[Path]]:
@@ -99,7 +111,7 @@ def test_every_table_renders_with_caption_sources_and_scale(rendered):
         assert "\\toprule" in text and "\\bottomrule" in text, number
         caption = re.search(r"\\caption\[.*?\]\{(.*)\}\n\\label", text, re.S).group(1)
         assert "Scale: stand-in." in caption and "Sources:" in caption, number
-        assert "render" in caption or "prereg" in caption or "fixtures" in caption, number
+        assert "render" in caption or "prereg" in caption or "fixtures" in caption or "registers" in caption, number
 
 
 def test_document_compiles_without_overfull_boxes(rendered, tmp_path):
@@ -305,8 +317,8 @@ def test_unknown_and_missing_keys_and_settings():
         tables.render_table(5, {}, "x")
     with pytest.raises(UserError, match="unknown --settings"):
         tables.render_table(5, {"probe": INPUTS["probe"]}, "x", {"nope": 1})
-    with pytest.raises(UserError, match="tables are 1-14"):
-        tables.render_table(15, {}, "x")
+    with pytest.raises(UserError, match="tables are 1-16"):
+        tables.render_table(17, {}, "x")
     with pytest.raises(UserError, match="KEY=PATH"):
         src.parse_input_args(["decisions"])
 
@@ -355,7 +367,7 @@ def test_templates_refuse_unescaped_values(tmp_path):
 def test_special_characters_in_run_names_and_scale_compile(tmp_path):
     manifest = json.loads(INPUTS["manifests"][0].read_text())
     manifest["run"] = SPECIAL
-    manifest["settings"]["accelerator"] = "gpu & co_1"
+    manifest["hardware"]["gpu"] = "gpu & co_1"
     path = tmp_path / "runs" / "odd" / "manifest.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(manifest))
@@ -391,16 +403,18 @@ def test_number_formats():
 
 
 def test_table11_replication_and_not_run(tmp_path):
-    alone = tables.render_table(11, {"manifests": INPUTS["manifests"], "episodes": INPUTS["episodes"]}, "s")
+    alone = tables.render_table(11, {"manifests": INPUTS["manifests"], "registers": INPUTS["registers"]}, "s")
     assert "not run" in alone
     replica = FIX / "replica" / "results"
+    main, other = run_registers(RES, tmp_path / "main"), run_registers(replica, tmp_path / "replica")
     text = tables.render_table(11, {
-        "manifests": INPUTS["manifests"] + sorted(replica.glob("runs/*/manifest.json")),
-        "episodes": INPUTS["episodes"] + sorted(replica.glob("evals/*/*.jsonl")),
+        "manifests": sorted((tmp_path / "main").glob("runs/*/manifest.json"))
+        + sorted((tmp_path / "replica").glob("runs/*/manifest.json")),
+        "registers": main + other,
     }, "s")
     rows = rows_of(text)
     assert [r[0] for r in rows] == ["\\texttt{c4-paired-s1}", "\\texttt{c4-paired-s1}", "\\textit{difference}"]
-    assert "h100" in rows[0][1] + rows[1][1]
+    assert "H100" in rows[0][1] + rows[1][1]
     for k in range(2, 6):
         a, b, d = (fmt.parse_number(rows[i][k]) for i in range(3))
         assert d == pytest.approx(round(a - b, 3), abs=0.0015)
@@ -416,16 +430,12 @@ def test_not_computed_hypothesis_shows_reason(tmp_path):
     assert "no admitted seed pair" in tables.render_table(2, {"decisions": [path]}, "s")
 
 
-def test_table6_reads_predictions_when_the_rules_have_them(tmp_path):
-    rules = tmp_path / "rules.yaml"
-    rules.write_text("predictions:\n"
-                     "  - id: P4\n    text: 'H2b: mean AUC difference below 0.03'\n"
-                     "    quantity: 'decision:C4:H2b.auc_difference_mean'\n    below: 0.03\n"
-                     "  - id: P9\n    text: a prose-only prediction\n")
-    text = tables.render_table(6, {"decisions": INPUTS["decisions"], "rules": [rules]}, "s")
-    rows = rows_of(text)
-    assert rows[0][0] == "P4" and fmt.parse_number(rows[0][3]) == pytest.approx(0.011) and rows[0][4] == "yes"
-    assert rows[1][0] == "P9" and rows[1][3].startswith("---")
+def test_table6_rows_are_the_predictions_register(tmp_path):
+    register = json.loads(INPUTS["predictions"][0].read_text())
+    rows = rows_of(tables.render_table(6, {"predictions": INPUTS["predictions"]}, "s"))
+    assert [r[0] for r in rows] == [p["id"] for p in register["predictions"]]
+    assert [r[-1] for r in rows] == [fmt.escape(p["verdict"]) for p in register["predictions"]]
+    assert [fmt.parse_number(r[2]) for r in rows] == [round(p["confidence"], 2) for p in register["predictions"]]
 
 
 def test_help_lists_each_tables_inputs(capsys):
