@@ -260,10 +260,10 @@ def _api_decide(root: Path, cond: str, runs, edit) -> dict:
     """decide() through the Python API with an edited rules dict (bypassing the loader's consistency
     checks, so that an applied key is visible in the numbers, not only in a label)."""
     import yaml
+    from paired_rollouts.prereg.rules import rules_from_dict
     from paired_rollouts.records import read_pool_manifest
     from paired_rollouts.stats.decisions import decide as decide_api
     from paired_rollouts.stats.decisions import load_episodes, load_groups, load_inputs
-    from paired_rollouts.prereg.rules import rules_from_dict
 
     res = root / "results"
     raw = yaml.safe_load((root / "rules.yaml").read_text())

@@ -188,7 +188,7 @@ def _need(data: dict[str, Any], key: str, check: Any, where: str, what: str) -> 
     return data[key]
 
 
-def read_pool_manifest(path: str | Path) -> "PoolManifest":
+def read_pool_manifest(path: str | Path) -> PoolManifest:
     """data/tasks/MANIFEST.json: ``pools: {name: {count, sha256}}``."""
     data = read_json(path)
     what = "pool manifest"

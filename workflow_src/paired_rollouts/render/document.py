@@ -18,12 +18,12 @@ from typing import Any
 
 from paired_rollouts import io
 from paired_rollouts.errors import UserError
+from paired_rollouts.records import Verification, read_verification
 from paired_rollouts.render import figures as figs
 from paired_rollouts.render import format as fmt
 from paired_rollouts.render import sources as src
 from paired_rollouts.render import tex
 from paired_rollouts.render.format import Tex
-from paired_rollouts.records import Verification, read_verification
 
 LOG_TAIL_LINES = 40
 

@@ -24,10 +24,10 @@ from paired_rollouts.errors import UserError
 from paired_rollouts.io import iter_jsonl, sha256_file
 from paired_rollouts.noise.seeds import diagnostic_seed, eval_schedule_seed, row_order, training_schedule_seed
 from paired_rollouts.records import (
+    PoolManifest,
     iter_episodes,
     iter_groups,
     read_luck,
-    PoolManifest,
     read_pool_manifest,
     read_run_manifest,
 )

@@ -28,13 +28,12 @@ from paired_rollouts.design import (
 )
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
-from paired_rollouts.records import iter_episodes, iter_groups, read_completeness, read_luck
+from paired_rollouts.prereg.rules import DecisionRules
+from paired_rollouts.records import PoolManifest, iter_episodes, iter_groups, read_completeness, read_luck
 from paired_rollouts.stats.bootstrap import paired_bootstrap, percentile_interval
 from paired_rollouts.stats.curves import auc_weights, parse_run_name, round4, steps_to_threshold
 from paired_rollouts.stats.groups import group_flags, seed_sharing, spurious_rate_closed_form
 from paired_rollouts.stats.luck_share import build_tables, lam_bootstrap, variance_components
-from paired_rollouts.prereg.rules import DecisionRules
-from paired_rollouts.records import PoolManifest
 
 H2_NAME = {"C2": "H2a", "C4": "H2b"}
 THRESHOLD_CURVE = "at_training"
