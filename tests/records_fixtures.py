@@ -69,3 +69,40 @@ def predictions_register(decisions: list, probes: list, out, tier_rules="prereg/
                      {Path(p).stem: read_probe_register(p) for p in probes}, group_size)
     Path(out).write_text(json.dumps(round4(register)))
     return Path(out)
+
+
+def synthetic_study(root) -> dict:
+    """A small study (C2 and C4, seeds 0 and 1, both arms) whose every register is written by the stats
+    stage's own commands from synthetic episode records: completeness, luck share, group statistics,
+    run registers, the C2 and C4 decisions and the predictions register. Returns {input key: [paths]}."""
+    from pathlib import Path
+
+    from paired_rollouts.cli import main
+    from test_stats_decisions import completeness, decide, luck, make_pools, make_run
+
+    root = Path(root)
+    res = root / "results"
+    pools = make_pools(root)
+    runs = {c: [make_run(root, c, arm, s, pools) for s in (0, 1) for arm in ("paired", "independent")]
+            for c in ("C2", "C4")}
+    everyone = [r for c in runs for r in runs[c]]
+    for run in everyone:
+        luck(root, run)
+        assert completeness(root, run)["complete"], run
+        assert main(["group-stats", "--groups", str(res / "runs" / run / "groups.jsonl"),
+                     "--out", str(res / "runs" / run / "group_stats.json")]) == 0
+    for c in runs:
+        decide(root, c, runs[c], out_name=f"results/decisions/{c.lower()}.json")
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.stats.run_register import build_register
+
+    for run in everyone:
+        atomic_write_json(res / "runs" / run / "register.json", build_register(res / "runs" / run, res))
+    return {
+        "episodes": sorted(res.glob("evals/*/*.jsonl")),
+        "manifests": sorted(res.glob("runs/*/manifest.json")),
+        "group_stats": sorted(res.glob("runs/*/group_stats.json")),
+        "luck": sorted(res.glob("diagnostics/*/luck-step*.json")),
+        "registers": sorted(res.glob("runs/*/register.json")),
+        "decisions": [res / "decisions" / "c2.json", res / "decisions" / "c4.json"],
+    }

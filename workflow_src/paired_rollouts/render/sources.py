@@ -209,8 +209,10 @@ def probe_steps(doc: Doc) -> list[int]:
 
 
 def load_luck(path: Path) -> Doc:
-    """A luck-share file (records.md section 1)."""
-    doc = _load_json(path, "luck-share file")
+    """A luck-share file (records.md section 1), through the typed reader the stats stage uses."""
+    from paired_rollouts.records import read_luck
+
+    doc = Doc(path, read_luck(path), "luck-share file")
     for key in ("run", "step", "lam", "tasks", "tasks_defined"):
         doc.req(key)
     return doc

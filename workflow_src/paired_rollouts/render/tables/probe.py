@@ -158,10 +158,7 @@ def probe_traces_table(ctx: Context) -> TableModel:
             cp = probe.sub("checkpoints", str(step))
             out = cp.sub("outcome")
             g = int(out.number("G") or 0)
-            counts = out.opt("success_counts")
-            if counts is None:
-                counts = [t.get("k_success") for t in (out.opt("table") or [])]
-            counts = [int(k) for k in counts if k is not None]
+            counts = [int(k) for k in out.req("success_counts")]
             success = sum(counts) / (g * len(counts)) if counts and g else None
             nonzero = sum(1 for k in counts if 0 < k < g) / len(counts) if counts and g else None
             rows.append(
