@@ -6,6 +6,7 @@ that it never touches the developer's own `results/`."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -194,3 +195,47 @@ def test_surrogate_study_writes_the_llm_records_and_the_pdf(surrogate_study: Pat
         text = subprocess.run(["pdftotext", str(root / "paper/tables.pdf"), "-"], capture_output=True, text=True,
                               check=True).stdout
         assert "tiny surrogate" in text and "Power of the registered rules" in text
+
+
+@pytest.fixture(scope="module")
+def surrogate_tiers(surrogate_study: Path) -> tuple[Path, dict[str, str]]:
+    """The registered tiers on top of the finished tiny surrogate study (tier 1's files hashed before)."""
+    root = surrogate_study / "results/tiny_surrogate"
+    before = {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+              for p in sorted(root.rglob("*")) if p.is_file() and not p.name.endswith((".log", ".tsv"))}
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    result = subprocess.run([SNAKEMAKE, "tiers", *TINY_SURROGATE], cwd=surrogate_study, capture_output=True,
+                            text=True, env=env, timeout=900)
+    if result.returncode != 0:
+        pytest.fail(f"the tiny surrogate tiers failed:\n{result.stderr[-5000:]}")
+    return root, before
+
+
+def test_tiers_run_from_config_and_leave_tier_one_unchanged(surrogate_tiers) -> None:
+    root, before = surrogate_tiers
+    for rel, digest in before.items():
+        path = root / rel
+        if rel.startswith(("benchmarks/", "ledger", "report")):
+            continue
+        assert path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == digest, rel
+    names = {"c1", "c2r", "c3", "c4-scale_none", "c2-blocking", "c4-blocking"}
+    for name in names:
+        register = json.loads((root / f"decisions/tiers/{name}.json").read_text())
+        assert register["complete"] is True and register["seeds"] == [0, 1], name
+        assert register["auc_gap"]["computed"] and "passes" not in register["auc_gap"]
+    c2r = _jsonl(root / "diagnostics/c2r-paired-s0/diag-step0.jsonl")
+    assert all("outage" not in json.loads(r["noise"])["weights"] for r in c2r)
+    assert (root / "evals/c2r-paired-s0/final-step10-at_training.jsonl").is_file()
+    blocking = _jsonl(root / "runs/c2-blocking_paired-s0/groups.jsonl")
+    assert [g["task_id"] for g in blocking[0::2]] == [g["task_id"] for g in blocking[1::2]]
+    predictions = json.loads((root / "decisions/tiers/predictions.json").read_text())
+    verdicts = {p["id"]: p["verdict"] for p in predictions["predictions"]}
+    assert set(verdicts) == {f"P{i}" for i in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13)}
+    assert verdicts["P10"] == "not run" and all(v in ("met", "missed") for k, v in verdicts.items() if k != "P10")
+    assert predictions["H4"]["decided"] is True
+    study = json.loads((root / "decisions/predictions.json").read_text())
+    assert {p["id"]: p["verdict"] for p in study["predictions"]}["P3"] == "not run"
+    if shutil.which("pdftotext"):
+        text = subprocess.run(["pdftotext", str(root / "paper/tiers.pdf"), "-"], capture_output=True, text=True,
+                              check=True).stdout
+        assert "Registered predictions with the later tiers" in text and "c4-scale_none" in text
