@@ -8,14 +8,27 @@ from typing import Any
 from paired_rollouts.design import parse_run
 
 
-def run_manifest(run: str, pools_sha256: dict[str, str], code: str = "abc", *, steps: int = 2, prompts: int = 2,
-                 generations: int = 4, p: float = 0.25, q: float = 0.0, device: str = "cpu",
-                 versions: dict[str, str | None] | None = None, attempts: list[dict[str, Any]] | None = None,
-                 ) -> dict[str, Any]:
+def run_manifest(
+    run: str,
+    pools_sha256: dict[str, str],
+    code: str = "abc",
+    *,
+    steps: int = 2,
+    prompts: int = 2,
+    generations: int = 4,
+    p: float = 0.25,
+    q: float = 0.0,
+    device: str = "cpu",
+    versions: dict[str, str | None] | None = None,
+    attempts: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A run manifest as training/grpo.py writes it (the keys records.read_run_manifest reads)."""
     ident = parse_run(run)
     return {
-        "run": run, "condition": ident.condition, "arm": ident.arm, "seed": ident.seed,
+        "run": run,
+        "condition": ident.condition,
+        "arm": ident.arm,
+        "seed": ident.seed,
         "settings": {"steps": steps, "prompts_per_step": prompts, "num_generations": generations},
         "noise": {"p": p, "q": q},
         "pools_sha256": dict(pools_sha256),
@@ -46,15 +59,27 @@ def run_registers(results, out) -> list:
         if manifest.is_file():  # beside its register, so that tables pair them by results tree
             (run_dir / "manifest.json").write_bytes(manifest.read_bytes())
         files = {f"evals/{f.name}": sha256_file(f) for f in sorted(evals.glob("*.jsonl"))}
-        (run_dir / "complete.json").write_text(json.dumps({
-            "run": evals.name, "complete": True, "files": files, "task_pools": {}, "code_versions": ["abc"],
-            "missing": [], "defects": []}))
+        (run_dir / "complete.json").write_text(
+            json.dumps(
+                {
+                    "run": evals.name,
+                    "complete": True,
+                    "files": files,
+                    "task_pools": {},
+                    "code_versions": ["abc"],
+                    "missing": [],
+                    "defects": [],
+                }
+            )
+        )
         (run_dir / "register.json").write_text(json.dumps(build_register(run_dir, results)))
         paths.append(run_dir / "register.json")
     return paths
 
 
-def predictions_register(decisions: list, probes: list, out, tier_rules="prereg/tier_rules.yaml", group_size=4):
+def predictions_register(
+    decisions: list, probes: list, out, tier_rules="prereg/tier_rules.yaml", group_size=4
+):
     """The predictions register of the given decision and probe registers, judged by the stats stage's
     own ``judge`` on the repository's tier rules; written to ``out``."""
     import json
@@ -65,8 +90,12 @@ def predictions_register(decisions: list, probes: list, out, tier_rules="prereg/
     from paired_rollouts.stats.curves import round4
     from paired_rollouts.stats.predictions import judge
 
-    register = judge(load_tier_rules(tier_rules), {Path(p).stem: read_decision_register(p) for p in decisions},
-                     {Path(p).stem: read_probe_register(p) for p in probes}, group_size)
+    register = judge(
+        load_tier_rules(tier_rules),
+        {Path(p).stem: read_decision_register(p) for p in decisions},
+        {Path(p).stem: read_probe_register(p) for p in probes},
+        group_size,
+    )
     Path(out).write_text(json.dumps(round4(register)))
     return Path(out)
 
@@ -83,14 +112,26 @@ def synthetic_study(root) -> dict:
     root = Path(root)
     res = root / "results"
     pools = make_pools(root)
-    runs = {c: [make_run(root, c, arm, s, pools) for s in (0, 1) for arm in ("paired", "independent")]
-            for c in ("C2", "C4")}
+    runs = {
+        c: [make_run(root, c, arm, s, pools) for s in (0, 1) for arm in ("paired", "independent")]
+        for c in ("C2", "C4")
+    }
     everyone = [r for c in runs for r in runs[c]]
     for run in everyone:
         luck(root, run)
         assert completeness(root, run)["complete"], run
-        assert main(["group-stats", "--groups", str(res / "runs" / run / "groups.jsonl"),
-                     "--out", str(res / "runs" / run / "group_stats.json")]) == 0
+        assert (
+            main(
+                [
+                    "group-stats",
+                    "--groups",
+                    str(res / "runs" / run / "groups.jsonl"),
+                    "--out",
+                    str(res / "runs" / run / "group_stats.json"),
+                ]
+            )
+            == 0
+        )
     for c in runs:
         decide(root, c, runs[c], out_name=f"results/decisions/{c.lower()}.json")
     from paired_rollouts.io import atomic_write_json

@@ -359,13 +359,23 @@ def read_run_manifest(path: str | Path) -> RunManifest:
     if not _list_of(_is_dict)(timings):
         raise UserError(f"{where}: 'timings' must be a list of objects")
     return RunManifest(
-        path=where, run=data["run"], condition=data["condition"], arm=data["arm"], seed=data["seed"],
-        steps=settings["steps"], prompts_per_step=settings["prompts_per_step"],
-        num_generations=settings["num_generations"], p=float(noise["p"]), q=float(noise["q"]),
-        device=hardware["device"], gpu=hardware.get("gpu"),
+        path=where,
+        run=data["run"],
+        condition=data["condition"],
+        arm=data["arm"],
+        seed=data["seed"],
+        steps=settings["steps"],
+        prompts_per_step=settings["prompts_per_step"],
+        num_generations=settings["num_generations"],
+        p=float(noise["p"]),
+        q=float(noise["q"]),
+        device=hardware["device"],
+        gpu=hardware.get("gpu"),
         versions={str(k): v for k, v in data["versions"].items() if v is not None},
-        pools_sha256=dict(data["pools_sha256"]), code_versions=sorted(set(per_attempt or [top])),
-        attempts=list(data["attempts"]), timings=list(timings),
+        pools_sha256=dict(data["pools_sha256"]),
+        code_versions=sorted(set(per_attempt or [top])),
+        attempts=list(data["attempts"]),
+        timings=list(timings),
     )
 
 
@@ -404,11 +414,23 @@ class Verification:
 def read_verification(path: str | Path) -> Verification:
     data = read_json(path)
     where, what = str(path), "pre-registration verification"
-    validate(data, {"passes": _is_bool, "imprint": _is_str, "documents": _list_of(_is_dict),
-                    "records": _list_of(_is_dict), "failures": _list_of(_is_str)}, where, what)
+    validate(
+        data,
+        {
+            "passes": _is_bool,
+            "imprint": _is_str,
+            "documents": _list_of(_is_dict),
+            "records": _list_of(_is_dict),
+            "failures": _list_of(_is_str),
+        },
+        where,
+        what,
+    )
     documents = []
     for i, doc in enumerate(data["documents"]):
-        validate(doc, {"path": _is_str, "sha256": _is_str, "matches": _is_bool}, f"{where}: documents[{i}]", what)
+        validate(
+            doc, {"path": _is_str, "sha256": _is_str, "matches": _is_bool}, f"{where}: documents[{i}]", what
+        )
         documents.append(doc)
     tokens = []
     for i, record in enumerate(data["records"]):
@@ -425,8 +447,9 @@ def read_verification(path: str | Path) -> Verification:
     test_authority = data.get("test_authority", False)
     if not _is_bool(test_authority):
         raise UserError(f"{where}: 'test_authority' is {test_authority!r}, expected true or false")
-    return Verification(where, data["passes"], data["imprint"], test_authority, documents, tokens,
-                        list(data["failures"]))
+    return Verification(
+        where, data["passes"], data["imprint"], test_authority, documents, tokens, list(data["failures"])
+    )
 
 
 RUN_REGISTER = {

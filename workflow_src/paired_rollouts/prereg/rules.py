@@ -177,7 +177,9 @@ class DecisionRules:
         node: Any = self.raw
         for key in path:
             if not isinstance(node, dict) or key not in node:
-                raise UserError(f"{self.source}: decision rules lack '{'.'.join(path)}'; restore the frozen file")
+                raise UserError(
+                    f"{self.source}: decision rules lack '{'.'.join(path)}'; restore the frozen file"
+                )
             node = node[key]
         return node
 

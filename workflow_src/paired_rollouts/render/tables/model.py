@@ -105,6 +105,8 @@ class Context:
 
 @dataclass(frozen=True)
 class TableSpec:
+    """One table of the registry: its number, its one title, the inputs and settings it reads, its builder."""
+
     number: int
     title: str
     keys: dict[str, KeySpec]
