@@ -553,7 +553,8 @@ def benchmark_files():
         # One job trains, evaluates and diagnoses a chunk of an arm's seeds; one runs their statistics.
         files.append(f"{bench}/surrogate/calibrate.tsv")
         files += [f"{bench}/surrogate/{kind}-{job}.tsv" for job in surrogate_jobs("study") for kind in ("arm", "stats")]
-    files += [f"{bench}/run_register/{run}.tsv" for run in RUNS]
+    # Run registers: one job per chunk of an arm's seeds at surrogate scales (rules/register.smk), else per run.
+    files += [f"{bench}/run_register/{name}.tsv" for name in (surrogate_jobs("study") if SURROGATE else RUNS)]
     for run in [] if SURROGATE else RUNS:
         files += [f"{bench}/{stage}/{run}.tsv" for stage in ("train", "group_stats", "completeness")]
         # One evaluation job per (run, checkpoint) rolls out every regime of that checkpoint.

@@ -1,28 +1,58 @@
 # The per-run register and its ACCEPT/REJECT report input: read at every scale (LLM or surrogate runs
-# write the same files).
+# write the same files). At surrogate scales a run's register takes well under a second, so one job
+# writes the registers of a chunk of an arm's seeds (the chunks of `surrogate_jobs()`) in one process:
+# Snakemake's start-up per job would otherwise dominate. LLM scales keep one job per run.
 
+if SURROGATE:
+    for _job, _runs in surrogate_jobs().items():
 
-rule run_register:
-    """One run's register (curves, AUC, final sets, luck per checkpoint, training curve, lineage); read
-    by `paired-rollouts verify-run` for its ACCEPT/REJECT report."""
-    input:
-        complete=res("runs/{run}/complete.json"),
-        evals=eval_files_of,
-        luck=luck_files_of,
-        groups=res("runs/{run}/groups.jsonl"),
-        run_manifest=res("runs/{run}/manifest.json"),
-        code=sources("stats"),
-    output:
-        res("runs/{run}/register.json"),
-    params:
-        run_dir=output_folder,
-        results=results_root,
-    conda:
-        software_env()
-    log:
-        res("logs/run_register/{run}.log"),
-    benchmark:
-        res("benchmarks/run_register/{run}.tsv"),
-    shell:
-        "paired-rollouts run-register --run-dir {params.run_dir:q} --results {params.results:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        rule:
+            name:
+                f"run_register_{_job.replace('-', '_')}"
+            input:
+                complete=[res(f"runs/{run}/complete.json") for run in _runs],
+                evals=[f for run in _runs for f in eval_files(run)],
+                luck=[f for run in _runs for f in luck_files(run)],
+                groups=[res(f"runs/{run}/groups.jsonl") for run in _runs],
+                run_manifest=[res(f"runs/{run}/manifest.json") for run in _runs],
+                code=sources("stats"),
+            output:
+                [res(f"runs/{run}/register.json") for run in _runs],
+            log:
+                res(f"logs/run_register/{_job}.log"),
+            benchmark:
+                res(f"benchmarks/run_register/{_job}.tsv")
+            conda:
+                software_env()
+            params:
+                runs=_runs,
+                results=results_root_of,
+            shell:
+                "paired-rollouts run-register --runs {params.runs:q} --results {params.results:q} > {log:q} 2>&1"
+
+else:
+
+    rule run_register:
+        """One run's register (curves, AUC, final sets, luck per checkpoint, training curve, lineage); read
+        by `paired-rollouts verify-run` for its ACCEPT/REJECT report."""
+        input:
+            complete=res("runs/{run}/complete.json"),
+            evals=eval_files_of,
+            luck=luck_files_of,
+            groups=res("runs/{run}/groups.jsonl"),
+            run_manifest=res("runs/{run}/manifest.json"),
+            code=sources("stats"),
+        output:
+            res("runs/{run}/register.json"),
+        log:
+            res("logs/run_register/{run}.log"),
+        benchmark:
+            res("benchmarks/run_register/{run}.tsv")
+        conda:
+            software_env()
+        params:
+            run_dir=output_folder,
+            results=results_root,
+        shell:
+            "paired-rollouts run-register --run-dir {params.run_dir:q} --results {params.results:q} "
+            "--out {output:q} > {log:q} 2>&1"

@@ -200,7 +200,6 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
 def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
     """Runs in its own process: ``run_training`` with timers on weight sync and generated tokens."""
     import torch
-    import trl
     from paired_rollouts.training.grpo import run_training
 
     sync: list[float] = []
@@ -220,17 +219,19 @@ def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
         VLLMGeneration.sync_weights = timed_sync
     except ImportError:
         pass
-    original_generate = trl.GRPOTrainer._generate_and_score_completions
+    from paired_rollouts.training.register import Register
 
-    def counted(self: Any, inputs: Any) -> Any:
-        output = original_generate(self, inputs)
+    original_register = Register.__call__
+
+    def counted(self: Any, trainer: Any, inputs: Any, output: Any, *args: Any) -> None:
+        """Every training generation batch reaches the register: count its tokens there."""
         mask = output["completion_mask"]
         tokens["completion"] += int(mask.sum())
         tool = output.get("tool_mask")
         tokens["policy"] += int((mask * tool).sum()) if tool is not None else int(mask.sum())
-        return output
+        return original_register(self, trainer, inputs, output, *args)
 
-    trl.GRPOTrainer._generate_and_score_completions = counted
+    Register.__call__ = counted
     if settings["device"] == "cuda":
         torch.cuda.reset_peak_memory_stats()
     verification = work / "verification.json"

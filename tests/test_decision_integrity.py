@@ -370,6 +370,32 @@ def test_run_register_and_verify_run_accept(study, capsys):
     assert "NOT the paper's" in out          # the hand-built pools are labelled
 
 
+def test_run_register_of_several_runs_writes_each_runs_bytes(study, capsys):
+    """`run-register --runs` (one surrogate-scale job per chunk of seeds) writes, for every run, the very
+    bytes that the one-run form writes; a bad run in the chunk writes none of them."""
+    res = study / "results"
+    single = {}
+    for run in RUNS:
+        out = study / f"single-{run}.json"
+        assert main(["run-register", "--run-dir", str(res / "runs" / run), "--results", str(res),
+                     "--out", str(out)]) == 0
+        single[run] = out.read_bytes()
+    assert main(["run-register", "--runs", *RUNS, "--results", str(res)]) == 0
+    assert {run: (res / "runs" / run / "register.json").read_bytes() for run in RUNS} == single
+    assert len(set(single.values())) == len(RUNS)
+    for run in RUNS:
+        (res / "runs" / run / "register.json").unlink()
+    (res / "runs" / RUNS[-1] / "complete.json").unlink()
+    capsys.readouterr()
+    assert main(["run-register", "--runs", *RUNS, "--results", str(res)]) == 1
+    assert f"runs/{RUNS[-1]}/complete.json" in capsys.readouterr().err
+    assert not any((res / "runs" / run / "register.json").exists() for run in RUNS)
+    for bad in (["--runs", RUNS[0], "--run-dir", str(res / "runs" / RUNS[0])], ["--runs", RUNS[0], "--out", "x.json"],
+                ["--run-dir", str(res / "runs" / RUNS[0])], []):
+        assert main(["run-register", *bad, "--results", str(res)]) == 1
+        assert "run-register: error: " in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("change", ["edit", "stray"])
 def test_verify_run_rejects(study, capsys, change):
     ev = study / "results" / "evals" / "c2-paired-s0"

@@ -129,7 +129,7 @@ def test_prepared_text_model_equals_the_vl_language_model(tmp_path: Path, tie: b
 
 
 def test_training_refuses_a_vision_language_folder(tmp_path: Path) -> None:
-    from paired_rollouts.training.grpo import check_model
+    from paired_rollouts.training.inputs import check_model
 
     source = tmp_path / "vl"
     _vl_snapshot(source, True)

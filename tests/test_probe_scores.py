@@ -66,12 +66,11 @@ def test_probe_checkpoint(runner, monkeypatch):
 def test_scores_match_autograd(runner):
     import torch
     from paired_rollouts.probe.scores import ScoreEngine
-    from paired_rollouts.training.environment import BackOfficeEnv
     from paired_rollouts.training.rows import build_rows
 
     r, _, _ = runner
 
-    task = next(iter(BackOfficeEnv.tasks.values()))
+    task = next(iter(r.episodes.tasks.values()))
     rows = build_rows([task], "C0", "clean", 0, 1, 1) * 2
     _, output = r.rollout(rows, "probe_clean:step0", 5)
     engine = ScoreEngine(r)

@@ -1,4 +1,4 @@
-"""AUC, steps-to-threshold and episode summaries on hand-worked numbers."""
+"""AUC and steps-to-threshold on hand-worked numbers; run names and rounding."""
 
 import numpy as np
 import pytest
@@ -9,7 +9,6 @@ from paired_rollouts.stats.curves import (
     parse_run_name,
     round4,
     steps_to_threshold,
-    summarize_episodes,
 )
 
 
@@ -40,19 +39,6 @@ def test_steps_to_threshold():
     assert steps_to_threshold(steps, [0.7, 0.8, 0.9], 0.617) == 0
     assert steps_to_threshold(steps, [0.5, 0.6, 0.7], 0.65) == pytest.approx(30.0)
     assert steps_to_threshold(steps, [0.5, 0.6, 0.6], 0.617) is None  # censored
-
-
-def test_summarize_recovery():
-    rows = [
-        {"true_success": True, "observed_reward": 1.0, "exposed": True, "calls": 3, "finished": True},
-        {"true_success": False, "observed_reward": 0.0, "exposed": True, "calls": 5, "finished": True},
-        {"true_success": True, "observed_reward": 1.0, "exposed": False, "calls": 4, "finished": False},
-    ]
-    s = summarize_episodes(rows)
-    assert s["true_success"] == pytest.approx(2 / 3)
-    assert s["recovery_success"] == pytest.approx(0.5)
-    assert s["mean_calls"] == pytest.approx(4.0)
-    assert summarize_episodes(rows[2:])["recovery_success"] is None
 
 
 def test_run_names_and_rounding():

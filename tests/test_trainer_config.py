@@ -49,11 +49,12 @@ def test_probe_runner_asks_for_the_ratio(monkeypatch, tmp_path) -> None:
 
     monkeypatch.setattr(T, "build_trainer", fake_build)
     monkeypatch.setattr(rollout, "check_checkpoint", lambda p: p)
-    monkeypatch.setattr("paired_rollouts.training.grpo.check_model", lambda d, s: d)
+    monkeypatch.setattr("paired_rollouts.training.inputs.check_model", lambda d, s: d)
     monkeypatch.setattr("paired_rollouts.training.model.load_causal_lm", lambda *a, **k: object())
     monkeypatch.setattr("peft.PeftModel.from_pretrained", lambda base, folder, is_trainable: base)
     monkeypatch.setattr("transformers.AutoTokenizer.from_pretrained", lambda p: object())
-    monkeypatch.setattr("paired_rollouts.training.environment.BackOfficeEnv.load_tasks", lambda d: None)
+    monkeypatch.setattr("paired_rollouts.training.environment.EpisodeContext.from_pools",
+                        lambda d, **kwargs: None)
     for trainable in (True, False):
         with pytest.raises(RuntimeError, match="stop"):
             rollout.PolicyRunner("m", tmp_path, resolve({}), "t", 0, trainable=trainable)
@@ -99,3 +100,19 @@ def test_compact_fused_logprobs_give_the_same_values(monkeypatch) -> None:
     compact = model(input_ids=ids, labels=labels, fused_lm_head=True)
     assert torch.allclose(every.log_probs, compact.log_probs, atol=1e-6)
     assert torch.allclose(every.entropy, compact.entropy, atol=1e-5)
+
+
+def test_private_trl_overrides_are_few_and_still_exist() -> None:
+    """The subclass overrides only the two private TRL methods it documents, and TRL still has them with the
+    signatures they were written against (a TRL upgrade that renames one fails here, not mid-run)."""
+    import inspect
+
+    from trl import GRPOTrainer
+
+    cls = T._trainer_class()
+    own = {n for n, v in vars(cls).items() if callable(v) and n.startswith("_") and not n.startswith("__")}
+    assert own == {"_calculate_rewards", "_generate_and_score_completions"}
+    for name in own:
+        assert list(inspect.signature(getattr(GRPOTrainer, name)).parameters) == list(
+            inspect.signature(getattr(cls, name)).parameters)
+    assert "TRL 1.16.0" in cls.__doc__

@@ -10,31 +10,68 @@ from paired_rollouts.errors import UserError
 
 
 @pytest.fixture(scope="module")
-def env_cls(sim_tasks_dir):
-    from paired_rollouts.training.environment import BackOfficeEnv
+def pool_tasks(sim_tasks_dir):
+    from paired_rollouts.training.environment import EpisodeContext
 
-    BackOfficeEnv.load_tasks(sim_tasks_dir)
-    BackOfficeEnv.reset_class_state()
-    return BackOfficeEnv
+    return EpisodeContext.from_pools(sim_tasks_dir).tasks
+
+
+@pytest.fixture
+def context(pool_tasks):
+    """A fresh episode context per test (as each trainer gets its own)."""
+    from paired_rollouts.training.environment import EpisodeContext
+
+    return EpisodeContext(tasks=pool_tasks)
+
+
+@pytest.fixture
+def env_cls(context):
+    """Builds environments the way TRL does: the zero-argument factory of the context."""
+    return context.new_environment
 
 
 def test_tools_match_simulator_signatures(env_cls):
     from paired_rollouts.backoffice.tools import TOOL_NAMES, TOOL_SIGNATURES
-    from paired_rollouts.training.environment import tool_methods
+    from paired_rollouts.training.environment import BackOfficeEnv, tool_methods
     from transformers.utils import get_json_schema
 
     env = env_cls()
     tools = tool_methods(env)
     assert sorted(t.__name__ for t in tools) == sorted(TOOL_NAMES)
-    public = {n for n, _ in inspect.getmembers(env_cls, inspect.isfunction) if not n.startswith("_")}
-    assert public == set(TOOL_NAMES) | {"reset", "get_reward", "load_tasks", "reset_class_state"} - {
-        "load_tasks", "reset_class_state"}
+    # TRL exposes every public function of the class as a tool: nothing public but the tools and TRL's hooks.
+    public = {n for n, _ in inspect.getmembers(BackOfficeEnv, inspect.isfunction) if not n.startswith("_")}
+    assert public == set(TOOL_NAMES) | {"reset", "get_reward"}
     for tool in tools:
         assert inspect.signature(tool) == TOOL_SIGNATURES[tool.__name__]
         schema = get_json_schema(tool)["function"]
         assert schema["name"] == tool.__name__
         assert list(schema["parameters"]["properties"]) == list(TOOL_SIGNATURES[tool.__name__].parameters)
         assert schema["description"]
+
+
+# sha256 of the 13 tool schemas every prompt carries, as the code before the tools were declared once wrote
+# them (the LLM's outputs depend on every byte; change it only together with a deliberate prose change).
+TOOL_SCHEMAS_SHA256 = "bcceb8d45f0c9b9567ec22751dcdc4ba0bd61f428313ecb6b56c04c1a089d7c6"
+
+
+def test_the_model_sees_each_tools_one_declaration():
+    """The schemas in the prompt, the simulator's public methods and the environment's methods all come
+    from the tool's declaration next to its implementation, and the prose the model sees is unchanged."""
+    import hashlib
+
+    from paired_rollouts.backoffice.tools import TOOL_DECLARATIONS, ToolAPI
+    from paired_rollouts.training.warmstart import tool_functions
+    from transformers.utils import get_json_schema
+
+    schemas = [get_json_schema(t) for t in tool_functions()]
+    digest = hashlib.sha256(json.dumps(schemas, sort_keys=True).encode()).hexdigest()
+    assert digest == TOOL_SCHEMAS_SHA256
+    for schema in schemas:
+        declaration = TOOL_DECLARATIONS[schema["function"]["name"]]
+        assert schema["function"]["description"] == declaration.summary
+        props = schema["function"]["parameters"]["properties"]
+        assert {a: props[a]["description"] for a in props} == declaration.args
+        assert getattr(ToolAPI, declaration.name).__doc__ == declaration.docstring()
 
 
 def _row(task, noise, seed=12345, condition="C2"):
@@ -69,11 +106,12 @@ def test_oracle_episode_and_budget(env_cls, sim_pools):
     assert env._session.calls == 1
 
 
-def test_paired_share_and_independent_differ(env_cls, sim_pools):
+def test_paired_share_and_independent_differ(pool_tasks, sim_pools):
     from paired_rollouts.noise.config import NoiseConfig
+    from paired_rollouts.training.environment import EpisodeContext
 
-    env_cls.reset_class_state(phase="train:step0")
-    envs = [env_cls() for _ in range(4)]
+    context = EpisodeContext(tasks=pool_tasks, phase="train:step0")
+    envs = [context.new_environment() for _ in range(4)]
     task = sim_pools["train"][1]
     for mode, shared in (("paired", True), ("independent", False)):
         noise = NoiseConfig.transition(0.25, mode=mode).to_json()
@@ -82,8 +120,7 @@ def test_paired_share_and_independent_differ(env_cls, sim_pools):
         seeds = {env.resolved_seed for env in envs}
         assert (seeds == {777}) if shared else (len(seeds) == 4)
     # docs/simulator.md#check-numbers vector: independent seed of (777, slot 0, draw 0, train); envs[0] is slot 0, draw 1 now
-    env_cls.reset_class_state(phase="train:step0")
-    first = env_cls()
+    first = EpisodeContext(tasks=pool_tasks, phase="train:step0").new_environment()
     first.reset(**_row(task, NoiseConfig.transition(0.25, mode="independent").to_json(), seed=777))
     assert first.resolved_seed == 5457687404510714343
 
@@ -156,8 +193,8 @@ def test_paper_settings():
     assert (s["max_tool_calling_iterations"], s["max_completion_length"]) == (24, 6144)
 
 
-@pytest.mark.parametrize(("name", "fragment"), [("c9-paired-s0", "unknown condition"), ("c2-clean-s0", "C0 goes"),
-                                                 ("c2paired", "expected")])
+@pytest.mark.parametrize(("name", "fragment"), [("c9-paired-s0", "unknown condition"), ("c2-clean-s0", "clean condition goes with arm .clean."),
+                                                 ("c2paired", "is not of the form")])
 def test_bad_run_names(name, fragment):
     from paired_rollouts.training.rows import parse_run
 

@@ -11,7 +11,7 @@ import pytest
 @pytest.fixture(scope="module")
 def trainer(tmp_path_factory, sim_tasks_dir, sim_pools):
     import datasets
-    from paired_rollouts.training.environment import BackOfficeEnv
+    from paired_rollouts.training.environment import EpisodeContext
     from paired_rollouts.training.model import build_random_model, standin_config
     from paired_rollouts.training.rows import build_rows
     from paired_rollouts.training.settings import resolve
@@ -24,12 +24,11 @@ def trainer(tmp_path_factory, sim_tasks_dir, sim_pools):
     settings = resolve({"steps": 1, "prompts_per_step": 1, "num_generations": 2, "micro_batch": 2,
                         "max_completion_length": 400, "max_tool_calling_iterations": 3, "task_filter": "all"})
     rows = build_rows(sim_pools["train"], "C0", "clean", 0, 1, 1)
-    BackOfficeEnv.reset_class_state()
-    BackOfficeEnv.load_tasks(sim_tasks_dir)
+    episodes = EpisodeContext.from_pools(sim_tasks_dir)
     out = tmp_path_factory.mktemp("mask")
     from peft import LoraConfig
 
-    tr = build_trainer(model, tokenizer, settings, datasets.Dataset.from_list(rows), out, 0,
+    tr = build_trainer(model, tokenizer, settings, datasets.Dataset.from_list(rows), out, 0, episodes,
                        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"))
     return tr, tokenizer, rows
 
@@ -47,7 +46,7 @@ def test_tool_results_masked(trainer, monkeypatch):
 
     monkeypatch.setattr(tr, "_generate_single_turn", scripted)
     tr.model.train()
-    output = tr._generate_and_score_completions([dict(rows[0]), dict(rows[0])])
+    output, _ = tr.roll_out([dict(rows[0]), dict(rows[0])])
     ids = output["completion_ids"][0]
     loss_mask = (output["completion_mask"][0] * output["tool_mask"][0]).bool()
     learned = tokenizer.decode(ids[loss_mask])

@@ -39,15 +39,16 @@ def lookup_calls(task: dict[str, Any], world: World) -> list[dict[str, Any]]:
 
 def _before(call: dict[str, Any], world: World) -> int:
     """The live quantity a timed-out write is verified against (refunded cents / reserved units)."""
+    tool = call["tool"]
+    if tool != "issue_refund" and tool != "reserve_stock":
+        return 0
     args = call["args"]
     order = world.orders.get(args.get("order_id"))
     if order is None:
         return 0
-    if call["tool"] == "issue_refund":
+    if tool == "issue_refund":
         return order_refunded(order)
-    if call["tool"] == "reserve_stock":
-        return reserved_on_order(order, args["sku"])
-    return 0
+    return reserved_on_order(order, args["sku"])
 
 
 def _verified(call: dict[str, Any], order: dict[str, Any], before: int) -> bool | None:
@@ -104,6 +105,13 @@ class _Runner:
         text = self.api.invoke(tool, args)  # tools never mutate their arguments; the log keeps them
         return _parse_error(text) if text.startswith('{"error"') else None
 
+    def attempt(self, tool: str, args: dict[str, Any]) -> None:
+        """A call whose response the caller does not read (the naive policy)."""
+        if self.used >= self.budget:
+            raise _OutOfBudget
+        self.used += 1
+        self.api.invoke(tool, args, False)
+
     def read(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         if self.used >= self.budget:
             raise _OutOfBudget
@@ -113,20 +121,25 @@ class _Runner:
 
 def _recover(runner: _Runner, call: dict[str, Any], world: World, is_write: bool) -> None:
     before = _before(call, world) if is_write else 0
+    tool, args = call["tool"], call["args"]
+    invoke = runner.api.invoke
     for _ in range(MAX_ATTEMPTS):
-        response = runner.call(call["tool"], call["args"])
-        if response is None:
+        # ``runner.call`` inlined (the hot loop of the reference): budget, count, response
+        if runner.used >= runner.budget:
+            raise _OutOfBudget
+        runner.used += 1
+        text = invoke(tool, args, False)  # no text for a success; tools never mutate their arguments
+        if text is None or not text.startswith('{"error"'):
             return
-        error = response.get("error")
+        error = _parse_error(text)["error"]
         code = error.get("code") if isinstance(error, dict) else None
         if code == "RATE_LIMITED":
-            seconds = response["error"].get("retry_after_seconds", DEFAULT_WAIT)
-            runner.call("wait", {"seconds": seconds})
+            runner.call("wait", {"seconds": error.get("retry_after_seconds", DEFAULT_WAIT)})
             continue
         if code == "SERVICE_UNAVAILABLE":
             continue
         if code == "TIMEOUT":
-            order_id = call["args"].get("order_id")
+            order_id = args.get("order_id")
             verdict = None
             for _ in range(VERIFY_READS):
                 read = runner.read("get_order", {"order_id": order_id})
@@ -157,9 +170,9 @@ def run_scripted(task: dict[str, Any], config: NoiseConfig | None = None, schedu
     try:
         if policy == "naive":
             for call in reads:
-                runner.call(call["tool"], call["args"])
+                runner.attempt(call["tool"], call["args"])
             for call in task["oracle_plan"]:
-                runner.call(call["tool"], call["args"])
+                runner.attempt(call["tool"], call["args"])
         else:
             for call in reads:
                 _recover(runner, call, world, False)
@@ -183,9 +196,9 @@ def run_scripted(task: dict[str, Any], config: NoiseConfig | None = None, schedu
         "calls": len(api.call_log),
         "budget": runner.budget,
         "budget_exceeded": budget_exceeded,
-        "faults": {kind: counts[kind] for kind in sorted(counts)},
+        "faults": dict(sorted(counts.items())),
         "exposed": api.exposed,
-        "outage_hit": any(kind.startswith("outage") for kind in counts),
+        "outage_hit": "outage" in counts or "outage_ongoing" in counts,  # the kinds that start "outage"
     }
     if keep_log:
         out["call_log"] = api.call_log

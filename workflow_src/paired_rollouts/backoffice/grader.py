@@ -82,7 +82,7 @@ def diff(expected: Any, actual: Any, path: str = "", out: list[str] | None = Non
                 out.append(f"{path}/{key}: unexpected")
             elif key not in actual:
                 out.append(f"{path}/{key}: missing")
-            else:
+            elif expected[key] != actual[key]:  # equal values add no line (records hold no NaN)
                 diff(expected[key], actual[key], f"{path}/{key}", out, limit)
     elif expected != actual:
         out.append(f"{path}: expected {json.dumps(expected, sort_keys=True)}, got "

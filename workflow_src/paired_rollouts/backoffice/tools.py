@@ -1,9 +1,19 @@
 """The 13 back-office tools (docs/simulator.md#tools): validation order, messages, effects and responses.
 
 Every tool returns a compact JSON string (sorted keys, no spaces). ``ToolAPI.invoke(name, kwargs)`` is
-the one entry point that the noise layer and the episode session use; the public methods with the exact
-spec signatures exist so that frameworks (TRL) can build tool schemas from them, and they delegate to
-``invoke``. ``TOOL_SIGNATURES`` exposes those signatures programmatically.
+the one entry point that the noise layer and the episode session use.
+
+Each tool is declared once, on its implementation ``ToolAPI._name(self, state, ...)``: the ``@tool``
+decorator gives the prose the model sees (a summary and one line per argument) and each argument's type;
+names, order and defaults are the implementation's. ``TOOL_DECLARATIONS`` collects them, and everything
+else is derived: ``TOOL_SIGNATURES``, the public ``ToolAPI`` methods (spec signatures, delegating to
+``invoke``) and the training environment's tool methods (``tool_function``), whose docstrings TRL and
+transformers turn into the tool schemas of every prompt.
+
+The prose is kept short on purpose: every rollout's prompt carries all 13 schemas, so their length is
+paid on every forward pass. It names no concrete ids, carriers, categories or priorities: every request
+states its values, and values listed in the schemas were distractors the stand-in copied instead of the
+request's (the simulator still rejects an unknown value with an error that lists the allowed ones).
 
 Deliberately no ``from __future__ import annotations`` here: the signatures must carry real types.
 """
@@ -11,7 +21,8 @@ Deliberately no ``from __future__ import annotations`` here: the signatures must
 import inspect
 import json
 import operator
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from paired_rollouts.backoffice import words
 from paired_rollouts.backoffice.world import (
@@ -80,6 +91,33 @@ class ToolFailure(Exception):
 
 class UnknownToolError(ValueError):
     """A tool name that is not one of the 13 tools."""
+
+
+def tool(summary: str, /, **args: tuple[type, str]) -> Callable[[Callable], Callable]:
+    """Declare the tool that the decorated ``_name(self, state, ...)`` implements: ``summary`` and, per
+    argument in the implementation's order, ``(type, prose)``; the model sees exactly this prose.
+    (``summary`` is positional-only: two tools take an argument of that name.)"""
+
+    def declare(impl: Callable) -> Callable:
+        impl.tool_declaration = (summary, args)  # type: ignore[attr-defined]
+        return impl
+
+    return declare
+
+
+class ToolDeclaration(NamedTuple):
+    """One tool as the model sees it: name, spec signature (without ``self``, returns str) and prose."""
+
+    name: str
+    signature: inspect.Signature
+    summary: str
+    args: dict[str, str]
+
+    def docstring(self) -> str:
+        """The Google-style docstring (summary, ``Args:``) that transformers turns into the tool schema."""
+        lines = [self.summary, "", "Args:"]
+        lines += [f"    {arg}: {text}" for arg, text in self.args.items()]
+        return "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -169,14 +207,14 @@ def _order_view(order: dict) -> dict[str, Any]:
 
 
 def _order_or_fail(state: State, order_id: Any) -> dict:
-    order = _lookup(state.orders, order_id)
+    order = state.orders.get(order_id) if isinstance(order_id, str) else None  # _lookup, inlined
     if order is None:
         raise ToolFailure("NOT_FOUND", f"order {order_id} does not exist")
     return order
 
 
 def _customer_or_fail(state: State, customer_id: Any) -> dict:
-    customer = _lookup(state.customers, customer_id)
+    customer = state.customers.get(customer_id) if isinstance(customer_id, str) else None  # _lookup, inlined
     if customer is None:
         raise ToolFailure("NOT_FOUND", f"customer {customer_id} does not exist")
     return customer
@@ -186,7 +224,10 @@ def _customer_or_fail(state: State, customer_id: Any) -> dict:
 # the API
 # --------------------------------------------------------------------------------------------------
 class ToolAPI:
-    """The plain (noise-free) tool API over one live world, with a call log and the finish flag."""
+    """The plain (noise-free) tool API over one live world, with a call log and the finish flag.
+
+    The public tool methods (``search_customers(query, offset=0)``, ...) are added after the class, from
+    the declarations on the implementations."""
 
     def __init__(self, world: World) -> None:
         self.world = world
@@ -235,6 +276,9 @@ class ToolAPI:
             return failure.payload(), failure.code
 
     # -- implementations -----------------------------------------------------------------------------
+    @tool("Find customers whose name, email or phone contains the query (5 results per page).",
+          query=(str, "Text to match."),
+          offset=(int, "First result to return (0 = first page)."))
     def _search_customers(self, st: State, query: Any, offset: Any = 0) -> dict:
         needle = as_text("query", query).lower()
         start = as_int("offset", offset, 0)
@@ -259,9 +303,13 @@ class ToolAPI:
         self._known = (payload, text)
         return payload
 
+    @tool("Read a customer record.", customer_id=(str, "Customer id (C and four digits)."))
     def _get_customer(self, st: State, customer_id: Any) -> dict:
         return _customer_or_fail(st, customer_id)
 
+    @tool("List the orders of a customer, highest id first (5 per page).",
+          customer_id=(str, "Customer id (C and four digits)."),
+          offset=(int, "First result to return (0 = first page)."))
     def _list_orders(self, st: State, customer_id: Any, offset: Any = 0) -> dict:
         _customer_or_fail(st, customer_id)
         start = as_int("offset", offset, 0)
@@ -279,6 +327,8 @@ class ToolAPI:
         rows.sort(key=lambda r: r["order_id"], reverse=True)
         return _page(rows, start)
 
+    @tool("Read an order: items, status, address, refunds, reservations.",
+          order_id=(str, "Order id (O and four digits)."))
     def _get_order(self, st: State, order_id: Any) -> dict:
         order = _order_or_fail(st, order_id)
         if st.origin.orders.get(order_id) is not order:
@@ -296,6 +346,8 @@ class ToolAPI:
         self._known = (out, entry[1])
         return out
 
+    @tool("Read stock, reserved and available units of a product.",
+          sku=(str, "Product id (SKU- and four digits)."))
     def _check_inventory(self, st: State, sku: Any) -> dict:
         product = _lookup(st.products, sku)
         if product is None:
@@ -310,6 +362,11 @@ class ToolAPI:
             "available": product["stock"] - reserved,
         }
 
+    @tool("Set a new shipping address on an order that has not shipped.",
+          order_id=(str, "Order id."),
+          street=(str, "Street line."),
+          city=(str, "City."),
+          postal_code=(str, "Postal code."))
     def _update_shipping_address(self, w: World, order_id: Any, street: Any, city: Any,
                                  postal_code: Any) -> dict:
         order = _order_or_fail(w, order_id)
@@ -326,6 +383,9 @@ class ToolAPI:
         w.commit()
         return {"order_id": order_id, "shipping_address": dict(address)}
 
+    @tool("Cancel a pending or paid order.",
+          order_id=(str, "Order id."),
+          reason=(str, "Reason for cancelling."))
     def _cancel_order(self, w: World, order_id: Any, reason: Any) -> dict:
         order = _order_or_fail(w, order_id)
         as_text("reason", reason)
@@ -340,6 +400,10 @@ class ToolAPI:
         return {"order_id": order_id, "status": "cancelled",
                 "refund_due_cents": order_balance(order) if was_paid else 0}
 
+    @tool("Refund an amount on an order that was charged.",
+          order_id=(str, "Order id."),
+          amount_cents=(int, "Amount in cents."),
+          reason=(str, "Reason for the refund."))
     def _issue_refund(self, w: World, order_id: Any, amount_cents: Any, reason: Any) -> dict:
         order = _order_or_fail(w, order_id)
         amount = as_int("amount_cents", amount_cents, 1)
@@ -362,6 +426,10 @@ class ToolAPI:
         return {"order_id": order_id, "refund_cents": amount, "refunded_total_cents": order_refunded(order),
                 "refundable_balance_cents": order_balance(order)}
 
+    @tool("Reserve units of a product for an order.",
+          sku=(str, "Product id."),
+          quantity=(int, "Units to reserve."),
+          order_id=(str, "Order id."))
     def _reserve_stock(self, w: World, sku: Any, quantity: Any, order_id: Any) -> dict:
         if _lookup(w.products, sku) is None:
             raise ToolFailure("NOT_FOUND", f"sku {sku} does not exist")
@@ -385,6 +453,10 @@ class ToolAPI:
         return {"order_id": order_id, "sku": sku, "reserved_quantity": already + qty,
                 "available_after": available - qty}
 
+    @tool("Ship a paid, fully reserved order.",
+          order_id=(str, "Order id."),
+          carrier=(str, "Carrier, as named in the request."),
+          day=(int, "Shipping day (today to today + 7)."))
     def _schedule_shipment(self, w: World, order_id: Any, carrier: Any, day: Any) -> dict:
         order = _order_or_fail(w, order_id)
         carrier_name = as_text("carrier", carrier).lower()
@@ -414,6 +486,12 @@ class ToolAPI:
         return {"shipment_id": shipment_id, "order_id": order_id, "carrier": carrier_name,
                 "scheduled_day": ship_day, "status": "scheduled"}
 
+    @tool("Open a support ticket for a customer.",
+          customer_id=(str, "Customer id."),
+          order_id=(str, "Linked order id, or an empty string for none."),
+          category=(str, "Ticket category, as named in the request."),
+          priority=(str, "Ticket priority, as named in the request."),
+          summary=(str, "Ticket summary."))
     def _create_ticket(self, w: World, customer_id: Any, order_id: Any, category: Any, priority: Any,
                        summary: Any) -> dict:
         _customer_or_fail(w, customer_id)
@@ -437,6 +515,7 @@ class ToolAPI:
         return {"ticket_id": ticket_id, "customer_id": customer_id, "order_id": linked, "category": cat,
                 "priority": prio, "status": "open"}
 
+    @tool("Let time pass, e.g. after being rate limited.", seconds=(int, "Seconds to wait (1 to 600)."))
     def _wait(self, w: World, seconds: Any) -> dict:
         secs = as_int("seconds", seconds, 1)
         if secs > MAX_WAIT_SECONDS:
@@ -444,147 +523,65 @@ class ToolAPI:
         w.clock_seconds += secs
         return {"waited_seconds": secs, "clock_seconds": w.clock_seconds}
 
+    @tool("End the episode after making all requested changes.",
+          summary=(str, "What was done, in one sentence."))
     def _finish(self, w: World, summary: Any) -> dict:
         as_text("summary", summary)
         self.finished = True
         return {"status": "finished"}
-
-    # -- public tools (exact spec signatures; docstrings feed tool schemas) ----------------------------
-    def search_customers(self, query: str, offset: int = 0) -> str:
-        """Search customers by part of their name, email address or phone number.
-
-        Args:
-            query: Text to look for in the customer's name, email or phone (case-insensitive).
-            offset: Index of the first result to return, for the next page (0 for the first page).
-        """
-        return self.invoke("search_customers", {"query": query, "offset": offset})
-
-    def get_customer(self, customer_id: str) -> str:
-        """Get one customer's full record: contact details, address and tier.
-
-        Args:
-            customer_id: The customer's id, for example C0007.
-        """
-        return self.invoke("get_customer", {"customer_id": customer_id})
-
-    def list_orders(self, customer_id: str, offset: int = 0) -> str:
-        """List a customer's orders, newest id first, five per page.
-
-        Args:
-            customer_id: The customer's id, for example C0007.
-            offset: Index of the first result to return, for the next page (0 for the first page).
-        """
-        return self.invoke("list_orders", {"customer_id": customer_id, "offset": offset})
-
-    def get_order(self, order_id: str) -> str:
-        """Get one order's full record: items, status, address, refunds, reservations and totals.
-
-        Args:
-            order_id: The order's id, for example O0042.
-        """
-        return self.invoke("get_order", {"order_id": order_id})
-
-    def check_inventory(self, sku: str) -> str:
-        """Check a product's stock, the units reserved for orders and the units still available.
-
-        Args:
-            sku: The product's stock-keeping unit, for example SKU-0003.
-        """
-        return self.invoke("check_inventory", {"sku": sku})
-
-    def update_shipping_address(self, order_id: str, street: str, city: str, postal_code: str) -> str:
-        """Change the shipping address of an order that has not shipped yet.
-
-        Args:
-            order_id: The order's id, for example O0042.
-            street: The new street line, for example "12 Lake Avenue".
-            city: The new city.
-            postal_code: The new postal code.
-        """
-        return self.invoke("update_shipping_address", {"order_id": order_id, "street": street, "city": city,
-                                                       "postal_code": postal_code})
-
-    def cancel_order(self, order_id: str, reason: str) -> str:
-        """Cancel an order that is pending or paid; releases its stock reservations.
-
-        Args:
-            order_id: The order's id, for example O0042.
-            reason: Why the order is cancelled.
-        """
-        return self.invoke("cancel_order", {"order_id": order_id, "reason": reason})
-
-    def issue_refund(self, order_id: str, amount_cents: int, reason: str) -> str:
-        """Refund money on a paid, delivered, or paid-then-cancelled order.
-
-        Args:
-            order_id: The order's id, for example O0042.
-            amount_cents: The amount to refund, in cents.
-            reason: Why the money is refunded.
-        """
-        return self.invoke("issue_refund", {"order_id": order_id, "amount_cents": amount_cents,
-                                            "reason": reason})
-
-    def reserve_stock(self, sku: str, quantity: int, order_id: str) -> str:
-        """Reserve units of a product for an order that is pending or paid.
-
-        Args:
-            sku: The product's stock-keeping unit, for example SKU-0003.
-            quantity: How many units to reserve.
-            order_id: The order's id, for example O0042.
-        """
-        return self.invoke("reserve_stock", {"sku": sku, "quantity": quantity, "order_id": order_id})
-
-    def schedule_shipment(self, order_id: str, carrier: str, day: int) -> str:
-        """Schedule the shipment of a paid order whose items are all reserved.
-
-        Args:
-            order_id: The order's id, for example O0042.
-            carrier: The carrier, standard or express.
-            day: The shipping day, between today and seven days from today.
-        """
-        return self.invoke("schedule_shipment", {"order_id": order_id, "carrier": carrier, "day": day})
-
-    def create_ticket(self, customer_id: str, order_id: str, category: str, priority: str, summary: str) -> str:
-        """Open a support ticket for a customer, optionally linked to one of their orders.
-
-        Args:
-            customer_id: The customer's id, for example C0007.
-            order_id: The linked order's id, or an empty string for a ticket linked to no order.
-            category: One of billing, shipping, product, account, other.
-            priority: One of low, normal, high.
-            summary: A one-line summary of the ticket.
-        """
-        return self.invoke("create_ticket", {"customer_id": customer_id, "order_id": order_id,
-                                             "category": category, "priority": priority, "summary": summary})
-
-    def wait(self, seconds: int) -> str:
-        """Wait before the next call, for example when a service asks you to slow down.
-
-        Args:
-            seconds: How long to wait, from 1 to 600 seconds.
-        """
-        return self.invoke("wait", {"seconds": seconds})
-
-    def finish(self, summary: str) -> str:
-        """End the episode once all requested changes are made; call no tools afterwards.
-
-        Args:
-            summary: One sentence saying what was done.
-        """
-        return self.invoke("finish", {"summary": summary})
 
 
 _READ_SET = frozenset(READ_TOOLS)
 _IMPLS = {name: getattr(ToolAPI, f"_{name}") for name in TOOL_NAMES}
 
 
-def _public_signature(name: str) -> inspect.Signature:
-    sig = inspect.signature(getattr(ToolAPI, name))
-    return sig.replace(parameters=list(sig.parameters.values())[1:])
+def _declaration(name: str) -> ToolDeclaration:
+    impl = _IMPLS[name]
+    summary, args = impl.tool_declaration
+    params = list(inspect.signature(impl).parameters.values())[2:]  # after self and the state
+    if [p.name for p in params] != list(args):
+        raise TypeError(f"@tool of _{name}: declares {list(args)}, the implementation takes {[p.name for p in params]}")
+    public = [p.replace(annotation=args[p.name][0]) for p in params]
+    return ToolDeclaration(name, inspect.Signature(public, return_annotation=str), summary,
+                           {arg: prose for arg, (_, prose) in args.items()})
 
 
+#: name -> the tool's one declaration (signature and the prose the model sees), in ``TOOL_NAMES`` order.
+TOOL_DECLARATIONS: dict[str, ToolDeclaration] = {name: _declaration(name) for name in TOOL_NAMES}
 #: name -> inspect.Signature (without ``self``): argument names, order, types and defaults of docs/simulator.md#tool-rules.
-TOOL_SIGNATURES: dict[str, inspect.Signature] = {name: _public_signature(name) for name in TOOL_NAMES}
+TOOL_SIGNATURES: dict[str, inspect.Signature] = {name: d.signature for name, d in TOOL_DECLARATIONS.items()}
+
+
+def tool_function(name: str, owner: str, call: Callable[[Any, str, tuple, dict], str]) -> Callable[..., str]:
+    """A method ``owner.name(self, ...)`` with the tool's declared signature and docstring that hands its
+    raw arguments to ``call(self, name, args, kwargs)`` (frameworks build tool schemas from it)."""
+    declaration = TOOL_DECLARATIONS[name]
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> str:
+        return call(self, name, args, kwargs)
+
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    params += list(declaration.signature.parameters.values())
+    method.__name__ = name
+    method.__qualname__ = f"{owner}.{name}"
+    method.__doc__ = declaration.docstring()
+    method.__signature__ = declaration.signature.replace(parameters=params)  # type: ignore[attr-defined]
+    method.__annotations__ = {**{p.name: p.annotation for p in declaration.signature.parameters.values()},
+                              "return": str}
+    return method
+
+
+def _invoke_bound(api: "ToolAPI", name: str, args: tuple, kwargs: dict) -> str:
+    """The public methods' call: Python's own binding (TypeError as for a plain method), then ``invoke``
+    with every argument, defaults included."""
+    bound = TOOL_SIGNATURES[name].bind(*args, **kwargs)
+    bound.apply_defaults()
+    return api.invoke(name, dict(bound.arguments))
+
+
+for _name in TOOL_NAMES:
+    setattr(ToolAPI, _name, tool_function(_name, "ToolAPI", _invoke_bound))
+del _name
 
 _PARAM_NAMES: dict[str, frozenset[str]] = {n: frozenset(s.parameters) for n, s in TOOL_SIGNATURES.items()}
 _REQUIRED: dict[str, tuple[str, ...]] = {

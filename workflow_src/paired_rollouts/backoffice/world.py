@@ -191,15 +191,17 @@ class State:
 class World(State):
     """The live, mutable world of one episode, with its commit history (docs/simulator.md#snapshots-and-history)."""
 
-    __slots__ = ("seed", "history", "_owned")
+    __slots__ = ("seed", "history", "_owned", "_shared")
 
     def __init__(self, base: State, seed: int | None = None) -> None:
-        super().__init__(base.today_day, base.clock_seconds, base.version, dict(base.customers),
-                         dict(base.products), dict(base.orders), dict(base.shipments), dict(base.tickets),
-                         origin=base.origin)
+        # The collections start as ``base``'s own (read-only) dicts; ``_writable`` copies one on its
+        # first write, so an episode copies only what it writes (most write orders, few products).
+        super().__init__(base.today_day, base.clock_seconds, base.version, base.customers, base.products,
+                         base.orders, base.shipments, base.tickets, origin=base.origin)
         self.seed = seed
         self.history: list[State] = [base]
         self._owned: set[tuple[str, str]] = set()
+        self._shared: set[str] = set(COLLECTIONS)  # collections whose dict is still ``base``'s
         self.touched: set[tuple[str, str]] | None = None if base.touched is None else set(base.touched)
 
     # -- construction ------------------------------------------------------------------------------
@@ -209,9 +211,19 @@ class World(State):
         return cls(initial_state(seed), seed)
 
     # -- copy-on-write mutation --------------------------------------------------------------------
+    def _writable(self, collection: str) -> dict[str, Record]:
+        """The world's own dict of ``collection`` (copied from the base state on the first write)."""
+        coll = getattr(self, collection)
+        if collection in self._shared:
+            coll = dict(coll)
+            setattr(self, collection, coll)
+            self._shared.discard(collection)
+        return coll
+
     def _mutable(self, collection: str, key: str) -> Record:
         coll = getattr(self, collection)
         if (collection, key) not in self._owned:
+            coll = self._writable(collection)
             coll[key] = _COPIERS[collection](coll[key])
             self._owned.add((collection, key))
             if self.touched is not None:
@@ -226,7 +238,8 @@ class World(State):
         them in place: one shallow copy, the nested values stay shared with the older states."""
         key = ("orders", order_id)
         if key not in self._owned:
-            self.orders[order_id] = dict(self.orders[order_id])
+            orders = self._writable("orders")
+            orders[order_id] = dict(orders[order_id])
             self._owned.add(key)
             if self.touched is not None:
                 self.touched.add(key)
@@ -236,13 +249,13 @@ class World(State):
         return self._mutable("products", sku)
 
     def add_shipment(self, record: Record) -> None:
-        self.shipments[record["shipment_id"]] = record
+        self._writable("shipments")[record["shipment_id"]] = record
         self._owned.add(("shipments", record["shipment_id"]))
         if self.touched is not None:
             self.touched.add(("shipments", record["shipment_id"]))
 
     def add_ticket(self, record: Record) -> None:
-        self.tickets[record["ticket_id"]] = record
+        self._writable("tickets")[record["ticket_id"]] = record
         self._owned.add(("tickets", record["ticket_id"]))
         if self.touched is not None:
             self.touched.add(("tickets", record["ticket_id"]))
@@ -254,28 +267,20 @@ class World(State):
         return f"T{len(self.tickets) + 1:04d}"
 
     def frozen(self) -> State:
-        """Like ``State.frozen``, but a collection untouched since the last commit is shared with the
-        newest history state (whose copy it still equals: every write goes through ``_mutable`` or
-        ``add_*``, which record the record in ``_owned`` until the next commit)."""
-        prev = self.history[-1]
-        dirty = {coll for coll, _ in self._owned}
+        """Like ``State.frozen``, without copying: the state takes the world's current collection dicts
+        and the world stops writing into them. Every write goes through ``_writable`` (a collection is
+        copied before the world's next write into it) and ``_mutable``/``own_order``/``add_*`` (a record
+        is copied before the world's next change to it), so the state never changes afterwards."""
+        self._owned.clear()
+        self._shared.update(COLLECTIONS)
         touched = None if self.touched is None else frozenset(self.touched)
-        return State(
-            self.today_day, self.clock_seconds, self.version,
-            dict(self.customers) if "customers" in dirty else prev.customers,
-            dict(self.products) if "products" in dirty else prev.products,
-            dict(self.orders) if "orders" in dirty else prev.orders,
-            dict(self.shipments) if "shipments" in dirty else prev.shipments,
-            dict(self.tickets) if "tickets" in dirty else prev.tickets,
-            touched,
-            self.origin,
-        )
+        return State(self.today_day, self.clock_seconds, self.version, self.customers, self.products,
+                     self.orders, self.shipments, self.tickets, touched, self.origin)
 
     def commit(self) -> None:
         """Called by every successful write: bump the version and remember the state."""
         self.version += 1
         self.history.append(self.frozen())
-        self._owned.clear()
 
     # -- history -------------------------------------------------------------------------------------
     def state_at(self, version: int) -> State:
@@ -420,7 +425,3 @@ def build_initial_state(seed: int) -> State:
 def initial_state(seed: int) -> State:
     """The cached initial state of ``seed``; shared by every world built from it (never mutate it)."""
     return build_initial_state(int(seed))
-
-
-def generate_world(seed: int) -> World:
-    return World.generate(seed)

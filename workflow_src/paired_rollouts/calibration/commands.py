@@ -101,7 +101,7 @@ def initial_adapter(model_dir: str, settings: dict, folder: Path, seed: int) -> 
     from transformers import set_seed
 
     from paired_rollouts.training import checkpoints as ckpt
-    from paired_rollouts.training.grpo import check_model
+    from paired_rollouts.training.inputs import check_model
     from paired_rollouts.training.model import load_causal_lm, lora_config
 
     set_seed(seed)

@@ -105,7 +105,7 @@ def roll_rows(runner: Any, rows: list[dict], *, run: str, condition: str, arm: s
     from tqdm import tqdm
 
     from paired_rollouts.noise.seeds import derive_seed
-    from paired_rollouts.training.grpo import episode_record
+    from paired_rollouts.training.register import episode_record
 
     records = []
     bar = tqdm(total=len(rows), desc=f"{run} {phase} step {step} {regime}", unit="ep", disable=not progress)

@@ -1,9 +1,9 @@
 """Rolling a checkpoint out: the training tool loop in eval mode, one rollout per row.
 
 ``PolicyRunner`` loads base model + LoRA adapter, builds the same ``PairedGRPOTrainer`` the run trained
-with (settings select HF generate on CPU or colocated vLLM on GPU) and calls its
-``_generate_and_score_completions`` in eval mode: prompts, chat template, tool-call parsing, tool loop,
-truncation and reward are exactly those of training. On CPU, sampling is made reproducible by seeding
+with (settings select HF generate on CPU or colocated vLLM on GPU) and calls its ``roll_out`` in eval
+mode: prompts, chat template, tool-call parsing, tool loop, truncation and reward are exactly those of
+training. On CPU, sampling is made reproducible by seeding
 torch before every batch with a seed derived from what the batch is (not from when it runs).
 """
 
@@ -37,8 +37,8 @@ class PolicyRunner:
         from peft import PeftModel
         from transformers import AutoTokenizer, set_seed
 
-        from paired_rollouts.training.environment import BackOfficeEnv
-        from paired_rollouts.training.grpo import check_model
+        from paired_rollouts.training.environment import EpisodeContext
+        from paired_rollouts.training.inputs import check_model
         from paired_rollouts.training.model import load_causal_lm
         from paired_rollouts.training.trainer import build_trainer
 
@@ -50,29 +50,25 @@ class PolicyRunner:
         tokenizer = AutoTokenizer.from_pretrained(model_path)
         base = load_causal_lm(model_path, settings["dtype"])
         model = PeftModel.from_pretrained(base, str(folder), is_trainable=trainable)
-        BackOfficeEnv.reset_class_state(phase="eval")
-        BackOfficeEnv.load_tasks(tasks_dir)
+        self.episodes = EpisodeContext.from_pools(tasks_dir, phase="eval")
         dummy = datasets.Dataset.from_list([{"prompt": [{"role": "user", "content": "x"}], "task_id": "none"}])
         self._tmp = tempfile.TemporaryDirectory(prefix="paired-rollouts-eval-")
         # The probe (trainable) keeps TRL's IS correction: its implemented estimator uses the ratio rho.
-        self.trainer = build_trainer(model, tokenizer, settings, dummy, self._tmp.name, seed, evaluation=True,
-                                     importance_sampling=trainable)
+        self.trainer = build_trainer(model, tokenizer, settings, dummy, self._tmp.name, seed, self.episodes,
+                                     evaluation=True, importance_sampling=trainable)
         self.tokenizer = tokenizer
 
     def rollout(self, rows: list[dict[str, Any]], phase: str, sampling_seed: int) -> tuple[list[dict], dict]:
         """Roll out one batch of rows; returns (the environments' episode records, TRL's batch output)."""
         import torch
 
-        from paired_rollouts.training.environment import BackOfficeEnv
-
-        BackOfficeEnv.phase = phase
+        self.episodes.phase = phase
         torch.manual_seed(sampling_seed)
         if torch.cuda.is_available():
             torch.cuda.manual_seed_all(sampling_seed)
         trainer = self.trainer
         trainer.model.eval()
-        output = trainer._generate_and_score_completions([dict(r) for r in rows])
-        rewards = trainer.last_rewards.nansum(dim=1).tolist()
+        output, rewards = trainer.roll_out([dict(r) for r in rows])
         records = []
         for i, env in enumerate(trainer.environments):
             record = env.last_episode
@@ -86,12 +82,10 @@ class PolicyRunner:
     def restart_episodes(self) -> None:
         """Start the environments' episode counters afresh, as in a new process: one engine can then roll
         out several evaluation sets and write the same bytes as one process per set."""
-        from paired_rollouts.training.environment import BackOfficeEnv
+        from paired_rollouts.training.environment import restart_counters
 
         for env in getattr(self.trainer, "environments", None) or []:
-            env.episode_index = BackOfficeEnv.initial_train_episodes - 1
-            env.train_episode_index = BackOfficeEnv.initial_train_episodes - 1
-            env._draw_index = -1
+            restart_counters(env)
 
     def close(self) -> None:
         self._tmp.cleanup()

@@ -37,6 +37,9 @@ def _rate(name: str, value: Any) -> float:
     return float(value)
 
 
+_PARSED: dict[str, tuple[NoiseConfig, dict[str, float]]] = {}  # row string -> (config, its weights)
+
+
 @dataclass(frozen=True)
 class NoiseConfig:
     """Frozen noise settings; ``to_json`` is the row serialisation ``json.dumps(asdict, sort_keys=True)``."""
@@ -124,13 +127,35 @@ class NoiseConfig:
         return asdict(self)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        """``json.dumps(asdict(self), sort_keys=True)``, cached on the frozen config (every episode
+        record carries it); the cache is used only while ``weights`` (the one mutable field) is unchanged."""
+        cached = self.__dict__.get("_json")
+        if cached is not None and cached[0] == self.weights:
+            return cached[1]
+        text = json.dumps(asdict(self), sort_keys=True)
+        object.__setattr__(self, "_json", (dict(self.weights), text))  # derived data, not a field
+        return text
 
     @classmethod
     def from_json(cls, text: str | dict | NoiseConfig) -> NoiseConfig:
         """Parse a row's ``noise`` string (or accept a dict / a NoiseConfig)."""
         if isinstance(text, NoiseConfig):
             return text
+        if isinstance(text, str):
+            # rows carry the same few strings for every episode: one parsed config per string (its
+            # fate tables and JSON are then computed once); a hit needs its weights unchanged
+            hit = _PARSED.get(text)
+            if hit is not None and hit[0].weights == hit[1]:
+                return hit[0]
+            config = cls._parse(text)
+            if len(_PARSED) >= 256:
+                _PARSED.clear()
+            _PARSED[text] = (config, dict(config.weights))
+            return config
+        return cls._parse(text)
+
+    @classmethod
+    def _parse(cls, text: str | dict) -> NoiseConfig:
         if isinstance(text, str):
             try:
                 data = json.loads(text)

@@ -22,7 +22,7 @@ from paired_rollouts.backoffice.tools import (
     error_payload,
 )
 from paired_rollouts.backoffice.world import World
-from paired_rollouts.noise.schedule import NoiseSchedule, event_key
+from paired_rollouts.noise.schedule import Fate, NoiseSchedule, event_key
 
 MSG_UNAVAILABLE = "temporary failure; the request was not applied, retry it"
 MSG_TIMEOUT = "the request timed out; it may or may not have been applied, check before retrying"
@@ -72,26 +72,22 @@ class NoisyToolAPI(ToolAPI):
         return Counter(entry["kind"] for entry in self.fault_log)
 
     # -- the noisy call path -----------------------------------------------------------------------------
-    def invoke(self, tool: str, args: dict[str, Any]) -> str:
-        """``ToolAPI.invoke`` entering the noisy path directly (the hot path of every rollout)."""
+    def invoke(self, tool: str, args: dict[str, Any], text: bool = True) -> str | None:
+        """``ToolAPI.invoke`` entering the noisy path directly (the hot path of every rollout).
+
+        With ``text=False`` a successful call returns None instead of its response (the scripted
+        reference reads only errors; the call is executed and logged all the same).
+        """
         if self.schedule is None or tool in _CONTROL or self.finished:
             return ToolAPI.invoke(self, tool, args)
         names = _PARAM_NAMES.get(tool)
         if names is None or not names.issuperset(args) or not args.keys() >= _REQUIRED_SET[tool]:
             check_arguments(tool, args)  # raises the precise error
-        return self._noisy(tool, args)
-
-    def _dispatch(self, tool: str, args: dict[str, Any]) -> str:
-        if self.schedule is None or tool in _CONTROL:
-            return super()._dispatch(tool, args)
-        return self._noisy(tool, args)
-
-    def _noisy(self, tool: str, args: dict[str, Any]) -> str:
-        schedule = self.schedule
         event = event_key(tool, args)
         key = (tool, event)
-        k = self.repeats.get(key, 0)
-        self.repeats[key] = k + 1
+        repeats = self.repeats
+        k = repeats.get(key, 0)
+        repeats[key] = k + 1
         world = self.world
 
         if world.clock_seconds < self.rate_limited_until:
@@ -100,7 +96,7 @@ class NoisyToolAPI(ToolAPI):
         if key in self.outages:
             return self._blocked(tool, args, event, k, "outage_ongoing", "SERVICE_UNAVAILABLE", _UNAVAILABLE_TEXT)
 
-        fate = schedule.fate(tool, event, k)
+        fate = self.schedule.fate(tool, event, k)
         if fate is None:  # the common case: ``execute`` and ``encode`` inlined
             try:
                 payload, code = _IMPLS[tool](self, world, **args), None
@@ -112,8 +108,20 @@ class NoisyToolAPI(ToolAPI):
             if known is not None:
                 self._known = None
                 if known[0] is payload:
-                    return known[1]
-            return dumps_compact(payload)
+                    return known[1] if text or code is not None else None
+            return dumps_compact(payload) if text or code is not None else None
+        return self._faulted(tool, args, event, k, fate, text)
+
+    def _dispatch(self, tool: str, args: dict[str, Any]) -> str:
+        if self.schedule is None or tool in _CONTROL:
+            return super()._dispatch(tool, args)
+        return self.invoke(tool, args)
+
+    def _faulted(self, tool: str, args: dict[str, Any], event: str, k: int, fate: Fate,
+                 text: bool = True) -> str | None:
+        """A call whose fate is a fault (``invoke``'s rarer branch)."""
+        world = self.world
+        key = (tool, event)
         kind = fate.kind
         if kind == "transient":
             return self._blocked(tool, args, event, k, kind, "SERVICE_UNAVAILABLE", _UNAVAILABLE_TEXT)
@@ -146,7 +154,12 @@ class NoisyToolAPI(ToolAPI):
             self._log_fault(tool, event, k, logged_fault)
         self.call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code,
                               "fault": logged_fault, "event": event, "repeat": k})
-        return _TIMEOUT_TEXT if payload is _TIMEOUT else self.encode(payload)
+        if payload is _TIMEOUT:
+            return _TIMEOUT_TEXT
+        if code is None and not text:
+            self._known = None
+            return None
+        return self.encode(payload)
 
     def _truncate(self, payload: dict[str, Any]) -> dict[str, Any]:
         shown = payload["results"][:2]

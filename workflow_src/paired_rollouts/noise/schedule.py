@@ -9,9 +9,11 @@ from __future__ import annotations
 import _random
 import json
 import random
+import struct
+import threading
+from bisect import bisect as _bisect
 from hashlib import sha256 as _sha256
 from itertools import accumulate
-from threading import get_ident as _get_ident
 from typing import Any, NamedTuple
 
 from paired_rollouts.backoffice.tools import LIST_TOOLS, READ_TOOLS, TOOL_NAMES, WRITE_TOOLS
@@ -67,7 +69,7 @@ _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _SORTED_FIELDS: dict[str, tuple[str, ...]] = {tool: tuple(sorted(f)) for tool, f in RESOURCE_FIELDS.items()}
 
 
-_EVENT_KEYS: dict[tuple[str, str], str] = {}  # (tool, plain id) -> event key, for one-field tools
+_EVENT_KEYS: dict[tuple[str, ...], str] = {}  # (tool, plain ids...) -> event key, for one- and two-field tools
 
 
 def event_key(tool: str, args: dict[str, Any]) -> str:
@@ -81,6 +83,16 @@ def event_key(tool: str, args: dict[str, Any]) -> str:
                 key = _event_key(fields, args)
                 if len(_EVENT_KEYS) < 65536:
                     _EVENT_KEYS[(tool, value)] = key
+            return key
+    elif len(fields) == 2:  # reserve_stock: (order_id, sku)
+        first, second = args.get(fields[0]), args.get(fields[1])
+        if type(first) is str and type(second) is str:
+            memo = (tool, first, second)
+            key = _EVENT_KEYS.get(memo)
+            if key is None:
+                key = _event_key(fields, args)
+                if len(_EVENT_KEYS) < 65536:
+                    _EVENT_KEYS[memo] = key
             return key
     return _event_key(fields, args)
 
@@ -102,11 +114,6 @@ def _event_key(fields: tuple[str, ...], args: dict[str, Any]) -> str:
                       separators=(",", ":"))
 
 
-def request_key(tool: str, args: dict[str, Any]) -> str:
-    """All arguments canonicalised (v2 keyed faults by this; kept for logs and tests only)."""
-    return json.dumps({k: canonical_value(v) for k, v in args.items()}, sort_keys=True, separators=(",", ":"))
-
-
 class Fate(NamedTuple):
     kind: str
     retry_after: int
@@ -117,9 +124,10 @@ _CHALLENGE_FATE = Fate("transient", 30, 0)
 _WRITE_SET = frozenset(WRITE_TOOLS)
 #: ``Random.seed`` of the C base class: what ``Random(n)`` does for an int n, without the Python wrapper
 _reseed = _random.Random.seed
-_from_bytes = int.from_bytes
+#: the first 8 bytes of a digest as a big-endian unsigned int (``int.from_bytes(d[:8], "big")``)
+_first_u64 = struct.Struct(">Q").unpack_from
 #: one reseedable generator per thread (schedules of concurrent rollouts may live in different threads)
-_RNGS: dict[int, random.Random] = {}
+_THREAD = threading.local()
 
 
 class _FateTable(NamedTuple):
@@ -147,6 +155,38 @@ def _fate_tables(config: NoiseConfig) -> dict[str, _FateTable]:
     return tables
 
 
+def _draw_fault(rng: random.Random, table: _FateTable) -> Fate:
+    """The draws after u, as ``choice(RETRY_AFTER_CHOICES)``, ``randrange(0, 1000000)`` and
+    ``choices(types, cum_weights=...)[0]`` make them (CPython's ``random.py``), without their calls:
+    rejection sampling on ``getrandbits`` and one bisection of the cumulative weights."""
+    getrandbits = rng.getrandbits
+    r = getrandbits(3)  # _randbelow(4): 4 .bit_length() == 3
+    while r >= 4:
+        r = getrandbits(3)
+    retry_after = RETRY_AFTER_CHOICES[r]
+    dropped = getrandbits(20)  # _randbelow(1000000): 1000000 .bit_length() == 20
+    while dropped >= 1000000:
+        dropped = getrandbits(20)
+    cum = table.cum_weights
+    kind = table.types[_bisect(cum, rng.random() * (cum[-1] + 0.0), 0, len(cum) - 1)]
+    return Fate(kind, retry_after, dropped)
+
+
+def _inline_draws_agree() -> bool:
+    """Does ``_draw_fault`` give what the ``random`` methods give on this Python? (checked once)"""
+    table = _FateTable(("a", "b", "c", "d", "e"), [0.45, 0.6, 0.7, 0.85, 1.0])
+    for seed in range(64):
+        rng = random.Random(seed)
+        expect = Fate(0, rng.choice(RETRY_AFTER_CHOICES), rng.randrange(0, 1000000))
+        expect = expect._replace(kind=rng.choices(table.types, cum_weights=table.cum_weights)[0])
+        if _draw_fault(random.Random(seed), table) != expect:
+            return False
+    return True
+
+
+_INLINE_DRAWS = _inline_draws_agree()
+
+
 class NoiseSchedule:
     """Fates for one resolved seed under one config."""
 
@@ -167,22 +207,21 @@ class NoiseSchedule:
         type. A per-thread generator is reseeded in place (the state a new one would have); when u >= p
         the later draws cannot matter and are skipped.
         """
-        if self._challenge:
-            return _CHALLENGE_FATE if tool in _WRITE_SET and k == 0 else None
         table = self._tables.get(tool)
-        if table is None:
-            return None
-        ident = _get_ident()
-        rng = _RNGS.get(ident)
-        if rng is None:
-            rng = _RNGS[ident] = random.Random(0)
-        _reseed(rng, _from_bytes(_sha256(f"{self._prefix}{tool}|{event}|{k}".encode()).digest()[:8], "big"))
+        if table is None:  # no fault type can hit ``tool``; a challenge config (p = 0) has no tables
+            return _CHALLENGE_FATE if self._challenge and k == 0 and tool in _WRITE_SET else None
+        try:
+            rng = _THREAD.rng
+        except AttributeError:
+            rng = _THREAD.rng = random.Random(0)
+        _reseed(rng, _first_u64(_sha256(f"{self._prefix}{tool}|{event}|{k}".encode()).digest())[0])
         if rng.random() >= self._p:
             return None
-        retry_after = rng.choice(RETRY_AFTER_CHOICES)
-        dropped = rng.randrange(0, 1000000)
-        kind = rng.choices(table.types, cum_weights=table.cum_weights)[0]
-        return Fate(kind, retry_after, dropped)
+        if not _INLINE_DRAWS:
+            retry_after = rng.choice(RETRY_AFTER_CHOICES)
+            dropped = rng.randrange(0, 1000000)
+            return Fate(rng.choices(table.types, cum_weights=table.cum_weights)[0], retry_after, dropped)
+        return _draw_fault(rng, table)
 
     def outcome_flip(self) -> bool:
         """One draw per episode: does the grader report a true success as a failure?"""

@@ -358,13 +358,6 @@ def load_episodes(paths: Iterable[Path], phases: Sequence[str] = ("periodic", "f
     return runs
 
 
-def runs_by_identity(runs: dict[tuple[str, str], RunEpisodes]) -> dict[RunId, list[RunEpisodes]]:
-    grouped: dict[RunId, list[RunEpisodes]] = defaultdict(list)
-    for (_, _), entry in sorted(runs.items()):
-        grouped[entry.ident].append(entry)
-    return dict(grouped)
-
-
 def single_runs(runs: dict[tuple[str, str], RunEpisodes], what: str) -> list[RunEpisodes]:
     """One entry per run name, in study order; two results trees with the same run is an error here."""
     by_name: dict[str, RunEpisodes] = {}

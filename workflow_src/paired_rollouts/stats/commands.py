@@ -136,10 +136,25 @@ def _run_register(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json
     from paired_rollouts.stats.run_register import build_register
 
-    out = build_register(args.run_dir, args.results)
-    atomic_write_json(args.out, out)
-    print(f"{out['run']}: register with {len(out['curves'])} curves, {len(out['final'])} final sets, "
-          f"{len(out['checkpoints'])} checkpoints -> {args.out}")
+    if (args.run_dir is None) == (args.runs is None):
+        raise UserError("give either --run-dir DIR --out FILE (one run) or --runs RUN ... "
+                        "(each run's results/runs/RUN/register.json), not both")
+    if args.run_dir is not None:
+        if args.out is None:
+            raise UserError("--run-dir needs --out (e.g. results/runs/RUN/register.json)")
+        targets = [(args.run_dir, args.out)]
+    else:
+        if args.out is not None:
+            raise UserError("--out goes with --run-dir; with --runs each register is written "
+                            "to results/runs/RUN/register.json")
+        targets = [(args.results / "runs" / run, args.results / "runs" / run / "register.json") for run in args.runs]
+    # Several runs in one process (a surrogate-scale job covers a chunk of an arm's seeds): every register
+    # is built before any is written, so a bad run leaves no register of its chunk half-updated.
+    built = [(build_register(run_dir, args.results), out) for run_dir, out in targets]
+    for register, out in built:
+        atomic_write_json(out, register)
+        print(f"{register['run']}: register with {len(register['curves'])} curves, {len(register['final'])} final "
+              f"sets, {len(register['checkpoints'])} checkpoints -> {out}")
     return 0
 
 
@@ -209,9 +224,12 @@ def register(subparsers) -> None:
                     "diagnostic checkpoint, training curve, timing, attempts and checkpoint inventory from the "
                     "files its completeness record lists.",
         epilog="Output shape: docs/records.md section 3.1.")
-    p.add_argument("--run-dir", required=True, type=Path, help="results/runs/RUN")
+    p.add_argument("--run-dir", type=Path, default=None, help="results/runs/RUN (one run; with --out)")
     p.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results)")
-    p.add_argument("--out", required=True, type=Path, help="results/runs/RUN/register.json")
+    p.add_argument("--out", type=Path, default=None, help="results/runs/RUN/register.json (with --run-dir)")
+    p.add_argument("--runs", nargs="+", default=None,
+                   help="run names, e.g. c2-paired-s0 c2-paired-s1: each run's register in one process, "
+                        "written to RESULTS/runs/RUN/register.json")
     p.set_defaults(handler=_run_register)
 
     p = subparsers.add_parser(

@@ -6,7 +6,7 @@ The AUC is a normalised trapezoid so that runs evaluated at different step grids
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -67,45 +67,6 @@ def steps_to_threshold(steps: Sequence[float], values: Sequence[float], threshol
             x0, y0 = x[i - 1], y[i - 1]
             return x0 + (threshold - y0) * (x[i] - x0) / (value - y0)
     return None
-
-
-def _mean(values: list[float]) -> float | None:
-    return float(np.mean(values)) if values else None
-
-
-def summarize_episodes(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Plain means over a set of episode records (never pooled across sets by the caller).
-
-    ``recovery_success`` is the true success among exposed episodes (None when none was exposed).
-    """
-    rows = list(records)
-    if not rows:
-        return {"n": 0}
-    success = [float(bool(r["true_success"])) for r in rows]
-    exposed = [bool(r.get("exposed", False)) for r in rows]
-    recovered = [s for s, e in zip(success, exposed, strict=True) if e]
-    budget_exceeded = [
-        float(bool(r.get("budget_exceeded", r.get("calls", 0) > r.get("budget", float("inf"))))) for r in rows
-    ]
-    return {
-        "n": len(rows),
-        "true_success": _mean(success),
-        "observed_reward": _mean([float(r["observed_reward"]) for r in rows]),
-        "flipped_frac": _mean([float(bool(r.get("flipped", False))) for r in rows]),
-        "exposed_frac": _mean([float(e) for e in exposed]),
-        "recovery_success": _mean(recovered),
-        "mean_calls": _mean([float(r.get("calls", 0)) for r in rows]),
-        "budget_exceeded_frac": _mean(budget_exceeded),
-        "finished_frac": _mean([float(bool(r.get("finished", False))) for r in rows]),
-    }
-
-
-def task_scores(records: Iterable[dict[str, Any]]) -> dict[str, float]:
-    """task_id -> mean true success over its schedules (the unit every bootstrap resamples)."""
-    sums: dict[str, list[float]] = {}
-    for r in records:
-        sums.setdefault(r["task_id"], []).append(float(bool(r["true_success"])))
-    return {task: float(np.mean(v)) for task, v in sums.items()}
 
 
 def round4(value: Any) -> Any:

@@ -9,8 +9,6 @@ whose start-up would dominate.
 
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
 import json
 import os
 import platform
@@ -22,6 +20,7 @@ import numpy as np
 
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import atomic_write_json, atomic_write_jsonl, jsonl_line, read_json, sha256_file
+from paired_rollouts.training.provenance import code_version
 
 POOLS = ("train", "validation", "test", "diagnostic")
 SETTINGS_KEYS = {
@@ -70,21 +69,6 @@ def check_settings(raw: dict[str, Any], where: str = "--settings") -> dict[str, 
     if settings["num_generations"] < 2:
         raise UserError(f"{where}: num_generations must be at least 2 (a group needs siblings)")
     return settings
-
-
-def code_version() -> str:
-    import paired_rollouts
-
-    package = Path(paired_rollouts.__file__).parent
-    digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def checkpoint_steps(settings: dict[str, Any]) -> list[int]:
@@ -160,7 +144,8 @@ def run_one(
     from paired_rollouts.surrogate.policy import parameter_names
     from paired_rollouts.surrogate.rollout import SurrogateRunner
     from paired_rollouts.surrogate.trainer import Adam, train_step
-    from paired_rollouts.training.grpo import check_pools, episode_record
+    from paired_rollouts.training.inputs import check_pools
+    from paired_rollouts.training.register import episode_record
     from paired_rollouts.training.rows import build_rows, run_id, training_noise
     from paired_rollouts.training.settings import filter_tasks
 
@@ -302,7 +287,7 @@ def run_one(
         "seeds": {"run_seed": seed, "trainer_seed": seed, "data_seed": seed},
         "pools_sha256": pool_hashes,
         "versions": {"python": platform.python_version(), "numpy": np.__version__},
-        "code": {"sources_sha256": code_version()},
+        "code": {"sources_sha256": code_version()["sources_sha256"]},
         "hardware": {
             "platform": platform.platform(),
             "machine": platform.machine(),
@@ -310,7 +295,7 @@ def run_one(
             "device": "cpu",
         },
         "attempts": [
-            {"attempt": 1, "status": "complete", "code_version": code_version(), "resumed_from_step": 0}
+            {"attempt": 1, "status": "complete", "code_version": code_version()["sources_sha256"], "resumed_from_step": 0}
         ],
         "steps_completed": steps,
         "checkpoints": sorted(thetas),

@@ -10,7 +10,6 @@ decision count); no KL; one on-policy update per batch (the clipped ratio is 1);
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,16 +19,9 @@ from paired_rollouts.design import ARMS
 from paired_rollouts.noise.seeds import derive_seed, independent_seed
 from paired_rollouts.surrogate.policy import P, counted_decisions, score
 from paired_rollouts.surrogate.rollout import SurrogateRunner, policy_rng
+from paired_rollouts.training.register import sample_std
 
 ADV_EPS = 1e-4
-
-
-def sample_std(values: list[float]) -> float:
-    n = len(values)
-    if n < 2:
-        return 0.0
-    mean = sum(values) / n
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
 
 
 def group_advantages(rewards: list[float], scaling: str = "group") -> list[float]:

@@ -1,15 +1,11 @@
-"""What the policy sees: the system prompt, the tool descriptions and the rendered conversation.
+"""What the policy sees: the system prompt, the prompt rows and the rendered conversation.
 
-The tool descriptions here are ours (the paper's prose is not reproduced). They are kept short on purpose:
-every rollout's prompt carries all 13 tool schemas, so their length is paid on every forward pass. They
-name no concrete ids, carriers, categories or priorities: every request states its values, and values
-listed in the schemas were distractors the stand-in copied instead of the request's (the simulator still
-rejects an unknown value with an error that lists the allowed ones).
+The tool descriptions in every prompt are the tools' own declarations (``backoffice.tools``, next to each
+implementation; ours, the paper's prose is not reproduced).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 SYSTEM_PROMPT = (
@@ -19,59 +15,6 @@ SYSTEM_PROMPT = (
     "rate limited, wait as told; if a request timed out, check whether it was applied before repeating it. "
     "You have a limited number of tool calls."
 )
-
-# name -> (summary, {argument: description}); argument names/order/types come from TOOL_SIGNATURES.
-TOOL_DOCS: dict[str, tuple[str, dict[str, str]]] = {
-    "search_customers": (
-        "Find customers whose name, email or phone contains the query (5 results per page).",
-        {"query": "Text to match.", "offset": "First result to return (0 = first page)."},
-    ),
-    "get_customer": ("Read a customer record.", {"customer_id": "Customer id (C and four digits)."}),
-    "list_orders": (
-        "List the orders of a customer, highest id first (5 per page).",
-        {"customer_id": "Customer id (C and four digits).", "offset": "First result to return (0 = first page)."},
-    ),
-    "get_order": ("Read an order: items, status, address, refunds, reservations.", {"order_id": "Order id (O and four digits)."}),
-    "check_inventory": ("Read stock, reserved and available units of a product.", {"sku": "Product id (SKU- and four digits)."}),
-    "update_shipping_address": (
-        "Set a new shipping address on an order that has not shipped.",
-        {"order_id": "Order id.", "street": "Street line.", "city": "City.", "postal_code": "Postal code."},
-    ),
-    "cancel_order": ("Cancel a pending or paid order.", {"order_id": "Order id.", "reason": "Reason for cancelling."}),
-    "issue_refund": (
-        "Refund an amount on an order that was charged.",
-        {"order_id": "Order id.", "amount_cents": "Amount in cents.", "reason": "Reason for the refund."},
-    ),
-    "reserve_stock": (
-        "Reserve units of a product for an order.",
-        {"sku": "Product id.", "quantity": "Units to reserve.", "order_id": "Order id."},
-    ),
-    "schedule_shipment": (
-        "Ship a paid, fully reserved order.",
-        {"order_id": "Order id.", "carrier": "Carrier, as named in the request.", "day": "Shipping day (today to today + 7)."},
-    ),
-    "create_ticket": (
-        "Open a support ticket for a customer.",
-        {
-            "customer_id": "Customer id.",
-            "order_id": "Linked order id, or an empty string for none.",
-            "category": "Ticket category, as named in the request.",
-            "priority": "Ticket priority, as named in the request.",
-            "summary": "Ticket summary.",
-        },
-    ),
-    "wait": ("Let time pass, e.g. after being rate limited.", {"seconds": "Seconds to wait (1 to 600)."}),
-    "finish": ("End the episode after making all requested changes.", {"summary": "What was done, in one sentence."}),
-}
-
-
-def docstring(name: str) -> str:
-    """A Google-style docstring (summary + Args:) that TRL/transformers turn into the tool schema."""
-    summary, args = TOOL_DOCS[name]
-    lines = [summary, "", "Args:"]
-    lines += [f"    {arg}: {text}" for arg, text in args.items()]
-    return "\n".join(lines) + "\n"
-
 
 def prompt_messages(task: dict[str, Any]) -> list[dict[str, str]]:
     """The dataset row's ``prompt``: system message + the task instruction."""
@@ -104,7 +47,3 @@ def render(tokenizer: Any, messages: list[dict[str, Any]], tools: list[Any], cha
         add_generation_prompt=add_generation_prompt,
         enable_thinking=False,
     )
-
-
-def dumps_args(args: dict[str, Any]) -> str:
-    return json.dumps(args, sort_keys=True, default=str)

@@ -11,7 +11,6 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 from paired_rollouts.io import atomic_write_json, sha256_file
 
@@ -95,7 +94,3 @@ def install(src: Path, run_dir: str | Path, step: int, kind: str = "full") -> Pa
     src.replace(target)
     write_marker(target, step, kind)
     return target
-
-
-def marker_info(folder: Path) -> dict[str, Any]:
-    return json.loads((folder / MARKER).read_text(encoding="utf-8"))

@@ -5,71 +5,71 @@ before each rollout, exposes every public method as a tool (schema from type hin
 and calls ``get_reward()`` once the rollout ends. All episode logic lives in ``EpisodeSession``; this class
 only resolves the schedule seed and adapts the call convention.
 
-The 13 tool methods are generated from ``TOOL_SIGNATURES``, so their names, argument names, order, types
-and defaults are the simulator's by construction; their docstrings are ours (``chat.TOOL_DOCS``).
-Generating them (rather than spelling out 13 methods) also lets a call with a missing or unknown argument
-reach the session, which counts it against the budget before raising, as docs/simulator.md#episodes describes.
+The run context the instances share (phase, job attempt, tasks, slot counter) is one ``EpisodeContext``
+per trainer; its ``new_environment`` is the factory given to TRL, so nothing is kept on the class.
+
+The 13 tool methods are generated from the tools' declarations (``backoffice.tools.TOOL_DECLARATIONS``),
+so their names, argument names, order, types, defaults and the prose the model sees are the simulator's by
+construction. Generating them (rather than spelling out 13 methods) also lets a call with a missing or
+unknown argument reach the session, which counts it against the budget before raising, as
+docs/simulator.md#episodes describes.
 """
 
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
-
-from paired_rollouts.training import chat
-
-POOL_FILES = ("train", "validation", "test", "diagnostic")
+from typing import Any
 
 
-class BackOfficeEnv:
-    """One rollout's view of the simulated back office.
+@dataclass
+class EpisodeContext:
+    """What the environments of one trainer share, owned by whoever runs the trainer.
 
-    Class-level state: ``phase`` ("train", "train:step{N}", "periodic:step{N}", ...), the
-    job ``attempt``, and the slot counter that numbers instances in construction order. The slot and the
-    instance's episode counters feed the independent arm's seeds, so they must be reset when a trainer
-    is (re)built: see ``reset_class_state``.
+    ``phase`` ("train", "train:step{N}", "periodic:step{N}", ...) and ``attempt`` are stamped on every
+    episode record. ``slots`` numbers the instances in construction order; the slot and each instance's
+    episode counters feed the independent arm's seeds, so a rebuilt trainer needs a fresh context. On
+    resume at step N every instance has already served N training episodes (``initial_train_episodes``).
     """
 
-    phase: ClassVar[str] = "train"
-    attempt: ClassVar[int] = 1
-    _next_slot: ClassVar[int] = 0
-    # On resume at step N every instance has already served N training episodes (one per step).
-    initial_train_episodes: ClassVar[int] = 0
-    tasks: ClassVar[dict[str, dict[str, Any]]] = {}
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    phase: str = "train"
+    attempt: int = 1
+    initial_train_episodes: int = 0
+    slots: int = 0
 
     @classmethod
-    def reset_class_state(cls, phase: str = "train", attempt: int = 1, initial_train_episodes: int = 0) -> None:
-        cls.phase = phase
-        cls.attempt = attempt
-        cls._next_slot = 0
-        cls.initial_train_episodes = initial_train_episodes
-
-    @classmethod
-    def load_tasks(cls, tasks_dir: str | Path) -> None:
-        """Cache the tasks of every pool by task_id (reset looks them up by the row's task_id)."""
-        from paired_rollouts.backoffice.tasks import load_pool
+    def from_pools(cls, tasks_dir: str | Path, **kwargs: Any) -> EpisodeContext:
+        """A context with the tasks of every pool in ``tasks_dir`` by task_id (reset looks rows up there)."""
+        from paired_rollouts.backoffice.tasks import POOL_ORDER, load_pool
 
         index: dict[str, dict[str, Any]] = {}
-        for pool in POOL_FILES:
+        for pool in POOL_ORDER:
             path = Path(tasks_dir) / f"{pool}.jsonl"
             if path.is_file():
                 for task in load_pool(path):
                     index[task["task_id"]] = task
-        cls.tasks = index
+        return cls(tasks=index, **kwargs)
 
-    def __init__(self) -> None:
-        cls = type(self)
-        self.slot = cls._next_slot
-        cls._next_slot += 1
-        self.episode_index = cls.initial_train_episodes - 1
-        self.train_episode_index = cls.initial_train_episodes - 1
+    def new_environment(self) -> BackOfficeEnv:
+        """The ``environment_factory`` TRL calls (no arguments) for every instance of its pool."""
+        return BackOfficeEnv(self)
+
+
+class BackOfficeEnv:
+    """One rollout's view of the simulated back office, within its trainer's ``EpisodeContext``."""
+
+    def __init__(self, context: EpisodeContext) -> None:
+        self.context = context
+        self.slot = context.slots
+        context.slots += 1
         self._session: Any = None
         self._row: dict[str, Any] = {}
         self.last_episode: dict[str, Any] | None = None
         self._reward: float | None = None
         self.resolved_seed: int | None = None
-        self._draw_index = -1
+        restart_counters(self)
 
     # -- TRL hooks ------------------------------------------------------------------------------------
     def reset(self, **row: Any) -> None:
@@ -78,19 +78,21 @@ class BackOfficeEnv:
         from paired_rollouts.noise.config import NoiseConfig
         from paired_rollouts.noise.seeds import resolve_seed
 
-        cls = type(self)
+        context = self.context
         task_id = row["task_id"]
-        task = cls.tasks.get(task_id)
+        task = context.tasks.get(task_id)
         if task is None:
-            raise KeyError(f"task {task_id} is not in the loaded pools; call BackOfficeEnv.load_tasks first")
+            raise KeyError(
+                f"task {task_id} is not in the context's pools; build it with EpisodeContext.from_pools"
+            )
         self.episode_index += 1
-        training = cls.phase.startswith("train")
+        training = context.phase.startswith("train")
         if training:
             self.train_episode_index += 1
         draw_index = self.train_episode_index if training else self.episode_index
         noise = NoiseConfig.from_json(row["noise"])
         schedule_seed = int(row["schedule_seed"])
-        resolved = resolve_seed(noise.mode, schedule_seed, self.slot, draw_index, cls.phase)
+        resolved = resolve_seed(noise.mode, schedule_seed, self.slot, draw_index, context.phase)
         self._row = {k: v for k, v in row.items() if k != "prompt"}
         self._session = EpisodeSession()
         self._session.reset(
@@ -100,7 +102,7 @@ class BackOfficeEnv:
             budget=row.get("budget"),
             resolved_seed=None if noise.mode != "independent" else resolved,
             slot=self.slot,
-            phase=cls.phase,
+            phase=context.phase,
             condition=row.get("condition", ""),
         )
         self.last_episode = None
@@ -121,8 +123,8 @@ class BackOfficeEnv:
                 slot=self.slot,
                 episode_index=self.episode_index,
                 draw_index=self._draw_index,
-                phase=type(self).phase,
-                attempt=type(self).attempt,
+                phase=self.context.phase,
+                attempt=self.context.attempt,
             )
             for key in ("row_index", "step", "group", "condition"):
                 if key in self._row:
@@ -140,41 +142,30 @@ class BackOfficeEnv:
         return self._session.call(name, *args, **kwargs)
 
 
-def _make_tool(name: str) -> Any:
-    from paired_rollouts.backoffice.tools import TOOL_SIGNATURES
-
-    signature = TOOL_SIGNATURES[name]
-
-    def tool(self: BackOfficeEnv, *args: Any, **kwargs: Any) -> str:
-        return self._call(name, args, kwargs)
-
-    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    params += list(signature.parameters.values())
-    tool.__name__ = name
-    tool.__qualname__ = f"BackOfficeEnv.{name}"
-    tool.__doc__ = chat.docstring(name)
-    tool.__signature__ = signature.replace(parameters=params, return_annotation=str)
-    tool.__annotations__ = {
-        **{p.name: p.annotation for p in signature.parameters.values()},
-        "return": str,
-    }
-    return tool
-
-
 def _install_tools() -> None:
-    from paired_rollouts.backoffice.tools import TOOL_NAMES
+    from paired_rollouts.backoffice.tools import TOOL_NAMES, tool_function
 
     for tool_name in TOOL_NAMES:
-        setattr(BackOfficeEnv, tool_name, _make_tool(tool_name))
+        setattr(BackOfficeEnv, tool_name, tool_function(tool_name, "BackOfficeEnv", BackOfficeEnv._call))
 
 
 _install_tools()
 
 
+def restart_counters(env: BackOfficeEnv) -> None:
+    """Set an instance's episode counters as a fresh instance has them (one engine can then roll out several
+    evaluation sets and write the same bytes as one process per set). A function, not a method: TRL would
+    expose a public method to the model as a tool."""
+    env.episode_index = env.context.initial_train_episodes - 1
+    env.train_episode_index = env.context.initial_train_episodes - 1
+    env._draw_index = -1
+
+
 def tool_methods(env: BackOfficeEnv) -> list[Any]:
     """The bound tool methods in the order TRL lists them (alphabetical, like ``inspect.getmembers``)."""
     names = [
-        n for n, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
+        n
+        for n, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
         if n not in ("reset", "get_reward") and not n.startswith("_")
     ]
     return [getattr(env, n) for n in names]

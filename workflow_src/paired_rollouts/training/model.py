@@ -6,7 +6,6 @@ evaluation loop and the probe run one code path; only the settings differ.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from paired_rollouts.errors import UserError
@@ -73,20 +72,6 @@ def standin_config(tokenizer: Any, overrides: dict[str, Any] | None = None) -> A
     )
 
 
-def real_config(values: dict[str, Any], vocab_size: int | None = None) -> Any:
-    from transformers import Qwen3_5TextConfig
-
-    values = dict(values)
-    interval = values.pop("full_attention_interval", 4)
-    n_layers = values["num_hidden_layers"]
-    values["layer_types"] = [
-        "full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n_layers)
-    ]
-    if vocab_size is not None:
-        values["vocab_size"] = vocab_size
-    return Qwen3_5TextConfig(**values)
-
-
 def build_random_model(config: Any, seed: int, dtype: str = "float32") -> Any:
     """A randomly initialised causal LM from ``config`` (no download), deterministic given ``seed``."""
     import torch
@@ -103,17 +88,6 @@ def torch_dtype(name: str) -> Any:
     if name not in {"float32", "bfloat16", "float16"}:
         raise UserError(f"settings: dtype {name!r} is not one of float32, bfloat16, float16")
     return getattr(torch, name)
-
-
-def check_model_dir(path: str | Path) -> Path:
-    """A local model folder must hold a config and weights; hub ids are allowed only on GPU profiles."""
-    folder = Path(path)
-    if not (folder / "config.json").is_file():
-        raise UserError(
-            f"{folder}: no config.json; run 'paired-rollouts warm-start' (CPU) or point --model-dir at a "
-            "downloaded Qwen3.5-2B snapshot (GPU)"
-        )
-    return folder
 
 
 def load_causal_lm(model_path: str, dtype: str, attn_implementation: str | None = None) -> Any:

@@ -1,8 +1,8 @@
 """The GRPO trainer shared by training, evaluation and the probe.
 
-``PairedGRPOTrainer`` is TRL's ``GRPOTrainer`` plus three hooks: it captures the rewards TRL computed (to
-cross-check them against the environments), stamps the environment phase before each generation, and
-hands every training generation batch to a ``BatchSink`` (the group register). Evaluation and the probe
+``PairedGRPOTrainer`` is TRL's ``GRPOTrainer`` plus two hooks: it captures the rewards TRL computed (to
+cross-check them against the environments) and hands every training generation batch to a ``BatchSink``
+(the group register); a callback stamps the environments' phase before each step. Evaluation and the probe
 use the same class and the same tool loop in eval mode, so a checkpoint is rolled out exactly as it was
 trained, only with one rollout per row.
 """
@@ -12,7 +12,10 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from paired_rollouts.training.environment import EpisodeContext
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
@@ -77,7 +80,9 @@ def vllm_seed(run_seed: int, purpose: str = "train") -> int:
 
 
 def install_vllm_seed(seed: int) -> None:
-    """Make TRL start its colocated vLLM engine with ``seed`` (+ the TRL process offset it computes)."""
+    """Make TRL start its colocated vLLM engine with ``seed`` (+ the TRL process offset it computes).
+
+    TRL 1.16.0 has no option for the engine seed: this wraps ``trl.generation.vllm_generation.LLM``."""
     import trl.generation.vllm_generation as vg
 
     engine = getattr(vg, "LLM", None)
@@ -98,7 +103,8 @@ def compact_fused_logprobs() -> None:
     """TRL's fused LM head scores only the completion positions on Triton devices and every position
     elsewhere (so that Neuron tile shapes stay fixed); the per-token values are the same. On CPU with a
     full-size vocabulary every-position scoring dominates a step (measured: ~35 s per 1,900-token rollout
-    with the 248,320-token vocabulary), so the GPU check's CPU rehearsal takes TRL's GPU path."""
+    with the 248,320-token vocabulary), so the GPU check's CPU rehearsal takes TRL's GPU path (TRL 1.16.0:
+    ``trl.trainer.utils._use_triton``; only the rehearsal sets ``compact_logprobs``)."""
     import trl.trainer.utils as trl_utils
 
     trl_utils._use_triton = lambda device: True  # only the compact/full choice; the kernel stays torch on CPU
@@ -168,16 +174,30 @@ def grpo_args(settings: dict[str, Any], output_dir: str | Path, seed: int, *, ev
 def _trainer_class() -> type:
     from trl import GRPOTrainer
 
-    from paired_rollouts.training.environment import BackOfficeEnv
-
     class PairedGRPOTrainer(GRPOTrainer):
-        """GRPOTrainer with the group-register hook and phase stamping."""
+        """GRPOTrainer that keeps TRL's rewards and hands each training generation batch to a ``BatchSink``.
+
+        Written against TRL 1.16.0. TRL has no public hook that sees a generation batch with its rewards
+        and advantages, so the two private methods below are overridden, here and nowhere else, and
+        ``roll_out`` is the one entry point the rest of the package (evaluation, the probe) calls:
+
+        - ``_calculate_rewards(inputs, prompts, completions, completion_ids_list)``: TRL's per-function
+          reward matrix, kept as ``last_rewards`` (to cross-check against the environments' records);
+        - ``_generate_and_score_completions(inputs)``: timed; a training batch goes to ``batch_sink``.
+
+        Everything else uses TRL's public API: ``environment_factory`` (the trainer's ``EpisodeContext``),
+        ``TrainerCallback``s (phase stamps per step, extra saves, checkpoint installation).
+        """
 
         batch_sink: BatchSink | None = None
-        phase_prefix: str = "train"
         last_rewards: Any = None
         generation_seconds: float = 0.0
-        save_hook: Any = None
+
+        def roll_out(self, inputs: list[dict[str, Any]]) -> tuple[dict[str, Any], list[float]]:
+            """One generation batch through TRL's tool loop and scoring (train or eval mode, as the model
+            is): TRL's batch output and each rollout's summed reward."""
+            output = self._generate_and_score_completions(inputs)
+            return output, self.last_rewards.nansum(dim=1).tolist()
 
         def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # noqa: D401
             rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -186,8 +206,6 @@ def _trainer_class() -> type:
 
         def _generate_and_score_completions(self, inputs):
             training = self.model.training
-            if training:
-                BackOfficeEnv.phase = f"train:step{self.state.global_step}"
             start = time.perf_counter()
             output = super()._generate_and_score_completions(inputs)
             seconds = time.perf_counter() - start
@@ -197,50 +215,36 @@ def _trainer_class() -> type:
                 self.batch_sink(self, inputs, output, rewards, seconds)
             return output
 
-        def _save_checkpoint(self, model, trial):
-            super()._save_checkpoint(model, trial)
-            if self.save_hook is not None:
-                self.save_hook(self)
-
     return PairedGRPOTrainer
 
 
-def _save_at_steps(steps: list[int]) -> Any:
-    """A callback that also saves at ``steps`` (checkpoints off the ``checkpoint_every`` grid)."""
-    from transformers import TrainerCallback
-
-    wanted = frozenset(steps)
-
-    class SaveAtSteps(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
-            if state.global_step in wanted:
-                control.should_save = True
-            return control
-
-    return SaveAtSteps()
-
-
 def build_trainer(model: Any, tokenizer: Any, settings: dict[str, Any], dataset: Any, output_dir: str | Path,
-                  seed: int, *, peft_config: Any = None, evaluation: bool = False, callbacks: list | None = None,
-                  importance_sampling: bool = False, sampling_seed: int | None = None) -> Any:
-    """The one place that constructs the trainer (train, evaluate, diagnose and probe all come here)."""
-    from paired_rollouts.training.environment import BackOfficeEnv
+                  seed: int, episodes: EpisodeContext, *, peft_config: Any = None, evaluation: bool = False,
+                  callbacks: list | None = None, importance_sampling: bool = False,
+                  sampling_seed: int | None = None) -> Any:
+    """The one place that constructs the trainer (train, evaluate, diagnose and probe all come here).
 
+    ``episodes``: the context every environment instance of this trainer shares (a fresh one per trainer)."""
     if settings.get("compact_logprobs"):
         compact_fused_logprobs()
     if settings["backend"] == "vllm":
         install_vllm_seed(vllm_seed(seed) if sampling_seed is None else sampling_seed)
+    from paired_rollouts.training.callbacks import SaveAtSteps, StampPhase
+
     cls = _trainer_class()
+    callbacks = list(callbacks or [])
+    if not evaluation:
+        callbacks.insert(0, StampPhase(episodes))
     extra = sorted(set(settings.get("extra_checkpoint_steps", [])))
     if extra and not evaluation:
-        callbacks = [*(callbacks or []), _save_at_steps(extra)]
+        callbacks.append(SaveAtSteps(extra))
     return cls(
         model=model,
         reward_funcs=[],
         args=grpo_args(settings, output_dir, seed, evaluation=evaluation, importance_sampling=importance_sampling),
         train_dataset=dataset,
         processing_class=tokenizer,
-        environment_factory=BackOfficeEnv,
+        environment_factory=episodes.new_environment,
         peft_config=peft_config,
-        callbacks=callbacks,
+        callbacks=callbacks or None,
     )
