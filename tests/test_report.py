@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from records_fixtures import predictions_register, run_registers
+from records_fixtures import predictions_register, synthetic_study
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
@@ -88,10 +88,11 @@ def fill_report_outputs(work: Path) -> None:
         "rules": [work / "prereg" / "decision_rules.yaml"],
         "published": [work / "data/published/paper.yaml"],
     }
-    # the registers the stats stage writes, built by its own code from the fixture records
-    built = work / "fixture-registers"
-    inputs["registers"] = run_registers(FIX, built)
-    inputs["predictions"] = [predictions_register(decisions, probes, built / "predictions.json",
+    # the registers the stats stage writes, built by its own code on a small synthetic study
+    built = work / "fixture-study"
+    inputs.update(synthetic_study(built))
+    decisions = inputs["decisions"]
+    inputs["predictions"] = [predictions_register(decisions, probes, built / "results/decisions/predictions.json",
                                                   work / "prereg" / "tier_rules.yaml")]
     from paired_rollouts.render import figures, tables
 
