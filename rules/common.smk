@@ -627,9 +627,10 @@ TABLE_SOURCES = {
     6: {"predictions": lambda: [res("decisions/predictions.json")]},
     7: {"decisions": c2_decision},
     8: {"episodes": all_eval_files},
-    9: {"episodes": seed_pair_eval_files},
+    9: {"registers": lambda: [res(f"runs/{study.RunId('C2', arm, SCALE['seeds']['C2'][0]).name}/register.json")
+                              for arm in ("paired", "independent")]},
     10: {"group_stats": group_stat_files},
-    11: {"manifests": run_manifests, "episodes": all_eval_files},
+    11: {"manifests": run_manifests, "registers": lambda: [res(f"runs/{run}/register.json") for run in RUNS]},
     12: {"probe": probe_files},
     13: {"power": lambda: [POWER_FILE]},
     14: {"calibration": lambda: [CALIBRATION_FILE]},
