@@ -11,9 +11,10 @@ import argparse
 import time
 
 import numpy as np
+from paired_rollouts.prereg.rules import load_decision_rules, rules_from_dict
+from paired_rollouts.records import PoolManifest
 from paired_rollouts.stats.bootstrap import paired_bootstrap
 from paired_rollouts.stats.decisions import RunEvidence, decide
-from paired_rollouts.stats.rules import PAPER_RULES, rules_from_dict
 
 STEPS = [0, 20, 40, 60, 80, 100]
 
@@ -58,9 +59,10 @@ def main() -> None:
     complete = {r: ("synthetic", {"run": r, "complete": True, "missing": [], "defects": [], "code_versions": ["x"],
                                   "task_pools": {"validation": {"sha256": "0" * 64}},
                                   "files": {"diagnostics/luck-step0.json": "a" * 64}}) for r in runs}
-    raw = {**PAPER_RULES, "bootstrap": {**PAPER_RULES["bootstrap"], "resamples": args.resamples}}
+    paper = load_decision_rules("prereg/decision_rules.yaml")  # the paper's frozen rules (run from the repo root)
+    raw = {**paper, "bootstrap": {**paper["bootstrap"], "resamples": args.resamples}}
     rules = rules_from_dict(raw)
-    manifest = {"pools": {"validation": {"sha256": "0" * 64}}}
+    manifest = PoolManifest("synthetic", {"pools": {"validation": {"sha256": "0" * 64}}}, {"validation": "0" * 64})
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()

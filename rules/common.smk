@@ -572,13 +572,16 @@ RENDER_KEY_FILES = {
     "power": lambda: [POWER_FILE],
     "calibration": lambda: [CALIBRATION_FILE],
     "published_curves": lambda: [PUBLISHED_CURVES],
+    "registers": lambda: [res(f"runs/{run}/register.json") for run in RUNS],
 }
 RENDER_KEY_OVERRIDES = {
     3: {"decisions": c2_decision},
     4: {"decisions": c4_decision},
     6: {"predictions": lambda: [res("decisions/predictions.json")]},
     7: {"decisions": c2_decision, "episodes": None},
-    9: {"episodes": seed_pair_eval_files},  # the per-step curves of the first C2 seed pair
+    # the per-step curves of the first C2 seed pair
+    9: {"registers": lambda: [res(f"runs/{study.RunId('C2', arm, SCALE['seeds']['C2'][0]).name}/register.json")
+                              for arm in ("paired", "independent")]},
     15: {"predictions": lambda: [res("decisions/tiers/predictions.json")]},
     16: {"decisions": lambda: decision_files() + tier_decision_files()},
     "dose_response": {"decisions": lambda: decision_files() + tier_decision_files()},

@@ -69,11 +69,11 @@ def test_malformed_settings_file(tmp_path, text, suffix, needle):
 def test_non_integer_completeness_settings(tmp_path, capsys, bad):
     manifest = tmp_path / "MANIFEST.json"
     manifest.write_text(json.dumps({"pools": {"validation": {"sha256": "0" * 64}}}))
-    settings = {"periodic": {"steps": [0], "pool": "validation", "tasks": bad, "regimes": {"clean": [1]}}}
+    settings = {"periodic_steps": [0], "periodic_regimes": {"clean": [1]}, "eval_tasks": bad}
     rc = main(["completeness", "--run", "c2-paired-s0", "--settings", json.dumps(settings),
                "--evals", str(tmp_path), "--manifest", str(manifest), "--out", str(tmp_path / "c.json")])
     err = _err(capsys)
-    assert rc == 1 and "'periodic.tasks'" in err and "expected an integer" in err
+    assert rc == 1 and "'eval_tasks'" in err and "expected an integer" in err
     assert not (tmp_path / "c.json").exists()
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from paired_rollouts.cli import main
 from paired_rollouts.noise.seeds import eval_schedule_seed
+from records_fixtures import run_manifest
 from test_stats_decisions import completeness, decide, luck, make_pools, make_run
 
 C2_HYPOTHESES = ("H1a", "H2a", "H3", "H5")
@@ -115,7 +116,7 @@ def test_unknown_regime_error_line(study, capsys):
             str(study / "x.json"),
             "--settings",
             json.dumps(
-                {"periodic": {"steps": [4], "pool": "validation", "tasks": 2, "regimes": {"clean": [1, 2]}}}
+                {"periodic_steps": [4], "periodic_regimes": {"clean": [1, 2]}, "eval_tasks": 2}
             ),
         ]
     )
@@ -259,10 +260,10 @@ def _api_decide(root: Path, cond: str, runs, edit) -> dict:
     """decide() through the Python API with an edited rules dict (bypassing the loader's consistency
     checks, so that an applied key is visible in the numbers, not only in a label)."""
     import yaml
+    from paired_rollouts.prereg.rules import rules_from_dict
     from paired_rollouts.records import read_pool_manifest
     from paired_rollouts.stats.decisions import decide as decide_api
     from paired_rollouts.stats.decisions import load_episodes, load_groups, load_inputs
-    from paired_rollouts.stats.rules import rules_from_dict
 
     res = root / "results"
     raw = yaml.safe_load((root / "rules.yaml").read_text())
@@ -453,7 +454,7 @@ def test_records_from_the_real_row_builders_pass_completeness(sim_tasks_dir, tmp
     _write_rows(tmp_path / "groups.jsonl", groups)
     manifest = json.loads((sim_tasks_dir / "MANIFEST.json").read_text())
     (tmp_path / "manifest.json").write_text(json.dumps(
-        {"pools_sha256": {k: v["sha256"] for k, v in manifest["pools"].items()}, "code": {"sources_sha256": "x"}}))
+        run_manifest(run, {k: v["sha256"] for k, v in manifest["pools"].items()}, code="x")))
     settings = {"run": run, "task_filter": "simple_id", "periodic_steps": [0, 2],
                 "periodic_regimes": list(PERIODIC), "final_step": 2,
                 "final_regimes": ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge"],

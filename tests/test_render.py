@@ -17,6 +17,7 @@ from paired_rollouts.errors import UserError
 from paired_rollouts.render import document, figures, tables, tex
 from paired_rollouts.render import format as fmt
 from paired_rollouts.render import sources as src
+from records_fixtures import predictions_register, run_registers, synthetic_study
 
 FIX = Path(__file__).parent / "fixtures" / "render"
 RES = FIX / "results"
@@ -36,12 +37,8 @@ def files(pattern: str) -> list[Path]:
 
 
 INPUTS = {
-    "episodes": files("evals/*/*.jsonl"),
-    "manifests": files("runs/*/manifest.json"),
-    "group_stats": files("runs/*/group_stats.json"),
-    "luck": files("diagnostics/*/luck-step*.json"),
+    # episodes, manifests, group_stats, luck, registers, decisions, predictions: see _study below
     "probe": files("probe/*.json"),
-    "decisions": [RES / "decisions/c2.json", RES / "decisions/c4.json"],
     "rules": [Path(__file__).parents[1] / "prereg" / "decision_rules.yaml"],
     # surrogate scales (copied from a tiny_surrogate run)
     "power": [RES / "decisions/power.json"],
@@ -51,13 +48,25 @@ INPUTS = {
 }
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _study(tmp_path_factory):
+    """Episodes, manifests, luck shares, group statistics, run registers, decisions and the predictions
+    register, every one written by the stats stage's own code on a small synthetic study, so that a
+    renamed register key fails here (the probe, power and calibration registers are fixtures)."""
+    out = tmp_path_factory.mktemp("study")
+    INPUTS.update(synthetic_study(out))
+    INPUTS["predictions"] = [predictions_register(INPUTS["decisions"], INPUTS["probe"], out / "results/decisions/predictions.json",
+                                                  Path(__file__).parents[1] / "prereg" / "tier_rules.yaml")]
+    yield
+
+
 def given_for(number: int) -> dict[str, list[Path]]:
     keys = tables.table_inputs(number)
     given = {k: INPUTS[k] for k in keys if k in INPUTS and INPUTS[k] and INPUTS[k][0].exists()}
     if number == 3:
-        given["decisions"] = [RES / "decisions/c2.json"]
+        given["decisions"] = [INPUTS["decisions"][0]]
     if number == 4:
-        given["decisions"] = [RES / "decisions/c4.json"]
+        given["decisions"] = [INPUTS["decisions"][1]]
     return given
 
 
@@ -99,7 +108,7 @@ def test_every_table_renders_with_caption_sources_and_scale(rendered):
         assert "\\toprule" in text and "\\bottomrule" in text, number
         caption = re.search(r"\\caption\[.*?\]\{(.*)\}\n\\label", text, re.S).group(1)
         assert "Scale: stand-in." in caption and "Sources:" in caption, number
-        assert "render" in caption or "prereg" in caption or "fixtures" in caption, number
+        assert "results" in caption or "prereg" in caption or "fixtures" in caption, number
 
 
 def test_document_compiles_without_overfull_boxes(rendered, tmp_path):
@@ -189,7 +198,7 @@ def test_figures_are_deterministic(tmp_path):
 
 
 def test_table3_numbers_equal_the_decision_register(rendered):
-    register = json.loads((RES / "decisions/c2.json").read_text())["H2a"]
+    register = json.loads((INPUTS["decisions"][0]).read_text())["H2a"]
     rows = rows_of(rendered["table3"].read_text())
     seeds = register["seeds"]
     for i, seed in enumerate(seeds):
@@ -262,7 +271,7 @@ def test_missing_input_file_is_named(tmp_path):
 
 
 def test_missing_required_key_is_named_with_its_file(tmp_path):
-    data = json.loads((RES / "decisions/c2.json").read_text())
+    data = json.loads((INPUTS["decisions"][0]).read_text())
     broken = copy.deepcopy(data)
     del broken["H2a"]["auc_paired"]
     path = tmp_path / "c2.json"
@@ -305,15 +314,15 @@ def test_unknown_and_missing_keys_and_settings():
         tables.render_table(5, {}, "x")
     with pytest.raises(UserError, match="unknown --settings"):
         tables.render_table(5, {"probe": INPUTS["probe"]}, "x", {"nope": 1})
-    with pytest.raises(UserError, match="tables are 1-14"):
-        tables.render_table(15, {}, "x")
+    with pytest.raises(UserError, match="tables are 1-16"):
+        tables.render_table(17, {}, "x")
     with pytest.raises(UserError, match="KEY=PATH"):
         src.parse_input_args(["decisions"])
 
 
 def test_cli_writes_table_and_reports_errors(tmp_path, capsys):
     out = tmp_path / "tables" / "table3.tex"
-    assert cli_main(["render", "table", "--number", "3", "--input", f"decisions={RES / 'decisions/c2.json'}",
+    assert cli_main(["render", "table", "--number", "3", "--input", f"decisions={INPUTS['decisions'][0]}",
                      "--scale", "stand-in", "--out", str(out)]) == 0
     assert "C2 primary endpoints" in out.read_text()
     bad = tmp_path / "absent.json"
@@ -355,7 +364,7 @@ def test_templates_refuse_unescaped_values(tmp_path):
 def test_special_characters_in_run_names_and_scale_compile(tmp_path):
     manifest = json.loads(INPUTS["manifests"][0].read_text())
     manifest["run"] = SPECIAL
-    manifest["settings"]["accelerator"] = "gpu & co_1"
+    manifest["hardware"]["gpu"] = "gpu & co_1"
     path = tmp_path / "runs" / "odd" / "manifest.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(manifest))
@@ -391,23 +400,24 @@ def test_number_formats():
 
 
 def test_table11_replication_and_not_run(tmp_path):
-    alone = tables.render_table(11, {"manifests": INPUTS["manifests"], "episodes": INPUTS["episodes"]}, "s")
+    alone = tables.render_table(11, {"manifests": INPUTS["manifests"], "registers": INPUTS["registers"]}, "s")
     assert "not run" in alone
     replica = FIX / "replica" / "results"
+    other = run_registers(replica, tmp_path / "replica")
     text = tables.render_table(11, {
-        "manifests": INPUTS["manifests"] + sorted(replica.glob("runs/*/manifest.json")),
-        "episodes": INPUTS["episodes"] + sorted(replica.glob("evals/*/*.jsonl")),
+        "manifests": INPUTS["manifests"] + sorted((tmp_path / "replica").glob("runs/*/manifest.json")),
+        "registers": INPUTS["registers"] + other,
     }, "s")
     rows = rows_of(text)
     assert [r[0] for r in rows] == ["\\texttt{c4-paired-s1}", "\\texttt{c4-paired-s1}", "\\textit{difference}"]
-    assert "h100" in rows[0][1] + rows[1][1]
+    assert "H100" in rows[0][1] + rows[1][1]
     for k in range(2, 6):
         a, b, d = (fmt.parse_number(rows[i][k]) for i in range(3))
         assert d == pytest.approx(round(a - b, 3), abs=0.0015)
 
 
 def test_not_computed_hypothesis_shows_reason(tmp_path):
-    data = json.loads((RES / "decisions/c2.json").read_text())
+    data = json.loads((INPUTS["decisions"][0]).read_text())
     data["H2a"] = {"hypothesis": "H2a", "passes": False, "computed": False, "reason": "no admitted seed pair"}
     path = tmp_path / "c2.json"
     path.write_text(json.dumps(data))
@@ -416,27 +426,23 @@ def test_not_computed_hypothesis_shows_reason(tmp_path):
     assert "no admitted seed pair" in tables.render_table(2, {"decisions": [path]}, "s")
 
 
-def test_table6_reads_predictions_when_the_rules_have_them(tmp_path):
-    rules = tmp_path / "rules.yaml"
-    rules.write_text("predictions:\n"
-                     "  - id: P4\n    text: 'H2b: mean AUC difference below 0.03'\n"
-                     "    quantity: 'decision:C4:H2b.auc_difference_mean'\n    below: 0.03\n"
-                     "  - id: P9\n    text: a prose-only prediction\n")
-    text = tables.render_table(6, {"decisions": INPUTS["decisions"], "rules": [rules]}, "s")
-    rows = rows_of(text)
-    assert rows[0][0] == "P4" and fmt.parse_number(rows[0][3]) == pytest.approx(0.011) and rows[0][4] == "yes"
-    assert rows[1][0] == "P9" and rows[1][3].startswith("---")
+def test_table6_rows_are_the_predictions_register(tmp_path):
+    register = json.loads(INPUTS["predictions"][0].read_text())
+    rows = rows_of(tables.render_table(6, {"predictions": INPUTS["predictions"]}, "s"))
+    assert [r[0] for r in rows] == [p["id"] for p in register["predictions"]]
+    assert [r[-1] for r in rows] == [fmt.escape(p["verdict"]) for p in register["predictions"]]
+    assert [fmt.parse_number(r[2]) for r in rows] == [round(p["confidence"], 2) for p in register["predictions"]]
 
 
 def test_help_lists_each_tables_inputs(capsys):
     with pytest.raises(SystemExit):
         cli_main(["render", "table", "--help"])
     out = capsys.readouterr().out
-    assert "12 Outcome-probe traces: probe*" in out and "decisions*" in out
+    assert "12 Outcome-noise probe traces: probe*" in out and "decisions*" in out
 
 
 def _undecided_register(tmp_path):
-    data = json.loads((RES / "decisions/c2.json").read_text())
+    data = json.loads((INPUTS["decisions"][0]).read_text())
     reason = "not decided: 1 of 2 seed pairs of the design admitted (3 problem(s) under 'missing')"
     for name in ("H1a", "H2a", "H3", "H5"):
         data[name]["passes"] = None
@@ -460,7 +466,7 @@ def test_table2_says_not_decided_on_partial_evidence(tmp_path):
 def test_title_page_says_the_study_is_incomplete(rendered, tmp_path):
     need_latex()
     path, _ = _undecided_register(tmp_path)
-    assert document.study_status([RES / "decisions/c2.json"]) == ""   # the fixture c2 register is complete
+    assert document.study_status([INPUTS["decisions"][0]]) == ""   # the fixture c2 register is complete
     status = document.study_status([path])
     assert status.startswith("STUDY INCOMPLETE: C2: 1 of 2 seed pairs admitted, H1a, H2a, H3, H5 not decided")
     out = tmp_path / "doc.pdf"

@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from records_fixtures import predictions_register, synthetic_study
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
@@ -87,6 +88,12 @@ def fill_report_outputs(work: Path) -> None:
         "rules": [work / "prereg" / "decision_rules.yaml"],
         "published": [work / "data/published/paper.yaml"],
     }
+    # the registers the stats stage writes, built by its own code on a small synthetic study
+    built = work / "fixture-study"
+    inputs.update(synthetic_study(built))
+    decisions = inputs["decisions"]
+    inputs["predictions"] = [predictions_register(decisions, probes, built / "results/decisions/predictions.json",
+                                                  work / "prereg" / "tier_rules.yaml")]
     from paired_rollouts.render import figures, tables
 
     # The LLM scales render tables 1-12 and the paper's figures; the surrogate's own (13, 14,

@@ -13,6 +13,7 @@ import pytest
 from paired_rollouts.cli import main
 from paired_rollouts.noise.seeds import diagnostic_seed, eval_schedule_seed, row_order, training_schedule_seed
 from paired_rollouts.stats.decisions import h3_steps
+from records_fixtures import run_manifest
 
 
 def _rules_text() -> str:
@@ -24,13 +25,14 @@ def _rules_text() -> str:
     return yaml.safe_dump(data)
 
 
-SETTINGS = {
-    "periodic": {"steps": [0, 4, 8], "pool": "validation", "tasks": 2,
-                 "regimes": {"clean": [1, 2], "at_training": [1, 2], "challenge": [1]}},
-    "final": {"step": 8, "pool": "test", "tasks": 2,
-              "regimes": {"clean": [1, 2], "noisy_p025": [1, 2], "heldout_types": [1, 2], "challenge": [1]}},
-    "diagnostic": {"steps": [0], "pool": "diagnostic", "tasks": 2, "schedules": 4, "samples": 4},
-    "training": {"steps": 2, "prompts": 2, "generations": 4},
+SETTINGS = {  # the flat form rules/common.smk expected_evidence writes
+    "periodic_steps": [0, 4, 8], "eval_tasks": 2,
+    "periodic_regimes": {"clean": [1, 2], "at_training": [1, 2], "challenge": [1]},
+    "final_step": 8, "final_tasks": 2,
+    "final_regimes": {"clean": [1, 2], "noisy_p025": [1, 2], "heldout_types": [1, 2], "challenge": [1]},
+    "diagnostic_steps": [0], "diagnostic_pool": "diagnostic", "diagnostic_tasks": 2, "diagnostic_schedules": 4,
+    "diagnostic_samples": 4,
+    "training_steps": 2, "prompts_per_step": 2, "num_generations": 4,
 }
 V0, V1 = "validation-00000", "validation-00001"
 T0, T1 = "test-00000", "test-00001"
@@ -92,7 +94,7 @@ def make_run(root: Path, cond: str, arm: str, seed: int, pools, lam_high=True, s
     ev = root / "results" / "evals" / run
     key = (arm, seed)
     for step in (0, 4, 8):
-        for regime, idxs in SETTINGS["periodic"]["regimes"].items():
+        for regime, idxs in SETTINGS["periodic_regimes"].items():
             rows = []
             for t, task in enumerate((V0, V1)):
                 for j, index in enumerate(idxs):
@@ -105,7 +107,7 @@ def make_run(root: Path, cond: str, arm: str, seed: int, pools, lam_high=True, s
                     rows.append(_episode(run, cond, arm, seed, "periodic", step, regime, task, index,
                                          eval_schedule_seed(task, index), s))
             _write(ev / f"periodic-step{step}-{regime}.jsonl", rows)
-    for regime, idxs in SETTINGS["final"]["regimes"].items():
+    for regime, idxs in SETTINGS["final_regimes"].items():
         rows = []
         for t, task in enumerate((T0, T1)):
             for j, index in enumerate(idxs):
@@ -143,8 +145,8 @@ def make_run(root: Path, cond: str, arm: str, seed: int, pools, lam_high=True, s
                            "advantages": [0.0] * 4})
     rdir = root / "results" / "runs" / run
     _write(rdir / "groups.jsonl", groups)
-    (rdir / "manifest.json").write_text(json.dumps({
-        "pools": {k: v["sha256"] for k, v in pools.items()}, "attempts": [{"attempt": 1, "code_version": "abc"}]}))
+    (rdir / "manifest.json").write_text(json.dumps(run_manifest(
+        run, {k: v["sha256"] for k, v in pools.items()}, attempts=[{"attempt": 1, "code_version": "abc"}])))
     return run
 
 
@@ -286,7 +288,7 @@ def test_pool_mismatch_is_refused(study):
     root, runs = study
     man = root / "results" / "runs" / "c2-paired-s0" / "manifest.json"
     data = json.loads(man.read_text())
-    data["pools"]["test"] = "0" * 64
+    data["pools_sha256"]["test"] = "0" * 64
     man.write_text(json.dumps(data))
     comp = completeness(root, "c2-paired-s0")
     assert not comp["complete"] and any(d["kind"] == "pool" for d in comp["defects"])

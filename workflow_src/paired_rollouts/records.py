@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -187,7 +188,7 @@ def _need(data: dict[str, Any], key: str, check: Any, where: str, what: str) -> 
     return data[key]
 
 
-def read_pool_manifest(path: str | Path) -> dict[str, Any]:
+def read_pool_manifest(path: str | Path) -> PoolManifest:
     """data/tasks/MANIFEST.json: ``pools: {name: {count, sha256}}``."""
     data = read_json(path)
     what = "pool manifest"
@@ -201,7 +202,7 @@ def read_pool_manifest(path: str | Path) -> dict[str, Any]:
         _need(entry, "sha256", _is_sha256, where, what)
         if "count" in entry and not _is_int(entry["count"]):
             raise UserError(f"{where}: 'count' is {entry['count']!r}, expected an integer")
-    return data
+    return PoolManifest(str(path), data, {name: entry["sha256"] for name, entry in pools.items()})
 
 
 def _is_sha256(v: Any) -> bool:
@@ -209,19 +210,6 @@ def _is_sha256(v: Any) -> bool:
 
 
 TYPE_WORDS[_is_sha256] = "a sha256 hex digest"
-
-
-def read_run_manifest(path: str | Path) -> dict[str, Any]:
-    """results/runs/RUN/manifest.json: an object whose pool hashes and attempts are well typed."""
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: a run manifest must be a JSON object")
-    attempts = data.get("attempts")
-    if attempts is not None and not (
-        isinstance(attempts, list) and all(isinstance(a, dict) for a in attempts)
-    ):
-        raise UserError(f"{path}: run manifest 'attempts' must be a list of objects")
-    return data
 
 
 COMPLETE = {
@@ -293,4 +281,197 @@ def read_probe_register(path: str | Path) -> dict[str, Any]:
     validate(data, PROBE, str(path), "probe register")
     if not isinstance(data.get("verdict"), dict | type(None)):
         raise UserError(f"{path}: 'verdict' is {type(data['verdict']).__name__}, expected an object")
+    return data
+
+
+# ----------------------------------------------------------------------------------------------
+# Typed records read by stats and render alike: one shape each (the one its writer writes); any
+# other shape is refused with one line naming the file.
+
+
+def _obj(data: Any, key: str, where: str, what: str) -> dict[str, Any]:
+    return _need(data, key, _is_dict, where, what)
+
+
+@dataclass(frozen=True)
+class RunManifest:
+    """results/runs/RUN/manifest.json as training/grpo.py and surrogate/run.py write it."""
+
+    path: str
+    run: str
+    condition: str
+    arm: str
+    seed: int
+    steps: int
+    prompts_per_step: int
+    num_generations: int
+    p: float
+    q: float
+    device: str
+    gpu: str | None
+    versions: dict[str, str]
+    pools_sha256: dict[str, str]
+    code_versions: list[str]
+    attempts: list[dict[str, Any]]
+    timings: list[dict[str, Any]]
+
+
+MANIFEST_TOP = {
+    "run": _is_str,
+    "condition": _is_condition,
+    "arm": _one_of(*ARMS),
+    "seed": _is_int,
+    "settings": _is_dict,
+    "noise": _is_dict,
+    "pools_sha256": _is_dict,
+    "versions": _is_dict,
+    "hardware": _is_dict,
+    "code": _is_dict,
+    "attempts": _list_of(_is_dict),
+}
+
+
+def read_run_manifest(path: str | Path) -> RunManifest:
+    """The run manifest, typed; a missing or mistyped key is one UserError naming the file and key."""
+    data = read_json(path)
+    where, what = str(path), "run manifest"
+    validate(data, MANIFEST_TOP, where, what)
+    settings, noise, hardware = data["settings"], data["noise"], data["hardware"]
+    for key in ("steps", "prompts_per_step", "num_generations"):
+        _need(settings, key, _is_int, f"{where}: settings", what)
+    for key in ("p", "q"):
+        _need(noise, key, _is_num, f"{where}: noise", what)
+    _need(hardware, "device", _is_str, f"{where}: hardware", what)
+    if "gpu" in hardware and not _is_str(hardware["gpu"]):
+        raise UserError(f"{where}: hardware.gpu is {hardware['gpu']!r}, expected a non-empty string")
+    for name, digest in data["pools_sha256"].items():
+        if not _is_sha256(digest):
+            raise UserError(f"{where}: pools_sha256.{name} is {digest!r}, expected a sha256 hex digest")
+    for name, version in data["versions"].items():
+        if version is not None and not isinstance(version, str):
+            raise UserError(f"{where}: versions.{name} is {version!r}, expected a string or null")
+    top = _need(data["code"], "sources_sha256", _is_str, f"{where}: code", what)
+    per_attempt = []
+    for i, attempt in enumerate(data["attempts"]):
+        if "code_version" in attempt:
+            per_attempt.append(_need(attempt, "code_version", _is_str, f"{where}: attempts[{i}]", what))
+    timings = data.get("timings") or []
+    if not _list_of(_is_dict)(timings):
+        raise UserError(f"{where}: 'timings' must be a list of objects")
+    return RunManifest(
+        path=where,
+        run=data["run"],
+        condition=data["condition"],
+        arm=data["arm"],
+        seed=data["seed"],
+        steps=settings["steps"],
+        prompts_per_step=settings["prompts_per_step"],
+        num_generations=settings["num_generations"],
+        p=float(noise["p"]),
+        q=float(noise["q"]),
+        device=hardware["device"],
+        gpu=hardware.get("gpu"),
+        versions={str(k): v for k, v in data["versions"].items() if v is not None},
+        pools_sha256=dict(data["pools_sha256"]),
+        code_versions=sorted(set(per_attempt or [top])),
+        attempts=list(data["attempts"]),
+        timings=list(timings),
+    )
+
+
+@dataclass(frozen=True)
+class PoolManifest:
+    """data/tasks/MANIFEST.json: ``pools: {name: {count, sha256}}`` (paired-rollouts tasks)."""
+
+    path: str
+    raw: dict[str, Any]
+    sha256: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Token:
+    """One time-stamp token of a verification report (prereg/verify.py)."""
+
+    record: str
+    name: str
+    gen_time: str | None
+    verified: bool
+
+
+@dataclass(frozen=True)
+class Verification:
+    """results/prereg/verification.json as ``paired-rollouts prereg verify`` writes it."""
+
+    path: str
+    passes: bool
+    imprint: str
+    test_authority: bool
+    documents: list[dict[str, Any]]
+    tokens: list[Token]
+    failures: list[str]
+
+
+def read_verification(path: str | Path) -> Verification:
+    data = read_json(path)
+    where, what = str(path), "pre-registration verification"
+    validate(
+        data,
+        {
+            "passes": _is_bool,
+            "imprint": _is_str,
+            "documents": _list_of(_is_dict),
+            "records": _list_of(_is_dict),
+            "failures": _list_of(_is_str),
+        },
+        where,
+        what,
+    )
+    documents = []
+    for i, doc in enumerate(data["documents"]):
+        validate(
+            doc, {"path": _is_str, "sha256": _is_str, "matches": _is_bool}, f"{where}: documents[{i}]", what
+        )
+        documents.append(doc)
+    tokens = []
+    for i, record in enumerate(data["records"]):
+        here = f"{where}: records[{i}]"
+        validate(record, {"record": _is_str, "tokens": _list_of(_is_dict)}, here, what)
+        for j, token in enumerate(record["tokens"]):
+            at = f"{here}.tokens[{j}]"
+            validate(token, {"name": _is_str, "rfc3161_client": _is_dict, "openssl": _is_dict}, at, what)
+            gen_time = token.get("gen_time")
+            if gen_time is not None and not _is_str(gen_time):
+                raise UserError(f"{at}: gen_time is {gen_time!r}, expected a string or null")
+            ok = [_need(token[k], "ok", _is_bool, f"{at}.{k}", what) for k in ("rfc3161_client", "openssl")]
+            tokens.append(Token(record["record"], token["name"], gen_time, all(ok)))
+    test_authority = data.get("test_authority", False)
+    if not _is_bool(test_authority):
+        raise UserError(f"{where}: 'test_authority' is {test_authority!r}, expected true or false")
+    return Verification(
+        where, data["passes"], data["imprint"], test_authority, documents, tokens, list(data["failures"])
+    )
+
+
+RUN_REGISTER = {
+    "run": _is_str,
+    "condition": _is_condition,
+    "arm": _one_of(*ARMS),
+    "seed": _is_int,
+    "curves": _is_dict,
+    "auc": _is_dict,
+    "final": _is_dict,
+}
+
+
+def read_run_register(path: str | Path) -> dict[str, Any]:
+    """results/runs/RUN/register.json (stats/run_register.py), typed at the keys render reads."""
+    data = read_json(path)
+    validate(data, RUN_REGISTER, str(path), "run register")
+    for block in ("auc", "final"):
+        for regime, value in data[block].items():
+            if value is not None and not _is_num(value):
+                raise UserError(f"{path}: {block}.{regime} is {value!r}, expected a finite number or null")
+    for regime, curve in data["curves"].items():
+        if not isinstance(curve, dict) or not all(k.isdigit() and _is_num(v) for k, v in curve.items()):
+            raise UserError(f"{path}: curves.{regime} must map steps to finite numbers")
     return data

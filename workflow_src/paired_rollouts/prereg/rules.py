@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,97 @@ def load_decision_rules(path: str | os.PathLike | None = None) -> dict:
     except yaml.YAMLError as exc:
         raise UserError(f"{source}: not valid YAML ({exc}); restore the frozen file") from exc
     return validate_decision_rules(data, str(source))
+
+
+# The frozen file names the at-training-noise validation set "noisy" (the paper's word); the episode
+# records call that regime "at_training" (docs/CONTRACT.md#episode-record).
+SET_ALIASES = {"noisy": "at_training"}
+
+
+@dataclass(frozen=True)
+class DecisionRules:
+    """Typed view of the validated rules; every threshold the decision stage applies is read here.
+
+    No key has a default: the file is frozen with the protocol and its schema is strict, so a missing
+    key is an error naming it, never a silently assumed number.
+    """
+
+    raw: dict[str, Any]
+    source: str = "<dict>"
+    sha256: str | None = None
+
+    def _get(self, *path: str) -> Any:
+        node: Any = self.raw
+        for key in path:
+            if not isinstance(node, dict) or key not in node:
+                raise UserError(
+                    f"{self.source}: decision rules lack '{'.'.join(path)}'; restore the frozen file"
+                )
+            node = node[key]
+        return node
+
+    def _float(self, *path: str) -> float:
+        return float(self._get(*path))
+
+    threshold = property(lambda self: self._float("threshold"))
+    resamples = property(lambda self: int(self._get("bootstrap", "resamples")))
+    seed = property(lambda self: int(self._get("bootstrap", "seed")))
+    h2_mean_at_least = property(lambda self: self._float("h2", "mean_at_least"))
+    h2_every_seed_positive = property(lambda self: bool(self._get("h2", "every_seed_positive")))
+    h2_final_direction = property(lambda self: bool(self._get("h2", "final_direction")))
+    h3_steps = property(lambda self: [int(s) for s in self._get("h3", "steps")])
+    h3_mean_at_least = property(lambda self: self._float("h3", "mean_at_least"))
+    h3_every_seed_positive = property(lambda self: bool(self._get("h3", "every_seed_positive")))
+    h3_set = property(lambda self: self._set(self._get("h3", "set")))
+    h5_lower_bound_above = property(lambda self: self._float("h5", "lower_bound_above"))
+    h5_set = property(lambda self: self._set(self._get("h5", "set")))
+    h1a_c4_independent_within = property(lambda self: self._float("h1a_c4", "independent_within"))
+    h1a_c4_paired_at_most = property(lambda self: self._float("h1a_c4", "paired_at_most"))
+    h1a_c4_q = property(lambda self: self._float("h1a_c4", "q"))
+    h1a_c4_group_size = property(lambda self: int(self._get("h1a_c4", "group_size")))
+    h1a_c4_expected_rate = property(lambda self: self._float("h1a_c4", "expected_independent_rate"))
+    h1a_c2_lambda_at_least = property(lambda self: self._float("h1a_c2", "lambda_at_least"))
+    h1a_c2_lower_bound_above = property(lambda self: self._float("h1a_c2", "lower_bound_above"))
+    h1a_c2_step = property(lambda self: int(self._get("h1a_c2", "diagnostic_step")))
+    paired_max_seeds = property(lambda self: int(self._get("h1a_c2", "paired_max_seeds_per_group")))
+    independent_min_seeds = property(lambda self: int(self._get("h1a_c2", "independent_min_seeds_per_group")))
+
+    def frozen_auc_weights(self, steps: list[int]) -> tuple[list[float], list[int]]:
+        """(frozen weights, frozen grid); the weights apply only on exactly the frozen grid."""
+        return [float(w) for w in self._get("auc_weights")], self.rule_steps
+
+    @property
+    def rule_steps(self) -> list[int]:
+        """The pre-registered periodic grid (for mapping H3 steps onto another grid)."""
+        return [int(s) for s in self._get("periodic_steps")]
+
+    def interval(self, section: str) -> tuple[float, float]:
+        """Percentile bounds of a section's central interval, e.g. 95 -> (2.5, 97.5)."""
+        level = float(self._get(section, "interval"))
+        return (100 - level) / 2, 100 - (100 - level) / 2
+
+    def _set(self, name: str) -> str:
+        return SET_ALIASES.get(str(name), str(name))
+
+    def sets(self, condition: str) -> dict[str, str]:
+        """The validation and final sets of H2 under ``condition`` (C2 or C4)."""
+        chosen = self._get("h2", "sets", condition)
+        return {"validation": self._set(chosen["validation"]), "final": self._set(chosen["final"])}
+
+
+def rules_from_dict(data: dict[str, Any], source: str = "<dict>", sha256: str | None = None) -> DecisionRules:
+    """A typed view of an (already validated, or deliberately edited) rules mapping."""
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: decision rules must be a mapping")
+    return DecisionRules(copy.deepcopy(data), source, sha256)
+
+
+def load_rules(path: str | os.PathLike | None = None) -> DecisionRules:
+    """The one loader: read, schema-check and wrap the frozen rules, with the file's sha256."""
+    from paired_rollouts.io import sha256_file
+
+    source = Path(path) if path is not None else DEFAULT_RULES_PATH
+    return rules_from_dict(load_decision_rules(source), str(source), sha256_file(source))
 
 
 # ---------------------------------------------------------------- tier rules (amendment A2) ----------

@@ -40,7 +40,7 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Write results/tables/tableN.tex from the registers it reads.",
     )
-    table.add_argument("--number", type=int, required=True, help="table number in the paper (1-12)")
+    table.add_argument("--number", type=int, required=True, help="table number (1-12 the paper's, 13-14 surrogate scales, 15-16 the tiers)")
     table.add_argument("--input", action="append", default=[], metavar="KEY=PATH",
                        help="an input file under a key the table declares (repeatable)")
     table.add_argument("--scale", required=True, help="scale label shown in the caption (e.g. stand-in, paper)")

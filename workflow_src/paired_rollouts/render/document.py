@@ -18,6 +18,7 @@ from typing import Any
 
 from paired_rollouts import io
 from paired_rollouts.errors import UserError
+from paired_rollouts.records import Verification, read_verification
 from paired_rollouts.render import figures as figs
 from paired_rollouts.render import format as fmt
 from paired_rollouts.render import sources as src
@@ -27,60 +28,34 @@ from paired_rollouts.render.format import Tex
 LOG_TAIL_LINES = 40
 
 
-def _token_rows(doc: src.Doc) -> list[dict[str, Tex]]:
-    """Time-stamp tokens, read leniently: prereg's ``records[].tokens[]`` or a top-level ``tokens``."""
-    tokens: list[tuple[str, dict]] = []
-    for record in doc.opt("records", default=[]) or []:
-        if isinstance(record, dict):
-            label = str(record.get("record", ""))
-            tokens.extend((label, t) for t in record.get("tokens", []) or [] if isinstance(t, dict))
-    tokens.extend(("", t) for t in doc.opt("tokens", default=[]) or [] if isinstance(t, dict))
+def _token_rows(verification: Verification) -> list[dict[str, Tex]]:
+    """One row per time-stamp token of the verification report (records[].tokens[], prereg/verify.py)."""
     rows = []
-    for label, token in tokens:
-        authority = token.get("authority") or token.get("name") or token.get("tsa") or token.get("url") or "?"
-        if label and label != "freeze":
-            authority = f"{authority} ({label})"
-        time = token.get("gen_time") or token.get("time") or token.get("time_stamp") or "time unknown"
-        verdicts = [token[k].get("ok") for k in ("rfc3161_client", "openssl") if isinstance(token.get(k), dict)]
-        if verdicts:
-            ok: bool | None = all(bool(v) for v in verdicts)
-        else:
-            ok = token.get("verified", token.get("ok"))
-        status = "verified" if ok is True else ("NOT verified" if ok is False else "status not recorded")
-        rows.append({"authority": fmt.escape(str(authority)), "time": fmt.escape(str(time)),
-                     "status": fmt.escape(status)})
+    for token in verification.tokens:
+        authority = token.name if token.record == "freeze" else f"{token.name} ({token.record})"
+        rows.append({"authority": fmt.escape(authority), "time": fmt.escape(token.gen_time or "time unknown"),
+                     "status": fmt.escape("verified" if token.verified else "NOT verified")})
     return rows
 
 
 def verification_context(path: Path) -> dict[str, Any]:
-    doc = src.load_verification(path)
-    passes = doc.opt("passes")
-    if passes is None:
-        passes = doc.opt("verified")
-    if passes is None:
-        raise UserError(f"{path}: missing key 'passes' (or 'verified') in the pre-registration verification")
+    verification = read_verification(path)
     documents = []
-    for entry in doc.opt("documents", default=[]) or []:
-        if not isinstance(entry, dict):
-            continue
-        sha = str(entry.get("sha256", ""))
-        matches = entry.get("matches")
-        status = "" if matches is None else ("(matches)" if matches else "(CHANGED since the freeze)")
-        documents.append({"path": fmt.escape(str(entry.get("path", "?"))), "sha": fmt.escape(sha[:16]),
+    for entry in verification.documents:
+        status = "(matches)" if entry["matches"] else "(CHANGED since the freeze)"
+        documents.append({"path": fmt.escape(entry["path"]), "sha": fmt.escape(entry["sha256"][:16]),
                           "status": fmt.escape(status)})
-    imprint = doc.opt("imprint") or doc.opt("sha256") or "not recorded"
-    status = "verified" if passes else "NOT verified"
-    if doc.opt("test_authority"):
+    status = "verified" if verification.passes else "NOT verified"
+    if verification.test_authority:
         status += " (local test time-stamp authority: stand-in only)"
-    failures = doc.opt("failures") or []
     note = ""
-    if failures:
-        note = "Verification failures: " + "; ".join(str(f) for f in failures[:5])
+    if verification.failures:
+        note = "Verification failures: " + "; ".join(verification.failures[:5])
     return {
         "prereg_status": fmt.escape(status),
-        "imprint": fmt.escape(str(imprint)),
+        "imprint": fmt.escape(verification.imprint),
         "documents": documents,
-        "tokens": _token_rows(doc),
+        "tokens": _token_rows(verification),
         "prereg_note": fmt.escape(note),
         "verification": str(path),
     }

@@ -1,11 +1,10 @@
 """Reading the rendering stage's inputs, and every assumption about their shapes, in one place.
 
-The registers are defined in ``docs/records.md`` (luck share, group statistics, decisions, probe) and
-``docs/CONTRACT.md#episode-record``. Where those are silent (the run manifest written by
-training, ``verification.json`` written by the pre-registration stage, the ``predictions`` block of
-``prereg/decision_rules.yaml``) this module reads leniently and the assumption is marked
-``ASSUMPTION``. A missing file or a missing required key is a :class:`UserError` that names the file
-and the key, so a broken upstream register is fixed upstream, not papered over in a table.
+The registers are defined in ``docs/records.md`` (luck share, group statistics, decisions, probe, run
+register, run manifest, verification) and ``docs/CONTRACT.md#episode-record``; the typed readers of
+``paired_rollouts.records`` (shared with the stats stage) check their shapes. A missing file or a
+missing required key is a :class:`UserError` that names the file and the key, so a broken upstream
+register is fixed upstream, not papered over in a table. Nothing here searches for synonyms.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Any
 
 from paired_rollouts import io
 from paired_rollouts.errors import UserError
-from paired_rollouts.records import iter_episodes
+from paired_rollouts.records import RunManifest, iter_episodes
 
 _ABSENT = object()
 RUN_RE = re.compile(r"^(?P<condition>c\d+)-(?P<arm>[a-z]+)-s(?P<seed>\d+)(?:-(?P<suffix>[a-z0-9_.-]+))?$")
@@ -191,7 +190,9 @@ def hypothesis(doc: Doc, name: str) -> Doc | None:
 
 def load_probe(path: Path) -> Doc:
     """A probe register (records.md section 6)."""
-    doc = _load_json(path, "probe register")
+    from paired_rollouts.records import read_probe_register
+
+    doc = Doc(path, read_probe_register(path), "probe register")
     doc.req("trajectory")
     checkpoints = doc.req("checkpoints")
     if not isinstance(checkpoints, dict) or not checkpoints:
@@ -208,8 +209,10 @@ def probe_steps(doc: Doc) -> list[int]:
 
 
 def load_luck(path: Path) -> Doc:
-    """A luck-share file (records.md section 1)."""
-    doc = _load_json(path, "luck-share file")
+    """A luck-share file (records.md section 1), through the typed reader the stats stage uses."""
+    from paired_rollouts.records import read_luck
+
+    doc = Doc(path, read_luck(path), "luck-share file")
     for key in ("run", "step", "lam", "tasks", "tasks_defined"):
         doc.req(key)
     return doc
@@ -224,49 +227,11 @@ def load_group_stats(path: Path) -> Doc:
     return doc
 
 
-def load_manifest(path: Path) -> Doc:
-    """A run manifest (written by training; ASSUMPTION: only its identity is required, see run_identity)."""
-    return _load_json(path, "run manifest")
+def load_run_register(path: Path) -> Doc:
+    """A per-run register (records.md section 3.1, written by ``paired-rollouts run-register``)."""
+    from paired_rollouts.records import read_run_register
 
-
-def load_verification(path: Path) -> Doc:
-    return _load_json(path, "pre-registration verification")
-
-
-def load_rules(path: Path) -> Doc:
-    """``prereg/decision_rules.yaml`` (YAML or JSON)."""
-    if not Path(path).is_file():
-        raise UserError(f"{path}: file not found")
-    text = Path(path).read_text(encoding="utf-8")
-    if Path(path).suffix in {".yaml", ".yml"}:
-        import yaml
-
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise UserError(f"{path}: not valid YAML ({exc})") from exc
-    else:
-        data = io.read_json(path)
-    return Doc(path, data if data is not None else {}, "decision rules")
-
-
-# ---------------------------------------------------------------- lenient lookups (ASSUMPTIONS)
-
-
-def find_key(data: Any, names: Sequence[str]) -> Any:
-    """Breadth-first search for the first of ``names`` anywhere in nested dicts (None if absent).
-
-    ASSUMPTION: used only for manifest/verification fields whose exact nesting no document fixes.
-    """
-    queue = [data]
-    while queue:
-        node = queue.pop(0)
-        if isinstance(node, dict):
-            for name in names:
-                if name in node and node[name] is not None:
-                    return node[name]
-            queue.extend(v for _, v in sorted(node.items()) if isinstance(v, dict))
-    return None
+    return Doc(path, read_run_register(path), "run register")
 
 
 def parse_run(name: str) -> tuple[str, str, int, str] | None:
@@ -290,46 +255,9 @@ class RunId:
                 self.arm, self.seed, self.run)
 
 
-def run_identity(doc: Doc) -> RunId:
-    """Run identity of a manifest: its ``run`` key (or folder name), condition, arm, seed.
-
-    ASSUMPTION: ``run``/``condition``/``arm``/``seed`` at the top level or anywhere nested (e.g. under
-    ``settings``); whatever is absent is taken from the run name (``{condition}-{arm}-s{seed}``).
-    """
-    run = find_key(doc.data, ["run", "run_name", "run_id"]) or doc.path.parent.name
-    parsed = parse_run(str(run))
-    condition = find_key(doc.data, ["condition"]) or (parsed[0] if parsed else None)
-    arm = find_key(doc.data, ["arm"]) or (parsed[1] if parsed else None)
-    seed = find_key(doc.data, ["seed"])
-    if seed is None and parsed:
-        seed = parsed[2]
-    for key, value in (("condition", condition), ("arm", arm), ("seed", seed)):
-        if value is None:
-            raise UserError(f"{doc.path}: missing key '{key}' in the run manifest and the run name "
-                            f"{run!r} does not encode it")
-    return RunId(str(run), str(condition).upper(), str(arm), int(seed))
-
-
-def manifest_stack(doc: Doc) -> dict[str, Any]:
-    """Accelerator and software stack of a run manifest, leniently (ASSUMPTION; None when absent)."""
-    accelerator = find_key(doc.data, ["accelerator", "device_kind", "gpu_model", "device"])
-    hardware = find_key(doc.data, ["hardware", "gpu_name", "gpu", "device_name"])
-    if isinstance(hardware, dict):
-        hardware = find_key(hardware, ["name", "gpu", "model", "device_name", "device"])
-    versions = find_key(doc.data, ["versions", "software", "packages"])
-    versions = versions if isinstance(versions, dict) else {}
-    return {
-        "accelerator": None if accelerator is None else str(accelerator),
-        "hardware": None if hardware is None or isinstance(hardware, dict | list) else str(hardware),
-        "versions": {str(k): str(v) for k, v in versions.items() if v is not None},
-        "p": find_key(doc.data, ["p"]),
-        "q": find_key(doc.data, ["q"]),
-        "steps": find_key(doc.data, ["steps", "max_steps"]),
-        "prompts": find_key(doc.data, ["prompts_per_step"]),
-        "G": find_key(doc.data, ["num_generations", "G"]),
-        "code_version": find_key(doc.data, ["code_version", "git_commit", "commit"]),
-        "scale": find_key(doc.data, ["scale"]),
-    }
+def manifest_identity(manifest: RunManifest) -> RunId:
+    """The run identity a (typed) run manifest records."""
+    return RunId(manifest.run, manifest.condition.upper(), manifest.arm, manifest.seed)
 
 
 # ---------------------------------------------------------------- episode records (docs/CONTRACT.md#episode-record)
@@ -374,18 +302,6 @@ class RunEpisodes:
 
     def regimes(self, phase: str) -> list[str]:
         return sorted({r for (p, _, r) in self.cells if p == phase})
-
-
-def auc(curve: Sequence[tuple[int, float]]) -> float | None:
-    """Normalised trapezoid over the evaluated steps (docs/analysis.md#curves-and-auc); None for < 2 points."""
-    if len(curve) < 2:
-        return None
-    steps = [s for s, _ in curve]
-    span = steps[-1] - steps[0]
-    if span <= 0:
-        return None
-    area = sum((s1 - s0) * (v0 + v1) / 2 for (s0, v0), (s1, v1) in zip(curve, curve[1:], strict=False))
-    return area / span
 
 
 def _episode_files(path: Path) -> list[Path]:

@@ -82,9 +82,9 @@ def _completeness(args: argparse.Namespace) -> int:
 def _decide(args: argparse.Namespace) -> int:
     from paired_rollouts.design import Comparison, parse_conditions
     from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.prereg.rules import load_rules
     from paired_rollouts.records import read_pool_manifest
     from paired_rollouts.stats.decisions import decide, load_episodes, load_groups, load_inputs
-    from paired_rollouts.stats.rules import load_rules
 
     rules = load_rules(args.rules)
     manifest = read_pool_manifest(args.manifest)

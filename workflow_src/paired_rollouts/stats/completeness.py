@@ -24,6 +24,7 @@ from paired_rollouts.errors import UserError
 from paired_rollouts.io import iter_jsonl, sha256_file
 from paired_rollouts.noise.seeds import diagnostic_seed, eval_schedule_seed, row_order, training_schedule_seed
 from paired_rollouts.records import (
+    PoolManifest,
     iter_episodes,
     iter_groups,
     read_luck,
@@ -40,19 +41,12 @@ FLAT_KEYS = {"run", "periodic_steps", "periodic_regimes", "final_step", "final_r
 PERIODIC_INDICES = {regime: list(k) for regime, k in PERIODIC_REGIMES.items()}
 FINAL_INDICES = {regime: list(k) for regime, k in {**FINAL_REGIMES, "at_training": AT_TRAINING_FINAL_INDICES}.items()}
 SETTINGS_HELP = """\
-settings keys (JSON object):
-  periodic:   {steps: [0, 20, ...], pool: validation, tasks: 64,
-               regimes: {clean: [1, 2], at_training: [1, 2], challenge: [1]}}
-  final:      {step: 100, pool: test, tasks: 200, regimes: {clean: [1, 2, 3, 4], ..., challenge: [1]}}
-  diagnostic: {steps: [0, 50, 100], pool: diagnostic, tasks: 16, schedules: 8, samples: 8}
-              (pool validation or test: the first N tasks after task_filter, as at stand-in scale)
-  training:   {steps: 100, prompts: 24, generations: 8}
-  run:        optional; must equal --run
-(regime lists are schedule indices; tasks are the first N task_ids of data/tasks/{pool}.jsonl)
-The flat form is accepted too: {run, periodic_steps, periodic_regimes, final_step, final_regimes,
-eval_tasks, final_tasks, training_steps, prompts_per_step, num_generations, diagnostic_steps
-[, diagnostic_pool, diagnostic_tasks, diagnostic_schedules, diagnostic_samples]}; regimes given as a list of names get
-the standard schedule indices (periodic 1-2, final 1-4, challenge 1)."""
+settings keys (one flat JSON object, as rules/common.smk expected_evidence writes it):
+  run, task_filter, periodic_steps, periodic_regimes, final_step, final_regimes, eval_tasks, final_tasks,
+  training_steps, prompts_per_step, num_generations, diagnostic_steps, diagnostic_pool, diagnostic_tasks,
+  diagnostic_schedules, diagnostic_samples
+(regimes: a list of names, which get the standard schedule indices (periodic 1-2, final 1-4, challenge 1),
+or a mapping regime -> schedule indices; tasks are the first N task_ids of data/tasks/{pool}.jsonl)"""
 MAX_LISTED = 20
 KNOWN_REGIMES = EVALUATION_REGIMES
 
@@ -89,12 +83,22 @@ def _indices(regimes: Any, table: dict[str, list[int]], where: str) -> dict[str,
 
 
 def normalize_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """Accept the nested form (documented) or the flat form that the Snakemake rules build."""
-    if not (set(settings) & (FLAT_KEYS - {"run"})):
-        return settings
+    """The flat settings object the Snakemake rules build (rules/common.smk ``expected_evidence``), as the
+    internal per-phase form recorded in ``complete.json``; any other key is an error."""
+    if not isinstance(settings, dict):
+        raise UserError(f"completeness settings: expected a JSON object\n{SETTINGS_HELP}")
     unknown = set(settings) - FLAT_KEYS
     if unknown:
         raise UserError(f"completeness settings: unknown keys {sorted(unknown)}\n{SETTINGS_HELP}")
+    for key in ("eval_tasks", "final_tasks", "final_step", "training_steps", "prompts_per_step", "num_generations"):
+        if key in settings:
+            _int(settings[key], key)
+    for key in ("diagnostic_tasks", "diagnostic_schedules", "diagnostic_samples"):
+        if settings.get(key) is not None:
+            _int(settings[key], key)
+    for key in ("periodic_steps", "diagnostic_steps"):
+        if key in settings:
+            _ints(settings[key], key)
     try:
         out: dict[str, Any] = {}
         if "run" in settings:
@@ -205,44 +209,10 @@ def pool_task_ids(tasks_dir: Path, pool: str, count: int, task_filter: str = "al
     return [str(rec["task_id"]) for rec in first_selected(list(iter_jsonl(path)), pool, count, task_filter, path)]
 
 
-def _pool_hashes(manifest: dict[str, Any]) -> dict[str, str]:
-    """{name: sha256} from a data or run manifest (several accepted shapes)."""
-    pools = next((manifest[k] for k in ("pools", "task_pools", "pools_sha256", "files") if k in manifest), None)
-    if not isinstance(pools, dict):
-        return {}
-    out = {}
-    for name, value in pools.items():
-        if isinstance(value, dict) and "sha256" in value:
-            out[name] = str(value["sha256"])
-        elif isinstance(value, str):
-            out[name] = value
-    return out
-
-
-def _paper(manifest: dict[str, Any]) -> bool:
+def _paper(manifest: PoolManifest) -> bool:
     from paired_rollouts.backoffice.tasks import paper_pools
 
-    return paper_pools(manifest)
-
-
-def _code_of(node: dict[str, Any]) -> str | None:
-    """A code version from a manifest or attempt entry: code_version, code.sources_sha256, git_commit."""
-    if node.get("code_version") is not None:
-        return str(node["code_version"])
-    code = node.get("code")
-    if isinstance(code, dict) and (code.get("sources_sha256") or code.get("version")):
-        return str(code.get("sources_sha256") or code.get("version"))
-    if isinstance(code, str):
-        return code
-    return str(node["git_commit"]) if node.get("git_commit") is not None else None
-
-
-def _code_versions(manifest: dict[str, Any]) -> list[str]:
-    """Distinct code versions over the run's attempts (top-level entry if attempts record none)."""
-    versions = [v for a in manifest.get("attempts") or [] if isinstance(a, dict) and (v := _code_of(a))]
-    if not versions and (top := _code_of(manifest)):
-        versions.append(top)
-    return sorted(set(versions))
+    return paper_pools(manifest.raw)
 
 
 class _Checker:
@@ -513,7 +483,7 @@ def check_run(
             train_ids = [str(t["task_id"]) for t in select_tasks(list(iter_jsonl(train_pool)), task_filter)]
         groups_found, rollouts_found = chk.groups_file(Path(groups_path), steps, prompts, gens, train_ids)
 
-    expected_pools = _pool_hashes(data_manifest)
+    expected_pools = data_manifest.sha256
     if not expected_pools:
         raise UserError(f"{data_manifest_path}: no 'pools' with sha256 values; regenerate with 'paired-rollouts tasks'")
     task_pools: dict[str, Any] = {}
@@ -522,7 +492,7 @@ def check_run(
         chk.missing.append({"kind": "file", "path": "manifest.json"})
     else:
         run_manifest = read_run_manifest(run_manifest_path)
-        run_pools = _pool_hashes(run_manifest)
+        run_pools = run_manifest.pools_sha256
         if not run_pools:
             chk.defects.append({"kind": "pool", "name": None, "problem": "run manifest records no task-pool hashes"})
         for name in sorted(set(expected_pools) | set(run_pools)):
@@ -531,7 +501,7 @@ def check_run(
             if run_pools and got != want:
                 chk.defects.append({"kind": "pool", "name": name,
                                     "problem": "run manifest sha256 differs from the data manifest"})
-        code_versions = _code_versions(run_manifest)
+        code_versions = run_manifest.code_versions
         if not code_versions:
             chk.defects.append({"kind": "code_version", "problem": "run manifest records no code version"})
         elif len(code_versions) > 1:

@@ -28,13 +28,12 @@ from paired_rollouts.design import (
 )
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
-from paired_rollouts.records import iter_episodes, iter_groups, read_completeness, read_luck
+from paired_rollouts.prereg.rules import DecisionRules
+from paired_rollouts.records import PoolManifest, iter_episodes, iter_groups, read_completeness, read_luck
 from paired_rollouts.stats.bootstrap import paired_bootstrap, percentile_interval
-from paired_rollouts.stats.completeness import _pool_hashes
 from paired_rollouts.stats.curves import auc_weights, parse_run_name, round4, steps_to_threshold
 from paired_rollouts.stats.groups import group_flags, seed_sharing, spurious_rate_closed_form
 from paired_rollouts.stats.luck_share import build_tables, lam_bootstrap, variance_components
-from paired_rollouts.stats.rules import DecisionRules
 
 H2_NAME = {"C2": "H2a", "C4": "H2b"}
 THRESHOLD_CURVE = "at_training"
@@ -286,7 +285,7 @@ def applied_auc_weights(steps: list[int], rules: DecisionRules) -> tuple[np.ndar
     """The frozen ``auc_weights`` when the evaluated steps are the frozen grid; otherwise (a smaller
     scale evaluates another grid) the trapezoid on the evaluated steps, recording both and which decided."""
     frozen, grid = rules.frozen_auc_weights(steps)
-    if frozen is not None and list(steps) == grid:
+    if list(steps) == grid:
         return np.array(frozen), {"source": "rules", "rule_weights": frozen, "rule_steps": grid}
     return auc_weights(steps), {
         "source": "trapezoid on the evaluated steps (the frozen weights are for another step grid)",
@@ -331,7 +330,7 @@ def hypothesis_h2(pairs, condition: str, rules: DecisionRules, *, sets: dict[str
         "curve_independent": {str(s): c.mean(axis=1).tolist() for s, c in zip(seeds, ci, strict=True)},
         "auc_paired": auc_p.tolist(), "auc_independent": auc_i.tolist(),
         "auc_difference_by_seed": diffs.tolist(), "auc_difference_mean": float(diffs.mean()),
-        "auc_difference_ci95": percentile_interval(reps, *rules.interval("h2", 95)),
+        "auc_difference_ci95": percentile_interval(reps, *rules.interval("h2")),
         "final_paired_by_seed": fin_p.tolist(), "final_independent_by_seed": fin_i.tolist(),
         "final_difference_mean": float(fin_p.mean() - fin_i.mean()),
         "rule": {"mean_at_least": rules.h2_mean_at_least, "mean_criterion": mean_criterion,
@@ -359,7 +358,7 @@ def hypothesis_h3(pairs, rules: DecisionRules) -> dict[str, Any]:
         "hypothesis": "H3", "computed": True, "set": h3_set, "steps": steps, "steps_rule": rules.h3_steps,
         "tasks": len(tasks), "seeds": [p.seed for p, _ in pairs], "runs": [[p.run, i.run] for p, i in pairs],
         "difference_by_seed": diffs.tolist(), "difference_mean": float(diffs.mean()),
-        "ci95": percentile_interval(reps, *rules.interval("h3", 95)),
+        "ci95": percentile_interval(reps, *rules.interval("h3")),
         "rule": {"mean_at_least": rules.h3_mean_at_least, "mean_criterion": mean_criterion,
                  "every_seed_positive": every},
         "passes": mean_criterion and (every or not rules.h3_every_seed_positive), "bootstrap": boot,
@@ -377,7 +376,7 @@ def hypothesis_h5(pairs, rules: DecisionRules) -> dict[str, Any]:
     contrib = np.stack([p.final_scores(h5_set, tasks) - i.final_scores(h5_set, tasks) for p, i in pairs])
     diffs = contrib.mean(axis=1)
     reps = paired_bootstrap(contrib, rules.resamples, np.random.default_rng(rules.seed))
-    lo, hi = percentile_interval(reps, *rules.interval("h5", 90))
+    lo, hi = percentile_interval(reps, *rules.interval("h5"))
     return round4({
         "hypothesis": "H5", "computed": True, "set": h5_set, "tasks": len(tasks),
         "seeds": [p.seed for p, _ in pairs], "runs": [[p.run, i.run] for p, i in pairs],
@@ -424,7 +423,7 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
         return _not_computed("H1a", "no admitted run")
     rng = np.random.default_rng(rules.seed)
     step = rules.h1a_c2_step
-    lo_pct, hi_pct = rules.interval("h1a_c2", 95)
+    lo_pct, hi_pct = rules.interval("h1a_c2")
     luck_out: dict[str, Any] = {}
     for ev in runs:
         lams, source = _base_lams(ev.run, ev, luck, step)
@@ -591,10 +590,10 @@ def _mean_dicts(dicts: list[dict[str, float]]) -> dict[str, float]:
 HYPOTHESES = ("H1a", "H2a", "H2b", "H3", "H5")
 
 
-def _is_paper(manifest: dict[str, Any]) -> bool:
+def _is_paper(manifest: PoolManifest) -> bool:
     from paired_rollouts.backoffice.tasks import paper_pools
 
-    return paper_pools(manifest)
+    return paper_pools(manifest.raw)
 
 
 def _run_inputs(run: str, groups: dict[str, Any], luck: dict[str, tuple[str, Any]]) -> dict[str, str]:
@@ -614,7 +613,7 @@ def decide(
     condition: str,
     episodes: dict[str, RunEvidence],
     rules: DecisionRules,
-    manifest: dict[str, Any],
+    manifest: PoolManifest,
     *,
     groups: dict[str, list[dict[str, Any]]] | None = None,
     luck: dict[str, tuple[str, Any]] | None = None,
@@ -638,9 +637,9 @@ def decide(
     tier1 = comparison.tier == 1
     groups = groups if groups is not None else {}
     luck, complete = luck or {}, complete or {}
-    pools = _pool_hashes(manifest)
+    pools = manifest.sha256
     if not pools:
-        raise UserError("data manifest has no 'pools' with sha256 values")
+        raise UserError(f"{manifest.path}: no pools in the data manifest; regenerate with 'paired-rollouts tasks'")
     arms = (comparison.treatment, comparison.control)
     candidates = {r: ev for r, ev in episodes.items()
                   if ev.condition == condition and ev.arm in arms and ev.scaling == comparison.scaling}

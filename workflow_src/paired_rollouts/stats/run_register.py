@@ -94,12 +94,12 @@ def build_register(run_dir: str | Path, results: str | Path) -> dict[str, Any]:
                 }
             )
     manifest_path = run_dir / "manifest.json"
-    manifest = read_run_manifest(manifest_path) if manifest_path.is_file() else {}
-    timings = [t for t in manifest.get("timings") or [] if isinstance(t, dict)]
+    manifest = read_run_manifest(manifest_path) if manifest_path.is_file() else None
+    timings = manifest.timings if manifest is not None else []
     seconds = [float(t["seconds"]) for t in timings if isinstance(t.get("seconds"), int | float)]
     attempts = [
         {k: a.get(k) for k in ("attempt", "started", "finished", "resumed_from_step", "status")}
-        for a in manifest.get("attempts") or []
+        for a in (manifest.attempts if manifest is not None else [])
     ]
     inventory = sorted(
         int(p.name.removeprefix("step"))

@@ -41,8 +41,8 @@ def _cached(ev: Any) -> Any:
 
 def power_table(args: Any, progress: bool = False) -> dict[str, Any]:
     from paired_rollouts.io import read_json, sha256_file
+    from paired_rollouts.prereg.rules import DecisionRules, load_rules
     from paired_rollouts.stats.decisions import hypothesis_h2, hypothesis_h3, hypothesis_h5, load_episodes
-    from paired_rollouts.stats.rules import DecisionRules, load_rules
 
     rules = load_rules(args.rules)
     raw = dict(rules.raw)

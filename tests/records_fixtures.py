@@ -1,0 +1,149 @@
+"""Small synthetic records in the exact shapes their writers produce (the typed readers in
+``paired_rollouts.records`` refuse any other shape)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from paired_rollouts.design import parse_run
+
+
+def run_manifest(
+    run: str,
+    pools_sha256: dict[str, str],
+    code: str = "abc",
+    *,
+    steps: int = 2,
+    prompts: int = 2,
+    generations: int = 4,
+    p: float = 0.25,
+    q: float = 0.0,
+    device: str = "cpu",
+    versions: dict[str, str | None] | None = None,
+    attempts: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A run manifest as training/grpo.py writes it (the keys records.read_run_manifest reads)."""
+    ident = parse_run(run)
+    return {
+        "run": run,
+        "condition": ident.condition,
+        "arm": ident.arm,
+        "seed": ident.seed,
+        "settings": {"steps": steps, "prompts_per_step": prompts, "num_generations": generations},
+        "noise": {"p": p, "q": q},
+        "pools_sha256": dict(pools_sha256),
+        "versions": versions if versions is not None else {"python": "3.11.7", "torch": "2.6.0"},
+        "hardware": {"device": device},
+        "code": {"sources_sha256": code},
+        "attempts": attempts if attempts is not None else [{"attempt": 1, "status": "complete"}],
+        "timings": [],
+    }
+
+
+def run_registers(results, out) -> list:
+    """Run registers of every run under ``results/evals``, built by the stats stage's own
+    ``build_register`` (so a renamed register key fails the render tests), written to ``out/runs/RUN``
+    with a copy of the run's manifest."""
+    import json
+    from pathlib import Path
+
+    from paired_rollouts.io import sha256_file
+    from paired_rollouts.stats.run_register import build_register
+
+    results, out = Path(results), Path(out)
+    paths = []
+    for evals in sorted(p for p in (results / "evals").iterdir() if p.is_dir()):
+        run_dir = out / "runs" / evals.name
+        run_dir.mkdir(parents=True, exist_ok=True)
+        manifest = results / "runs" / evals.name / "manifest.json"
+        if manifest.is_file():  # beside its register, so that tables pair them by results tree
+            (run_dir / "manifest.json").write_bytes(manifest.read_bytes())
+        files = {f"evals/{f.name}": sha256_file(f) for f in sorted(evals.glob("*.jsonl"))}
+        (run_dir / "complete.json").write_text(
+            json.dumps(
+                {
+                    "run": evals.name,
+                    "complete": True,
+                    "files": files,
+                    "task_pools": {},
+                    "code_versions": ["abc"],
+                    "missing": [],
+                    "defects": [],
+                }
+            )
+        )
+        (run_dir / "register.json").write_text(json.dumps(build_register(run_dir, results)))
+        paths.append(run_dir / "register.json")
+    return paths
+
+
+def predictions_register(
+    decisions: list, probes: list, out, tier_rules="prereg/tier_rules.yaml", group_size=4
+):
+    """The predictions register of the given decision and probe registers, judged by the stats stage's
+    own ``judge`` on the repository's tier rules; written to ``out``."""
+    import json
+    from pathlib import Path
+
+    from paired_rollouts.prereg.rules import load_tier_rules
+    from paired_rollouts.records import read_decision_register, read_probe_register
+    from paired_rollouts.stats.curves import round4
+    from paired_rollouts.stats.predictions import judge
+
+    register = judge(
+        load_tier_rules(tier_rules),
+        {Path(p).stem: read_decision_register(p) for p in decisions},
+        {Path(p).stem: read_probe_register(p) for p in probes},
+        group_size,
+    )
+    Path(out).write_text(json.dumps(round4(register)))
+    return Path(out)
+
+
+def synthetic_study(root) -> dict:
+    """A small study (C2 and C4, seeds 0 and 1, both arms) whose every register is written by the stats
+    stage's own commands from synthetic episode records: completeness, luck share, group statistics,
+    run registers, the C2 and C4 decisions and the predictions register. Returns {input key: [paths]}."""
+    from pathlib import Path
+
+    from paired_rollouts.cli import main
+    from test_stats_decisions import completeness, decide, luck, make_pools, make_run
+
+    root = Path(root)
+    res = root / "results"
+    pools = make_pools(root)
+    runs = {
+        c: [make_run(root, c, arm, s, pools) for s in (0, 1) for arm in ("paired", "independent")]
+        for c in ("C2", "C4")
+    }
+    everyone = [r for c in runs for r in runs[c]]
+    for run in everyone:
+        luck(root, run)
+        assert completeness(root, run)["complete"], run
+        assert (
+            main(
+                [
+                    "group-stats",
+                    "--groups",
+                    str(res / "runs" / run / "groups.jsonl"),
+                    "--out",
+                    str(res / "runs" / run / "group_stats.json"),
+                ]
+            )
+            == 0
+        )
+    for c in runs:
+        decide(root, c, runs[c], out_name=f"results/decisions/{c.lower()}.json")
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.stats.run_register import build_register
+
+    for run in everyone:
+        atomic_write_json(res / "runs" / run / "register.json", build_register(res / "runs" / run, res))
+    return {
+        "episodes": sorted(res.glob("evals/*/*.jsonl")),
+        "manifests": sorted(res.glob("runs/*/manifest.json")),
+        "group_stats": sorted(res.glob("runs/*/group_stats.json")),
+        "luck": sorted(res.glob("diagnostics/*/luck-step*.json")),
+        "registers": sorted(res.glob("runs/*/register.json")),
+        "decisions": [res / "decisions" / "c2.json", res / "decisions" / "c4.json"],
+    }

@@ -1,0 +1,203 @@
+"""Tables of learning outcomes per run: final success under tool faults (8, from the episode
+records) and one seed pair's curves (9, from the run registers)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts.errors import UserError
+from paired_rollouts.render import format as fmt
+from paired_rollouts.render import sources as src
+from paired_rollouts.render.format import Tex
+from paired_rollouts.render.tables.model import (  # noqa: F401
+    ARM_LABELS,
+    DELTA,
+    GE,
+    I_,
+    LE,
+    NON_PAPER_POOLS,
+    REGIME_LABELS,
+    Context,
+    P,
+    Row,
+    TableModel,
+    TableSpec,
+    _decisions,
+    _diff,
+    _int,
+    _mean,
+    _not_computed,
+    _num,
+    _run_label,
+    regime_label,
+)
+
+# ---------------------------------------------------------------- episode-based tables
+
+
+def _episodes(ctx: Context, what: str) -> list[src.RunEpisodes]:
+    runs = src.load_episodes(ctx.inputs.files("episodes"))
+    if not runs:
+        raise UserError(f"{what}: the episode files hold no periodic or final records")
+    return src.single_runs(runs, what)
+
+
+def fault_robustness_table(ctx: Context) -> TableModel:
+    runs = _episodes(ctx, "table 8")
+    # at_training is the C4 runs' own regime (grader flips at q = 0.10); the other runs are not evaluated there
+    regimes = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge", "at_training"]
+    table = TableModel(
+        [Tex("Run")] + [regime_label(r) for r in regimes],
+        ["l"] + ["r"] * len(regimes),
+        groups=[(Tex(""), 1), (Tex("Final test success"), len(regimes))],
+        size=r"\small",
+    )
+    groups: dict[tuple[str, str], list[src.RunEpisodes]] = defaultdict(list)
+    for run in runs:
+        groups[(run.condition, run.arm)].append(run)
+    order = sorted(
+        groups, key=lambda k: ({"C4": 0, "C2": 1, "C0": 2}.get(k[0], 9), src.ARM_ORDER.get(k[1], 9))
+    )
+    means: dict[tuple[str, str], dict[str, float | None]] = {}
+    for index, key in enumerate(order):
+        if index:
+            table.rule()
+        table.section(f"{key[0]}, {ARM_LABELS.get(key[1], key[1])}")
+        for run in groups[key]:
+            table.add(
+                [_run_label(run.run)]
+                + [fmt.prop(run.final(r), 3, table.notes, "not evaluated") for r in regimes]
+            )
+        means[key] = {r: _mean([run.final(r) for run in groups[key]]) for r in regimes}
+        table.add(
+            [Tex(r"\textit{mean}")]
+            + [fmt.prop(means[key][r], 3, table.notes, "not every seed evaluated") for r in regimes]
+        )
+    comparisons = []
+    for arm in ("paired", "independent"):
+        if ("C4", arm) in means:
+            if ("C0", "clean") in means:
+                comparisons.append((f"C4 {arm} $-$ C0", ("C4", arm), ("C0", "clean")))
+            if ("C2", arm) in means:
+                comparisons.append((f"C4 {arm} $-$ C2 {arm}", ("C4", arm), ("C2", arm)))
+    if comparisons:
+        table.rule()
+        table.section("differences of the means")
+        for label, a, b in comparisons:
+            table.add(
+                [Tex(label)]
+                + [
+                    fmt.signed(_diff(means[a][r], means[b][r]), 3, table.notes, "not every seed evaluated")
+                    for r in regimes
+                ]
+            )
+    return table
+
+
+@dataclass(frozen=True)
+class RunCurves:
+    """One run's curves and AUC as its run register holds them (stats/run_register.py computes them)."""
+
+    run: str
+    condition: str
+    arm: str
+    seed: int
+    curves: dict[str, dict[int, float]]
+    auc: dict[str, float | None]
+    final: dict[str, float | None]
+
+    def value(self, step: int, regime: str) -> float | None:
+        return self.curves.get(regime, {}).get(step)
+
+    def steps(self) -> list[int]:
+        return sorted({s for curve in self.curves.values() for s in curve})
+
+
+def _run_curves(path: Path) -> RunCurves:
+    doc = src.load_run_register(path)
+    return RunCurves(
+        str(doc.req("run")),
+        str(doc.req("condition")).upper(),
+        str(doc.req("arm")),
+        int(doc.req("seed")),
+        {regime: {int(k): float(v) for k, v in curve.items()} for regime, curve in doc.req("curves").items()},
+        {regime: _num(v) for regime, v in doc.req("auc").items()},
+        {regime: _num(v) for regime, v in doc.req("final").items()},
+    )
+
+
+def _pick_pair(runs: list[RunCurves], settings: dict[str, Any]) -> tuple[RunCurves, RunCurves]:
+    condition = str(settings.get("condition", "")).upper() or None
+    seed = settings.get("seed")
+    candidates: dict[tuple[str, int], dict[str, RunCurves]] = defaultdict(dict)
+    for run in runs:
+        if run.arm in candidates[(run.condition, run.seed)]:
+            raise UserError(
+                f"table 9: two run registers for {run.condition} {run.arm} seed {run.seed}; pass one"
+            )
+        candidates[(run.condition, run.seed)][run.arm] = run
+    pairs = sorted(
+        (
+            k
+            for k, v in candidates.items()
+            if {"paired", "independent"} <= set(v)
+            and (condition is None or k[0] == condition)
+            and (seed is None or k[1] == int(seed))
+        ),
+        key=lambda k: (src.CONDITION_ORDER.get(k[0], 9), k[1]),
+    )
+    if not pairs:
+        raise UserError(
+            "table 9: the run registers hold no paired/independent seed pair"
+            + (f" for condition {condition}" if condition else "")
+            + (f" and seed {seed}" if seed is not None else "")
+            + "; pass both runs' results/runs/RUN/register.json"
+        )
+    chosen = candidates[pairs[0]]
+    return chosen["paired"], chosen["independent"]
+
+
+def seed_pair_curves_table(ctx: Context) -> TableModel:
+    runs = [_run_curves(p) for p in ctx.inputs.files("registers")]
+    paired, independent = _pick_pair(runs, ctx.settings)
+    regimes = [r for r in src.PERIODIC_REGIMES if paired.curves.get(r) or independent.curves.get(r)]
+    headers = [Tex("Step")]
+    for _ in regimes:
+        headers += [P, I_, DELTA]
+    table = TableModel(
+        headers,
+        ["r"] + ["r"] * (3 * len(regimes)),
+        groups=[(Tex(""), 1)] + [(regime_label(r), 3) for r in regimes],
+        size=r"\small",
+        title_detail=f" ({paired.condition}, seed {paired.seed})",
+    )
+    for step in sorted(set(paired.steps()) | set(independent.steps())):
+        cells = [fmt.integer(step)]
+        for regime in regimes:
+            a, b = paired.value(step, regime), independent.value(step, regime)
+            cells += [
+                fmt.prop(a, 3, table.notes, "not evaluated"),
+                fmt.prop(b, 3, table.notes, "not evaluated"),
+                fmt.signed(_diff(a, b), 3, table.notes, "not evaluated"),
+            ]
+        table.add(cells)
+    table.rule()
+    cells = [Tex("AUC")]
+    for regime in regimes:
+        a, b = paired.auc.get(regime), independent.auc.get(regime)
+        cells += [
+            fmt.prop(a, 3, table.notes, "not evaluated"),
+            fmt.prop(b, 3, table.notes, "not evaluated"),
+            fmt.signed(_diff(a, b), 3, table.notes, "not evaluated"),
+        ]
+    table.add(cells)
+    table.extra_notes.append(
+        Tex(
+            f"\\textsc{{p}} = \\texttt{{{fmt.escape(paired.run)}}}, \\textsc{{i}} = \\texttt{{{fmt.escape(independent.run)}}}; "
+            "$\\Delta$ = \\textsc{p} $-$ \\textsc{i}."
+        )
+    )
+    return table

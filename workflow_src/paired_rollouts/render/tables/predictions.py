@@ -1,0 +1,101 @@
+"""Tables of the predictions registers: tier 1 (6) and with the later tiers (15)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from paired_rollouts.render import format as fmt
+from paired_rollouts.render import sources as src
+from paired_rollouts.render.format import Tex
+from paired_rollouts.render.tables.model import (  # noqa: F401
+    ARM_LABELS,
+    DELTA,
+    GE,
+    I_,
+    LE,
+    NON_PAPER_POOLS,
+    REGIME_LABELS,
+    Context,
+    P,
+    Row,
+    TableModel,
+    TableSpec,
+    _decisions,
+    _diff,
+    _int,
+    _mean,
+    _not_computed,
+    _num,
+    _run_label,
+    regime_label,
+)
+
+# ---------------------------------------------------------------- table 6: predictions
+
+
+def _observed_text(observed: dict[str, Any]) -> str:
+    """The numbers a prediction was judged on, compactly (nested blocks as name: a, b)."""
+    parts = []
+    for key, value in observed.items():
+        if key in ("reading", "reason", "steps"):
+            continue
+        if isinstance(value, dict):
+            inner = ", ".join(f"{k.replace('_', ' ')} {_short(v)}" for k, v in value.items())
+            parts.append(f"{key}: {inner}")
+        else:
+            parts.append(f"{key.replace('_', ' ')} {_short(value)}")
+    return "; ".join(parts)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return "n/a" if value is None else str(value)
+
+
+def _predictions_register_table(ctx: Context) -> TableModel:
+    """One row per registered prediction: statement, confidence, the observed numbers and the verdict
+    (met, missed, not run, not decided) from the predictions register (stats/predictions.py)."""
+    doc = src._load_json(ctx.inputs.files("predictions")[0], "predictions register")
+    table = TableModel(
+        [Tex("ID"), Tex("Prediction"), Tex("Conf."), Tex("Observed"), Tex("Verdict")],
+        ["l", r">{\raggedright\arraybackslash}p{5.6cm}", "r", r">{\raggedright\arraybackslash}p{4.6cm}", "l"],
+        size=r"\footnotesize",
+    )
+    for row in doc.req("predictions"):
+        observed = row.get("observed") or {}
+        why = observed.get("reason")
+        text = _observed_text(observed) or (str(why) if why else "")
+        table.add(
+            [
+                str(row["id"]),
+                str(row["statement"]),
+                fmt.prop(row["confidence"], 2),
+                fmt.escape(text),
+                str(row["verdict"]),
+            ]
+        )
+    h4 = doc.req("H4")
+    table.extra_notes.append(
+        Tex(
+            "H4 (C4, design $\\times$ reward scaling): "
+            + (
+                "not decided (" + fmt.escape(str(h4.get("reason", ""))) + ")"
+                if not h4.get("decided")
+                else f"gap with group scaling {_short(h4.get('gap_group'))}, without {_short(h4.get('gap_none'))}; "
+                + ("passes" if h4.get("passes") else "does not pass")
+            )
+            + ". A verdict is given only on a complete seed matrix; \\emph{not run}: the tier was not trained here."
+        )
+    )
+    return table
+
+
+def predictions_table(ctx: Context) -> TableModel:
+    return _predictions_register_table(ctx)
+
+
+def tier_predictions_table(ctx: Context) -> TableModel:
+    return _predictions_register_table(ctx)

@@ -1,0 +1,232 @@
+"""The registry of the paper's tables: number, the one title, inputs, settings and builder of each.
+
+``paired-rollouts render table --number N`` looks the table up here; the builder (named by what the
+table shows, in the module of its content) fills a :class:`TableModel`, and the title every output
+carries (LaTeX caption, HTML page) is the registry's, so each table has exactly one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts.errors import UserError
+from paired_rollouts.render import format as fmt
+from paired_rollouts.render import sources as src
+from paired_rollouts.render.format import Tex
+from paired_rollouts.render.sources import Inputs, KeySpec
+from paired_rollouts.render.tables.curves import fault_robustness_table, seed_pair_curves_table
+from paired_rollouts.render.tables.decisions import (
+    c2_primary_table,
+    c2_secondary_table,
+    c4_primary_table,
+    registered_outcomes_table,
+)
+from paired_rollouts.render.tables.model import Context, TableModel, TableSpec
+from paired_rollouts.render.tables.predictions import predictions_table, tier_predictions_table
+from paired_rollouts.render.tables.probe import probe_ratios_table, probe_traces_table
+from paired_rollouts.render.tables.runs import constant_reward_table, cross_stack_table, run_matrix_table
+from paired_rollouts.render.tables.surrogate import calibration_table, power_table
+from paired_rollouts.render.tables.tiers import tier_comparisons_table
+
+_EPISODES = KeySpec("episode records: results/evals/RUN/*.jsonl files (or folders)")
+_DECISIONS = KeySpec("decision registers results/decisions/{c2,c4}.json")
+_PROBE = KeySpec("probe registers results/probe/TRAJECTORY.json")
+_PUBLISHED = KeySpec(
+    "data/published/paper.yaml: the paper's values, shown under the reproduced ones",
+    required=False,
+    many=False,
+)
+_REGISTERS = "run registers results/runs/RUN/register.json"
+
+TABLES: dict[int, TableSpec] = {
+    spec.number: spec
+    for spec in (
+        TableSpec(
+            1,
+            "Run matrix",
+            {"manifests": KeySpec("run manifests results/runs/RUN/manifest.json")},
+            run_matrix_table,
+        ),
+        TableSpec(
+            2,
+            "Registered outcomes",
+            {
+                "decisions": _DECISIONS,
+                "probe": KeySpec("probe registers (H1b)", required=False),
+                "rules": KeySpec(
+                    "prereg/decision_rules.yaml (hash checked against the registers)",
+                    required=False,
+                    many=False,
+                ),
+            },
+            registered_outcomes_table,
+        ),
+        TableSpec(
+            3,
+            "C2 primary endpoints by seed",
+            {"decisions": KeySpec("the C2 decision register"), "published": _PUBLISHED},
+            c2_primary_table,
+        ),
+        TableSpec(
+            4,
+            "C4 primary endpoints by seed",
+            {
+                "decisions": KeySpec("the C4 decision register (its secondary block holds the C0 reference)"),
+                "published": _PUBLISHED,
+            },
+            c4_primary_table,
+        ),
+        TableSpec(5, "Gradient-probe variance ratios by checkpoint", {"probe": _PROBE}, probe_ratios_table),
+        TableSpec(
+            6,
+            "Registered numeric predictions and outcomes (tier 1)",
+            {
+                "predictions": KeySpec(
+                    "the predictions register results/<scale>/decisions/predictions.json", many=False
+                ),
+            },
+            predictions_table,
+        ),
+        TableSpec(
+            7,
+            "C2 secondary endpoints",
+            {
+                "decisions": KeySpec("the C2 decision register (its secondary block)"),
+                "episodes": KeySpec(
+                    "accepted for the integrator's convenience; not read (the register holds the numbers)",
+                    required=False,
+                ),
+            },
+            c2_secondary_table,
+        ),
+        TableSpec(
+            8,
+            "Policies trained with grader noise (C4) under tool faults",
+            {"episodes": _EPISODES},
+            fault_robustness_table,
+        ),
+        TableSpec(
+            9,
+            "Validation curves of one seed pair",
+            {"registers": KeySpec(f"{_REGISTERS} of the seed pair")},
+            seed_pair_curves_table,
+            settings={
+                "condition": "condition of the pair (default: C2 if present)",
+                "seed": "seed of the pair (default: the smallest with both arms)",
+            },
+        ),
+        TableSpec(
+            10,
+            "Constant-reward groups and spurious variance in training",
+            {"group_stats": KeySpec("results/runs/RUN/group_stats.json")},
+            constant_reward_table,
+        ),
+        TableSpec(
+            11,
+            "Cross-stack replication",
+            {
+                "manifests": KeySpec("run manifests (their accelerator/versions identify the stack)"),
+                "registers": KeySpec(f"{_REGISTERS} (AUC and final sets)", required=False),
+            },
+            cross_stack_table,
+        ),
+        TableSpec(
+            12,
+            "Outcome-noise probe traces",
+            {"probe": _PROBE},
+            probe_traces_table,
+            settings={
+                "unit_exponent": "power of ten for LL, RR and MC (default: from the data; 5 at paper scale)"
+            },
+        ),
+        TableSpec(
+            13,
+            "Power of the registered rules by design size",
+            {"power": KeySpec("results/<scale>/decisions/power.json", many=False)},
+            power_table,
+        ),
+        TableSpec(
+            14,
+            "Surrogate calibration to the paper's step-0 agent",
+            {"calibration": KeySpec("results/<scale>/models/surrogate/calibration.json", many=False)},
+            calibration_table,
+        ),
+        TableSpec(
+            15,
+            "Registered predictions with the later tiers",
+            {"predictions": KeySpec("results/<scale>/decisions/tiers/predictions.json", many=False)},
+            tier_predictions_table,
+        ),
+        TableSpec(
+            16,
+            "Registered tiers: treatment minus control by comparison",
+            {
+                "decisions": KeySpec(
+                    "decision registers of tier 1 and of the tiers (results/<scale>/decisions/tiers/*.json)"
+                )
+            },
+            tier_comparisons_table,
+        ),
+    )
+}
+
+
+def table_inputs(number: int) -> dict[str, KeySpec]:
+    """The ``--input`` keys table ``number`` reads (for Snakemake rules and docs)."""
+    return dict(spec_for(number).keys)
+
+
+def spec_for(number: int) -> TableSpec:
+    if number not in TABLES:
+        raise UserError(
+            f"--number {number}: the tables are 1-{len(TABLES)} (13-14 at surrogate scales, 15-16 with the tiers)"
+        )
+    return TABLES[number]
+
+
+def build(
+    number: int, given: dict[str, list[Path]], scale: str, settings: dict[str, Any]
+) -> tuple[TableModel, Inputs]:
+    spec = spec_for(number)
+    unknown = sorted(set(settings) - set(spec.settings))
+    if unknown:
+        raise UserError(
+            f"table {number}: unknown --settings key(s) {', '.join(unknown)}; it accepts "
+            f"{', '.join(sorted(spec.settings)) or 'none'}"
+        )
+    inputs = Inputs(given, spec.keys, f"table {number}")
+    model = spec.build(Context(inputs, scale, settings))
+    model.title = spec.title + model.title_detail
+    return model, inputs
+
+
+def render_table(
+    number: int, given: dict[str, list[Path]], scale: str, settings: dict[str, Any] | None = None
+) -> str:
+    """The LaTeX text of table ``number`` (does not write anything)."""
+    model, inputs = build(number, given, scale, settings or {})
+    return render_model(number, model, inputs, scale)
+
+
+def used_sources(inputs: Inputs) -> list[Path]:
+    return [
+        p
+        for key, spec in inputs.declared.items()
+        if "not read" not in spec.description
+        for p in inputs.files(key)
+    ]
+
+
+def render_model(number: int, model: TableModel, inputs: Inputs, scale: str) -> str:
+    """The LaTeX text of a built table."""
+    from paired_rollouts.render import tex
+
+    context = model.context()
+    context.update(
+        number=Tex(str(number)),
+        label=Tex(f"table{number}"),
+        scale=fmt.escape(scale),
+        sources=src.describe_sources(used_sources(inputs)),
+    )
+    return tex.render(spec_for(number).template, **context)

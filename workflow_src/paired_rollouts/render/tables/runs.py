@@ -1,0 +1,273 @@
+"""Tables about the runs themselves: the run matrix (1), constant-reward groups (10) and the
+cross-stack replication (11)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from paired_rollouts.errors import UserError
+from paired_rollouts.render import format as fmt
+from paired_rollouts.render import sources as src
+from paired_rollouts.render.format import Tex
+from paired_rollouts.render.sources import Doc
+from paired_rollouts.render.tables.curves import RunCurves, _run_curves
+from paired_rollouts.render.tables.model import (  # noqa: F401
+    ARM_LABELS,
+    DELTA,
+    GE,
+    I_,
+    LE,
+    NON_PAPER_POOLS,
+    REGIME_LABELS,
+    Context,
+    P,
+    Row,
+    TableModel,
+    TableSpec,
+    _decisions,
+    _diff,
+    _int,
+    _mean,
+    _not_computed,
+    _num,
+    _run_label,
+    regime_label,
+)
+
+# ---------------------------------------------------------------- table 1: run matrix
+
+
+def run_matrix_table(ctx: Context) -> TableModel:
+    table = TableModel(
+        [
+            Tex("Run"),
+            Tex("Cond."),
+            Tex("Arm"),
+            Tex("Seed"),
+            Tex("Noise"),
+            Tex(r"Steps\,$\times$\,prompts\,$\times$\,$G$"),
+            Tex("Accelerator"),
+            Tex("Software stack"),
+        ],
+        ["l", "l", "l", "r", "l", "r", "l", r">{\raggedright\arraybackslash}p{3.7cm}"],
+        size=r"\footnotesize",
+        tabcolsep="3pt",
+    )
+    from paired_rollouts.backoffice.tasks import PAPER_POOL_SHA256
+    from paired_rollouts.records import read_run_manifest
+
+    manifests = sorted(
+        (read_run_manifest(p) for p in ctx.inputs.files("manifests")),
+        key=lambda m: src.manifest_identity(m).order,
+    )
+    if any(
+        PAPER_POOL_SHA256.get(name) != digest for m in manifests for name, digest in m.pools_sha256.items()
+    ):
+        table.extra_notes.append(fmt.escape(NON_PAPER_POOLS))
+    last_condition = None
+    gap = "not recorded in the run manifest"
+    for manifest in manifests:
+        ident = src.manifest_identity(manifest)
+        if ident.condition != last_condition:
+            if last_condition is not None:
+                table.rule()
+            last_condition = ident.condition
+        versions = manifest.versions
+        order = ["torch", "transformers", "trl", "vllm", "peft"]
+        shown = [f"{name} {versions[name]}" for name in order if name in versions]
+        accelerator = manifest.device
+        if manifest.gpu and manifest.gpu != manifest.device:
+            accelerator = f"{manifest.device} ({manifest.gpu})"
+        parts = [
+            f"${name}={fmt.prop(value, 2)}$"
+            for name, value in (("p", manifest.p), ("q", manifest.q))
+            if value
+        ]
+        noise = Tex(", ".join(parts) if parts else "none")
+        sizes = [manifest.steps, manifest.prompts_per_step, manifest.num_generations]
+        table.add(
+            [
+                _run_label(ident.run),
+                ident.condition,
+                ident.arm,
+                fmt.integer(ident.seed),
+                noise,
+                Tex("\\,$\\times$\\,".join(fmt.integer(v) for v in sizes)),
+                fmt.escape(accelerator),
+                fmt.join(shown, "; ") if shown else fmt.missing(table.notes, gap),
+            ]
+        )
+    return table
+
+
+# ---------------------------------------------------------------- table 10: constant-reward groups
+
+
+def spurious_formula(q: float, g: int) -> float:
+    """Chance that an all-correct group of G shows differing observed rewards: 1-(1-q)^G-q^G."""
+    return 1.0 - (1.0 - q) ** g - q**g
+
+
+def constant_reward_table(ctx: Context) -> TableModel:
+    table = TableModel(
+        [
+            Tex("Run"),
+            Tex("Groups"),
+            Tex("Const."),
+            Tex("All-correct"),
+            Tex("Spurious"),
+            Tex("Rate"),
+            Tex("Expected"),
+            Tex("Seeds"),
+        ],
+        ["l", "r", "r", "r", "r", "r", "r", "l"],
+        groups=[(Tex(""), 2), (Tex("fraction"), 1), (Tex("all-correct groups"), 4), (Tex(""), 1)],
+        size=r"\small",
+    )
+    docs = [src.load_group_stats(p) for p in ctx.inputs.files("group_stats")]
+    docs.sort(
+        key=lambda d: (
+            src.RunId(
+                str(d.req("run")), str(d.req("condition")).upper(), str(d.req("arm")), int(d.req("seed"))
+            ).order
+        )
+    )
+    pooled: dict[tuple[str, str], list[Doc]] = defaultdict(list)
+    for doc in docs:
+        pooled[(str(doc.req("condition")).upper(), str(doc.req("arm")))].append(doc)
+    first = True
+    for key, members in pooled.items():
+        if not first:
+            table.rule()
+        first = False
+        table.section(f"{key[0]}, {ARM_LABELS.get(key[1], key[1])}")
+        for doc in members:
+            expected = doc.opt("expected_spurious_rate")
+            expected_rate = _num(expected.get("rate")) if isinstance(expected, dict) else None
+            sharing = doc.opt("seed_sharing", "passes")
+            table.add(
+                [
+                    _run_label(str(doc.req("run"))),
+                    fmt.integer(int(doc.req("groups"))),
+                    fmt.prop(doc.number("zero_variance_frac"), 3, table.notes, "no groups"),
+                    fmt.integer(int(doc.req("all_correct_groups"))),
+                    fmt.integer(int(doc.req("spurious_groups"))),
+                    fmt.prop(
+                        doc.number("spurious_among_all_correct")
+                        if doc.opt("spurious_among_all_correct") is not None
+                        else None,
+                        3,
+                        table.notes,
+                        "no all-correct group",
+                    ),
+                    fmt.prop(expected_rate, 3, table.notes, "no outcome-noise level q given to group-stats"),
+                    Tex("as designed")
+                    if sharing is True
+                    else (
+                        Tex("\\textbf{violated}")
+                        if sharing is False
+                        else fmt.missing(table.notes, "not applicable (clean arm)")
+                    ),
+                ]
+            )
+        if len(members) > 1:
+            groups = sum(int(d.req("groups")) for d in members)
+            zero = sum(
+                int(
+                    d.opt("zero_variance_groups")
+                    if d.opt("zero_variance_groups") is not None
+                    else round(float(d.req("zero_variance_frac")) * int(d.req("groups")))
+                )
+                for d in members
+            )
+            correct = sum(int(d.req("all_correct_groups")) for d in members)
+            spurious = sum(int(d.req("spurious_groups")) for d in members)
+            table.add(
+                [
+                    Tex(r"\textit{pooled}"),
+                    fmt.integer(groups),
+                    fmt.prop(zero / groups if groups else None, 3, table.notes, "no groups"),
+                    fmt.integer(correct),
+                    fmt.integer(spurious),
+                    fmt.prop(spurious / correct if correct else None, 3, table.notes, "no all-correct group"),
+                    "",
+                    "",
+                ]
+            )
+    if not docs:
+        raise UserError("table 10: no --input group_stats=PATH given")
+    table.extra_notes.append(
+        Tex(
+            "Const.: fraction of groups whose observed rewards are all equal (zero advantage). Rate: spurious "
+            "groups (all rollouts truly correct, observed rewards differ) among all-correct groups. Expected: "
+            "$1-(1-q)^G-q^G$ for independent grader flips; a paired design gives 0 by construction."
+        )
+    )
+    return table
+
+
+# ---------------------------------------------------------------- table 11: cross-stack replication
+
+
+def cross_stack_table(ctx: Context) -> TableModel:
+    table = TableModel(
+        [Tex("Run"), Tex("Stack"), Tex("AUC"), Tex("clean"), Tex("$p=0.25$"), Tex("held-out")],
+        ["l", "l", "r", "r", "r", "r"],
+        groups=[(Tex(""), 2), (Tex("validation"), 1), (Tex("final test success"), 3)],
+        size=r"\small",
+    )
+    from paired_rollouts.records import read_run_manifest
+
+    stacks: dict[tuple[str, str], str] = {}
+    for path in ctx.inputs.files("manifests"):
+        manifest = read_run_manifest(path)
+        label = manifest.gpu or manifest.device
+        if "torch" in manifest.versions:
+            label += f", torch {manifest.versions['torch']}"
+        root = str(Path(path).resolve().parent.parent.parent)  # results/runs/RUN/manifest.json -> results
+        stacks[(root, manifest.run)] = label
+    registers: dict[tuple[str, str], RunCurves] = {}
+    for path in ctx.inputs.files("registers"):
+        curves = _run_curves(path)
+        registers[(str(Path(path).resolve().parent.parent.parent), curves.run)] = curves
+    by_ident: dict[tuple[str, str, int], list[tuple[str, RunCurves | None, str]]] = defaultdict(list)
+    for (root, run), label in sorted(stacks.items()):
+        parsed = src.parse_run(run)
+        if parsed is None:
+            continue
+        by_ident[parsed[:3]].append((run, registers.get((root, run)), label))
+    replicated = {k: v for k, v in by_ident.items() if len({label for _, _, label in v}) > 1}
+    if not replicated:
+        labels = sorted({label for v in by_ident.values() for _, _, label in v})
+        table.add([Tex(r"\textit{not run}"), fmt.escape("; ".join(labels) or "no manifest"), "", "", "", ""])
+        table.extra_notes.append(
+            fmt.escape(
+                f"No run of this study was repeated on a second accelerator stack ({len(stacks)} run manifest(s), "
+                f"stack(s): {', '.join(labels) or 'none'}); the comparison is not run at this scale."
+            )
+        )
+        return table
+    for index, (ident, members) in enumerate(sorted(replicated.items())):
+        if index:
+            table.rule()
+        values = []
+        for run, entry, label in members:
+            regime = "at_training" if ident[0] == "C2" else "clean"
+            row = [entry.auc.get(regime) if entry else None] + [
+                entry.final.get(r) if entry else None for r in ("clean", "noisy_p025", "heldout_types")
+            ]
+            values.append(row)
+            table.add(
+                [_run_label(run), fmt.escape(label)]
+                + [fmt.prop(v, 3, table.notes, "no run register given") for v in row]
+            )
+        if len(values) == 2:
+            table.add(
+                [Tex(r"\textit{difference}"), ""]
+                + [
+                    fmt.signed(_diff(a, b), 3, table.notes, "no run register given")
+                    for a, b in zip(values[0], values[1], strict=True)
+                ]
+            )
+    return table

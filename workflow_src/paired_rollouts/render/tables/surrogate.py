@@ -1,0 +1,90 @@
+"""Tables of the surrogate scales: power of the registered rules (13) and the calibration (14)."""
+
+from __future__ import annotations
+
+from paired_rollouts.render import format as fmt
+from paired_rollouts.render import sources as src
+from paired_rollouts.render.format import Tex
+from paired_rollouts.render.tables.model import (  # noqa: F401
+    ARM_LABELS,
+    DELTA,
+    GE,
+    I_,
+    LE,
+    NON_PAPER_POOLS,
+    REGIME_LABELS,
+    Context,
+    P,
+    Row,
+    TableModel,
+    TableSpec,
+    _decisions,
+    _diff,
+    _int,
+    _mean,
+    _not_computed,
+    _num,
+    _run_label,
+    regime_label,
+)
+
+# ---------------------------------------------------------------- surrogate scales
+
+
+def power_table(ctx: Context) -> TableModel:
+    doc = src._load_json(ctx.inputs.files("power")[0], "power table")
+    hyps = doc.req("hypotheses")
+    sizes = sorted({int(n) for h in hyps.values() for n in h["power"]})
+    table = TableModel(
+        [Tex("Hypothesis"), Tex("Condition"), Tex("passes (all pairs)")] + [Tex(f"$n={n}$") for n in sizes],
+        ["l", "l", "c"] + ["r"] * len(sizes),
+        groups=[
+            (Tex(""), 1),
+            (Tex(""), 1),
+            (Tex(""), 1),
+            (Tex("P(rule passes) with $n$ seed pairs"), len(sizes)),
+        ],
+    )
+    for name in ("H2a", "H3", "H5", "H2b"):
+        if name not in hyps:
+            continue
+        h = hyps[name]
+        table.add(
+            [name, h["condition"], fmt.mark(h["passes_full"])]
+            + [fmt.prop(h["power"].get(str(n)), 3, table.notes, "not estimated") for n in sizes]
+        )
+    table.extra_notes.append(
+        Tex(
+            f"Each cell: the share of {int(doc.req('draws'))} draws of $n$ seed pairs (with replacement, from the "
+            f"{int(doc.req('full_pairs'))} admitted pairs) on which the registered rule passes; H5's interval uses "
+            f"{int(doc.req('bootstrap_resamples'))} bootstrap resamples per draw. $n=3$ is the paper's design."
+        )
+    )
+    return table
+
+
+def calibration_table(ctx: Context) -> TableModel:
+    doc = src._load_json(ctx.inputs.files("calibration")[0], "calibration register")
+    table = TableModel(
+        [Tex("Target"), Tex("paper"), Tex("tolerance"), Tex("achieved"), Tex("passes")],
+        ["l", "r", "r", "r", "c"],
+    )
+    for row in doc.req("targets"):
+        table.add(
+            [
+                fmt.escape(str(row["target_name"]).replace("_", " ")),
+                fmt.prop(row["target"], 3),
+                Tex("$\\pm$" + str(fmt.prop(row["tolerance"], 3))),
+                fmt.prop(row["achieved"], 3, table.notes, "undefined"),
+                fmt.mark(row["passes"]),
+            ]
+        )
+    knobs = doc.req("knobs")
+    table.extra_notes.append(
+        Tex(
+            "Fitted knobs: "
+            + ", ".join(f"{fmt.escape(k)} {v:.3f}" for k, v in sorted(knobs.items()))
+            + f". Parameters: {len(doc.req('theta'))}."
+        )
+    )
+    return table
