@@ -45,6 +45,8 @@ validate(config, "config/schema.json", set_default=False)
 include: "rules/common.smk"
 include: "rules/tasks.smk"
 include: "rules/prereg.smk"
+
+
 # The surrogate policy replaces model building, training, evaluation, diagnostics and the probe with its
 # own jobs (rules/surrogate.smk) that write the same files; decisions and rendering are shared.
 if SURROGATE:

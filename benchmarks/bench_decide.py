@@ -26,14 +26,34 @@ def synthetic_run(seed: int, arm: str, rng: np.random.Generator) -> RunEvidence:
         for regime, n_sched in (("at_training", 2), ("clean", 2), ("challenge", 1)):
             for t in range(64):
                 for _ in range(n_sched):
-                    ev.add({"phase": "periodic", "regime": regime, "step": step, "task_id": f"validation-{t:05d}",
-                            "true_success": bool(rng.random() < skill[t] + step / 1000)})
-    for regime, n_sched in (("clean", 4), ("noisy_p010", 4), ("noisy_p025", 4), ("heldout_types", 4),
-                            ("challenge", 1)):
+                    ev.add(
+                        {
+                            "phase": "periodic",
+                            "regime": regime,
+                            "step": step,
+                            "task_id": f"validation-{t:05d}",
+                            "true_success": bool(rng.random() < skill[t] + step / 1000),
+                        }
+                    )
+    for regime, n_sched in (
+        ("clean", 4),
+        ("noisy_p010", 4),
+        ("noisy_p025", 4),
+        ("heldout_types", 4),
+        ("challenge", 1),
+    ):
         for t in range(200):
             for _ in range(n_sched):
-                ev.add({"phase": "final", "regime": regime, "step": 100, "task_id": f"test-{t:05d}",
-                        "true_success": bool(rng.random() < skill[64 + t]), "exposed": bool(rng.random() < 0.5)})
+                ev.add(
+                    {
+                        "phase": "final",
+                        "regime": regime,
+                        "step": 100,
+                        "task_id": f"test-{t:05d}",
+                        "true_success": bool(rng.random() < skill[64 + t]),
+                        "exposed": bool(rng.random() < 0.5),
+                    }
+                )
     return ev
 
 
@@ -48,37 +68,83 @@ def main() -> None:
         for arm in ("paired", "independent"):
             ev = synthetic_run(seed, arm, rng)
             runs[ev.run] = ev
-    groups = {r: [{"run": r, "step": s, "group": g, "task_id": "t",
-                   "schedule_seeds": [7] * 8 if "paired" in r else list(range(8)),
-                   "true_success": [True] * 8, "observed_reward": [1.0] * 8, "advantages": [0.0] * 8}
-                  for s in range(100) for g in range(24)] for r in runs}
-    luck = {f"{r}@0": ("synthetic", {"run": r, "step": 0, "defects": [], "_sha256": "a" * 64,
-                                     "per_task": [{"lam": float(x)} for x in rng.uniform(0.1, 0.6, 16)]})
-            for r in runs}
+    groups = {
+        r: [
+            {
+                "run": r,
+                "step": s,
+                "group": g,
+                "task_id": "t",
+                "schedule_seeds": [7] * 8 if "paired" in r else list(range(8)),
+                "true_success": [True] * 8,
+                "observed_reward": [1.0] * 8,
+                "advantages": [0.0] * 8,
+            }
+            for s in range(100)
+            for g in range(24)
+        ]
+        for r in runs
+    }
+    luck = {
+        f"{r}@0": (
+            "synthetic",
+            {
+                "run": r,
+                "step": 0,
+                "defects": [],
+                "_sha256": "a" * 64,
+                "per_task": [{"lam": float(x)} for x in rng.uniform(0.1, 0.6, 16)],
+            },
+        )
+        for r in runs
+    }
     # every run admitted: a passing completeness record that lists the luck file it was given
-    complete = {r: ("synthetic", {"run": r, "complete": True, "missing": [], "defects": [], "code_versions": ["x"],
-                                  "task_pools": {"validation": {"sha256": "0" * 64}},
-                                  "files": {"diagnostics/luck-step0.json": "a" * 64}}) for r in runs}
-    paper = load_decision_rules("prereg/decision_rules.yaml")  # the paper's frozen rules (run from the repo root)
+    complete = {
+        r: (
+            "synthetic",
+            {
+                "run": r,
+                "complete": True,
+                "missing": [],
+                "defects": [],
+                "code_versions": ["x"],
+                "task_pools": {"validation": {"sha256": "0" * 64}},
+                "files": {"diagnostics/luck-step0.json": "a" * 64},
+            },
+        )
+        for r in runs
+    }
+    paper = load_decision_rules(
+        "prereg/decision_rules.yaml"
+    )  # the paper's frozen rules (run from the repo root)
     raw = {**paper, "bootstrap": {**paper["bootstrap"], "resamples": args.resamples}}
     rules = rules_from_dict(raw)
-    manifest = PoolManifest("synthetic", {"pools": {"validation": {"sha256": "0" * 64}}}, {"validation": "0" * 64})
+    manifest = PoolManifest(
+        "synthetic", {"pools": {"validation": {"sha256": "0" * 64}}}, {"validation": "0" * 64}
+    )
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        reg = decide("C2", runs, rules, manifest, groups=groups, luck=luck, complete=complete,
-                     expected_seeds=[0, 1, 2])
+        reg = decide(
+            "C2", runs, rules, manifest, groups=groups, luck=luck, complete=complete, expected_seeds=[0, 1, 2]
+        )
         times.append(time.perf_counter() - t0)
-    print(f"full C2 decision (6 runs, 64 tasks x {len(STEPS)} steps, 200 final tasks, {args.resamples} resamples, "
-          f"2400 groups/run): best {min(times):.3f} s, mean {np.mean(times):.3f} s over {args.repeat}")
+    print(
+        f"full C2 decision (6 runs, 64 tasks x {len(STEPS)} steps, 200 final tasks, {args.resamples} resamples, "
+        f"2400 groups/run): best {min(times):.3f} s, mean {np.mean(times):.3f} s over {args.repeat}"
+    )
     assert reg["decided"], reg["missing"]
-    print(f"  H2a {reg['H2a']['auc_difference_ci95']}  H3 {reg['H3']['ci95']}  H5 {reg['H5']['difference_ci90']}")
+    print(
+        f"  H2a {reg['H2a']['auc_difference_ci95']}  H3 {reg['H3']['ci95']}  H5 {reg['H5']['difference_ci90']}"
+    )
     d = rng.normal(size=(3, 200))
     t0 = time.perf_counter()
     for _ in range(10):
         paired_bootstrap(d, args.resamples, np.random.default_rng(1))
-    print(f"one paired bootstrap (3 seeds x 200 tasks, {args.resamples} resamples): "
-          f"{(time.perf_counter() - t0) / 10 * 1000:.1f} ms")
+    print(
+        f"one paired bootstrap (3 seeds x 200 tasks, {args.resamples} resamples): "
+        f"{(time.perf_counter() - t0) / 10 * 1000:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

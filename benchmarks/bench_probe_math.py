@@ -23,16 +23,29 @@ def main() -> None:
     t0 = time.perf_counter()
     out = outcome_probe([s @ s.T for s in scores], succ, rho, 1000.0, 0.1, scores_by_group=scores)
     t1 = time.perf_counter()
-    print(f"outcome probe, 64 groups x G=8: {t1 - t0:.3f} s "
-          f"(MC ratio {out['mean_centered']['ratio_paired_over_independent']:.4f})")
+    print(
+        f"outcome probe, 64 groups x G=8: {t1 - t0:.3f} s "
+        f"(MC ratio {out['mean_centered']['ratio_paired_over_independent']:.4f})"
+    )
     tscores = [rng.normal(size=(64, p)) for _ in range(16)]
     rewards = [(rng.random(64) < 0.5).astype(float) for _ in range(16)]
     t0 = time.perf_counter()
-    tr = transition_probe([s @ s.T for s in tscores], rewards, None, 1000.0, 0, resamples=64, schedules=8,
-                          samples=8, scores_by_task=tscores)
+    tr = transition_probe(
+        [s @ s.T for s in tscores],
+        rewards,
+        None,
+        1000.0,
+        0,
+        resamples=64,
+        schedules=8,
+        samples=8,
+        scores_by_task=tscores,
+    )
     t1 = time.perf_counter()
-    print(f"transition probe, 16 tasks x 64 rollouts, R=64: {t1 - t0:.3f} s "
-          f"(MC ratio {tr['mean_centered']['ratio_paired_over_independent']:.4f})")
+    print(
+        f"transition probe, 16 tasks x 64 rollouts, R=64: {t1 - t0:.3f} s "
+        f"(MC ratio {tr['mean_centered']['ratio_paired_over_independent']:.4f})"
+    )
     t0 = time.perf_counter()
     bandit_enumeration()
     print(f"bandit enumeration (256 tuples): {time.perf_counter() - t0:.3f} s")

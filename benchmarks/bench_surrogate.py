@@ -22,10 +22,22 @@ from paired_rollouts.io import atomic_write_json  # noqa: E402
 from paired_rollouts.surrogate.calibration import START, theta_from_knobs  # noqa: E402
 from paired_rollouts.surrogate.run import check_settings, run_one  # noqa: E402
 
-SHAPE = {"steps": 100, "prompts_per_step": 8, "num_generations": 8, "checkpoint_every": 20, "learning_rate": 0.05,
-         "task_filter": "all", "eval_tasks": 32, "final_tasks": 100, "diag_pool": "diagnostic", "diag_tasks": 16,
-         "diag_schedules": 8, "diag_samples": 8, "diagnostic_steps": {"seed0": [0, 100], "other": [0, 100]},
-         "train_episodes_seeds": []}
+SHAPE = {
+    "steps": 100,
+    "prompts_per_step": 8,
+    "num_generations": 8,
+    "checkpoint_every": 20,
+    "learning_rate": 0.05,
+    "task_filter": "all",
+    "eval_tasks": 32,
+    "final_tasks": 100,
+    "diag_pool": "diagnostic",
+    "diag_tasks": 16,
+    "diag_schedules": 8,
+    "diag_samples": 8,
+    "diagnostic_steps": {"seed0": [0, 100], "other": [0, 100]},
+    "train_episodes_seeds": [],
+}
 RUNS_IN_STUDY = 80
 
 
@@ -39,18 +51,29 @@ def main() -> int:
         calibration = Path(tmp) / "calibration.json"
         atomic_write_json(calibration, {"passes": True, "theta": theta_from_knobs(START)})
         per_run = []
-        episodes = (settings["steps"] * settings["prompts_per_step"] * settings["num_generations"]
-                    + 6 * settings["eval_tasks"] * 5 + settings["final_tasks"] * 17 + 2 * 16 * 8 * 8)
+        episodes = (
+            settings["steps"] * settings["prompts_per_step"] * settings["num_generations"]
+            + 6 * settings["eval_tasks"] * 5
+            + settings["final_tasks"] * 17
+            + 2 * 16 * 8 * 8
+        )
         for k in range(args.runs):
             began = time.process_time()
-            run_one(f"c2-independent-s{k}", tasks_dir=args.tasks_dir, calibration=str(calibration),
-                    settings=settings, results=tmp)
+            run_one(
+                f"c2-independent-s{k}",
+                tasks_dir=args.tasks_dir,
+                calibration=str(calibration),
+                settings=settings,
+                results=tmp,
+            )
             per_run.append(time.process_time() - began)
     mean = sum(per_run) / len(per_run)
-    print(f"surrogate run ({settings['steps']} steps x {settings['prompts_per_step']} x {settings['num_generations']}"
-          f" + evaluations + diagnostics, {episodes} episodes): {mean:.2f} CPU s per run "
-          f"({episodes / mean:.0f} episodes per CPU second); {RUNS_IN_STUDY} runs on 2 free cores: "
-          f"{RUNS_IN_STUDY * mean / 2 / 60:.1f} min for the arm jobs")
+    print(
+        f"surrogate run ({settings['steps']} steps x {settings['prompts_per_step']} x {settings['num_generations']}"
+        f" + evaluations + diagnostics, {episodes} episodes): {mean:.2f} CPU s per run "
+        f"({episodes / mean:.0f} episodes per CPU second); {RUNS_IN_STUDY} runs on 2 free cores: "
+        f"{RUNS_IN_STUDY * mean / 2 / 60:.1f} min for the arm jobs"
+    )
     return 0
 
 

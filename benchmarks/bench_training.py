@@ -34,21 +34,42 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-training-"))
     raw = {"steps": args.steps, "checkpoint_every": args.steps, **json.loads(args.settings)}
     (work / "verification.json").write_text('{"verified": true}')
-    manifest = run_training("c2-paired-s0", args.tasks_dir, args.model_dir, str(work / "verification.json"), raw,
-                            str(work / "run"))
+    manifest = run_training(
+        "c2-paired-s0",
+        args.tasks_dir,
+        args.model_dir,
+        str(work / "verification.json"),
+        raw,
+        str(work / "run"),
+    )
     steps = manifest["timings"][1:] or manifest["timings"]  # the first step includes warm-up
     for key in ("seconds", "generation_seconds", "passes_seconds"):
         print(f"train {key}/step: median {statistics.median(t[key] for t in steps):.2f}")
     settings = resolve(raw)
-    runner = PolicyRunner(args.model_dir, ckpt.step_dir(work / "run", args.steps), settings, args.tasks_dir, 0)
+    runner = PolicyRunner(
+        args.model_dir, ckpt.step_dir(work / "run", args.steps), settings, args.tasks_dir, 0
+    )
     rows = evaluation_rows(args.tasks_dir, "periodic", "clean", "C2", settings)
     began = time.perf_counter()
-    records = roll_rows(runner, rows, run="c2-paired-s0", condition="C2", arm="paired", seed=0, phase="periodic",
-                        step=args.steps, regime="clean", batch=settings["eval_batch"], progress=False)
+    records = roll_rows(
+        runner,
+        rows,
+        run="c2-paired-s0",
+        condition="C2",
+        arm="paired",
+        seed=0,
+        phase="periodic",
+        step=args.steps,
+        regime="clean",
+        batch=settings["eval_batch"],
+        progress=False,
+    )
     seconds = time.perf_counter() - began
     runner.close()
-    print(f"evaluation: {len(records)} episodes in {seconds:.1f} s = {len(records) / seconds:.2f} episodes/s; "
-          f"success {sum(r['true_success'] for r in records)}/{len(records)}")
+    print(
+        f"evaluation: {len(records)} episodes in {seconds:.1f} s = {len(records) / seconds:.2f} episodes/s; "
+        f"success {sum(r['true_success'] for r in records)}/{len(records)}"
+    )
 
 
 if __name__ == "__main__":

@@ -16,14 +16,14 @@ if SURROGATE:
             code=sources("calibration", "prereg"),
         output:
             zero_shot_file(),
-        params:
-            model=calibration_model(),
-        conda:
-            software_env()
         log:
             res("logs/zero_shot_calibration.log"),
         benchmark:
             res("benchmarks/zero_shot_calibration.tsv")
+        conda:
+            software_env()
+        params:
+            model=calibration_model(),
         shell:
             "paired-rollouts calibrate surrogate --calibration {input.calibration:q} --model {params.model:q} "
             "--rules {input.rules:q} --verification {input.verification:q} --out {output:q} > {log:q} 2>&1 "
@@ -43,6 +43,12 @@ else:
             register=zero_shot_file(),
             clean=res("calibration/zero_shot-clean.jsonl"),
             diagnostic=res("calibration/zero_shot-diag.jsonl"),
+        log:
+            res("logs/zero_shot_calibration.log"),
+        benchmark:
+            res("benchmarks/zero_shot_calibration.tsv")
+        conda:
+            software_env()
         params:
             tasks_dir=tasks_dir_of,
             model_dir=model_dir_param,
@@ -50,12 +56,6 @@ else:
             settings=zero_shot_settings(),
             resamples=SCALE["diagnostics"]["resamples"],
             episodes=output_folder,
-        conda:
-            software_env()
-        log:
-            res("logs/zero_shot_calibration.log"),
-        benchmark:
-            res("benchmarks/zero_shot_calibration.tsv")
         shell:
             "paired-rollouts calibrate zero-shot --tasks-dir {params.tasks_dir:q} --model-dir {params.model_dir:q} "
             "--model {params.model:q} --settings {params.settings:q} --rules {input.rules:q} "

@@ -163,7 +163,9 @@ def eval_files(run):
         for step in periodic_steps()
         for regime in PERIODIC_REGIMES
     ]
-    final = [f"{RESULTS}/evals/{run}/final-step{final_step()}-{regime}.jsonl" for regime in final_regimes(run)]
+    final = [
+        f"{RESULTS}/evals/{run}/final-step{final_step()}-{regime}.jsonl" for regime in final_regimes(run)
+    ]
     return periodic + final
 
 
@@ -446,8 +448,12 @@ def git_commit():
         out = subprocess.run(
             ["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return out + ("-dirty" if dirty else "")
@@ -479,15 +485,25 @@ def bandit_file():
 
 def comparison_inputs():
     """Every register a published number may name (docs/compare.md): the compare job reruns when one changes."""
-    return (decision_files() + probe_files() + [bandit_file()] + all_luck_files() + group_stat_files()
-            + [f"{RESULTS}/reference/scripted_reference.json"])
+    return (
+        decision_files()
+        + probe_files()
+        + [bandit_file()]
+        + all_luck_files()
+        + group_stat_files()
+        + [f"{RESULTS}/reference/scripted_reference.json"]
+    )
 
 
 def benchmark_files():
     """The benchmark file of every job that runs before the document (the ledger's inputs)."""
     bench = res("benchmarks")
-    files = [f"{bench}/reference.tsv", f"{bench}/prereg_verify.tsv", f"{RESULTS}/benchmarks/probe/bandit.tsv",
-             f"{RESULTS}/benchmarks/compare.tsv"]
+    files = [
+        f"{bench}/reference.tsv",
+        f"{bench}/prereg_verify.tsv",
+        f"{RESULTS}/benchmarks/probe/bandit.tsv",
+        f"{RESULTS}/benchmarks/compare.tsv",
+    ]
     if ACCELERATOR == "cpu":
         files.append(f"{bench}/prereg_freeze_local.tsv")
     files += amendment_benchmark_files()  # amendments and the calibration gate (end of this file)
@@ -496,7 +512,11 @@ def benchmark_files():
     if SURROGATE:
         # One job trains, evaluates and diagnoses a chunk of an arm's seeds; one runs their statistics.
         files.append(f"{bench}/surrogate/calibrate.tsv")
-        files += [f"{bench}/surrogate/{kind}-{job}.tsv" for job in surrogate_jobs("study") for kind in ("arm", "stats")]
+        files += [
+            f"{bench}/surrogate/{kind}-{job}.tsv"
+            for job in surrogate_jobs("study")
+            for kind in ("arm", "stats")
+        ]
     # Run registers: one job per chunk of an arm's seeds at surrogate scales (rules/register.smk), else per run.
     files += [f"{bench}/run_register/{name}.tsv" for name in (surrogate_jobs("study") if SURROGATE else RUNS)]
     for run in [] if SURROGATE else RUNS:
@@ -504,14 +524,20 @@ def benchmark_files():
         # One evaluation job per (run, checkpoint) rolls out every regime of that checkpoint.
         files += [f"{bench}/evaluate/{run}/periodic-step{step}.tsv" for step in periodic_steps()]
         files.append(f"{bench}/evaluate/{run}/final-step{final_step()}.tsv")
-        files += [f"{bench}/{stage}/{run}/step{step}.tsv" for stage in ("diagnose", "luck_share")
-                  for step in diagnostic_steps(run)]
+        files += [
+            f"{bench}/{stage}/{run}/step{step}.tsv"
+            for stage in ("diagnose", "luck_share")
+            for step in diagnostic_steps(run)
+        ]
     files += [f"{bench}/decide/{c}.tsv" for c in DECISION_CONDITIONS]
     files += [f"{bench}/probe/{t}.tsv" for t in TRAJECTORIES]
     if not SURROGATE:
         # One probe job per checkpoint, then the trajectory's assembly (above) and its verdict.
-        files += [f"{bench}/probe/{t}/step{s}.tsv" for t in TRAJECTORIES
-                  for s in SCALE["probe"]["trajectories"][t]["steps"]]
+        files += [
+            f"{bench}/probe/{t}/step{s}.tsv"
+            for t in TRAJECTORIES
+            for s in SCALE["probe"]["trajectories"][t]["steps"]
+        ]
         files += [f"{bench}/probe_verdict/{t}.tsv" for t in TRAJECTORIES]
     # TABLES and FIGURES (rules/render.smk) are what this scale renders.
     files += [f"{bench}/render/table{n}.tsv" for n in TABLES]
@@ -580,8 +606,12 @@ RENDER_KEY_OVERRIDES = {
     6: {"predictions": lambda: [res("decisions/predictions.json")]},
     7: {"decisions": c2_decision, "episodes": None},
     # the per-step curves of the first C2 seed pair
-    9: {"registers": lambda: [res(f"runs/{study.RunId('C2', arm, SCALE['seeds']['C2'][0]).name}/register.json")
-                              for arm in ("paired", "independent")]},
+    9: {
+        "registers": lambda: [
+            res(f"runs/{study.RunId('C2', arm, SCALE['seeds']['C2'][0]).name}/register.json")
+            for arm in ("paired", "independent")
+        ]
+    },
     15: {"predictions": lambda: [res("decisions/tiers/predictions.json")]},
     16: {"decisions": lambda: decision_files() + tier_decision_files()},
     "dose_response": {"decisions": lambda: decision_files() + tier_decision_files()},
@@ -611,7 +641,9 @@ def _inputs(sources_by_key):
 
 def _input_args(sources_by_key):
     """`--input KEY=PATH` pairs as separate arguments, each quoted by `:q` in the rule."""
-    return [arg for key, make in sources_by_key.items() for path in make() for arg in ("--input", f"{key}={path}")]
+    return [
+        arg for key, make in sources_by_key.items() for path in make() for arg in ("--input", f"{key}={path}")
+    ]
 
 
 def table_inputs(wildcards):
@@ -672,7 +704,15 @@ def public_freeze_missing_message(wildcards, output):
     import shlex
 
     folder = str(Path(output[0]).parent)
-    command = ["paired-rollouts", "prereg", "freeze", "--out", folder, "--documents", *config["prereg"]["documents"]]
+    command = [
+        "paired-rollouts",
+        "prereg",
+        "freeze",
+        "--out",
+        folder,
+        "--documents",
+        *config["prereg"]["documents"],
+    ]
     for name, url in config["prereg"]["tsas"].items():
         command += ["--tsa", f"{name}={url}"]
     return (
@@ -685,7 +725,9 @@ def public_freeze_missing_message(wildcards, output):
 def software_env():
     """The pinned environment of the accelerator's stack; the profile decides whether it is deployed."""
     # mi300x: the pins on record; never deployed (conda is refused above: the ROCm container has vLLM).
-    return {"cpu": "../envs/cpu.yaml", "h100": "../envs/cuda.yaml", "mi300x": "../envs/rocm.yaml"}[ACCELERATOR]
+    return {"cpu": "../envs/cpu.yaml", "h100": "../envs/cuda.yaml", "mi300x": "../envs/rocm.yaml"}[
+        ACCELERATOR
+    ]
 
 
 # ---------------------------------------------------------------- surrogate scales ------------------
@@ -702,7 +744,9 @@ def surrogate_jobs(tier="all"):
         seeds = list(cell.seeds)
         for arm in cell.arms:
             stem = study.RunId(cell.condition, arm, 0, cell.scaling).name.rsplit("-s", 1)[0]
-            chunks = [seeds[i : i + SURROGATE_SEEDS_PER_JOB] for i in range(0, len(seeds), SURROGATE_SEEDS_PER_JOB)]
+            chunks = [
+                seeds[i : i + SURROGATE_SEEDS_PER_JOB] for i in range(0, len(seeds), SURROGATE_SEEDS_PER_JOB)
+            ]
             for index, chunk in enumerate(chunks):
                 runs = [study.RunId(cell.condition, arm, seed, cell.scaling).name for seed in chunk]
                 jobs[f"{stem}-j{index}"] = runs
@@ -712,21 +756,36 @@ def surrogate_jobs(tier="all"):
 def calibration_settings():
     """The calibration always estimates on the paper's step-0 sets (64 validation tasks, the 16-task
     diagnostic pool with 8 x 8), whatever the run shape: the targets are defined there."""
-    return as_json({"eval_tasks": 64, "samples": SCALE["surrogate"]["calibration_samples"],
-                    "diag_pool": "diagnostic", "diag_tasks": 16, "diag_schedules": 8, "diag_samples": 8,
-                    "task_filter": "all"})
+    return as_json(
+        {
+            "eval_tasks": 64,
+            "samples": SCALE["surrogate"]["calibration_samples"],
+            "diag_pool": "diagnostic",
+            "diag_tasks": 16,
+            "diag_schedules": 8,
+            "diag_samples": 8,
+            "task_filter": "all",
+        }
+    )
 
 
 def surrogate_run_settings():
     training = SCALE["training"]
     every = training["checkpoint_every"]
-    settings = {key: training[key] for key in ("steps", "prompts_per_step", "num_generations", "checkpoint_every",
-                                               "learning_rate")}
+    settings = {
+        key: training[key]
+        for key in ("steps", "prompts_per_step", "num_generations", "checkpoint_every", "learning_rate")
+    }
     settings.update(SCALE["evaluation"])
-    settings.update({f"diag_{key}": SCALE["diagnostics"][key] for key in ("pool", "tasks", "schedules", "samples")})
-    settings.update(task_filter=SCALE["task_filter"], diagnostic_steps=SCALE["diagnostics"]["steps"],
-                    train_episodes_seeds=SCALE["surrogate"]["train_episodes_seeds"],
-                    extra_checkpoint_steps=[s for s in checkpoint_steps() if s > 0 and s % every])
+    settings.update(
+        {f"diag_{key}": SCALE["diagnostics"][key] for key in ("pool", "tasks", "schedules", "samples")}
+    )
+    settings.update(
+        task_filter=SCALE["task_filter"],
+        diagnostic_steps=SCALE["diagnostics"]["steps"],
+        train_episodes_seeds=SCALE["surrogate"]["train_episodes_seeds"],
+        extra_checkpoint_steps=[s for s in checkpoint_steps() if s > 0 and s % every],
+    )
     return as_json(settings)
 
 
@@ -757,12 +816,23 @@ def pool_manifest_dir_of(wildcards, input):
 
 
 def surrogate_probe_settings(wildcards):
-    settings = {f"probe_{key}": SCALE["probe"][source] for key, source in (
-        ("clean_tasks", "clean_tasks"), ("clean_rollouts", "clean_rollouts"), ("diag_tasks", "diagnostic_tasks"),
-        ("schedules", "schedules"), ("samples", "samples"), ("resamples", "resamples"))}
-    settings.update(task_filter=SCALE["task_filter"], diag_pool=SCALE["diagnostics"]["pool"],
-                    prompts_per_step=SCALE["training"]["prompts_per_step"],
-                    num_generations=SCALE["training"]["num_generations"])
+    settings = {
+        f"probe_{key}": SCALE["probe"][source]
+        for key, source in (
+            ("clean_tasks", "clean_tasks"),
+            ("clean_rollouts", "clean_rollouts"),
+            ("diag_tasks", "diagnostic_tasks"),
+            ("schedules", "schedules"),
+            ("samples", "samples"),
+            ("resamples", "resamples"),
+        )
+    }
+    settings.update(
+        task_filter=SCALE["task_filter"],
+        diag_pool=SCALE["diagnostics"]["pool"],
+        prompts_per_step=SCALE["training"]["prompts_per_step"],
+        num_generations=SCALE["training"]["num_generations"],
+    )
     return as_json(settings)
 
 
@@ -837,8 +907,17 @@ def public_amendment_missing_message(wildcards, output):
     import shlex
 
     folder = str(Path(output[0]).parents[2])
-    command = ["paired-rollouts", "prereg", "amend", "--out", folder, "--reason", amendment_reason(wildcards),
-               "--documents", *amendment_documents(wildcards)]
+    command = [
+        "paired-rollouts",
+        "prereg",
+        "amend",
+        "--out",
+        folder,
+        "--reason",
+        amendment_reason(wildcards),
+        "--documents",
+        *amendment_documents(wildcards),
+    ]
     return (
         f"{output[0]} is missing. GPU profiles only run tiers and the calibration gate under an amendment "
         f"time-stamped by public authorities. After committing the documents, on a machine with internet run: "

@@ -9,12 +9,12 @@ rule probe_bandit:
         code=sources("probe"),
     output:
         res("probe/bandit.json"),
-    conda:
-        software_env()
     log:
         res("logs/probe/bandit.log"),
     benchmark:
         res("benchmarks/probe/bandit.tsv")
+    conda:
+        software_env()
     shell:
         "paired-rollouts probe bandit --out {output:q} > {log:q} 2>&1"
 
@@ -28,19 +28,22 @@ rule compare:
         code=sources("compare"),
     output:
         json=res("comparison.json"),
-        html=report(res("comparison.html"), caption="../report/comparison.rst",
-                    category="Published versus reproduced"),
+        html=report(
+            res("comparison.html"),
+            caption="../report/comparison.rst",
+            category="Published versus reproduced",
+        ),
+    log:
+        res("logs/compare.log"),
+    benchmark:
+        res("benchmarks/compare.tsv")
+    conda:
+        software_env()
     params:
         root=results_root,
         tasks_dir=manifest_folder,
         scale=SCALE_NAME,
         label=SCALE["label"],
-    conda:
-        software_env()
-    log:
-        res("logs/compare.log"),
-    benchmark:
-        res("benchmarks/compare.tsv")
     shell:
         "paired-rollouts compare --results {params.root:q} --published {input.published:q} "
         "--tasks-dir {params.tasks_dir:q} --scale-name {params.scale:q} --scale {params.label:q} "
@@ -56,16 +59,16 @@ rule ledger:
     output:
         json=res("ledger.json"),
         html=report(res("ledger.html"), caption="../report/ledger.rst", category="Cost ledger"),
-    params:
-        root=benchmark_root,
-        accelerator=ACCELERATOR,
-        runs=len(RUNS),
-    conda:
-        software_env()
     log:
         res("logs/ledger.log"),
     benchmark:
         res("benchmarks/ledger.tsv")
+    conda:
+        software_env()
+    params:
+        root=benchmark_root,
+        accelerator=ACCELERATOR,
+        runs=len(RUNS),
     shell:
         "paired-rollouts ledger --benchmarks {input.benchmarks:q} --root {params.root:q} "
         "--accelerator {params.accelerator:q} --runs {params.runs:q} --published {input.published:q} "

@@ -2,6 +2,7 @@
 # Thresholds come from the frozen machine-readable rules, so editing one reruns only decisions and
 # the tables that show them.
 
+
 wildcard_constraints:
     condition=r"c2|c4",
 
@@ -19,19 +20,23 @@ rule decide:
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("stats", "prereg"),
     output:
-        report(res("decisions/{condition}.json"), caption="../report/decision.rst", category="Decisions",
-               labels={"condition": "{condition}"}),
+        report(
+            res("decisions/{condition}.json"),
+            caption="../report/decision.rst",
+            category="Decisions",
+            labels={"condition": "{condition}"},
+        ),
+    log:
+        res("logs/decide/{condition}.log"),
+    benchmark:
+        res("benchmarks/decide/{condition}.tsv")
+    conda:
+        software_env()
     params:
         condition=upper_condition,
         eval_dirs=decision_eval_dirs,
         reference_dirs=reference_eval_dirs,
         seeds=decision_seeds,
-    conda:
-        software_env()
-    log:
-        res("logs/decide/{condition}.log"),
-    benchmark:
-        res("benchmarks/decide/{condition}.tsv"),
     shell:
         "paired-rollouts decide --condition {params.condition:q} --seeds {params.seeds:q} "
         "--episodes {params.eval_dirs:q} "
@@ -58,8 +63,14 @@ rule decide_tier:
         code=sources("stats", "prereg", "design.py"),
     output:
         res("decisions/tiers/{comparison}.json"),
+    log:
+        res("logs/decide/tiers/{comparison}.log"),
+    benchmark:
+        res("benchmarks/decide/tiers/{comparison}.tsv")
     wildcard_constraints:
         comparison="|".join(TIER_COMPARISONS) or "none",
+    conda:
+        software_env()
     params:
         condition=tier_condition,
         arms=tier_arms,
@@ -68,12 +79,6 @@ rule decide_tier:
         reference_dirs=reference_eval_dirs,
         seeds=tier_seeds,
         conditions=CONDITIONS_JSON,
-    conda:
-        software_env()
-    log:
-        res("logs/decide/tiers/{comparison}.log"),
-    benchmark:
-        res("benchmarks/decide/tiers/{comparison}.tsv")
     shell:
         "paired-rollouts decide --comparison {wildcards.comparison:q} --condition {params.condition:q} "
         "--arms {params.arms:q} --scaling {params.scaling:q} --conditions {params.conditions:q} "
@@ -100,14 +105,14 @@ for _name, _decisions, _out in (
             code=sources("stats", "prereg"),
         output:
             _out,
-        params:
-            group_size=SCALE["training"]["num_generations"],
-        conda:
-            software_env()
         log:
             res(f"logs/decide/{_name}.log"),
         benchmark:
             res(f"benchmarks/decide/{_name}.tsv")
+        conda:
+            software_env()
+        params:
+            group_size=SCALE["training"]["num_generations"],
         shell:
             "paired-rollouts predictions --tier-rules {input.tier_rules:q} --verification {input.amendment:q} "
             "--decisions {input.decisions:q} --probe {input.probe:q} --group-size {params.group_size:q} "

@@ -11,18 +11,18 @@ rule diagnose:
         code=sources(*SIMULATOR, "training", "evaluation"),
     output:
         res("diagnostics/{run}/diag-step{step}.jsonl"),
+    log:
+        res("logs/diagnose/{run}/step{step}.log"),
+    benchmark:
+        res("benchmarks/diagnose/{run}/step{step}.tsv")
+    conda:
+        software_env()
     params:
         tasks_dir=tasks_dir_of,
         settings=diagnostic_settings(),
         model=model_dir_param,
         checkpoint=checkpoint_dir,
         conditions=CONDITIONS_JSON,
-    conda:
-        software_env()
-    log:
-        res("logs/diagnose/{run}/step{step}.log"),
-    benchmark:
-        res("benchmarks/diagnose/{run}/step{step}.tsv"),
     shell:
         "paired-rollouts diagnose --run {wildcards.run:q} --step {wildcards.step:q} --tasks-dir {params.tasks_dir:q} "
         "--checkpoint {params.checkpoint:q} --model-dir {params.model:q} --settings {params.settings:q} "
@@ -36,14 +36,14 @@ rule luck_share:
         code=sources("stats"),
     output:
         res("diagnostics/{run}/luck-step{step}.json"),
-    params:
-        resamples=SCALE["diagnostics"]["resamples"],
-    conda:
-        software_env()
     log:
         res("logs/luck_share/{run}/step{step}.log"),
     benchmark:
-        res("benchmarks/luck_share/{run}/step{step}.tsv"),
+        res("benchmarks/luck_share/{run}/step{step}.tsv")
+    conda:
+        software_env()
+    params:
+        resamples=SCALE["diagnostics"]["resamples"],
     shell:
         "paired-rollouts luck-share --episodes {input.episodes:q} --resamples {params.resamples:q} "
         "--out {output:q} > {log:q} 2>&1"
@@ -63,17 +63,17 @@ rule completeness:
         code=sources("stats"),
     output:
         res("runs/{run}/complete.json"),
+    log:
+        res("logs/completeness/{run}.log"),
+    benchmark:
+        res("benchmarks/completeness/{run}.tsv")
+    conda:
+        software_env()
     params:
         scale_block=completeness_scale(),
         conditions=CONDITIONS_JSON,
         evals_dir=res("evals/{run}"),
         diagnostics_dir=res("diagnostics/{run}"),
-    conda:
-        software_env()
-    log:
-        res("logs/completeness/{run}.log"),
-    benchmark:
-        res("benchmarks/completeness/{run}.tsv"),
     shell:
         "paired-rollouts completeness --run {wildcards.run:q} --scale-block {params.scale_block:q} --conditions {params.conditions:q} "
         "--evals-dir {params.evals_dir:q} --diagnostics {params.diagnostics_dir:q} --groups {input.groups:q} --run-manifest {input.run_manifest:q} "

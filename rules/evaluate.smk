@@ -3,6 +3,7 @@
 # file (the bytes are those of one process per regime: the environments' counters restart per regime).
 # Schedules are identical across arms and checkpoints.
 
+
 wildcard_constraints:
     regime=r"clean|at_training|challenge|noisy_p010|noisy_p025|heldout_types",
 
@@ -16,6 +17,12 @@ rule evaluate_periodic:
         code=sources(*SIMULATOR, "training", "evaluation"),
     output:
         [res(f"evals/{{run}}/periodic-step{{step}}-{regime}.jsonl") for regime in PERIODIC_REGIMES],
+    log:
+        res("logs/evaluate/{run}/periodic-step{step}.log"),
+    benchmark:
+        res("benchmarks/evaluate/{run}/periodic-step{step}.tsv")
+    conda:
+        software_env()
     params:
         tasks_dir=tasks_dir_of,
         settings=eval_settings(),
@@ -24,12 +31,6 @@ rule evaluate_periodic:
         regimes=",".join(PERIODIC_REGIMES),
         out=eval_out_template,
         conditions=CONDITIONS_JSON,
-    conda:
-        software_env()
-    log:
-        res("logs/evaluate/{run}/periodic-step{step}.log"),
-    benchmark:
-        res("benchmarks/evaluate/{run}/periodic-step{step}.tsv")
     shell:
         "paired-rollouts evaluate --run {wildcards.run:q} --step {wildcards.step:q} --phase periodic "
         "--regime {params.regimes:q} --tasks-dir {params.tasks_dir:q} --checkpoint {params.checkpoint:q} "
@@ -39,7 +40,10 @@ rule evaluate_periodic:
 
 # The final sets of a run: a run whose noise is none of them (C3, C4, C2r) adds its own at_training set
 # (common.final_regimes).
-for _runs, _regimes in ((STANDARD_FINAL_RUNS, FINAL_REGIMES), (OWN_FINAL_RUNS, FINAL_REGIMES + ["at_training"])):
+for _runs, _regimes in (
+    (STANDARD_FINAL_RUNS, FINAL_REGIMES),
+    (OWN_FINAL_RUNS, FINAL_REGIMES + ["at_training"]),
+):
 
     rule:
         name:
@@ -51,8 +55,14 @@ for _runs, _regimes in ((STANDARD_FINAL_RUNS, FINAL_REGIMES), (OWN_FINAL_RUNS, F
             code=sources(*SIMULATOR, "training", "evaluation"),
         output:
             [res(f"evals/{{run}}/final-step{{step}}-{regime}.jsonl") for regime in _regimes],
+        log:
+            res("logs/evaluate/{run}/final-step{step}.log"),
+        benchmark:
+            res("benchmarks/evaluate/{run}/final-step{step}.tsv")
         wildcard_constraints:
             run="|".join(_runs) or "none",
+        conda:
+            software_env()
         params:
             tasks_dir=tasks_dir_of,
             settings=eval_settings(),
@@ -61,12 +71,6 @@ for _runs, _regimes in ((STANDARD_FINAL_RUNS, FINAL_REGIMES), (OWN_FINAL_RUNS, F
             regimes=",".join(_regimes),
             out=eval_out_template,
             conditions=CONDITIONS_JSON,
-        conda:
-            software_env()
-        log:
-            res("logs/evaluate/{run}/final-step{step}.log"),
-        benchmark:
-            res("benchmarks/evaluate/{run}/final-step{step}.tsv")
         shell:
             "paired-rollouts evaluate --run {wildcards.run:q} --step {wildcards.step:q} --phase final "
             "--regime {params.regimes:q} --tasks-dir {params.tasks_dir:q} --checkpoint {params.checkpoint:q} "

@@ -9,15 +9,15 @@ rule prepare_model:
         code=sources("training/prepare.py", "training/tokenizer.py"),
     output:
         f"{STANDIN_ROOT}/prepared/config.json",
-    params:
-        source=SCALE["model"].get("name_or_path", ""),
-        folder=output_folder,
-    conda:
-        software_env()
     log:
         res("logs/prepare_model.log"),
     benchmark:
         res("benchmarks/prepare_model.tsv")
+    conda:
+        software_env()
+    params:
+        source=SCALE["model"].get("name_or_path", ""),
+        folder=output_folder,
     shell:
         "paired-rollouts model prepare --source {params.source:q} --out {params.folder:q} > {log:q} 2>&1"
 
@@ -29,16 +29,16 @@ rule tokenizer:
         code=sources(*SIMULATOR, "agents", "training"),
     output:
         f"{STANDIN_ROOT}/tokenizer/tokenizer.json",
+    log:
+        res("logs/tokenizer.log"),
+    benchmark:
+        res("benchmarks/tokenizer.tsv")
+    conda:
+        software_env()
     params:
         tasks_dir=tasks_dir_of,
         folder=output_folder,
         settings=model_settings(),
-    conda:
-        software_env()
-    log:
-        res("logs/tokenizer.log"),
-    benchmark:
-        res("benchmarks/tokenizer.tsv"),
     shell:
         "paired-rollouts tokenizer --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
         "--out {params.folder:q} > {log:q} 2>&1"
@@ -52,17 +52,17 @@ rule warm_start:
         code=sources(*SIMULATOR, "agents", "training"),
     output:
         f"{STANDIN_ROOT}/model/config.json",
+    log:
+        res("logs/warm_start.log"),
+    benchmark:
+        res("benchmarks/warm_start.tsv")
+    conda:
+        software_env()
     params:
         tasks_dir=tasks_dir_of,
         tokenizer=tokenizer_folder,
         folder=output_folder,
         settings=model_settings(),
-    conda:
-        software_env()
-    log:
-        res("logs/warm_start.log"),
-    benchmark:
-        res("benchmarks/warm_start.tsv"),
     shell:
         "paired-rollouts warm-start --tokenizer {params.tokenizer:q} --tasks-dir {params.tasks_dir:q} "
         "--settings {params.settings:q} --threads {threads:q} --out {params.folder:q} > {log:q} 2>&1"

@@ -3,6 +3,7 @@
 # pipeline before anything trains. The amendments (config prereg.amendments) are made and verified
 # the same way; only the tier runs and the zero-shot calibration gate depend on their verification.
 
+
 wildcard_constraints:
     number=r"\d{3}",
 
@@ -28,15 +29,15 @@ if ACCELERATOR == "cpu":
             code=ancient(sources("prereg")),
         output:
             freeze=f"{config['prereg']['local_freeze_dir']}/freeze.json",
-        params:
-            folder=output_folder,
-            documents=config["prereg"]["documents"],
-        conda:
-            software_env()
         log:
             res("logs/prereg_freeze_local.log"),
         benchmark:
-            res("benchmarks/prereg_freeze_local.tsv"),
+            res("benchmarks/prereg_freeze_local.tsv")
+        conda:
+            software_env()
+        params:
+            folder=output_folder,
+            documents=config["prereg"]["documents"],
         shell:
             "paired-rollouts prereg freeze-local --out {params.folder:q} --replace-inside results "
             "--documents {params.documents:q} > {log:q} 2>&1"
@@ -54,16 +55,16 @@ if ACCELERATOR == "cpu":
             code=ancient(sources("prereg")),
         output:
             f"{config['prereg']['local_freeze_dir']}/amendments/{{number}}/amendment.json",
+        log:
+            res("logs/prereg_amend_local/{number}.log"),
+        benchmark:
+            res("benchmarks/prereg_amend_local/{number}.tsv")
+        conda:
+            software_env()
         params:
             folder=amendment_freeze_folder,
             reason=amendment_reason,
             documents=amendment_documents,
-        conda:
-            software_env()
-        log:
-            res("logs/prereg_amend_local/{number}.log"),
-        benchmark:
-            res("benchmarks/prereg_amend_local/{number}.tsv"),
         shell:
             "paired-rollouts prereg amend-local --out {params.folder:q} --number {wildcards.number:q} "
             "--replace-inside results --reason {params.reason:q} --documents {params.documents:q} > {log:q} 2>&1"
@@ -78,14 +79,14 @@ else:
         freeze is missing (a dry run lists this job so the gap is visible before anything runs)."""
         output:
             f"{config['prereg']['public_freeze_dir']}/freeze.json",
-        params:
-            message=public_freeze_missing_message,
-        conda:
-            software_env()
         log:
             res("logs/prereg_public_freeze_missing.log"),
         benchmark:
-            res("benchmarks/prereg_public_freeze_missing.tsv"),
+            res("benchmarks/prereg_public_freeze_missing.tsv")
+        conda:
+            software_env()
+        params:
+            message=public_freeze_missing_message,
         shell:
             "printf '%s\\n' {params.message:q} | tee {log:q} >&2; exit 1"
 
@@ -96,14 +97,14 @@ else:
         """Likewise for a configured amendment that is not committed under the public freeze."""
         output:
             f"{config['prereg']['public_freeze_dir']}/amendments/{{number}}/amendment.json",
-        params:
-            message=public_amendment_missing_message,
-        conda:
-            software_env()
         log:
             res("logs/prereg_public_amendment_missing/{number}.log"),
         benchmark:
-            res("benchmarks/prereg_public_amendment_missing/{number}.tsv"),
+            res("benchmarks/prereg_public_amendment_missing/{number}.tsv")
+        conda:
+            software_env()
+        params:
+            message=public_amendment_missing_message,
         shell:
             "printf '%s\\n' {params.message:q} | tee {log:q} >&2; exit 1"
 
@@ -116,15 +117,15 @@ rule prereg_verify:
         code=sources("prereg"),
     output:
         verification_file(),
-    params:
-        folder=freeze_folder,
-        test_authority=["--allow-test-authority"] if ACCELERATOR == "cpu" else [],
-    conda:
-        software_env()
     log:
         res("logs/prereg_verify.log"),
     benchmark:
-        res("benchmarks/prereg_verify.tsv"),
+        res("benchmarks/prereg_verify.tsv")
+    conda:
+        software_env()
+    params:
+        folder=freeze_folder,
+        test_authority=["--allow-test-authority"] if ACCELERATOR == "cpu" else [],
     shell:
         "paired-rollouts prereg verify --freeze {params.folder:q} --amendments 0 {params.test_authority:q} "
         "--out {output:q} > {log:q} 2>&1 || {{ cat {log:q} >&2; exit 1; }}"
@@ -140,17 +141,17 @@ rule prereg_verify_amendments:
         code=sources("prereg"),
     output:
         amendment_verification_file(),
+    log:
+        res("logs/prereg_verify_amendments.log"),
+    benchmark:
+        res("benchmarks/prereg_verify_amendments.tsv")
+    conda:
+        software_env()
     params:
         folder=freeze_folder,
         amendments=len(config["prereg"]["amendments"]),
         documents=all_protocol_documents(),
         test_authority=["--allow-test-authority"] if ACCELERATOR == "cpu" else [],
-    conda:
-        software_env()
-    log:
-        res("logs/prereg_verify_amendments.log"),
-    benchmark:
-        res("benchmarks/prereg_verify_amendments.tsv"),
     shell:
         "paired-rollouts prereg verify --freeze {params.folder:q} --amendments {params.amendments:q} "
         "--require {params.documents:q} {params.test_authority:q} --out {output:q} > {log:q} 2>&1 "

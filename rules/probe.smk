@@ -4,6 +4,7 @@
 # free at every start; each group is folded into running vectors as soon as it is scored), then one job
 # assembles the trajectory's traces, and a cheap one applies the frozen rules' h1b block.
 
+
 wildcard_constraints:
     trajectory="|".join(TRAJECTORIES),
 
@@ -19,17 +20,17 @@ rule probe_checkpoint:
     output:
         summary=res("probe/{trajectory}/step{step}.json"),
         evidence=res("probe/evidence/{trajectory}/step{step}.npz"),
+    log:
+        res("logs/probe/{trajectory}/step{step}.log"),
+    benchmark:
+        res("benchmarks/probe/{trajectory}/step{step}.tsv")
+    conda:
+        software_env()
     params:
         tasks_dir=tasks_dir_of,
         run_dir=probe_run_dir,
         model=model_dir_param,
         settings=probe_settings,
-    conda:
-        software_env()
-    log:
-        res("logs/probe/{trajectory}/step{step}.log"),
-    benchmark:
-        res("benchmarks/probe/{trajectory}/step{step}.tsv")
     shell:
         "paired-rollouts probe checkpoint --run-dir {params.run_dir:q} --step {wildcards.step:q} "
         "--model-dir {params.model:q} --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
@@ -43,15 +44,15 @@ rule probe:
         code=sources("probe"),
     output:
         res("probe/traces/{trajectory}.json"),
-    params:
-        run=probe_run,
-        settings=probe_settings,
-    conda:
-        software_env()
     log:
         res("logs/probe/{trajectory}.log"),
     benchmark:
         res("benchmarks/probe/{trajectory}.tsv")
+    conda:
+        software_env()
+    params:
+        run=probe_run,
+        settings=probe_settings,
     shell:
         "paired-rollouts probe assemble --trajectory {wildcards.trajectory:q} --run {params.run:q} "
         "--inputs {input.checkpoints:q} --settings {params.settings:q} --out {output:q} > {log:q} 2>&1"
@@ -64,14 +65,18 @@ rule probe_verdict:
         rules=config["decision_rules"],
         code=sources("probe", "prereg"),
     output:
-        report(res("probe/{trajectory}.json"), caption="../report/probe.rst", category="Gradient probe",
-               labels={"trajectory": "{trajectory}"}),
-    conda:
-        software_env()
+        report(
+            res("probe/{trajectory}.json"),
+            caption="../report/probe.rst",
+            category="Gradient probe",
+            labels={"trajectory": "{trajectory}"},
+        ),
     log:
         res("logs/probe_verdict/{trajectory}.log"),
     benchmark:
         res("benchmarks/probe_verdict/{trajectory}.tsv")
+    conda:
+        software_env()
     shell:
         "paired-rollouts probe verdict --traces {input.traces:q} --rules {input.rules:q} --out {output:q} "
         "> {log:q} 2>&1"

@@ -5,12 +5,21 @@
 # Surrogate scales add the power table (13), the calibration register (14) and the learning curves beside
 # the paper's published ones.
 TABLES = [*range(1, 13), *([13, 14] if SURROGATE else [])]
-FIGURES = ["curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios", "final_success",
-           "probe_decomposition", *(["surrogate_curves"] if SURROGATE else [])]
+FIGURES = [
+    "curves_c2",
+    "curves_c4",
+    "luck_share",
+    "spurious_variance",
+    "probe_ratios",
+    "final_success",
+    "probe_decomposition",
+    *(["surrogate_curves"] if SURROGATE else []),
+]
 
 # The registered tiers' document (target `tiers`): their predictions, comparisons and the dose response.
 TIER_TABLES = [15, 16]
 TIER_FIGURES = ["dose_response"]
+
 
 wildcard_constraints:
     number=r"\d+",
@@ -25,17 +34,22 @@ rule render_table:
         templates=table_templates,
     output:
         tex=res("tables/table{number}.tex"),
-        html=report(res("tables/table{number}.html"), caption="../report/table.rst", category="Tables",
-                    subcategory="Table {number}", labels={"table": "{number}"}),
-    params:
-        inputs=table_input_args,
-        scale=SCALE["label"],
-    conda:
-        software_env()
+        html=report(
+            res("tables/table{number}.html"),
+            caption="../report/table.rst",
+            category="Tables",
+            subcategory="Table {number}",
+            labels={"table": "{number}"},
+        ),
     log:
         res("logs/render/table{number}.log"),
     benchmark:
-        res("benchmarks/render/table{number}.tsv"),
+        res("benchmarks/render/table{number}.tsv")
+    conda:
+        software_env()
+    params:
+        inputs=table_input_args,
+        scale=SCALE["label"],
     shell:
         "paired-rollouts render table --number {wildcards.number:q} {params.inputs:q} --scale {params.scale:q} "
         "--out {output.tex:q} --html {output.html:q} > {log:q} 2>&1"
@@ -48,17 +62,21 @@ rule render_figure:
         code=RENDER_SOURCES,
     output:
         pdf=res("figures/{figure}.pdf"),
-        png=report(res("figures/{figure}.png"), caption="../report/figure.rst", category="Figures",
-                   labels={"figure": "{figure}"}),
-    params:
-        inputs=figure_input_args,
-        scale=SCALE["label"],
-    conda:
-        software_env()
+        png=report(
+            res("figures/{figure}.png"),
+            caption="../report/figure.rst",
+            category="Figures",
+            labels={"figure": "{figure}"},
+        ),
     log:
         res("logs/render/{figure}.log"),
     benchmark:
-        res("benchmarks/render/{figure}.tsv"),
+        res("benchmarks/render/{figure}.tsv")
+    conda:
+        software_env()
+    params:
+        inputs=figure_input_args,
+        scale=SCALE["label"],
     shell:
         "paired-rollouts render figure --name {wildcards.figure:q} {params.inputs:q} --scale {params.scale:q} "
         "--out {output.pdf:q} > {log:q} 2>&1"
@@ -77,16 +95,16 @@ rule render_document:
         template=document_template(),
     output:
         report(res("paper/tables.pdf"), caption="../report/document.rst", category="Document"),
+    log:
+        res("logs/render/document.log"),
+    benchmark:
+        res("benchmarks/render/document.tsv")
+    conda:
+        software_env()
     params:
         commit=git_commit(),
         profile=ACCELERATOR,
         scale=SCALE["label"],
-    conda:
-        software_env()
-    log:
-        res("logs/render/document.log"),
-    benchmark:
-        res("benchmarks/render/document.tsv"),
     shell:
         "paired-rollouts render document --tables {input.tables:q} --figures {input.figures:q} "
         "--verification {input.verification:q} --decisions {input.decisions:q} --comparison {input.comparison:q} "
@@ -107,16 +125,16 @@ rule render_tiers_document:
         template=document_template(),
     output:
         report(res("paper/tiers.pdf"), caption="../report/document.rst", category="Document"),
+    log:
+        res("logs/render/tiers_document.log"),
+    benchmark:
+        res("benchmarks/render/tiers_document.tsv")
+    conda:
+        software_env()
     params:
         commit=git_commit(),
         profile=ACCELERATOR,
         scale=SCALE["label"] + " - registered tiers",
-    conda:
-        software_env()
-    log:
-        res("logs/render/tiers_document.log"),
-    benchmark:
-        res("benchmarks/render/tiers_document.tsv"),
     shell:
         "paired-rollouts render document --tables {input.tables:q} --figures {input.figures:q} "
         "--verification {input.verification:q} --decisions {input.decisions:q} --comparison {input.comparison:q} "

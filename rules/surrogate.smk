@@ -16,15 +16,15 @@ rule surrogate_calibrate:
         code=sources(*SIMULATOR, "agents", "evaluation", "training", "stats", "surrogate"),
     output:
         CALIBRATION_FILE,
-    params:
-        tasks_dir=tasks_dir_of,
-        settings=calibration_settings(),
-    conda:
-        software_env()
     log:
         res("logs/surrogate/calibrate.log"),
     benchmark:
         res("benchmarks/surrogate/calibrate.tsv")
+    conda:
+        software_env()
+    params:
+        tasks_dir=tasks_dir_of,
+        settings=calibration_settings(),
     shell:
         "paired-rollouts surrogate calibrate --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
         "--out {output:q} > {log:q} 2>&1"
@@ -44,18 +44,18 @@ for _job, _runs in surrogate_jobs().items():
             code=sources(*SIMULATOR, "agents", "evaluation", "training", "surrogate"),
         output:
             surrogate_outputs(_runs),
+        log:
+            res(f"logs/surrogate/arm-{_job}.log"),
+        benchmark:
+            res(f"benchmarks/surrogate/arm-{_job}.tsv")
+        conda:
+            software_env()
         params:
             runs=_runs,
             tasks_dir=tasks_dir_of,
             settings=surrogate_run_settings(),
             results=results_root_of,
             conditions=CONDITIONS_JSON,
-        conda:
-            software_env()
-        log:
-            res(f"logs/surrogate/arm-{_job}.log"),
-        benchmark:
-            res(f"benchmarks/surrogate/arm-{_job}.tsv")
         shell:
             "paired-rollouts surrogate arm --runs {params.runs:q} --tasks-dir {params.tasks_dir:q} "
             "--calibration {input.calibration:q} --settings {params.settings:q} --results {params.results:q} "
@@ -70,6 +70,12 @@ for _job, _runs in surrogate_jobs().items():
             code=sources("stats"),
         output:
             surrogate_stats_outputs(_runs),
+        log:
+            res(f"logs/surrogate/stats-{_job}.log"),
+        benchmark:
+            res(f"benchmarks/surrogate/stats-{_job}.tsv")
+        conda:
+            software_env()
         params:
             runs=_runs,
             scale_block=completeness_scale(),
@@ -77,12 +83,6 @@ for _job, _runs in surrogate_jobs().items():
             tasks_dir=pool_manifest_dir_of,
             results=results_root_of,
             resamples=SCALE["diagnostics"]["resamples"],
-        conda:
-            software_env()
-        log:
-            res(f"logs/surrogate/stats-{_job}.log"),
-        benchmark:
-            res(f"benchmarks/surrogate/stats-{_job}.tsv")
         shell:
             "paired-rollouts surrogate stats --runs {params.runs:q} --scale-block {params.scale_block:q} --conditions {params.conditions:q} "
             "--tasks-dir {params.tasks_dir:q} --results {params.results:q} --resamples {params.resamples:q} "
@@ -97,17 +97,17 @@ rule surrogate_probe:
         code=sources(*SIMULATOR, "agents", "evaluation", "training", "probe", "surrogate"),
     output:
         res("probe/{trajectory}.json"),
+    log:
+        res("logs/probe/{trajectory}.log"),
+    benchmark:
+        res("benchmarks/probe/{trajectory}.tsv")
+    conda:
+        software_env()
     params:
         tasks_dir=tasks_dir_of,
         run_dir=probe_run_dir,
         steps=probe_steps,
         settings=surrogate_probe_settings,
-    conda:
-        software_env()
-    log:
-        res("logs/probe/{trajectory}.log"),
-    benchmark:
-        res("benchmarks/probe/{trajectory}.tsv")
     shell:
         "paired-rollouts surrogate probe --trajectory {wildcards.trajectory:q} --run-dir {params.run_dir:q} "
         "--steps {params.steps:q} --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
@@ -124,15 +124,15 @@ rule surrogate_power:
         code=sources("stats", "prereg", "surrogate"),
     output:
         POWER_FILE,
-    params:
-        pairs=[3],
-        draws=1000,
-    conda:
-        software_env()
     log:
         res("logs/surrogate/power.log"),
     benchmark:
         res("benchmarks/surrogate/power.tsv")
+    conda:
+        software_env()
+    params:
+        pairs=[3],
+        draws=1000,
     shell:
         "paired-rollouts surrogate power --decisions {input.decisions:q} --rules {input.rules:q} "
         "--pairs {params.pairs:q} --draws {params.draws:q} --out {output:q} > {log:q} 2>&1"

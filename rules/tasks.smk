@@ -8,14 +8,14 @@ rule tasks:
     output:
         pools=[f"{TASKS_DIR}/{pool}.jsonl" for pool in POOLS],
         manifest=f"{TASKS_DIR}/MANIFEST.json",
-    params:
-        tasks_dir=output_folder,
-    conda:
-        software_env()
     log:
         res("logs/tasks.log"),
     benchmark:
-        res("benchmarks/tasks.tsv"),
+        res("benchmarks/tasks.tsv")
+    conda:
+        software_env()
+    params:
+        tasks_dir=output_folder,
     shell:
         "paired-rollouts tasks --out {params.tasks_dir:q} > {log:q} 2>&1"
 
@@ -28,13 +28,13 @@ rule reference:
         code=sources(*SIMULATOR, "agents"),
     output:
         res("reference/scripted_reference.json"),
-    params:
-        tasks_dir=tasks_dir_of,
-    conda:
-        software_env()
     log:
         res("logs/reference.log"),
     benchmark:
-        res("benchmarks/reference.tsv"),
+        res("benchmarks/reference.tsv")
+    conda:
+        software_env()
+    params:
+        tasks_dir=tasks_dir_of,
     shell:
         "paired-rollouts reference --tasks-dir {params.tasks_dir:q} --out {output:q} > {log:q} 2>&1"

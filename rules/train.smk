@@ -4,6 +4,7 @@
 # retries it, and a retried job must find its checkpoints to resume from. The run's manifest is
 # written last and lists the checkpoints; downstream rules depend on it.
 
+
 wildcard_constraints:
     run=RUN_PATTERN,
     step=r"\d+",
@@ -24,18 +25,18 @@ rule train:
     output:
         groups=res("runs/{run}/groups.jsonl"),
         manifest=res("runs/{run}/manifest.json"),
+    log:
+        res("logs/train/{run}.log"),
+    benchmark:
+        res("benchmarks/train/{run}.tsv")
+    conda:
+        software_env()
     params:
         tasks_dir=tasks_dir_of,
         settings=run_settings,
         model=model_dir_param,
         out_dir=output_folder,
         conditions=CONDITIONS_JSON,
-    conda:
-        software_env()
-    log:
-        res("logs/train/{run}.log"),
-    benchmark:
-        res("benchmarks/train/{run}.tsv"),
     shell:
         "paired-rollouts train --run {wildcards.run:q} --tasks-dir {params.tasks_dir:q} --model-dir {params.model:q} "
         "--verification {input.verification:q} --settings {params.settings:q} --conditions {params.conditions:q} "
@@ -49,11 +50,11 @@ rule group_stats:
         code=sources("stats"),
     output:
         res("runs/{run}/group_stats.json"),
-    conda:
-        software_env()
     log:
         res("logs/group_stats/{run}.log"),
     benchmark:
-        res("benchmarks/group_stats/{run}.tsv"),
+        res("benchmarks/group_stats/{run}.tsv")
+    conda:
+        software_env()
     shell:
         "paired-rollouts group-stats --groups {input.groups:q} --out {output:q} > {log:q} 2>&1"

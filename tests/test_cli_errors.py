@@ -52,11 +52,14 @@ def test_out_at_a_directory(tmp_path, capsys):
     assert rc == 1 and _err(capsys)
 
 
-@pytest.mark.parametrize("text, suffix, needle", [
-    ('{"periodic": ', ".json", "not valid JSON"),
-    ("periodic: [1, 2\n", ".yaml", "not valid YAML"),
-    (b"\xff\xfe{}", ".json", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "text, suffix, needle",
+    [
+        ('{"periodic": ', ".json", "not valid JSON"),
+        ("periodic: [1, 2\n", ".yaml", "not valid YAML"),
+        (b"\xff\xfe{}", ".json", "not UTF-8"),
+    ],
+)
 def test_malformed_settings_file(tmp_path, text, suffix, needle):
     path = tmp_path / f"s{suffix}"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
@@ -70,8 +73,21 @@ def test_non_integer_completeness_settings(tmp_path, capsys, bad):
     manifest = tmp_path / "MANIFEST.json"
     manifest.write_text(json.dumps({"pools": {"validation": {"sha256": "0" * 64}}}))
     settings = {"periodic_steps": [0], "periodic_regimes": {"clean": [1]}, "eval_tasks": bad}
-    rc = main(["completeness", "--run", "c2-paired-s0", "--settings", json.dumps(settings),
-               "--evals", str(tmp_path), "--manifest", str(manifest), "--out", str(tmp_path / "c.json")])
+    rc = main(
+        [
+            "completeness",
+            "--run",
+            "c2-paired-s0",
+            "--settings",
+            json.dumps(settings),
+            "--evals",
+            str(tmp_path),
+            "--manifest",
+            str(manifest),
+            "--out",
+            str(tmp_path / "c.json"),
+        ]
+    )
     err = _err(capsys)
     assert rc == 1 and "'eval_tasks'" in err and "expected an integer" in err
     assert not (tmp_path / "c.json").exists()
@@ -82,19 +98,40 @@ def test_luck_share_resamples_must_be_positive(tmp_path, capsys, value):
     episodes = tmp_path / "diag.jsonl"
     episodes.write_text("")
     with pytest.raises(SystemExit) as info:
-        main(["luck-share", "--episodes", str(episodes), "--out", str(tmp_path / "l.json"), "--resamples", value])
+        main(
+            [
+                "luck-share",
+                "--episodes",
+                str(episodes),
+                "--out",
+                str(tmp_path / "l.json"),
+                "--resamples",
+                value,
+            ]
+        )
     assert info.value.code == 2
     err = _err(capsys)
-    last = err.strip().splitlines()[-1]   # argparse: the usage, then one error line
+    last = err.strip().splitlines()[-1]  # argparse: the usage, then one error line
     assert "argument --resamples" in last and ("at least 1" in last or "not an integer" in last)
 
 
 def test_completeness_with_a_run_manifest_of_the_wrong_shape(tmp_path, capsys):
     manifest = tmp_path / "MANIFEST.json"
     manifest.write_text(json.dumps({"pools": {"validation": {"sha256": "not-a-digest"}}}))
-    rc = main(["completeness", "--run", "c2-paired-s0", "--settings", "{}", "--evals", str(tmp_path),
-               "--manifest", str(manifest), "--out", str(tmp_path / "c.json")])
+    rc = main(
+        [
+            "completeness",
+            "--run",
+            "c2-paired-s0",
+            "--settings",
+            "{}",
+            "--evals",
+            str(tmp_path),
+            "--manifest",
+            str(manifest),
+            "--out",
+            str(tmp_path / "c.json"),
+        ]
+    )
     err = _err(capsys)
     assert rc == 1 and "pools.validation" in err and "sha256" in err
-
-

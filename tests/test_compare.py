@@ -486,8 +486,17 @@ def _bench(path: Path, seconds: float, rss: float, cpu: float) -> Path:
     from snakemake.benchmark import BenchmarkRecord, write_benchmark_records
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = BenchmarkRecord(running_time=seconds, max_rss=rss, max_vms=rss, max_uss=rss, max_pss=rss, io_in=0.0,
-                             io_out=0.0, cpu_usage=cpu, cpu_time=cpu)
+    record = BenchmarkRecord(
+        running_time=seconds,
+        max_rss=rss,
+        max_vms=rss,
+        max_uss=rss,
+        max_pss=rss,
+        io_in=0.0,
+        io_out=0.0,
+        cpu_usage=cpu,
+        cpu_time=cpu,
+    )
     record.data_collected = True  # as after a sampled job
     write_benchmark_records([record], str(path), False)
     return path
@@ -506,8 +515,13 @@ def test_ledger_sums_stages_and_runs_and_counts_gpu_hours_on_gpu_profiles(tmp_pa
     ]
     budget = load_published(PAPER).budget
     cpu = build_ledger(files, root, "cpu", budget, runs=2)
-    assert cpu["stages"]["train"] == {"jobs": 2, "wall_s": 5400.0, "cpu_s": 4500.0, "peak_rss_mb": 1200.0,
-                                      "gpu_hours": None}
+    assert cpu["stages"]["train"] == {
+        "jobs": 2,
+        "wall_s": 5400.0,
+        "cpu_s": 4500.0,
+        "peak_rss_mb": 1200.0,
+        "gpu_hours": None,
+    }
     assert cpu["runs"]["c2-paired-s0"]["jobs"] == 2 and cpu["runs"]["c2-paired-s0"]["wall_s"] == 4320.0
     assert cpu["total"]["wall_s"] == 6132.0 and cpu["total"]["peak_rss_mb"] == 1200.0
     assert cpu["gpu_hours_per_run"] is None and cpu["published_budget"]["gpu_hours_per_run"] == 16.3

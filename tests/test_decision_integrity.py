@@ -115,9 +115,7 @@ def test_unknown_regime_error_line(study, capsys):
             "--out",
             str(study / "x.json"),
             "--settings",
-            json.dumps(
-                {"periodic_steps": [4], "periodic_regimes": {"clean": [1, 2]}, "eval_tasks": 2}
-            ),
+            json.dumps({"periodic_steps": [4], "periodic_regimes": {"clean": [1, 2]}, "eval_tasks": 2}),
         ]
     )
     err = capsys.readouterr().err
@@ -268,21 +266,30 @@ def _api_decide(root: Path, cond: str, runs, edit) -> dict:
     res = root / "results"
     raw = yaml.safe_load((root / "rules.yaml").read_text())
     edit(raw)
-    complete, luck_in = load_inputs([res / "runs" / r / "complete.json" for r in runs],
-                                    [res / "diagnostics" / r / "luck-step0.json" for r in runs])
-    return decide_api(cond, load_episodes([res / "evals" / r for r in runs]), rules_from_dict(raw),
-                      read_pool_manifest(root / "data" / "tasks" / "MANIFEST.json"),
-                      groups=load_groups([res / "runs" / r / "groups.jsonl" for r in runs]), luck=luck_in,
-                      complete=complete, expected_seeds=[0, 1])
+    complete, luck_in = load_inputs(
+        [res / "runs" / r / "complete.json" for r in runs],
+        [res / "diagnostics" / r / "luck-step0.json" for r in runs],
+    )
+    return decide_api(
+        cond,
+        load_episodes([res / "evals" / r for r in runs]),
+        rules_from_dict(raw),
+        read_pool_manifest(root / "data" / "tasks" / "MANIFEST.json"),
+        groups=load_groups([res / "runs" / r / "groups.jsonl" for r in runs]),
+        luck=luck_in,
+        complete=complete,
+        expected_seeds=[0, 1],
+    )
 
 
 def test_frozen_auc_weights_apply_on_their_grid(study):
-    reg = decide(study, "C2", RUNS)   # the repository's grid is 0..100: another scale, both recorded
+    reg = decide(study, "C2", RUNS)  # the repository's grid is 0..100: another scale, both recorded
     applied = reg["H2a"]["auc_weights_applied"]
     assert applied["source"].startswith("trapezoid") and applied["rule_steps"] == [0, 20, 40, 60, 80, 100]
 
     def on_this_grid(raw):
-        raw["periodic_steps"], raw["auc_weights"] = [0, 4, 8], [0.5, 0.25, 0.25]   # unequal on purpose
+        raw["periodic_steps"], raw["auc_weights"] = [0, 4, 8], [0.5, 0.25, 0.25]  # unequal on purpose
+
     reg = _api_decide(study, "C2", RUNS, on_this_grid)
     h2 = reg["H2a"]
     assert h2["auc_weights_applied"]["source"] == "rules" and h2["auc_weights"] == [0.5, 0.25, 0.25]
@@ -292,7 +299,8 @@ def test_frozen_auc_weights_apply_on_their_grid(study):
 
 def test_frozen_seed_sharing_thresholds_apply(study):
     def strict(raw):
-        raw["h1a_c2"]["independent_min_seeds_per_group"] = 5   # G = 4 cannot reach it
+        raw["h1a_c2"]["independent_min_seeds_per_group"] = 5  # G = 4 cannot reach it
+
     reg = _api_decide(study, "C2", RUNS, strict)
     sharing = reg["H1a"]["seed_sharing"]["c2-independent-s0"]
     assert sharing["independent_min_seeds_per_group"] == 5 and sharing["passes"] is False
@@ -311,13 +319,18 @@ def c4_study(tmp_path):
 
 def test_frozen_expected_rate_applies_at_its_group_size(c4_study):
     root, runs = c4_study
-    reg = decide(root, "C4", runs)   # G = 4 trained, rule written for G = 8: both recorded
+    reg = decide(root, "C4", runs)  # G = 4 trained, rule written for G = 8: both recorded
     h1 = reg["H1a"]
-    assert h1["G"] == 4 and h1["G_rule"] == 8 and h1["expected_independent_rate_rule"] == pytest.approx(0.5695, abs=1e-4)
+    assert (
+        h1["G"] == 4
+        and h1["G_rule"] == 8
+        and h1["expected_independent_rate_rule"] == pytest.approx(0.5695, abs=1e-4)
+    )
     assert h1["expected_rate_source"].startswith("closed form")
 
     def at_g4(raw):
         raw["h1a_c4"]["group_size"], raw["h1a_c4"]["expected_independent_rate"] = 4, 0.95
+
     h1 = _api_decide(root, "C4", runs, at_g4)["H1a"]
     assert h1["expected_rate_source"] == "rules" and h1["expected_independent_rate"] == 0.95
     # the independent arm's rate is 1.0: within .07 of the frozen .95, so the criterion now holds
@@ -332,18 +345,35 @@ def test_probe_verdict_comes_from_the_rules_file(tmp_path, capsys):
     register = json.loads(sorted(fixture.glob("*.json"))[0].read_text())
     first = sorted(register["checkpoints"], key=int)[0]
     trace = register["checkpoints"][first]["outcome"]["mean_centered"]["trace_var"]
-    trace["paired"] = trace["independent"] * 2          # outcome wins at 2 of 3 checkpoints
+    trace["paired"] = trace["independent"] * 2  # outcome wins at 2 of 3 checkpoints
     traces = tmp_path / "traces.json"
     traces.write_text(json.dumps(register))
-    rules = yaml.safe_load((Path(__file__).resolve().parents[1] / "prereg" / "decision_rules.yaml").read_text())
+    rules = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "prereg" / "decision_rules.yaml").read_text()
+    )
     out = tmp_path / "probe.json"
     for outcome in ("every", "strict_majority"):
         rules["h1b"]["outcome"] = outcome
         (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
-        assert main(["probe", "verdict", "--traces", str(traces), "--rules", str(tmp_path / "rules.yaml"),
-                     "--out", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "probe",
+                    "verdict",
+                    "--traces",
+                    str(traces),
+                    "--rules",
+                    str(tmp_path / "rules.yaml"),
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         verdict = json.loads(out.read_text())["verdict"]
-        assert verdict["rule"]["outcome"] == outcome and verdict["rule_source"] == str(tmp_path / "rules.yaml")
+        assert verdict["rule"]["outcome"] == outcome and verdict["rule_source"] == str(
+            tmp_path / "rules.yaml"
+        )
         assert (verdict["outcome_wins"], verdict["checkpoints"]) == (2, 3)
         assert verdict["outcome_noise_every_checkpoint"] is (outcome == "strict_majority")
 
@@ -354,8 +384,20 @@ def test_probe_verdict_comes_from_the_rules_file(tmp_path, capsys):
 def _register_and_verify(root: Path, run: str, capsys) -> tuple[int, str, dict]:
     res = root / "results"
     run_dir = res / "runs" / run
-    assert main(["run-register", "--run-dir", str(run_dir), "--results", str(res),
-                 "--out", str(run_dir / "register.json")]) == 0
+    assert (
+        main(
+            [
+                "run-register",
+                "--run-dir",
+                str(run_dir),
+                "--results",
+                str(res),
+                "--out",
+                str(run_dir / "register.json"),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     rc = main(["verify-run", "--run-dir", str(run_dir), "--results", str(res)])
     return rc, capsys.readouterr().out, json.loads((run_dir / "register.json").read_text())
@@ -365,9 +407,11 @@ def test_run_register_and_verify_run_accept(study, capsys):
     rc, out, reg = _register_and_verify(study, "c2-paired-s0", capsys)
     assert rc == 0 and out.startswith("c2-paired-s0: ACCEPT")
     # hand-worked at_training curve of s0 paired: .5 .75 1 (AUC .75); two training steps
-    assert reg["curves"]["at_training"] == {"0": 0.5, "4": 0.75, "8": 1.0} and reg["auc"]["at_training"] == 0.75
+    assert (
+        reg["curves"]["at_training"] == {"0": 0.5, "4": 0.75, "8": 1.0} and reg["auc"]["at_training"] == 0.75
+    )
     assert reg["luck_share"]["0"]["lam"] == 1.0 and [r["step"] for r in reg["training_curve"]] == [0, 1]
-    assert "NOT the paper's" in out          # the hand-built pools are labelled
+    assert "NOT the paper's" in out  # the hand-built pools are labelled
 
 
 def test_run_register_of_several_runs_writes_each_runs_bytes(study, capsys):
@@ -377,8 +421,20 @@ def test_run_register_of_several_runs_writes_each_runs_bytes(study, capsys):
     single = {}
     for run in RUNS:
         out = study / f"single-{run}.json"
-        assert main(["run-register", "--run-dir", str(res / "runs" / run), "--results", str(res),
-                     "--out", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "run-register",
+                    "--run-dir",
+                    str(res / "runs" / run),
+                    "--results",
+                    str(res),
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         single[run] = out.read_bytes()
     assert main(["run-register", "--runs", *RUNS, "--results", str(res)]) == 0
     assert {run: (res / "runs" / run / "register.json").read_bytes() for run in RUNS} == single
@@ -390,8 +446,12 @@ def test_run_register_of_several_runs_writes_each_runs_bytes(study, capsys):
     assert main(["run-register", "--runs", *RUNS, "--results", str(res)]) == 1
     assert f"runs/{RUNS[-1]}/complete.json" in capsys.readouterr().err
     assert not any((res / "runs" / run / "register.json").exists() for run in RUNS)
-    for bad in (["--runs", RUNS[0], "--run-dir", str(res / "runs" / RUNS[0])], ["--runs", RUNS[0], "--out", "x.json"],
-                ["--run-dir", str(res / "runs" / RUNS[0])], []):
+    for bad in (
+        ["--runs", RUNS[0], "--run-dir", str(res / "runs" / RUNS[0])],
+        ["--runs", RUNS[0], "--out", "x.json"],
+        ["--run-dir", str(res / "runs" / RUNS[0])],
+        [],
+    ):
         assert main(["run-register", *bad, "--results", str(res)]) == 1
         assert "run-register: error: " in capsys.readouterr().err
 
@@ -422,21 +482,46 @@ def test_records_from_the_real_row_builders_pass_completeness(sim_tasks_dir, tmp
     from paired_rollouts.training.rows import build_rows
 
     run, cond, arm, seed = "c2-paired-s1", "C2", "paired", 1
-    base = {"task_filter": "simple_id", "eval_tasks": 2, "final_tasks": 2, "diag_pool": "validation",
-            "diag_tasks": 2, "diag_schedules": 3, "diag_samples": 2}
+    base = {
+        "task_filter": "simple_id",
+        "eval_tasks": 2,
+        "final_tasks": 2,
+        "diag_pool": "validation",
+        "diag_tasks": 2,
+        "diag_schedules": 3,
+        "diag_samples": 2,
+    }
 
     def episode(row, phase, step, regime):
-        return {"run": run, "condition": cond, "arm": arm, "seed": seed, "phase": phase, "step": step,
-                "regime": regime, "task_id": row["task_id"], "schedule_index": row["schedule_index"],
-                "schedule_seed": row["schedule_seed"], "true_success": False, "observed_reward": 0.0,
-                "flipped": False, "exposed": False, "calls": 1, "budget": row["budget"], "finished": True,
-                "faults": {}}
+        return {
+            "run": run,
+            "condition": cond,
+            "arm": arm,
+            "seed": seed,
+            "phase": phase,
+            "step": step,
+            "regime": regime,
+            "task_id": row["task_id"],
+            "schedule_index": row["schedule_index"],
+            "schedule_seed": row["schedule_seed"],
+            "true_success": False,
+            "observed_reward": 0.0,
+            "flipped": False,
+            "exposed": False,
+            "calls": 1,
+            "budget": row["budget"],
+            "finished": True,
+            "faults": {},
+        }
 
     evals, diags = tmp_path / "evals", tmp_path / "diagnostics"
     for step in (0, 2):
         for regime in PERIODIC:
             rows = evaluation_rows(str(sim_tasks_dir), "periodic", regime, cond, base)
-            _write_rows(evals / f"periodic-step{step}-{regime}.jsonl", [episode(r, "periodic", step, regime) for r in rows])
+            _write_rows(
+                evals / f"periodic-step{step}-{regime}.jsonl",
+                [episode(r, "periodic", step, regime) for r in rows],
+            )
     for regime in ("clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge"):
         assert regime in FINAL
         rows = evaluation_rows(str(sim_tasks_dir), "final", regime, cond, base)
@@ -446,26 +531,55 @@ def test_records_from_the_real_row_builders_pass_completeness(sim_tasks_dir, tmp
     from paired_rollouts.backoffice.tasks import load_pool, select_tasks
 
     train = select_tasks(load_pool(sim_tasks_dir / "train.jsonl"), "simple_id")
-    groups = [{"run": run, "step": r["step"], "group": r["group"], "row_index": r["row_index"],
-               "task_id": r["task_id"], "schedule_seed": r["schedule_seed"],
-               "schedule_seeds": [r["schedule_seed"]] * 4, "true_success": [False] * 4,
-               "observed_reward": [0.0] * 4, "advantages": [0.0] * 4}
-              for r in build_rows(train, cond, arm, seed, 2, 2)]
+    groups = [
+        {
+            "run": run,
+            "step": r["step"],
+            "group": r["group"],
+            "row_index": r["row_index"],
+            "task_id": r["task_id"],
+            "schedule_seed": r["schedule_seed"],
+            "schedule_seeds": [r["schedule_seed"]] * 4,
+            "true_success": [False] * 4,
+            "observed_reward": [0.0] * 4,
+            "advantages": [0.0] * 4,
+        }
+        for r in build_rows(train, cond, arm, seed, 2, 2)
+    ]
     _write_rows(tmp_path / "groups.jsonl", groups)
     manifest = json.loads((sim_tasks_dir / "MANIFEST.json").read_text())
-    (tmp_path / "manifest.json").write_text(json.dumps(
-        run_manifest(run, {k: v["sha256"] for k, v in manifest["pools"].items()}, code="x")))
-    settings = {"run": run, "task_filter": "simple_id", "periodic_steps": [0, 2],
-                "periodic_regimes": list(PERIODIC), "final_step": 2,
-                "final_regimes": ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge"],
-                "eval_tasks": 2, "final_tasks": 2, "training_steps": 2, "prompts_per_step": 2, "num_generations": 4,
-                "diagnostic_steps": [0], "diagnostic_pool": "validation", "diagnostic_tasks": 2,
-                "diagnostic_schedules": 3, "diagnostic_samples": 2}
+    (tmp_path / "manifest.json").write_text(
+        json.dumps(run_manifest(run, {k: v["sha256"] for k, v in manifest["pools"].items()}, code="x"))
+    )
+    settings = {
+        "run": run,
+        "task_filter": "simple_id",
+        "periodic_steps": [0, 2],
+        "periodic_regimes": list(PERIODIC),
+        "final_step": 2,
+        "final_regimes": ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge"],
+        "eval_tasks": 2,
+        "final_tasks": 2,
+        "training_steps": 2,
+        "prompts_per_step": 2,
+        "num_generations": 4,
+        "diagnostic_steps": [0],
+        "diagnostic_pool": "validation",
+        "diagnostic_tasks": 2,
+        "diagnostic_schedules": 3,
+        "diagnostic_samples": 2,
+    }
 
     def check():
-        return check_run(run, settings, evals_dir=evals, diagnostics_dir=diags, groups_path=tmp_path / "groups.jsonl",
-                         run_manifest_path=tmp_path / "manifest.json",
-                         data_manifest_path=sim_tasks_dir / "MANIFEST.json")
+        return check_run(
+            run,
+            settings,
+            evals_dir=evals,
+            diagnostics_dir=diags,
+            groups_path=tmp_path / "groups.jsonl",
+            run_manifest_path=tmp_path / "manifest.json",
+            data_manifest_path=sim_tasks_dir / "MANIFEST.json",
+        )
 
     out = check()
     assert out["complete"], (out["missing"], out["defects"])

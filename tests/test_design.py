@@ -21,16 +21,23 @@ def test_config_conditions_are_the_registered_ones() -> None:
     """The config's conditions block is read (not only validated) and agrees with the registered values."""
     conditions = design.parse_conditions(CONFIG["conditions"], "config/config.yaml")
     assert conditions == design.PAPER_CONDITIONS
-    assert conditions["C2r"].mixture == "outage_free" and conditions["C3"].q == 0.05 and conditions["C1"].p == 0.10
+    assert (
+        conditions["C2r"].mixture == "outage_free"
+        and conditions["C3"].q == 0.05
+        and conditions["C1"].p == 0.10
+    )
 
 
-@pytest.mark.parametrize("block, needle", [
-    ({"C2": {"p": 0.30, "q": 0.0}}, "registered condition"),
-    ({"C5": {"p": 0.1, "q": 0.1}}, "not both"),
-    ({"C5": {"p": 0.0, "q": 0.1, "mixture": "outage_free"}}, "needs transition noise"),
-    ({"C5": {"p": 0.1, "q": 0.0, "mixture": "loud"}}, "unknown mixture"),
-    ({"x5": {"p": 0.1, "q": 0.0}}, "condition name"),
-])
+@pytest.mark.parametrize(
+    "block, needle",
+    [
+        ({"C2": {"p": 0.30, "q": 0.0}}, "registered condition"),
+        ({"C5": {"p": 0.1, "q": 0.1}}, "not both"),
+        ({"C5": {"p": 0.0, "q": 0.1, "mixture": "outage_free"}}, "needs transition noise"),
+        ({"C5": {"p": 0.1, "q": 0.0, "mixture": "loud"}}, "unknown mixture"),
+        ({"x5": {"p": 0.1, "q": 0.0}}, "condition name"),
+    ],
+)
 def test_bad_conditions_are_refused_with_one_line(block, needle) -> None:
     with pytest.raises(UserError, match=needle):
         design.parse_conditions(block, "config/config.yaml")
@@ -39,7 +46,10 @@ def test_bad_conditions_are_refused_with_one_line(block, needle) -> None:
 def test_final_sets_add_the_at_training_set_only_for_nonstandard_noise() -> None:
     own = {name for name, c in design.PAPER_CONDITIONS.items() if c.needs_at_training_final()}
     assert own == {"C2r", "C3", "C4"}
-    assert design.learning_sets(design.PAPER_CONDITIONS["C1"]) == {"validation": "at_training", "final": "noisy_p010"}
+    assert design.learning_sets(design.PAPER_CONDITIONS["C1"]) == {
+        "validation": "at_training",
+        "final": "noisy_p010",
+    }
     assert design.learning_sets(design.PAPER_CONDITIONS["C2r"])["final"] == "at_training"
     assert design.learning_sets(design.PAPER_CONDITIONS["C3"]) == {"validation": "clean", "final": "clean"}
 
@@ -52,20 +62,25 @@ def test_diagnostics_use_the_runs_own_mixture() -> None:
     assert "outage" not in c2r.weights and c4.weights["outage"] == 0.10
 
 
-@pytest.mark.parametrize("name, ident", [
-    ("c2-paired-s0", ("C2", "paired", 0, "group")),
-    ("c2r-independent-s11", ("C2r", "independent", 11, "group")),
-    ("c4-paired-scale_none-s1", ("C4", "paired", 1, "none")),
-    ("c2-blocking_paired-s3", ("C2", "blocking_paired", 3, "group")),
-])
+@pytest.mark.parametrize(
+    "name, ident",
+    [
+        ("c2-paired-s0", ("C2", "paired", 0, "group")),
+        ("c2r-independent-s11", ("C2r", "independent", 11, "group")),
+        ("c4-paired-scale_none-s1", ("C4", "paired", 1, "none")),
+        ("c2-blocking_paired-s3", ("C2", "blocking_paired", 3, "group")),
+    ],
+)
 def test_run_names_round_trip(name, ident) -> None:
     run = design.parse_run(name)
     assert (run.condition, run.arm, run.seed, run.scaling) == ident
     assert run.name == name
 
 
-@pytest.mark.parametrize("name", ["c2-paired", "c2-lucky-s0", "c4-paired-scale_half-s0", "c0-paired-s0",
-                                  "c2-clean-s0", "C2_paired_0"])
+@pytest.mark.parametrize(
+    "name",
+    ["c2-paired", "c2-lucky-s0", "c4-paired-scale_half-s0", "c0-paired-s0", "c2-clean-s0", "C2_paired_0"],
+)
 def test_bad_run_names_are_refused(name) -> None:
     with pytest.raises(UserError):
         design.parse_run(name)
@@ -120,7 +135,11 @@ def test_paper_tiers_plan_the_gpu_dag() -> None:
     result = snakemake("--profile", "h100", "-n", "--forceall", "tiers")
     counts = job_counts(result.stdout + result.stderr)
     assert counts["train"] == 14 + 24
-    assert counts["decide_tier"] == 6 and counts["predictions_tiers"] == 1 and counts["render_tiers_document"] == 1
+    assert (
+        counts["decide_tier"] == 6
+        and counts["predictions_tiers"] == 1
+        and counts["render_tiers_document"] == 1
+    )
     # C2r, C3 and the C4 cells (blocking, unscaled) add their own at-training final set.
     assert counts["evaluate_final_own_noise"] == 6 + 4 + 4 + 4 + 4
     assert counts["zero_shot_calibration"] == 1
@@ -134,7 +153,9 @@ def test_readme_states_the_tiers_gpu_hours() -> None:
     assert f"{total:.1f} GPU-hours" in readme, total
     for cell in paper.cells_of("tiers"):
         runs = len(cell.runs())
-        assert re.search(rf"{cell.condition}\b.*\| {runs} \| {runs * PAPER_HOURS_PER_RUN:.1f} \|", readme), cell
+        assert re.search(rf"{cell.condition}\b.*\| {runs} \| {runs * PAPER_HOURS_PER_RUN:.1f} \|", readme), (
+            cell
+        )
 
 
 def test_a_new_condition_needs_only_the_config(tmp_path: Path) -> None:
@@ -149,8 +170,9 @@ def test_a_new_condition_needs_only_the_config(tmp_path: Path) -> None:
     test = yaml.safe_load(test_path.read_text())
     test["scales"]["tiny"]["tiers"] = [{"condition": "C5", "seeds": [0, 1]}]
     test_path.write_text(yaml.safe_dump(test, sort_keys=False))
-    result = snakemake("--profile", "cpu", "-n", "--forceall", "tiers", "--configfile", ".test/config/config.yaml",
-                       cwd=work)
+    result = snakemake(
+        "--profile", "cpu", "-n", "--forceall", "tiers", "--configfile", ".test/config/config.yaml", cwd=work
+    )
     text = result.stdout + result.stderr
     counts = job_counts(text)
     assert counts["decide_tier"] == 1 and counts["render_tiers_document"] == 1

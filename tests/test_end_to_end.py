@@ -28,8 +28,9 @@ pytestmark = pytest.mark.slow
 def _snakemake(work: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
     # Targets and flags first: `--config` takes every word after it.
-    return subprocess.run([SNAKEMAKE, *args, *TINY], cwd=work, capture_output=True, text=True, env=env,
-                          timeout=1800)
+    return subprocess.run(
+        [SNAKEMAKE, *args, *TINY], cwd=work, capture_output=True, text=True, env=env, timeout=1800
+    )
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,8 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = _snakemake(work, "all")
     if result.returncode != 0:
         logs = "\n".join(
-            f"--- {log}\n{log.read_text()[-2000:]}" for log in sorted((work / "results/tiny/logs").rglob("*.log"))
+            f"--- {log}\n{log.read_text()[-2000:]}"
+            for log in sorted((work / "results/tiny/logs").rglob("*.log"))
             if "rror" in log.read_text()
         )
         pytest.fail(f"the tiny study failed:\n{result.stderr[-5000:]}\n{logs[-8000:]}")
@@ -91,7 +93,9 @@ def test_agent_calls_tools_in_evaluations(study: Path) -> None:
     assert {r["task_id"] for r in records} == {t["task_id"] for t in expected}
     assert all(r["run"] == "c2-paired-s0" and r["regime"] == "clean" for r in records)
     # The stand-in really acts: across the run's evaluations it makes tool calls.
-    every = [r for f in sorted((study / "results/tiny/evals/c2-paired-s0").glob("*.jsonl")) for r in _jsonl(f)]
+    every = [
+        r for f in sorted((study / "results/tiny/evals/c2-paired-s0").glob("*.jsonl")) for r in _jsonl(f)
+    ]
     assert sum(r["calls"] for r in every) > 0
 
 
@@ -106,18 +110,26 @@ def test_comparison_and_ledger_come_from_this_run(study: Path) -> None:
     comparison = json.loads((study / "results/tiny/comparison.json").read_text())
     rows = {r["id"]: r for r in comparison["entries"]}
     assert comparison["mismatch_expected"] is True
-    for name in ("reference.test.recovering.clean.calls", "bandit.trace_var_mean_centered.paired",
-                 "pools.test.sha256"):
+    for name in (
+        "reference.test.recovering.clean.calls",
+        "bandit.trace_var_mean_centered.paired",
+        "pools.test.sha256",
+    ):
         assert rows[name]["status"] == "reproduced", rows[name]
     # seeds 1 and 2 do not exist at this scale: said so, not guessed
     assert rows["c2.auc.paired.s1"]["status"] == "not computed"
-    assert rows["c2.auc.paired.s0"]["reproduced"] == json.loads(
-        (study / "results/tiny/decisions/c2.json").read_text())["H2a"]["auc_paired"][0]
+    assert (
+        rows["c2.auc.paired.s0"]["reproduced"]
+        == json.loads((study / "results/tiny/decisions/c2.json").read_text())["H2a"]["auc_paired"][0]
+    )
     ledger = json.loads((study / "results/tiny/ledger.json").read_text())
     # every job before the document wrote a benchmark the ledger read (the task pools are committed data:
     # their job, when it runs, is not part of the study's cost)
-    benchmarks = [p for p in (study / "results/tiny/benchmarks").rglob("*.tsv")
-                  if p.name not in ("ledger.tsv", "document.tsv", "tasks.tsv")]
+    benchmarks = [
+        p
+        for p in (study / "results/tiny/benchmarks").rglob("*.tsv")
+        if p.name not in ("ledger.tsv", "document.tsv", "tasks.tsv")
+    ]
     assert ledger["benchmarks"] == ledger["total"]["jobs"] == len(benchmarks)
     assert ledger["stages"]["train"]["jobs"] == len(RUNS) and ledger["stages"]["train"]["wall_s"] > 0
 
@@ -132,7 +144,8 @@ def test_zero_shot_gate_ran_before_training_on_the_runs_step0_policy(study: Path
     run = _jsonl(study / "results/tiny/evals/c2-paired-s0/periodic-step0-clean.jsonl")
     assert len(gate) == len(run) > 0
     assert [{k: v for k, v in r.items() if k != "run"} for r in gate] == [
-        {k: v for k, v in r.items() if k != "run"} for r in run]
+        {k: v for k, v in r.items() if k != "run"} for r in run
+    ]
     calibrated = (study / "results/tiny/calibration/zero_shot.json").stat().st_mtime
     assert all((study / f"results/tiny/runs/{r}/manifest.json").stat().st_mtime > calibrated for r in RUNS)
 
@@ -147,8 +160,14 @@ def test_a_finished_tiny_study_never_stands_in_for_the_paper_scale(study: Path) 
     """Each scale has its own results root: after the tiny study, the paper's DAG still plans every
     one of its 14 trainings (none is taken from results/tiny/)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    result = subprocess.run([SNAKEMAKE, "--profile", "h100", "-n", "all"], cwd=study, capture_output=True,
-                            text=True, env=env, timeout=600)
+    result = subprocess.run(
+        [SNAKEMAKE, "--profile", "h100", "-n", "all"],
+        cwd=study,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     counts = re.findall(r"^train\s+(\d+)$", result.stdout + result.stderr, flags=re.M)
     assert counts and set(counts) == {"14"}, counts
@@ -157,7 +176,14 @@ def test_a_finished_tiny_study_never_stands_in_for_the_paper_scale(study: Path) 
 
 # ---------------------------------------------------------------- the surrogate policy, tiny
 
-TINY_SURROGATE = ["--profile", "cpu", "--configfile", ".test/config/config.yaml", "--config", "scale=tiny_surrogate"]
+TINY_SURROGATE = [
+    "--profile",
+    "cpu",
+    "--configfile",
+    ".test/config/config.yaml",
+    "--config",
+    "scale=tiny_surrogate",
+]
 
 
 @pytest.fixture(scope="module")
@@ -170,12 +196,15 @@ def surrogate_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ignore = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache")
     shutil.copytree(REPO, work, symlinks=True, ignore=ignore)
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
-    result = subprocess.run([SNAKEMAKE, "all", *TINY_SURROGATE], cwd=work, capture_output=True, text=True, env=env,
-                            timeout=900)
+    result = subprocess.run(
+        [SNAKEMAKE, "all", *TINY_SURROGATE], cwd=work, capture_output=True, text=True, env=env, timeout=900
+    )
     if result.returncode != 0:
-        logs = "\n".join(f"--- {log}\n{log.read_text()[-2000:]}"
-                         for log in sorted((work / "results/tiny_surrogate/logs").rglob("*.log"))
-                         if "rror" in log.read_text())
+        logs = "\n".join(
+            f"--- {log}\n{log.read_text()[-2000:]}"
+            for log in sorted((work / "results/tiny_surrogate/logs").rglob("*.log"))
+            if "rror" in log.read_text()
+        )
         pytest.fail(f"the tiny surrogate study failed:\n{result.stderr[-5000:]}\n{logs[-8000:]}")
     return work
 
@@ -214,8 +243,9 @@ def test_surrogate_study_writes_the_llm_records_and_the_pdf(surrogate_study: Pat
     power = json.loads((root / "decisions/power.json").read_text())
     assert set(power["hypotheses"]) == {"H2a", "H3", "H5", "H2b"}
     if shutil.which("pdftotext"):
-        text = subprocess.run(["pdftotext", str(root / "paper/tables.pdf"), "-"], capture_output=True, text=True,
-                              check=True).stdout
+        text = subprocess.run(
+            ["pdftotext", str(root / "paper/tables.pdf"), "-"], capture_output=True, text=True, check=True
+        ).stdout
         assert "tiny surrogate" in text and "Power of the registered rules" in text
 
 
@@ -223,11 +253,20 @@ def test_surrogate_study_writes_the_llm_records_and_the_pdf(surrogate_study: Pat
 def surrogate_tiers(surrogate_study: Path) -> tuple[Path, dict[str, str]]:
     """The registered tiers on top of the finished tiny surrogate study (tier 1's files hashed before)."""
     root = surrogate_study / "results/tiny_surrogate"
-    before = {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-              for p in sorted(root.rglob("*")) if p.is_file() and not p.name.endswith((".log", ".tsv"))}
+    before = {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.endswith((".log", ".tsv"))
+    }
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
-    result = subprocess.run([SNAKEMAKE, "tiers", *TINY_SURROGATE], cwd=surrogate_study, capture_output=True,
-                            text=True, env=env, timeout=900)
+    result = subprocess.run(
+        [SNAKEMAKE, "tiers", *TINY_SURROGATE],
+        cwd=surrogate_study,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     if result.returncode != 0:
         pytest.fail(f"the tiny surrogate tiers failed:\n{result.stderr[-5000:]}")
     return root, before
@@ -253,11 +292,14 @@ def test_tiers_run_from_config_and_leave_tier_one_unchanged(surrogate_tiers) -> 
     predictions = json.loads((root / "decisions/tiers/predictions.json").read_text())
     verdicts = {p["id"]: p["verdict"] for p in predictions["predictions"]}
     assert set(verdicts) == {f"P{i}" for i in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13)}
-    assert verdicts["P10"] == "not run" and all(v in ("met", "missed") for k, v in verdicts.items() if k != "P10")
+    assert verdicts["P10"] == "not run" and all(
+        v in ("met", "missed") for k, v in verdicts.items() if k != "P10"
+    )
     assert predictions["H4"]["decided"] is True
     study = json.loads((root / "decisions/predictions.json").read_text())
     assert {p["id"]: p["verdict"] for p in study["predictions"]}["P3"] == "not run"
     if shutil.which("pdftotext"):
-        text = subprocess.run(["pdftotext", str(root / "paper/tiers.pdf"), "-"], capture_output=True, text=True,
-                              check=True).stdout
+        text = subprocess.run(
+            ["pdftotext", str(root / "paper/tiers.pdf"), "-"], capture_output=True, text=True, check=True
+        ).stdout
         assert "Registered predictions with the later tiers" in text and "c4-scale_none" in text

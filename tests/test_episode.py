@@ -12,8 +12,18 @@ from paired_rollouts.noise.config import NoiseConfig
 from paired_rollouts.noise.seeds import independent_seed
 
 C2 = NoiseConfig.transition(0.25)
-CONTRACT_KEYS = {"task_id", "true_success", "observed_reward", "flipped", "calls", "budget", "finished", "exposed",
-                 "faults", "schedule_seed"}
+CONTRACT_KEYS = {
+    "task_id",
+    "true_success",
+    "observed_reward",
+    "flipped",
+    "calls",
+    "budget",
+    "finished",
+    "exposed",
+    "faults",
+    "schedule_seed",
+}
 
 
 def play_plan(session: EpisodeSession, task: dict) -> None:
@@ -57,7 +67,13 @@ def test_budget_and_end_of_episode(sim_task_0: dict) -> None:
     record = session.finish_and_grade()
     assert record["calls"] == 4 and record["budget"] == 3 and record["budget_exceeded"] is True
     assert record["finished"] is False and record["true_success"] is False
-    assert [e["tool"] for e in record["tool_sequence"]] == ["wait", "get_order", "get_order", "get_order", "finish"]
+    assert [e["tool"] for e in record["tool_sequence"]] == [
+        "wait",
+        "get_order",
+        "get_order",
+        "get_order",
+        "finish",
+    ]
     assert record["tool_sequence"][-1]["code"] == "EPISODE_FINISHED"
 
 
@@ -83,14 +99,16 @@ def test_grading_failures_and_diffs(sim_task_0: dict) -> None:
     record = session.finish_and_grade()
     assert not record["true_success"] and not record["changed_from_initial"]
     assert "/orders/O0009/has_shipment: expected true, got false" in record["diffs"]
-    assert "/orders/O0011/status: expected \"cancelled\", got \"pending\"" in record["diffs"]
+    assert '/orders/O0011/status: expected "cancelled", got "pending"' in record["diffs"]
     assert len(record["diffs"]) == 5
 
     session.reset(task=sim_task_0)
     play_plan(session, sim_task_0)
     extra = EpisodeSession()
     extra.reset(task=sim_task_0)
-    extra.call("create_ticket", customer_id="C0017", order_id="", category="other", priority="low", summary="hi")
+    extra.call(
+        "create_ticket", customer_id="C0017", order_id="", category="other", priority="low", summary="hi"
+    )
     play_plan(extra, sim_task_0)
     assert session.finish_and_grade()["true_success"]
     rec = extra.finish_and_grade()
@@ -135,9 +153,18 @@ def test_grader_flip_is_one_sided_and_shared(sim_task_0: dict) -> None:
 def test_worked_trace_through_the_session(sim_task_0: dict) -> None:
     """The docs/simulator.md#check-numbers trace (test-00000, seed 659565755, C2), replayed by hand through the session."""
     session = EpisodeSession()
-    session.reset(task=sim_task_0, schedule_seed=659565755, noise=C2.to_json(), phase="final_noisy:step100",
-                  condition="C2", slot=3)
-    assert json.loads(session.call("search_customers", query="Priya Brown"))["error"]["code"] == "SERVICE_UNAVAILABLE"
+    session.reset(
+        task=sim_task_0,
+        schedule_seed=659565755,
+        noise=C2.to_json(),
+        phase="final_noisy:step100",
+        condition="C2",
+        slot=3,
+    )
+    assert (
+        json.loads(session.call("search_customers", query="Priya Brown"))["error"]["code"]
+        == "SERVICE_UNAVAILABLE"
+    )
     assert json.loads(session.call("search_customers", query="Priya"))["total"] >= 1
     for oid in ("O0011", "O0038", "O0009"):
         assert json.loads(session.call("get_order", order_id=oid))["order_id"] == oid
@@ -152,8 +179,13 @@ def test_worked_trace_through_the_session(sim_task_0: dict) -> None:
     assert rec["faults"] == {"transient": 2} and rec["exposed"]
     assert rec["schedule_seed"] == rec["resolved_seed"] == 659565755
     assert rec["phase"] == "final_noisy:step100" and rec["condition"] == "C2" and rec["slot"] == 3
-    assert rec["tool_sequence"][0] == {"tool": "search_customers", "ok": False, "code": "SERVICE_UNAVAILABLE",
-                                       "event": "{}", "repeat": 0}
+    assert rec["tool_sequence"][0] == {
+        "tool": "search_customers",
+        "ok": False,
+        "code": "SERVICE_UNAVAILABLE",
+        "event": "{}",
+        "repeat": 0,
+    }
     assert rec["failed_calls"][0]["tool"] == "search_customers"
     assert json.loads(rec["failed_calls"][0]["args"]) == {"query": "Priya Brown"}
 
@@ -199,11 +231,19 @@ def test_fast_grader_equals_full_diff(sim_pools: dict) -> None:
         for step in task["oracle_plan"][::-1]:  # reversed order: some writes now fail
             session.call(step["tool"], **step["args"])
         if i % 3 == 0:
-            session.call("create_ticket", customer_id=task["customer_id"], order_id="", category="other",
-                         priority="low", summary="extra")
+            session.call(
+                "create_ticket",
+                customer_id=task["customer_id"],
+                order_id="",
+                category="other",
+                priority="low",
+                summary="extra",
+            )
         result = grade(task, session.world, initial=session.world.history[0])
         full = diff(normalise(expected_state(task)), normalise(session.world))
         assert result.diffs == full
-        assert result.changed_from_initial == (normalise(session.world.history[0]) != normalise(session.world))
+        assert result.changed_from_initial == (
+            normalise(session.world.history[0]) != normalise(session.world)
+        )
         failures += not result.success
     assert failures >= 20

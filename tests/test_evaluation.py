@@ -7,16 +7,44 @@ import json
 import pytest
 from paired_rollouts.errors import UserError
 
-CONTRACT_KEYS = {"run", "condition", "arm", "seed", "phase", "step", "regime", "task_id", "schedule_index",
-                 "schedule_seed", "true_success", "observed_reward", "flipped", "exposed", "calls", "budget",
-                 "finished", "faults"}
+CONTRACT_KEYS = {
+    "run",
+    "condition",
+    "arm",
+    "seed",
+    "phase",
+    "step",
+    "regime",
+    "task_id",
+    "schedule_index",
+    "schedule_seed",
+    "true_success",
+    "observed_reward",
+    "flipped",
+    "exposed",
+    "calls",
+    "budget",
+    "finished",
+    "faults",
+}
 
 
 def _settings(**extra):
     from paired_rollouts.training.settings import resolve
 
-    return resolve({"task_filter": "all", "eval_tasks": 3, "final_tasks": 2, "diag_tasks": 2, "diag_schedules": 2,
-                    "diag_samples": 3, "max_completion_length": 48, "max_tool_calling_iterations": 1, **extra})
+    return resolve(
+        {
+            "task_filter": "all",
+            "eval_tasks": 3,
+            "final_tasks": 2,
+            "diag_tasks": 2,
+            "diag_schedules": 2,
+            "diag_samples": 3,
+            "max_completion_length": 48,
+            "max_tool_calling_iterations": 1,
+            **extra,
+        }
+    )
 
 
 def test_sets_and_schedules(sim_tasks_dir):
@@ -25,16 +53,21 @@ def test_sets_and_schedules(sim_tasks_dir):
 
     s = _settings()
     clean = evaluation_rows(str(sim_tasks_dir), "periodic", "clean", "C2", s)
-    assert [(r["task_id"], r["schedule_index"]) for r in clean][:2] == [(clean[0]["task_id"], 1),
-                                                                        (clean[0]["task_id"], 2)]
-    assert len(clean) == 6 and all(r["schedule_seed"] == eval_schedule_seed(r["task_id"], r["schedule_index"])
-                                   for r in clean)
+    assert [(r["task_id"], r["schedule_index"]) for r in clean][:2] == [
+        (clean[0]["task_id"], 1),
+        (clean[0]["task_id"], 2),
+    ]
+    assert len(clean) == 6 and all(
+        r["schedule_seed"] == eval_schedule_seed(r["task_id"], r["schedule_index"]) for r in clean
+    )
     assert len(evaluation_rows(str(sim_tasks_dir), "periodic", "challenge", "C2", s)) == 3
     final = evaluation_rows(str(sim_tasks_dir), "final", "noisy_p010", "C4", s)
     assert len(final) == 8 and final[0]["task_id"].startswith("test")
     # at_training: C2 transition, C4 flips, C0 evaluated under C2 defaults; always paired
     for cond, key, value in (("C2", "p", 0.25), ("C4", "q", 0.1), ("C0", "p", 0.25)):
-        noise = json.loads(evaluation_rows(str(sim_tasks_dir), "periodic", "at_training", cond, s)[0]["noise"])
+        noise = json.loads(
+            evaluation_rows(str(sim_tasks_dir), "periodic", "at_training", cond, s)[0]["noise"]
+        )
         assert noise[key] == value and noise["mode"] == "paired"
     assert "at_training" in final_regimes("C4") and "at_training" not in final_regimes("C2")
     diag = diagnostic_rows(str(sim_tasks_dir), "C2", 1, s)
@@ -51,7 +84,8 @@ def test_diagnostic_pool_choice(sim_tasks_dir, sim_pools):
 
     paper = _settings(diag_pool="diagnostic", task_filter="simple_id")
     assert [t["task_id"] for t in diagnostic_tasks(str(sim_tasks_dir), paper, 3)] == [
-        t["task_id"] for t in sim_pools["diagnostic"][:3]]
+        t["task_id"] for t in sim_pools["diagnostic"][:3]
+    ]
     standin = _settings(diag_pool="validation", task_filter="simple_id")
     wanted = [t["task_id"] for t in select_tasks(sim_pools["validation"], "simple_id")[:2]]
     rows = diagnostic_rows(str(sim_tasks_dir), "C2", 0, standin)
@@ -81,8 +115,19 @@ def test_rollout_records(tmp_path, sim_tasks_dir, sim_pools):
     from paired_rollouts.training.warmstart import build_tokenizer
 
     tokenizer = build_tokenizer(sim_pools["train"][:20], 6, 400)
-    model = build_random_model(standin_config(tokenizer, {"hidden_size": 32, "intermediate_size": 64, "head_dim": 16,
-                                                          "linear_key_head_dim": 16, "linear_value_head_dim": 16}), 0)
+    model = build_random_model(
+        standin_config(
+            tokenizer,
+            {
+                "hidden_size": 32,
+                "intermediate_size": 64,
+                "head_dim": 16,
+                "linear_key_head_dim": 16,
+                "linear_value_head_dim": 16,
+            },
+        ),
+        0,
+    )
     model.save_pretrained(tmp_path / "model")
     tokenizer.save_pretrained(tmp_path / "model")
     import peft
@@ -90,13 +135,25 @@ def test_rollout_records(tmp_path, sim_tasks_dir, sim_pools):
     s = _settings(lora_r=2, lora_alpha=4)
     peft.get_peft_model(model, lora_config(s)).save_pretrained(tmp_path / "ck")
     ckpt.install(tmp_path / "ck", tmp_path / "run", 0, kind="initial")
-    runner = PolicyRunner(str(tmp_path / "model"), ckpt.step_dir(tmp_path / "run", 0), s, str(sim_tasks_dir), 1)
+    runner = PolicyRunner(
+        str(tmp_path / "model"), ckpt.step_dir(tmp_path / "run", 0), s, str(sim_tasks_dir), 1
+    )
     rows = evaluation_rows(str(sim_tasks_dir), "periodic", "at_training", "C4", s)
-    kwargs = dict(run="c4-independent-s1", condition="C4", arm="independent", seed=1, phase="periodic", step=0,
-                  regime="at_training", batch=4, progress=False)
+    kwargs = dict(
+        run="c4-independent-s1",
+        condition="C4",
+        arm="independent",
+        seed=1,
+        phase="periodic",
+        step=0,
+        regime="at_training",
+        batch=4,
+        progress=False,
+    )
     first = roll_rows(runner, rows, **kwargs)
     again = roll_rows(runner, rows, **kwargs)
     runner.close()
+
     def strip(recs):  # the environments' running episode counters grow across calls in one process
         return [{k: v for k, v in r.items() if k not in ("episode_index", "draw_index")} for r in recs]
 
@@ -106,11 +163,17 @@ def test_rollout_records(tmp_path, sim_tasks_dir, sim_pools):
         assert set(rec) >= CONTRACT_KEYS
         assert rec["task_id"] == row["task_id"] and rec["schedule_seed"] == row["schedule_seed"]
         assert rec["resolved_seed"] == row["schedule_seed"]  # evaluation schedules are paired
-        assert (rec["phase"], rec["regime"], rec["condition"], rec["arm"]) == ("periodic", "at_training", "C4",
-                                                                              "independent")
+        assert (rec["phase"], rec["regime"], rec["condition"], rec["arm"]) == (
+            "periodic",
+            "at_training",
+            "C4",
+            "independent",
+        )
 
 
-def test_one_engine_for_all_regimes_writes_the_bytes_of_one_process_per_regime(tmp_path, sim_tasks_dir, sim_pools):
+def test_one_engine_for_all_regimes_writes_the_bytes_of_one_process_per_regime(
+    tmp_path, sim_tasks_dir, sim_pools
+):
     """Evaluation is one job per (run, checkpoint): its regimes share one process and one engine, and each
     regime's file is byte-identical to what a process of its own writes (issue 18, item 4)."""
     import peft
@@ -120,20 +183,64 @@ def test_one_engine_for_all_regimes_writes_the_bytes_of_one_process_per_regime(t
     from paired_rollouts.training.warmstart import build_tokenizer
 
     tokenizer = build_tokenizer(sim_pools["train"][:20], 6, 400)
-    model = build_random_model(standin_config(tokenizer, {"hidden_size": 32, "intermediate_size": 64, "head_dim": 16,
-                                                          "linear_key_head_dim": 16, "linear_value_head_dim": 16}), 0)
+    model = build_random_model(
+        standin_config(
+            tokenizer,
+            {
+                "hidden_size": 32,
+                "intermediate_size": 64,
+                "head_dim": 16,
+                "linear_key_head_dim": 16,
+                "linear_value_head_dim": 16,
+            },
+        ),
+        0,
+    )
     model.save_pretrained(tmp_path / "model")
     tokenizer.save_pretrained(tmp_path / "model")
     s = _settings(lora_r=2, lora_alpha=4, eval_tasks=2, eval_batch=4)
     peft.get_peft_model(model, lora_config(s)).save_pretrained(tmp_path / "ck")
     ckpt.install(tmp_path / "ck", tmp_path / "run", 0, kind="initial")
-    settings = json.dumps({k: s[k] for k in ("task_filter", "eval_tasks", "eval_batch", "max_completion_length",
-                                             "max_tool_calling_iterations")})
+    settings = json.dumps(
+        {
+            k: s[k]
+            for k in (
+                "task_filter",
+                "eval_tasks",
+                "eval_batch",
+                "max_completion_length",
+                "max_tool_calling_iterations",
+            )
+        }
+    )
 
     def evaluate(regimes: str, out: str) -> None:
-        assert main(["evaluate", "--run", "c2-paired-s0", "--step", "0", "--phase", "periodic", "--regime", regimes,
-                     "--tasks-dir", str(sim_tasks_dir), "--checkpoint", str(ckpt.step_dir(tmp_path / "run", 0)),
-                     "--model-dir", str(tmp_path / "model"), "--settings", settings, "--out", out]) == 0
+        assert (
+            main(
+                [
+                    "evaluate",
+                    "--run",
+                    "c2-paired-s0",
+                    "--step",
+                    "0",
+                    "--phase",
+                    "periodic",
+                    "--regime",
+                    regimes,
+                    "--tasks-dir",
+                    str(sim_tasks_dir),
+                    "--checkpoint",
+                    str(ckpt.step_dir(tmp_path / "run", 0)),
+                    "--model-dir",
+                    str(tmp_path / "model"),
+                    "--settings",
+                    settings,
+                    "--out",
+                    out,
+                ]
+            )
+            == 0
+        )
 
     evaluate("clean,at_training,challenge", str(tmp_path / "one" / "periodic-step0-{regime}.jsonl"))
     for regime in ("clean", "at_training", "challenge"):

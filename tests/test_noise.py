@@ -31,15 +31,27 @@ O11 = '{"order_id":"O0011"}'
 def test_derive_seed_vectors() -> None:
     assert derive_seed("a") == 14598278634844962250
     assert derive_seed("eval", "test-00000", 1) == 11044687025718439099
-    assert [eval_schedule_seed("test-00000", k) for k in (1, 2, 3, 4)] == [659565755, 791815179, 652831718,
-                                                                        1281760880]
-    assert [eval_schedule_seed("heldout-00000", k) for k in (1, 2, 3, 4)] == [659622489, 558185965, 1113430541,
-                                                                           762132704]
+    assert [eval_schedule_seed("test-00000", k) for k in (1, 2, 3, 4)] == [
+        659565755,
+        791815179,
+        652831718,
+        1281760880,
+    ]
+    assert [eval_schedule_seed("heldout-00000", k) for k in (1, 2, 3, 4)] == [
+        659622489,
+        558185965,
+        1113430541,
+        762132704,
+    ]
     assert derive_seed(659565755, "outcome") == 17073024502458594512
     assert random.Random(derive_seed(659565755, "outcome")).random() == pytest.approx(0.35759, abs=1e-5)
     assert independent_seed(777, 0, 0, "train") == 5457687404510714343
     assert independent_seed(777, 0, 0, "eval") == 4967901123802250397
-    assert [diagnostic_seed(0, "diagnostic-00000", k) for k in range(3)] == [1105879056, 1638159019, 1342958510]
+    assert [diagnostic_seed(0, "diagnostic-00000", k) for k in range(3)] == [
+        1105879056,
+        1638159019,
+        1342958510,
+    ]
     assert resolve_seed("paired", 777, 3, 9) == 777 and resolve_seed("clean", 777) == 777
     assert resolve_seed("independent", 777, 0, 0, "eval:step20") == 4967901123802250397
     with pytest.raises(ValueError):
@@ -52,12 +64,23 @@ def _fake_train_pool() -> list[dict]:
 
 def test_training_rows_vectors() -> None:
     rows = build_training_rows(_fake_train_pool(), C2, "C2", 2400, run_seed=0)
-    assert [r["task_id"] for r in rows[:5]] == ["train-01944", "train-00216", "train-01129", "train-01494",
-                                                "train-01567"]
+    assert [r["task_id"] for r in rows[:5]] == [
+        "train-01944",
+        "train-00216",
+        "train-01129",
+        "train-01494",
+        "train-01567",
+    ]
     assert [r["schedule_seed"] for r in rows[:5]] == [307198333, 286348399, 489116549, 2144761333, 865645967]
-    assert rows[2000]["task_id"] == rows[0]["task_id"] and rows[2000]["schedule_seed"] != rows[0]["schedule_seed"]
-    assert rows[0]["noise"] == C2.to_json() and rows[0]["condition"] == "C2" and rows[0]["budget"] == 7 + 2 * (
-        1 + 1944 % 8)
+    assert (
+        rows[2000]["task_id"] == rows[0]["task_id"]
+        and rows[2000]["schedule_seed"] != rows[0]["schedule_seed"]
+    )
+    assert (
+        rows[0]["noise"] == C2.to_json()
+        and rows[0]["condition"] == "C2"
+        and rows[0]["budget"] == 7 + 2 * (1 + 1944 % 8)
+    )
     rows1 = build_training_rows(_fake_train_pool(), C2, "C2", 3, run_seed=1)
     assert [r["task_id"] for r in rows1] == ["train-01380", "train-00783", "train-00300"]
     assert [r["schedule_seed"] for r in rows1] == [660297924, 1341452610, 747991274]
@@ -70,8 +93,10 @@ def test_training_rows_vectors() -> None:
 
 # -- config ------------------------------------------------------------------------------------------
 def test_config_serialisation_and_constructors() -> None:
-    assert C2.to_json() == ('{"challenge": null, "mode": "paired", "p": 0.25, "q": 0.0, "weights": {"outage": 0.1, '
-                            '"rate_limit": 0.15, "stale": 0.15, "transient": 0.45, "truncate": 0.15}}')
+    assert C2.to_json() == (
+        '{"challenge": null, "mode": "paired", "p": 0.25, "q": 0.0, "weights": {"outage": 0.1, '
+        '"rate_limit": 0.15, "stale": 0.15, "transient": 0.45, "truncate": 0.15}}'
+    )
     assert NoiseConfig.from_json(C2.to_json()) == C2
     assert NoiseConfig.from_json(json.loads(C2.to_json())) == C2
     assert NoiseConfig.clean().is_clean and NoiseConfig().is_clean
@@ -81,7 +106,12 @@ def test_config_serialisation_and_constructors() -> None:
     challenge = NoiseConfig.challenge_writes()
     assert challenge.mode == "paired" and challenge.challenge == "writes_once" and not challenge.is_clean
     assert NoiseConfig.heldout_types(0.25).weights == {"timeout_after_commit": 0.5, "field_dropout": 0.5}
-    assert NO_OUTAGE_WEIGHTS == {"transient": 0.5, "rate_limit": 0.5 / 3, "stale": 0.5 / 3, "truncate": 0.5 / 3}
+    assert NO_OUTAGE_WEIGHTS == {
+        "transient": 0.5,
+        "rate_limit": 0.5 / 3,
+        "stale": 0.5 / 3,
+        "truncate": 0.5 / 3,
+    }
     assert NoiseConfig.for_condition("C2r").weights == NO_OUTAGE_WEIGHTS
     assert NoiseConfig.for_condition("C4").q == 0.10
     assert hash(C2) == hash(NoiseConfig.transition(0.25))
@@ -89,11 +119,21 @@ def test_config_serialisation_and_constructors() -> None:
         C2.p = 0.5  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"p": 1.5}, {"q": -0.1}, {"p": True}, {"mode": "shared"}, {"challenge": "always"},
-    {"weights": {"gremlins": 1.0}}, {"weights": {"transient": -1.0}}, {"p": 0.2, "weights": {"transient": 0.0}},
-    {"challenge": "writes_once", "p": 0.1}, {"challenge": "writes_once", "mode": "clean"},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"p": 1.5},
+        {"q": -0.1},
+        {"p": True},
+        {"mode": "shared"},
+        {"challenge": "always"},
+        {"weights": {"gremlins": 1.0}},
+        {"weights": {"transient": -1.0}},
+        {"p": 0.2, "weights": {"transient": 0.0}},
+        {"challenge": "writes_once", "p": 0.1},
+        {"challenge": "writes_once", "mode": "clean"},
+    ],
+)
 def test_config_validation(kwargs: dict) -> None:
     with pytest.raises(UserError):
         NoiseConfig(**kwargs)
@@ -115,20 +155,32 @@ def test_fates_under_schedule_659565755() -> None:
 
     assert kinds("get_order", O11) == [None, None, "rate_limit", None, None, None, None, None]
     assert schedule.fate("get_order", O11, 2) == Fate("rate_limit", 30, 816133)
-    assert kinds("cancel_order", O11) == [None, None, "rate_limit", None, "outage", None, "transient", "outage"]
+    assert kinds("cancel_order", O11) == [
+        None,
+        None,
+        "rate_limit",
+        None,
+        "outage",
+        None,
+        "transient",
+        "outage",
+    ]
     assert kinds("search_customers", "{}") == ["transient"] + [None] * 7
 
 
 def test_event_keys_ignore_free_text() -> None:
     assert event_key("get_order", {"order_id": "O0001"}) == '{"order_id":"O0001"}'
     assert event_key("reserve_stock", {"sku": "SKU-0001", "quantity": 3, "order_id": "O0001"}) == (
-        '{"order_id":"O0001","sku":"SKU-0001"}')
+        '{"order_id":"O0001","sku":"SKU-0001"}'
+    )
     assert event_key("search_customers", {"query": "omar"}) == "{}"
     assert event_key("get_order", {"order_id": " O0001 "}) == event_key("get_order", {"order_id": "O0001"})
     assert event_key("issue_refund", {"order_id": "O1", "amount_cents": 5, "reason": "a"}) == event_key(
-        "issue_refund", {"order_id": "O1", "amount_cents": 999, "reason": "something else"})
+        "issue_refund", {"order_id": "O1", "amount_cents": 999, "reason": "something else"}
+    )
     assert event_key("create_ticket", {"customer_id": "C0001", "order_id": "O1", "summary": "x"}) == (
-        '{"customer_id":"C0001"}')
+        '{"customer_id":"C0001"}'
+    )
 
 
 def test_free_text_never_changes_a_draw() -> None:
@@ -148,8 +200,14 @@ def test_free_text_never_changes_a_draw() -> None:
 
 def test_applicable_types() -> None:
     assert APPLICABLE_TYPES["get_order"] == ("transient", "rate_limit", "outage", "stale", "field_dropout")
-    assert APPLICABLE_TYPES["list_orders"] == ("transient", "rate_limit", "outage", "stale", "field_dropout",
-                                               "truncate")
+    assert APPLICABLE_TYPES["list_orders"] == (
+        "transient",
+        "rate_limit",
+        "outage",
+        "stale",
+        "field_dropout",
+        "truncate",
+    )
     assert APPLICABLE_TYPES["issue_refund"] == ("transient", "rate_limit", "outage", "timeout_after_commit")
     assert APPLICABLE_TYPES["create_ticket"] == ("transient", "rate_limit", "outage")
     assert APPLICABLE_TYPES["wait"] == () and APPLICABLE_TYPES["finish"] == ()
@@ -195,8 +253,11 @@ def test_rate_limit_blocks_every_tool_until_waited() -> None:
     first = codes(api, "get_order", order_id="O0011")
     assert first["error"]["code"] == "RATE_LIMITED" and first["error"]["retry_after_seconds"] == 45
     blocked = codes(api, "get_customer", customer_id="C0017")
-    assert blocked["error"] == {"code": "RATE_LIMITED", "retry_after_seconds": 45,
-                                "message": "too many requests; wait 45 seconds before calling again"}
+    assert blocked["error"] == {
+        "code": "RATE_LIMITED",
+        "retry_after_seconds": 45,
+        "message": "too many requests; wait 45 seconds before calling again",
+    }
     assert codes(api, "wait", seconds=30) == {"waited_seconds": 30, "clock_seconds": 30}
     assert codes(api, "cancel_order", order_id="O0011", reason="x")["error"]["retry_after_seconds"] == 15
     assert api.world.orders["O0011"]["status"] == "pending"
@@ -211,10 +272,14 @@ def test_outage_persists_per_tool_and_resource() -> None:
     api = noisy({("cancel_order", O11, 0): Fate("outage", 15, 0)})
     for _ in range(3):
         out = codes(api, "cancel_order", order_id="O0011", reason="x")
-        assert out["error"] == {"code": "SERVICE_UNAVAILABLE",
-                                "message": "temporary failure; the request was not applied, retry it"}
+        assert out["error"] == {
+            "code": "SERVICE_UNAVAILABLE",
+            "message": "temporary failure; the request was not applied, retry it",
+        }
     assert codes(api, "get_order", order_id="O0011")["status"] == "pending"  # other tool, same order: fine
-    assert codes(api, "cancel_order", order_id="O0038", reason="x")["status"] == "cancelled"  # other order: fine
+    assert (
+        codes(api, "cancel_order", order_id="O0038", reason="x")["status"] == "cancelled"
+    )  # other order: fine
     assert [e["kind"] for e in api.fault_log] == ["outage", "outage_ongoing", "outage_ongoing"]
     assert [e["repeat"] for e in api.call_log[:3]] == [0, 1, 2]
 
@@ -226,7 +291,12 @@ def test_transient_does_not_execute_and_next_attempt_draws_afresh() -> None:
     assert codes(api, "cancel_order", order_id="O0011", reason="x")["status"] == "cancelled"
     entry = api.call_log[0]
     assert (entry["ok"], entry["code"], entry["fault"], entry["event"], entry["repeat"]) == (
-        False, "SERVICE_UNAVAILABLE", "transient", O11, 0)
+        False,
+        "SERVICE_UNAVAILABLE",
+        "transient",
+        O11,
+        0,
+    )
 
 
 def test_stale_reads_serve_the_state_before_the_last_write() -> None:
@@ -242,10 +312,14 @@ def test_stale_reads_serve_the_state_before_the_last_write() -> None:
 
 
 def test_truncate_timeout_and_field_dropout() -> None:
-    api = noisy({("search_customers", 0): Fate("truncate", 15, 0),
-                 ("cancel_order", 0): Fate("timeout_after_commit", 15, 0),
-                 ("get_order", 0): Fate("field_dropout", 15, 7),
-                 ("list_orders", 0): Fate("truncate", 15, 0)})
+    api = noisy(
+        {
+            ("search_customers", 0): Fate("truncate", 15, 0),
+            ("cancel_order", 0): Fate("timeout_after_commit", 15, 0),
+            ("get_order", 0): Fate("field_dropout", 15, 7),
+            ("list_orders", 0): Fate("truncate", 15, 0),
+        }
+    )
     page = codes(api, "search_customers", query="example")
     assert page["total"] == 40 and len(page["results"]) == 2 and page["truncated"] is True
     assert page["next_offset"] == 2 and page["offset"] == 0
@@ -253,8 +327,22 @@ def test_truncate_timeout_and_field_dropout() -> None:
     assert out["error"]["code"] == "TIMEOUT" and api.world.orders["O0011"]["status"] == "cancelled"
     assert api.call_log[1]["ok"] is True and api.call_log[1]["code"] is None
     order = codes(api, "get_order", order_id="O0011")
-    full_keys = sorted(["customer_id", "items", "order_id", "paid_before_cancel", "placed_on_day", "refunded_cents",
-                        "refunds", "reservations", "shipment_id", "shipping_address", "status", "total_cents"])
+    full_keys = sorted(
+        [
+            "customer_id",
+            "items",
+            "order_id",
+            "paid_before_cancel",
+            "placed_on_day",
+            "refunded_cents",
+            "refunds",
+            "reservations",
+            "shipment_id",
+            "shipping_address",
+            "status",
+            "total_cents",
+        ]
+    )
     assert sorted(order) == [k for k in full_keys if k != full_keys[7 % 12]]
     error = codes(api, "list_orders", customer_id="C9999")  # errors pass through, no fault logged
     assert error["error"]["code"] == "NOT_FOUND"
@@ -307,7 +395,9 @@ def test_recovering_reference_statistics(sim_pools: dict) -> None:
     naive = sum(run_scripted(t, C2, i, "naive")["success"] for i, t in enumerate(tasks)) / 80
     assert rec >= 0.75 and rec - naive > 0.1
     no_outage = NoiseConfig.transition(0.25, weights={"transient": 0.6, "rate_limit": 0.2, "stale": 0.2})
-    assert sum(run_scripted(t, no_outage, i, "recovering")["success"] for i, t in enumerate(tasks)) / 80 >= 0.97
+    assert (
+        sum(run_scripted(t, no_outage, i, "recovering")["success"] for i, t in enumerate(tasks)) / 80 >= 0.97
+    )
 
 
 def test_challenge_set(sim_pools: dict) -> None:

@@ -25,15 +25,24 @@ def _stream(seed: int) -> StreamingProbe:
     rng = np.random.default_rng(seed)
     stream = StreamingProbe(P, 0.1, K, M, 64, 7 + seed)
     for t in range(3):
-        stream.add_clean(rng.normal(size=(G, P)).astype(np.float32), [bool(x) for x in rng.integers(0, 2, G)],
-                         list(rng.uniform(0.5, 1.5, G)), rng.integers(5, 40, G).astype(float), f"validation-{t:05d}")
+        stream.add_clean(
+            rng.normal(size=(G, P)).astype(np.float32),
+            [bool(x) for x in rng.integers(0, 2, G)],
+            list(rng.uniform(0.5, 1.5, G)),
+            rng.integers(5, 40, G).astype(float),
+            f"validation-{t:05d}",
+        )
     for t in range(2):
         seeds = [1000 * t + k for k in range(K) for _ in range(M)]
         perm = rng.permutation(K * M)  # rollouts arrive out of schedule order
-        stream.add_diagnostic(rng.normal(size=(K * M, P)).astype(np.float32),
-                              [float(x) for x in rng.integers(0, 2, K * M)], rng.uniform(0.5, 1.5, K * M),
-                              [seeds[i] for i in perm], rng.integers(5, 40, K * M).astype(float),
-                              f"diagnostic-{t:05d}")
+        stream.add_diagnostic(
+            rng.normal(size=(K * M, P)).astype(np.float32),
+            [float(x) for x in rng.integers(0, 2, K * M)],
+            rng.uniform(0.5, 1.5, K * M),
+            [seeds[i] for i in perm],
+            rng.integers(5, 40, K * M).astype(float),
+            f"diagnostic-{t:05d}",
+        )
     return stream
 
 
@@ -46,8 +55,9 @@ def _checkpoint(seed: int):
 def test_recompute_reproduces_the_summaries():
     payload, evidence = _checkpoint(0)
     t_ref, outcome, transition = recompute_probe(evidence)
-    diff, where = max_difference(_plain(payload), _plain({"t_ref": t_ref, "outcome": outcome,
-                                                          "transition": transition}))
+    diff, where = max_difference(
+        _plain(payload), _plain({"t_ref": t_ref, "outcome": outcome, "transition": transition})
+    )
     assert diff <= 1e-6, where
     # The evidence holds no score vector: its size does not grow with P.
     assert all(a.size <= 12 * 12 * 2 + 16 for a in evidence.values())

@@ -141,9 +141,18 @@ def test_transition_designs_and_traces():
         tasks.append((s, rew, rng.uniform(0.5, 1.5, size=k_ * m_)))
     seed = probe_rng_seed(0, 20)
     assert seed == 20
-    out = transition_probe([s @ s.T for s, _, _ in tasks], [r for _, r, _ in tasks], [p for _, _, p in tasks], 30.0,
-                           seed, resamples=r_, schedules=k_, samples=m_, scores_by_task=[s for s, _, _ in tasks],
-                           task_ids=["a", "b", "c"])
+    out = transition_probe(
+        [s @ s.T for s, _, _ in tasks],
+        [r for _, r, _ in tasks],
+        [p for _, _, p in tasks],
+        30.0,
+        seed,
+        resamples=r_,
+        schedules=k_,
+        samples=m_,
+        scores_by_task=[s for s, _, _ in tasks],
+        task_ids=["a", "b", "c"],
+    )
     assert out["groups_per_design"] == {"paired": 12, "independent_resampled": 30, "stratified": 30}
     # the same generator, consumed task by task, reproduces the stored index lists
     gen = np.random.default_rng(seed)
@@ -154,8 +163,8 @@ def test_transition_designs_and_traces():
         assert groups["independent_resampled"].tolist() == out["indices"]["abc"[t]]["independent_resampled"]
         assert groups["stratified"].tolist() == out["indices"]["abc"[t]]["stratified"]
         for ix in groups["independent_resampled"]:
-            assert len(set(ix.tolist())) == m_                     # distinct rollouts
-        assert np.all(groups["stratified"] // m_ == np.arange(k_))   # one per schedule
+            assert len(set(ix.tolist())) == m_  # distinct rollouts
+        assert np.all(groups["stratified"] // m_ == np.arange(k_))  # one per schedule
         for d, idx in groups.items():
             stacked[d].extend((idx + t * k_ * m_).tolist())
         all_scores.append(s)
@@ -169,8 +178,17 @@ def test_transition_designs_and_traces():
         assert out["mean_centered"]["trace_var"][d] == pytest.approx(mc, rel=1e-10)
         assert out["implemented"]["trace_var"][d] == pytest.approx(sw, rel=1e-10)
     full = scores @ scores.T
-    again = transition_probe([s @ s.T for s, _, _ in tasks], [r for _, r, _ in tasks], [p for _, _, p in tasks],
-                             30.0, seed, resamples=r_, schedules=k_, samples=m_, full_gram=full)
+    again = transition_probe(
+        [s @ s.T for s, _, _ in tasks],
+        [r for _, r, _ in tasks],
+        [p for _, _, p in tasks],
+        30.0,
+        seed,
+        resamples=r_,
+        schedules=k_,
+        samples=m_,
+        full_gram=full,
+    )
     assert again["mean_centered"]["trace_var"] == pytest.approx(out["mean_centered"]["trace_var"])
 
 
@@ -183,12 +201,21 @@ def test_schedule_major_layout():
 
 
 def _ckpt(po, pi, tp, ti, lhs=1.0, rhs=3.0):
-    block = lambda p, i, key: {"trace_var": {"paired": p, key: i},  # noqa: E731
-                               "ratio_paired_over_independent": p / i}
-    return {"outcome": {"lhs_mean": lhs, "rhs_mean": rhs, "mean_centered": block(po, pi, "independent"),
-                        "implemented": block(po, pi, "independent")},
-            "transition": {"mean_centered": block(tp, ti, "independent_resampled"),
-                           "implemented": block(tp, ti, "independent_resampled")}}
+    def block(p, i, key):
+        return {"trace_var": {"paired": p, key: i}, "ratio_paired_over_independent": p / i}
+
+    return {
+        "outcome": {
+            "lhs_mean": lhs,
+            "rhs_mean": rhs,
+            "mean_centered": block(po, pi, "independent"),
+            "implemented": block(po, pi, "independent"),
+        },
+        "transition": {
+            "mean_centered": block(tp, ti, "independent_resampled"),
+            "implemented": block(tp, ti, "independent_resampled"),
+        },
+    }
 
 
 def test_verdict_rules():
@@ -200,12 +227,16 @@ def test_verdict_rules():
     one_bad = {**ok, 60: _ckpt(3, 2, 1, 2)}
     assert probe_verdict(one_bad)["outcome_noise_every_checkpoint"] is False
     tie = {0: _ckpt(1, 2, 1, 2), 20: _ckpt(1, 2, 3, 2)}
-    assert probe_verdict(tie)["transition_noise_majority"] is False   # 1 of 2 is not a strict majority
+    assert probe_verdict(tie)["transition_noise_majority"] is False  # 1 of 2 is not a strict majority
 
 
 def test_register_and_t_ref():
-    reg = build_probe_register("c2-paired-s1", "c2-paired-s1", {"0": _ckpt(1, 2, 1, 2), "8": _ckpt(1, 3, 1, 2)},
-                               {"estimator": "mean_centered", "outcome": "every", "transition": "strict_majority"})
+    reg = build_probe_register(
+        "c2-paired-s1",
+        "c2-paired-s1",
+        {"0": _ckpt(1, 2, 1, 2), "8": _ckpt(1, 3, 1, 2)},
+        {"estimator": "mean_centered", "outcome": "every", "transition": "strict_majority"},
+    )
     assert reg["steps"] == [0, 8] and reg["checkpoints"]["8"]["step"] == 8 and reg["verdict"]["passes"]
     # batch equivalent: 1/ratio of the MC traces (paired / independent), per noise type
     for step in ("0", "8"):

@@ -18,20 +18,52 @@ def runner(tmp_path_factory, sim_tasks_dir, sim_pools):
 
     folder = tmp_path_factory.mktemp("probe")
     tokenizer = build_tokenizer(sim_pools["train"][:20], 6, 400)
-    model = build_random_model(standin_config(tokenizer, {"hidden_size": 32, "intermediate_size": 64, "head_dim": 16,
-                                                          "linear_key_head_dim": 16, "linear_value_head_dim": 16}), 0)
+    model = build_random_model(
+        standin_config(
+            tokenizer,
+            {
+                "hidden_size": 32,
+                "intermediate_size": 64,
+                "head_dim": 16,
+                "linear_key_head_dim": 16,
+                "linear_value_head_dim": 16,
+            },
+        ),
+        0,
+    )
     model.save_pretrained(folder / "model")
     tokenizer.save_pretrained(folder / "model")
-    lora = peft.get_peft_model(model, peft.LoraConfig(r=2, lora_alpha=4, target_modules="all-linear",
-                                                      init_lora_weights=False, task_type="CAUSAL_LM"))
+    lora = peft.get_peft_model(
+        model,
+        peft.LoraConfig(
+            r=2, lora_alpha=4, target_modules="all-linear", init_lora_weights=False, task_type="CAUSAL_LM"
+        ),
+    )
     tmp = folder / "run" / "checkpoints" / ".tmp"
     lora.save_pretrained(tmp)
     ckpt.install(tmp, folder / "run", 0, kind="initial")
-    settings = resolve({"task_filter": "all", "max_completion_length": 48, "max_tool_calling_iterations": 1,
-                        "probe_clean_tasks": 2, "probe_clean_rollouts": 3, "probe_diag_tasks": 2,
-                        "probe_schedules": 2, "probe_samples": 2, "probe_resamples": 3, "eval_batch": 8})
-    r = PolicyRunner(str(folder / "model"), ckpt.step_dir(folder / "run", 0), settings, str(sim_tasks_dir), 0,
-                     trainable=True)
+    settings = resolve(
+        {
+            "task_filter": "all",
+            "max_completion_length": 48,
+            "max_tool_calling_iterations": 1,
+            "probe_clean_tasks": 2,
+            "probe_clean_rollouts": 3,
+            "probe_diag_tasks": 2,
+            "probe_schedules": 2,
+            "probe_samples": 2,
+            "probe_resamples": 3,
+            "eval_batch": 8,
+        }
+    )
+    r = PolicyRunner(
+        str(folder / "model"),
+        ckpt.step_dir(folder / "run", 0),
+        settings,
+        str(sim_tasks_dir),
+        0,
+        trainable=True,
+    )
     yield r, settings, str(sim_tasks_dir)
     r.close()
 
@@ -52,8 +84,9 @@ def test_probe_checkpoint(runner, monkeypatch):
     r, settings, tasks_dir = runner
     engine = ScoreEngine(r)
     before = engine.fingerprint()
-    result = probe_checkpoint(r, run="c2-paired-s0", condition="C2", seed=0, step=0, tasks_dir=tasks_dir,
-                              settings=settings)
+    result = probe_checkpoint(
+        r, run="c2-paired-s0", condition="C2", seed=0, step=0, tasks_dir=tasks_dir, settings=settings
+    )
     assert engine.fingerprint() == before == result["lora_fingerprint"]
     lora = sum(p.numel() for n, p in r.trainer.model.named_parameters() if "lora_" in n)
     assert 0 < result["P"] <= lora
@@ -82,8 +115,11 @@ def test_scores_match_autograd(runner):
     keep = output["prompt_mask"][0].bool()
     n = int(output["completion_mask"][0].sum())
     ids = torch.cat([output["prompt_ids"][0][keep], output["completion_ids"][0][:n]]).unsqueeze(0)
-    mask = (output["completion_mask"][0] * output["tool_mask"][0])[:n].float() if "tool_mask" in output else \
-        output["completion_mask"][0][:n].float()
+    mask = (
+        (output["completion_mask"][0] * output["tool_mask"][0])[:n].float()
+        if "tool_mask" in output
+        else output["completion_mask"][0][:n].float()
+    )
     logits = model(input_ids=ids).logits[0, -n - 1 : -1].float()
     logp = torch.log_softmax(logits, -1).gather(1, ids[0, -n:].unsqueeze(1)).squeeze(1)
     (logp * mask).sum().backward()
@@ -91,4 +127,3 @@ def test_scores_match_autograd(runner):
     model.zero_grad(set_to_none=True)
     assert np.allclose(manual, scores[0], rtol=1e-3, atol=1e-5)
     assert counts[0] == float(mask.sum())
-

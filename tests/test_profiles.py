@@ -41,10 +41,27 @@ RULES = {
     "prereg_verify_amendments",
     "zero_shot_calibration",
 }
-GPU_RULES = {"train", "evaluate_periodic", "evaluate_final", "evaluate_final_own_noise", "diagnose", "probe_checkpoint",
-             "zero_shot_calibration"}
-CPU_ONLY_RULES = {"tasks", "reference", "decide", "render_table", "render_figure", "render_document", "probe",
-                  "probe_verdict", "run_register", "prepare_model"}
+GPU_RULES = {
+    "train",
+    "evaluate_periodic",
+    "evaluate_final",
+    "evaluate_final_own_noise",
+    "diagnose",
+    "probe_checkpoint",
+    "zero_shot_calibration",
+}
+CPU_ONLY_RULES = {
+    "tasks",
+    "reference",
+    "decide",
+    "render_table",
+    "render_figure",
+    "render_document",
+    "probe",
+    "probe_verdict",
+    "run_register",
+    "prepare_model",
+}
 EXPECTED = {
     "cpu": ("cpu", "standin"),
     "h100": ("h100", "paper"),

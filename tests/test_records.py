@@ -19,17 +19,27 @@ def test_run_manifest_in_the_writers_shape_is_typed(tmp_path):
     data["hardware"]["gpu"] = "NVIDIA H100 80GB"
     path.write_text(json.dumps(data))
     m = read_run_manifest(path)
-    assert (m.condition, m.arm, m.seed, m.q, m.device, m.gpu) == ("C4", "paired", 1, 0.1, "cuda", "NVIDIA H100 80GB")
+    assert (m.condition, m.arm, m.seed, m.q, m.device, m.gpu) == (
+        "C4",
+        "paired",
+        1,
+        0.1,
+        "cuda",
+        "NVIDIA H100 80GB",
+    )
     assert m.pools_sha256 == {"test": SHA} and m.code_versions == ["x"]
 
 
-@pytest.mark.parametrize("edit, needle", [
-    # the synonyms the render stage used to search for are not read
-    (lambda d: d["settings"].update(accelerator="h100") or d["hardware"].pop("device"), "'device'"),
-    (lambda d: d.update(pools=d.pop("pools_sha256")), "'pools_sha256'"),
-    (lambda d: d["noise"].pop("p") and d["settings"].update(p=0.25), "'p'"),
-    (lambda d: d["pools_sha256"].update(test="ce49"), "pools_sha256.test"),
-])
+@pytest.mark.parametrize(
+    "edit, needle",
+    [
+        # the synonyms the render stage used to search for are not read
+        (lambda d: d["settings"].update(accelerator="h100") or d["hardware"].pop("device"), "'device'"),
+        (lambda d: d.update(pools=d.pop("pools_sha256")), "'pools_sha256'"),
+        (lambda d: d["noise"].pop("p") and d["settings"].update(p=0.25), "'p'"),
+        (lambda d: d["pools_sha256"].update(test="ce49"), "pools_sha256.test"),
+    ],
+)
 def test_run_manifest_of_another_shape_is_one_line_naming_the_file(tmp_path, edit, needle):
     data = run_manifest("c2-paired-s0", {"test": SHA})
     edit(data)
@@ -42,8 +52,17 @@ def test_run_manifest_of_another_shape_is_one_line_naming_the_file(tmp_path, edi
 
 def test_verification_token_without_its_verdicts_is_refused(tmp_path):
     path = tmp_path / "verification.json"
-    path.write_text(json.dumps({"passes": True, "imprint": SHA, "documents": [], "failures": [],
-                                "records": [{"record": "freeze", "tokens": [{"name": "a", "time": "2026"}]}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "passes": True,
+                "imprint": SHA,
+                "documents": [],
+                "failures": [],
+                "records": [{"record": "freeze", "tokens": [{"name": "a", "time": "2026"}]}],
+            }
+        )
+    )
     with pytest.raises(UserError, match="rfc3161_client"):
         read_verification(path)
 
@@ -52,7 +71,20 @@ def test_completeness_refuses_the_nested_settings_shape(tmp_path, capsys):
     manifest = tmp_path / "MANIFEST.json"
     manifest.write_text(json.dumps({"pools": {"validation": {"sha256": SHA}}}))
     nested = {"periodic": {"steps": [0], "pool": "validation", "tasks": 2, "regimes": {"clean": [1]}}}
-    rc = main(["completeness", "--run", "c2-paired-s0", "--settings", json.dumps(nested), "--evals", str(tmp_path),
-               "--manifest", str(manifest), "--out", str(tmp_path / "c.json")])
+    rc = main(
+        [
+            "completeness",
+            "--run",
+            "c2-paired-s0",
+            "--settings",
+            json.dumps(nested),
+            "--evals",
+            str(tmp_path),
+            "--manifest",
+            str(manifest),
+            "--out",
+            str(tmp_path / "c.json"),
+        ]
+    )
     assert rc == 1 and "unknown keys ['periodic']" in capsys.readouterr().err
     assert not (tmp_path / "c.json").exists()

@@ -19,11 +19,17 @@ def test_trace_test_00000_recovering_and_naive(sim_pools: dict) -> None:
     rec = run_scripted(task, C2, 659565755, "recovering", keep_log=True)
     assert rec["success"] and rec["calls"] == 10 and not rec["budget_exceeded"]
     assert [(e["tool"], e.get("fault")) for e in rec["call_log"]] == [
-        ("search_customers", "transient"), ("search_customers", None),
-        ("get_order", None), ("get_order", None), ("get_order", None),
+        ("search_customers", "transient"),
+        ("search_customers", None),
+        ("get_order", None),
+        ("get_order", None),
+        ("get_order", None),
         ("cancel_order", None),
-        ("update_shipping_address", "transient"), ("update_shipping_address", None),
-        ("schedule_shipment", None), ("finish", None)]
+        ("update_shipping_address", "transient"),
+        ("update_shipping_address", None),
+        ("schedule_shipment", None),
+        ("finish", None),
+    ]
     naive = run_scripted(task, C2, 659565755, "naive", keep_log=True)
     assert not naive["success"] and naive["calls"] == 8
     assert any("/orders/O0038/shipping_address" in d for d in naive["diffs"])
@@ -66,20 +72,31 @@ def test_heldout_types_never_break_writes(sim_pools: dict) -> None:
 def test_register_small_and_cli(sim_tasks_dir: Path, tmp_path: Path) -> None:
     reg = build_register(sim_tasks_dir, indices=(1, 2), limit=10, progress=False)
     assert set(reg["results"]) == {"validation", "test"}
-    assert set(reg["conditions"]) == set(reference_conditions()) == {
-        "clean", "c1_p0.10", "c2_p0.25", "c2r_p0.25_no_outage", "heldout_types_p0.25"}
+    assert (
+        set(reg["conditions"])
+        == set(reference_conditions())
+        == {"clean", "c1_p0.10", "c2_p0.25", "c2r_p0.25_no_outage", "heldout_types_p0.25"}
+    )
     for pool in ("validation", "test"):
         for cond in reg["conditions"]:
             for policy in ("naive", "recovering"):
                 cell = reg["results"][pool][cond][policy]
                 assert cell["episodes"] == 20
-                assert set(cell) == {"episodes", "success", "exposed_frac", "outage_hit_frac",
-                                     "budget_exceeded_frac", "mean_calls"}
+                assert set(cell) == {
+                    "episodes",
+                    "success",
+                    "exposed_frac",
+                    "outage_hit_frac",
+                    "budget_exceeded_frac",
+                    "mean_calls",
+                }
         clean = reg["results"][pool]["clean"]
         assert clean["naive"]["success"] == clean["recovering"]["success"] == 1.0
         assert clean["naive"]["exposed_frac"] == 0.0
-        assert reg["results"][pool]["c2_p0.25"]["naive"]["exposed_frac"] == (
-            reg["results"][pool]["c2_p0.25"]["recovering"]["exposed_frac"])
+        assert (
+            reg["results"][pool]["c2_p0.25"]["naive"]["exposed_frac"]
+            == (reg["results"][pool]["c2_p0.25"]["recovering"]["exposed_frac"])
+        )
     out = tmp_path / "ref.json"
     assert cli_main(["reference", "--tasks-dir", str(sim_tasks_dir), "--out", str(out), "--limit", "2"]) == 0
     written = json.loads(out.read_text())

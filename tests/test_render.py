@@ -55,8 +55,14 @@ def _study(tmp_path_factory):
     renamed register key fails here (the probe, power and calibration registers are fixtures)."""
     out = tmp_path_factory.mktemp("study")
     INPUTS.update(synthetic_study(out))
-    INPUTS["predictions"] = [predictions_register(INPUTS["decisions"], INPUTS["probe"], out / "results/decisions/predictions.json",
-                                                  Path(__file__).parents[1] / "prereg" / "tier_rules.yaml")]
+    INPUTS["predictions"] = [
+        predictions_register(
+            INPUTS["decisions"],
+            INPUTS["probe"],
+            out / "results/decisions/predictions.json",
+            Path(__file__).parents[1] / "prereg" / "tier_rules.yaml",
+        )
+    ]
     yield
 
 
@@ -116,32 +122,71 @@ def test_document_compiles_without_overfull_boxes(rendered, tmp_path):
     tex_files = [rendered[f"table{n}"] for n in tables.TABLES]
     figs = [rendered[name] for name in figures.FIGURES]
     out = tmp_path / "paper" / "tables.pdf"
-    warnings = document.build_document(tex_files, figs, RES / "prereg/verification.json", "cpu", "stand-in",
-                                       "abc123def456", out, strict=True)
+    warnings = document.build_document(
+        tex_files, figs, RES / "prereg/verification.json", "cpu", "stand-in", "abc123def456", out, strict=True
+    )
     assert warnings == []
     data = out.read_bytes()
     assert data.startswith(b"%PDF") and len(data) > 20000
     if shutil.which("pdftotext"):
         text = subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True, check=True).stdout
-        for needle in ("abc123def456", "cpu", "stand-in", "6dc709de6f36f008", "verified",
-                       "Registered outcomes", "Outcome-noise probe traces"):
+        for needle in (
+            "abc123def456",
+            "cpu",
+            "stand-in",
+            "6dc709de6f36f008",
+            "verified",
+            "Registered outcomes",
+            "Outcome-noise probe traces",
+        ):
             assert needle in text, needle
 
 
 def test_document_opens_with_the_published_versus_reproduced_summary(rendered, tmp_path):
     need_latex()
     comparison = tmp_path / "comparison.json"
-    assert cli_main(["compare", "--results", str(RES), "--published", str(INPUTS["published"][0]),
-                     "--tasks-dir", str(Path(__file__).parents[1] / "data" / "tasks"), "--scale-name", "standin",
-                     "--scale", "stand-in", "--out", str(comparison)]) == 0
+    assert (
+        cli_main(
+            [
+                "compare",
+                "--results",
+                str(RES),
+                "--published",
+                str(INPUTS["published"][0]),
+                "--tasks-dir",
+                str(Path(__file__).parents[1] / "data" / "tasks"),
+                "--scale-name",
+                "standin",
+                "--scale",
+                "stand-in",
+                "--out",
+                str(comparison),
+            ]
+        )
+        == 0
+    )
     summary = json.loads(comparison.read_text())["summary"]
     out = tmp_path / "tables.pdf"
-    document.build_document([rendered["table3"]], [], RES / "prereg/verification.json", "cpu", "stand-in", "abc",
-                            out, strict=True, comparison=comparison)
-    text = subprocess.run(["pdftotext", "-layout", str(out), "-"], capture_output=True, text=True, check=True).stdout
+    document.build_document(
+        [rendered["table3"]],
+        [],
+        RES / "prereg/verification.json",
+        "cpu",
+        "stand-in",
+        "abc",
+        out,
+        strict=True,
+        comparison=comparison,
+    )
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(out), "-"], capture_output=True, text=True, check=True
+    ).stdout
     first = text.split("\f")[1]  # the page after the title page
     assert "Published versus reproduced" in first
-    assert f"{summary['reproduced']} of {summary['entries']} published numbers reproduced within rounding" in first
+    assert (
+        f"{summary['reproduced']} of {summary['entries']} published numbers reproduced within rounding"
+        in first
+    )
     assert "a mismatch with the published numbers is expected" in " ".join(first.split())
     assert summary["reproduced"] >= 1 and summary["entries"] > 200
 
@@ -167,8 +212,14 @@ def test_tables_3_and_4_show_the_published_values_under_the_reproduced(rendered)
 
 def test_document_is_reproducible(rendered, tmp_path):
     need_latex()
-    args = ([rendered["table3"], rendered["table5"]], [rendered["spurious_variance"]],
-            RES / "prereg/verification.json", "cpu", "stand-in", "abc")
+    args = (
+        [rendered["table3"], rendered["table5"]],
+        [rendered["spurious_variance"]],
+        RES / "prereg/verification.json",
+        "cpu",
+        "stand-in",
+        "abc",
+    )
     document.build_document(*args, tmp_path / "a.pdf")
     document.build_document(*args, tmp_path / "b.pdf")
     assert (tmp_path / "a.pdf").read_bytes() == (tmp_path / "b.pdf").read_bytes()
@@ -179,8 +230,9 @@ def test_latex_error_shows_log_tail_and_source(tmp_path):
     bad = tmp_path / "table1.tex"
     bad.write_text("\\begin{table}\\undefinedcommandxyz\\end{table}\n")
     with pytest.raises(UserError) as err:
-        document.build_document([bad], [], RES / "prereg/verification.json", "cpu", "stand-in", "abc",
-                                tmp_path / "out.pdf")
+        document.build_document(
+            [bad], [], RES / "prereg/verification.json", "cpu", "stand-in", "abc", tmp_path / "out.pdf"
+        )
     message = str(err.value)
     assert "LaTeX failed" in message and "main.tex" in message and "undefinedcommandxyz" in message
     assert not (tmp_path / "out.pdf").exists()
@@ -204,14 +256,21 @@ def test_table3_numbers_equal_the_decision_register(rendered):
     for i, seed in enumerate(seeds):
         cells = rows[i]
         assert fmt.parse_number(cells[0]) == seed
-        expected = [register["auc_paired"][i], register["auc_independent"][i], register["auc_difference_by_seed"][i],
-                    register["final_paired_by_seed"][i], register["final_independent_by_seed"][i]]
+        expected = [
+            register["auc_paired"][i],
+            register["auc_independent"][i],
+            register["auc_difference_by_seed"][i],
+            register["final_paired_by_seed"][i],
+            register["final_independent_by_seed"][i],
+        ]
         got = [fmt.parse_number(c) for c in cells[1:6]]
         assert got == pytest.approx([round(v, 3) for v in expected], abs=1e-9)
     mean_row = rows[len(seeds)]
     assert fmt.parse_number(mean_row[3]) == pytest.approx(round(register["auc_difference_mean"], 3))
     ci_row = rows[len(seeds) + 1]
-    assert fmt.parse_interval(ci_row[3]) == pytest.approx(tuple(round(v, 3) for v in register["auc_difference_ci95"]))
+    assert fmt.parse_interval(ci_row[3]) == pytest.approx(
+        tuple(round(v, 3) for v in register["auc_difference_ci95"])
+    )
 
 
 def test_table10_numbers_equal_group_stats(rendered):
@@ -232,8 +291,9 @@ def test_table9_numbers_equal_the_episode_records(rendered):
         for line in path.read_text().splitlines():
             r = json.loads(line)
             if r["phase"] == "periodic" and r["seed"] == 0 and r["condition"] == "C2":
-                outcomes.setdefault((r["arm"], r["step"], r["regime"]), {}).setdefault(r["task_id"], []).append(
-                    r["true_success"])
+                outcomes.setdefault((r["arm"], r["step"], r["regime"]), {}).setdefault(
+                    r["task_id"], []
+                ).append(r["true_success"])
 
     def value(arm, step, regime):
         tasks = outcomes[(arm, step, regime)]
@@ -256,9 +316,11 @@ def test_table5_ratios_equal_the_probe_register(rendered):
     for row in rows:
         cp = probe["checkpoints"][row[0]]
         assert fmt.parse_number(row[2]) == pytest.approx(
-            round(cp["outcome"]["mean_centered"]["ratio_paired_over_independent"], 3))
+            round(cp["outcome"]["mean_centered"]["ratio_paired_over_independent"], 3)
+        )
         assert fmt.parse_number(row[3]) == pytest.approx(
-            round(cp["transition"]["mean_centered"]["ratio_paired_over_independent"], 3))
+            round(cp["transition"]["mean_centered"]["ratio_paired_over_independent"], 3)
+        )
 
 
 # ---------------------------------------------------------------- errors name the file and key
@@ -322,12 +384,42 @@ def test_unknown_and_missing_keys_and_settings():
 
 def test_cli_writes_table_and_reports_errors(tmp_path, capsys):
     out = tmp_path / "tables" / "table3.tex"
-    assert cli_main(["render", "table", "--number", "3", "--input", f"decisions={INPUTS['decisions'][0]}",
-                     "--scale", "stand-in", "--out", str(out)]) == 0
+    assert (
+        cli_main(
+            [
+                "render",
+                "table",
+                "--number",
+                "3",
+                "--input",
+                f"decisions={INPUTS['decisions'][0]}",
+                "--scale",
+                "stand-in",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "C2 primary endpoints" in out.read_text()
     bad = tmp_path / "absent.json"
-    assert cli_main(["render", "table", "--number", "3", "--input", f"decisions={bad}", "--scale", "s",
-                     "--out", str(tmp_path / "t.tex")]) == 1
+    assert (
+        cli_main(
+            [
+                "render",
+                "table",
+                "--number",
+                "3",
+                "--input",
+                f"decisions={bad}",
+                "--scale",
+                "s",
+                "--out",
+                str(tmp_path / "t.tex"),
+            ]
+        )
+        == 1
+    )
     assert str(bad) in capsys.readouterr().err
     assert not (tmp_path / "t.tex").exists()
 
@@ -340,9 +432,18 @@ SPECIAL = "r&d 50% a_b #1 $x {y} ~z ^w back\\slash"
 
 def test_escape_every_special_character():
     escaped = fmt.escape(SPECIAL)
-    for raw, want in (("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"), ("$", r"\$"), ("{", r"\{"),
-                      ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}"),
-                      ("\\", r"\textbackslash{}")):
+    for raw, want in (
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("_", r"\_"),
+        ("#", r"\#"),
+        ("$", r"\$"),
+        ("{", r"\{"),
+        ("}", r"\}"),
+        ("~", r"\textasciitilde{}"),
+        ("^", r"\textasciicircum{}"),
+        ("\\", r"\textbackslash{}"),
+    ):
         assert want in escaped, raw
     assert fmt.escape(escaped) == escaped  # Tex is never escaped twice
     with pytest.raises(TypeError):
@@ -373,8 +474,10 @@ def test_special_characters_in_run_names_and_scale_compile(tmp_path):
     assert "gpu \\& co\\_1" in text
     need_latex()
     main = tmp_path / "t.tex"
-    main.write_text("\\documentclass{article}\\usepackage[T1]{fontenc}\\usepackage{lmodern,booktabs,array}"
-                    "\\begin{document}\n" + text + "\\end{document}\n")
+    main.write_text(
+        "\\documentclass{article}\\usepackage[T1]{fontenc}\\usepackage{lmodern,booktabs,array}"
+        "\\begin{document}\n" + text + "\\end{document}\n"
+    )
     pdf, log = document.compile_latex(tmp_path, "t.tex")
     assert pdf.is_file() and "! " not in log
 
@@ -386,7 +489,9 @@ def test_number_formats():
     notes = fmt.Notes()
     assert fmt.prop(0.12345) == "0.123"
     assert fmt.prop(-0.0004) == "0.000"
-    assert fmt.signed(0.0539) == "$+$0.054" and fmt.signed(-0.0016) == "$-$0.002" and fmt.signed(0.0) == "0.000"
+    assert (
+        fmt.signed(0.0539) == "$+$0.054" and fmt.signed(-0.0016) == "$-$0.002" and fmt.signed(0.0) == "0.000"
+    )
     assert fmt.pp(0.0539) == "5.4" and fmt.signed_pp(-0.0016) == "$-$0.2"
     assert fmt.interval([-0.0039, 0.0779]) == "[$-$0.004, $+$0.078]"
     assert fmt.interval([None, None], notes=notes).startswith("---")
@@ -404,12 +509,20 @@ def test_table11_replication_and_not_run(tmp_path):
     assert "not run" in alone
     replica = FIX / "replica" / "results"
     other = run_registers(replica, tmp_path / "replica")
-    text = tables.render_table(11, {
-        "manifests": INPUTS["manifests"] + sorted((tmp_path / "replica").glob("runs/*/manifest.json")),
-        "registers": INPUTS["registers"] + other,
-    }, "s")
+    text = tables.render_table(
+        11,
+        {
+            "manifests": INPUTS["manifests"] + sorted((tmp_path / "replica").glob("runs/*/manifest.json")),
+            "registers": INPUTS["registers"] + other,
+        },
+        "s",
+    )
     rows = rows_of(text)
-    assert [r[0] for r in rows] == ["\\texttt{c4-paired-s1}", "\\texttt{c4-paired-s1}", "\\textit{difference}"]
+    assert [r[0] for r in rows] == [
+        "\\texttt{c4-paired-s1}",
+        "\\texttt{c4-paired-s1}",
+        "\\textit{difference}",
+    ]
     assert "H100" in rows[0][1] + rows[1][1]
     for k in range(2, 6):
         a, b, d = (fmt.parse_number(rows[i][k]) for i in range(3))
@@ -431,7 +544,9 @@ def test_table6_rows_are_the_predictions_register(tmp_path):
     rows = rows_of(tables.render_table(6, {"predictions": INPUTS["predictions"]}, "s"))
     assert [r[0] for r in rows] == [p["id"] for p in register["predictions"]]
     assert [r[-1] for r in rows] == [fmt.escape(p["verdict"]) for p in register["predictions"]]
-    assert [fmt.parse_number(r[2]) for r in rows] == [round(p["confidence"], 2) for p in register["predictions"]]
+    assert [fmt.parse_number(r[2]) for r in rows] == [
+        round(p["confidence"], 2) for p in register["predictions"]
+    ]
 
 
 def test_help_lists_each_tables_inputs(capsys):
@@ -458,23 +573,35 @@ def test_table2_says_not_decided_on_partial_evidence(tmp_path):
     """A register decided on fewer seed pairs than the design used to print a bold pass in table 2."""
     path, reason = _undecided_register(tmp_path)
     text = tables.render_table(2, {"decisions": [path]}, "s")
-    h2a = text[text.index("H2a"):text.index("H3")]
-    assert "not decided" in h2a and "\\textbf{pass}" not in text.split("\\midrule", 1)[-1].split("H1b")[0] + h2a
+    h2a = text[text.index("H2a") : text.index("H3")]
+    assert (
+        "not decided" in h2a and "\\textbf{pass}" not in text.split("\\midrule", 1)[-1].split("H1b")[0] + h2a
+    )
     assert "1 of 2 seed pairs" in text
 
 
 def test_title_page_says_the_study_is_incomplete(rendered, tmp_path):
     need_latex()
     path, _ = _undecided_register(tmp_path)
-    assert document.study_status([INPUTS["decisions"][0]]) == ""   # the fixture c2 register is complete
+    assert document.study_status([INPUTS["decisions"][0]]) == ""  # the fixture c2 register is complete
     status = document.study_status([path])
     assert status.startswith("STUDY INCOMPLETE: C2: 1 of 2 seed pairs admitted, H1a, H2a, H3, H5 not decided")
     out = tmp_path / "doc.pdf"
-    document.build_document([rendered["table3"]], [], RES / "prereg/verification.json", "cpu", "stand-in", "abc",
-                            out, decisions=[path])
+    document.build_document(
+        [rendered["table3"]],
+        [],
+        RES / "prereg/verification.json",
+        "cpu",
+        "stand-in",
+        "abc",
+        out,
+        decisions=[path],
+    )
     if shutil.which("pdftotext"):
         text = subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True, check=True).stdout
         assert "STUDY INCOMPLETE" in text
+
+
 def test_added_table_content_p13_within_ratios_sw_traces_and_residual(rendered):
     probe = json.loads((RES / "probe/c2-paired-s0.json").read_text())
     t2 = rendered["table2"].read_text()
@@ -486,7 +613,8 @@ def test_added_table_content_p13_within_ratios_sw_traces_and_residual(rendered):
     cp = probe["checkpoints"][str(probe["steps"][0])]
     assert fmt.parse_number(first[9]) == pytest.approx(round(cp["counts"]["rho_zero_fraction"], 3))
     assert fmt.parse_number(first[7]) == pytest.approx(
-        round(cp["outcome"]["mean_centered"]["ratio_within_paired_over_independent"], 3))
+        round(cp["outcome"]["mean_centered"]["ratio_within_paired_over_independent"], 3)
+    )
     t12 = rendered["table12"].read_text()
     residual = cp["outcome"]["mean_centered"]["identity_residual"]
     mantissa, exponent = f"{residual:.2e}".split("e")

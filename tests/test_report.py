@@ -92,8 +92,14 @@ def fill_report_outputs(work: Path) -> None:
     built = work / "fixture-study"
     inputs.update(synthetic_study(built))
     decisions = inputs["decisions"]
-    inputs["predictions"] = [predictions_register(decisions, probes, built / "results/decisions/predictions.json",
-                                                  work / "prereg" / "tier_rules.yaml")]
+    inputs["predictions"] = [
+        predictions_register(
+            decisions,
+            probes,
+            built / "results/decisions/predictions.json",
+            work / "prereg" / "tier_rules.yaml",
+        )
+    ]
     from paired_rollouts.render import figures, tables
 
     # The LLM scales render tables 1-12 and the paper's figures; the surrogate's own (13, 14,
@@ -223,8 +229,15 @@ def test_report_holds_every_table_figure_decision_comparison_and_ledger(report):
     names = {p.name for p in report.rglob("*") if p.is_file()}
     for number in range(1, 13):
         assert f"table{number}.html" in names, number
-    for figure in ("curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios", "final_success",
-                   "probe_decomposition"):
+    for figure in (
+        "curves_c2",
+        "curves_c4",
+        "luck_share",
+        "spurious_variance",
+        "probe_ratios",
+        "final_success",
+        "probe_decomposition",
+    ):
         assert f"{figure}.png" in names, figure
     assert {"c2.json", "c4.json", "a.json", "comparison.html", "ledger.html", "tables.pdf"} <= names
     page = next(report.rglob("report.html")).read_text(encoding="utf-8", errors="replace")

@@ -135,8 +135,18 @@ def test_project_pipeline_target_runs_through_slurm(tmp_path: Path) -> None:
     shutil.copytree(REPO, work, symlinks=True, ignore=ignore)
     snakemake = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
     result = subprocess.run(
-        [snakemake, "--profile", "slurm-cpu", "results/standin/reference/scripted_reference.json", "--forcerun", "tasks"],
-        cwd=work, capture_output=True, text=True, timeout=900,
+        [
+            snakemake,
+            "--profile",
+            "slurm-cpu",
+            "results/standin/reference/scripted_reference.json",
+            "--forcerun",
+            "tasks",
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     logs = work / ".snakemake" / "slurm_logs"
@@ -144,7 +154,9 @@ def test_project_pipeline_target_runs_through_slurm(tmp_path: Path) -> None:
     assert list((logs / "rule_reference").rglob("*.log")), "the reference job left no SLURM log"
     # The pools regenerated on the cluster are byte-identical to the committed ones.
     for pool in ("train", "validation", "test", "diagnostic"):
-        assert (work / f"data/tasks/{pool}.jsonl").read_bytes() == (REPO / f"data/tasks/{pool}.jsonl").read_bytes()
+        assert (work / f"data/tasks/{pool}.jsonl").read_bytes() == (
+            REPO / f"data/tasks/{pool}.jsonl"
+        ).read_bytes()
     register = json.loads((work / "results/standin/reference/scripted_reference.json").read_text())
     for pool in ("validation", "test"):
         for policy in ("naive", "recovering"):

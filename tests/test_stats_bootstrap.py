@@ -19,8 +19,10 @@ def _explicit_auc_bootstrap(cp, ci, steps, resamples, seed):
     w = auc_weights(steps)
     out = np.empty(resamples)
     for b in range(resamples):
-        diffs = [w @ cp[s][:, task_idx[b]].mean(axis=1) - w @ ci[s][:, task_idx[b]].mean(axis=1)
-                 for s in seed_idx[b]]
+        diffs = [
+            w @ cp[s][:, task_idx[b]].mean(axis=1) - w @ ci[s][:, task_idx[b]].mean(axis=1)
+            for s in seed_idx[b]
+        ]
         out[b] = np.mean(diffs)
     return out
 

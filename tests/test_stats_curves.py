@@ -42,7 +42,12 @@ def test_steps_to_threshold():
 
 
 def test_run_names_and_rounding():
-    assert parse_run_name("c2-independent-s1") == {"condition": "C2", "arm": "independent", "seed": 1, "scaling": "group"}
+    assert parse_run_name("c2-independent-s1") == {
+        "condition": "C2",
+        "arm": "independent",
+        "seed": 1,
+        "scaling": "group",
+    }
     assert parse_run_name("c4-blocking_paired-scale_none-s2")["scaling"] == "none"
     with pytest.raises(UserError):
         parse_run_name("C2_paired_0")

@@ -20,19 +20,28 @@ def _rules_text() -> str:
     """The repository's frozen rules with fewer resamples (keeps the tests fast)."""
     import yaml
 
-    data = yaml.safe_load((Path(__file__).resolve().parents[1] / "prereg" / "decision_rules.yaml").read_text())
+    data = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "prereg" / "decision_rules.yaml").read_text()
+    )
     data["bootstrap"]["resamples"] = 2000
     return yaml.safe_dump(data)
 
 
 SETTINGS = {  # the flat form rules/common.smk expected_evidence writes
-    "periodic_steps": [0, 4, 8], "eval_tasks": 2,
+    "periodic_steps": [0, 4, 8],
+    "eval_tasks": 2,
     "periodic_regimes": {"clean": [1, 2], "at_training": [1, 2], "challenge": [1]},
-    "final_step": 8, "final_tasks": 2,
+    "final_step": 8,
+    "final_tasks": 2,
     "final_regimes": {"clean": [1, 2], "noisy_p025": [1, 2], "heldout_types": [1, 2], "challenge": [1]},
-    "diagnostic_steps": [0], "diagnostic_pool": "diagnostic", "diagnostic_tasks": 2, "diagnostic_schedules": 4,
+    "diagnostic_steps": [0],
+    "diagnostic_pool": "diagnostic",
+    "diagnostic_tasks": 2,
+    "diagnostic_schedules": 4,
     "diagnostic_samples": 4,
-    "training_steps": 2, "prompts_per_step": 2, "num_generations": 4,
+    "training_steps": 2,
+    "prompts_per_step": 2,
+    "num_generations": 4,
 }
 V0, V1 = "validation-00000", "validation-00001"
 T0, T1 = "test-00000", "test-00001"
@@ -45,7 +54,11 @@ T0, T1 = "test-00000", "test-00001"
 # AUC differences .1875, .125 -> mean .15625: H2a passes (final noisy_p025 .75 vs .25).
 AT = {
     ("paired", 0): {0: {V0: [1, 0], V1: [0, 1]}, 4: {V0: [1, 1], V1: [1, 0]}, 8: {V0: [1, 1], V1: [1, 1]}},
-    ("independent", 0): {0: {V0: [1, 0], V1: [0, 1]}, 4: {V0: [1, 0], V1: [0, 1]}, 8: {V0: [1, 1], V1: [1, 0]}},
+    ("independent", 0): {
+        0: {V0: [1, 0], V1: [0, 1]},
+        4: {V0: [1, 0], V1: [0, 1]},
+        8: {V0: [1, 1], V1: [1, 0]},
+    },
     ("paired", 1): {0: {V0: [1, 0], V1: [0, 1]}, 4: {V0: [1, 1], V1: [0, 0]}, 8: {V0: [1, 1], V1: [1, 1]}},
     ("independent", 1): {s: {V0: [1, 0], V1: [1, 0]} for s in (0, 4, 8)},
 }
@@ -59,16 +72,36 @@ CH = {
     ("independent", 1): {4: {V0: [1], V1: [0]}, 8: {V0: [0], V1: [1]}},
 }
 # heldout_types: s0 paired (1,1)(1,0) vs indep (1,0)(1,0) -> +.25; s1 paired (0,0)(1,1) vs (1,1)(1,1) -> -.5
-HT = {("paired", 0): {T0: [1, 1], T1: [1, 0]}, ("independent", 0): {T0: [1, 0], T1: [1, 0]},
-      ("paired", 1): {T0: [0, 0], T1: [1, 1]}, ("independent", 1): {T0: [1, 1], T1: [1, 1]}}
+HT = {
+    ("paired", 0): {T0: [1, 1], T1: [1, 0]},
+    ("independent", 0): {T0: [1, 0], T1: [1, 0]},
+    ("paired", 1): {T0: [0, 0], T1: [1, 1]},
+    ("independent", 1): {T0: [1, 1], T1: [1, 1]},
+}
 NOISY = {"paired": {T0: [1, 1], T1: [1, 0]}, "independent": {T0: [1, 0], T1: [0, 0]}}
 
 
 def _episode(run, cond, arm, seed, phase, step, regime, task, index, sseed, success):
-    return {"run": run, "condition": cond, "arm": arm, "seed": seed, "phase": phase, "step": step,
-            "regime": regime, "task_id": task, "schedule_index": index, "schedule_seed": sseed,
-            "true_success": bool(success), "observed_reward": float(success), "flipped": False,
-            "exposed": index == 1, "calls": 5, "budget": 11, "finished": True, "faults": {}}
+    return {
+        "run": run,
+        "condition": cond,
+        "arm": arm,
+        "seed": seed,
+        "phase": phase,
+        "step": step,
+        "regime": regime,
+        "task_id": task,
+        "schedule_index": index,
+        "schedule_seed": sseed,
+        "true_success": bool(success),
+        "observed_reward": float(success),
+        "flipped": False,
+        "exposed": index == 1,
+        "calls": 5,
+        "budget": 11,
+        "finished": True,
+        "faults": {},
+    }
 
 
 def _write(path: Path, rows):
@@ -104,8 +137,21 @@ def make_run(root: Path, cond: str, arm: str, seed: int, pools, lam_high=True, s
                         s = CH[key].get(step, {V0: [0], V1: [0]})[task][j]
                     else:
                         s = (t + j + step) % 2
-                    rows.append(_episode(run, cond, arm, seed, "periodic", step, regime, task, index,
-                                         eval_schedule_seed(task, index), s))
+                    rows.append(
+                        _episode(
+                            run,
+                            cond,
+                            arm,
+                            seed,
+                            "periodic",
+                            step,
+                            regime,
+                            task,
+                            index,
+                            eval_schedule_seed(task, index),
+                            s,
+                        )
+                    )
             _write(ev / f"periodic-step{step}-{regime}.jsonl", rows)
     for regime, idxs in SETTINGS["final_regimes"].items():
         rows = []
@@ -117,17 +163,43 @@ def make_run(root: Path, cond: str, arm: str, seed: int, pools, lam_high=True, s
                     s = NOISY[arm][task][j]
                 else:
                     s = (t + j) % 2
-                rows.append(_episode(run, cond, arm, seed, "final", 8, regime, task, index,
-                                     eval_schedule_seed(task, index), s))
+                rows.append(
+                    _episode(
+                        run,
+                        cond,
+                        arm,
+                        seed,
+                        "final",
+                        8,
+                        regime,
+                        task,
+                        index,
+                        eval_schedule_seed(task, index),
+                        s,
+                    )
+                )
         _write(ev / f"final-step8-{regime}.jsonl", rows)
     rows = []
     for t in range(2):
         for k in range(4):
             for m in range(4):
-                s = (k % 2) if lam_high else (m % 2)   # rows all-1/all-0 -> lam 1; columns -> lam 0
+                s = (k % 2) if lam_high else (m % 2)  # rows all-1/all-0 -> lam 1; columns -> lam 0
                 task = f"diagnostic-{t:05d}"
-                rows.append(_episode(run, cond, arm, seed, "diagnostic", 0, "diag", task, k,
-                                     diagnostic_seed(seed, task, k), s))
+                rows.append(
+                    _episode(
+                        run,
+                        cond,
+                        arm,
+                        seed,
+                        "diagnostic",
+                        0,
+                        "diag",
+                        task,
+                        k,
+                        diagnostic_seed(seed, task, k),
+                        s,
+                    )
+                )
     diag = root / "results" / "diagnostics" / run / "diag-step0.jsonl"
     _write(diag, rows)
     groups = []
@@ -136,17 +208,36 @@ def make_run(root: Path, cond: str, arm: str, seed: int, pools, lam_high=True, s
         for g in range(2):
             row = 2 * step + g
             base = training_schedule_seed(seed, cond, row)
-            sseeds = [base] * 4 if (shared_seeds if shared_seeds is not None else arm != "independent") else \
-                [base + i for i in range(4)]
-            groups.append({"run": run, "step": step, "group": g, "task_id": f"train-{order[row % 3]:05d}",
-                           "row_index": row, "schedule_seed": base,
-                           "schedule_seeds": sseeds, "true_success": [True] * 4,
-                           "observed_reward": [1.0, 1.0, 1.0, 0.0 if arm == "independent" else 1.0],
-                           "advantages": [0.0] * 4})
+            sseeds = (
+                [base] * 4
+                if (shared_seeds if shared_seeds is not None else arm != "independent")
+                else [base + i for i in range(4)]
+            )
+            groups.append(
+                {
+                    "run": run,
+                    "step": step,
+                    "group": g,
+                    "task_id": f"train-{order[row % 3]:05d}",
+                    "row_index": row,
+                    "schedule_seed": base,
+                    "schedule_seeds": sseeds,
+                    "true_success": [True] * 4,
+                    "observed_reward": [1.0, 1.0, 1.0, 0.0 if arm == "independent" else 1.0],
+                    "advantages": [0.0] * 4,
+                }
+            )
     rdir = root / "results" / "runs" / run
     _write(rdir / "groups.jsonl", groups)
-    (rdir / "manifest.json").write_text(json.dumps(run_manifest(
-        run, {k: v["sha256"] for k, v in pools.items()}, attempts=[{"attempt": 1, "code_version": "abc"}])))
+    (rdir / "manifest.json").write_text(
+        json.dumps(
+            run_manifest(
+                run,
+                {k: v["sha256"] for k, v in pools.items()},
+                attempts=[{"attempt": 1, "code_version": "abc"}],
+            )
+        )
+    )
     return run
 
 
@@ -154,30 +245,73 @@ def completeness(root: Path, run: str, strict: bool = False, rc_expected: int = 
     res = root / "results"
     out = res / "runs" / run / "complete.json"
     luck_file = res / "diagnostics" / run / "luck-step0.json"
-    rc = main(["completeness", "--run", run, "--settings", json.dumps(SETTINGS), "--evals", str(res / "evals" / run),
-               "--diagnostics", str(res / "diagnostics" / run), "--groups", str(res / "runs" / run / "groups.jsonl"),
-               "--run-manifest", str(res / "runs" / run / "manifest.json"),
-               "--manifest", str(root / "data" / "tasks" / "MANIFEST.json"), "--out", str(out),
-               *(["--luck", str(luck_file)] if luck_file.is_file() else []), *(["--strict"] if strict else [])])
+    rc = main(
+        [
+            "completeness",
+            "--run",
+            run,
+            "--settings",
+            json.dumps(SETTINGS),
+            "--evals",
+            str(res / "evals" / run),
+            "--diagnostics",
+            str(res / "diagnostics" / run),
+            "--groups",
+            str(res / "runs" / run / "groups.jsonl"),
+            "--run-manifest",
+            str(res / "runs" / run / "manifest.json"),
+            "--manifest",
+            str(root / "data" / "tasks" / "MANIFEST.json"),
+            "--out",
+            str(out),
+            *(["--luck", str(luck_file)] if luck_file.is_file() else []),
+            *(["--strict"] if strict else []),
+        ]
+    )
     assert rc == rc_expected
     return json.loads(out.read_text())
 
 
 def luck(root: Path, run: str):
     d = root / "results" / "diagnostics" / run
-    assert main(["luck-share", "--episodes", str(d / "diag-step0.jsonl"), "--out", str(d / "luck-step0.json"),
-                 "--resamples", "200"]) == 0
+    assert (
+        main(
+            [
+                "luck-share",
+                "--episodes",
+                str(d / "diag-step0.jsonl"),
+                "--out",
+                str(d / "luck-step0.json"),
+                "--resamples",
+                "200",
+            ]
+        )
+        == 0
+    )
     return d / "luck-step0.json"
 
 
 def decide(root: Path, cond: str, runs, out_name="dec.json", complete=True, extra=(), seeds=("0", "1")):
     res = root / "results"
-    args = ["decide", "--condition", cond, "--episodes", *[str(res / "evals" / r) for r in runs],
-            *(["--seeds", *seeds] if seeds is not None else []),
-            "--groups", *[str(res / "runs" / r / "groups.jsonl") for r in runs],
-            "--luck", *[str(res / "diagnostics" / r / "luck-step0.json") for r in runs],
-            "--rules", str(root / "rules.yaml"), "--manifest", str(root / "data" / "tasks" / "MANIFEST.json"),
-            "--out", str(root / out_name), *extra]
+    args = [
+        "decide",
+        "--condition",
+        cond,
+        "--episodes",
+        *[str(res / "evals" / r) for r in runs],
+        *(["--seeds", *seeds] if seeds is not None else []),
+        "--groups",
+        *[str(res / "runs" / r / "groups.jsonl") for r in runs],
+        "--luck",
+        *[str(res / "diagnostics" / r / "luck-step0.json") for r in runs],
+        "--rules",
+        str(root / "rules.yaml"),
+        "--manifest",
+        str(root / "data" / "tasks" / "MANIFEST.json"),
+        "--out",
+        str(root / out_name),
+        *extra,
+    ]
     if complete:
         args += ["--complete", *[str(res / "runs" / r / "complete.json") for r in runs]]
     assert main(args) == 0
@@ -187,7 +321,9 @@ def decide(root: Path, cond: str, runs, out_name="dec.json", complete=True, extr
 @pytest.fixture()
 def study(tmp_path):
     pools = make_pools(tmp_path)
-    runs = [make_run(tmp_path, "C2", arm, seed, pools) for seed in (0, 1) for arm in ("paired", "independent")]
+    runs = [
+        make_run(tmp_path, "C2", arm, seed, pools) for seed in (0, 1) for arm in ("paired", "independent")
+    ]
     runs.append(make_run(tmp_path, "C0", "clean", 0, pools))
     for r in runs:
         luck(tmp_path, r)
@@ -198,8 +334,12 @@ def study(tmp_path):
 def test_c2_decision_by_hand(study):
     root, runs = study
     reg = decide(root, "C2", runs)
-    assert reg["complete"] and reg["runs"] == ["c2-paired-s0", "c2-independent-s0", "c2-paired-s1",
-                                                "c2-independent-s1"]
+    assert reg["complete"] and reg["runs"] == [
+        "c2-paired-s0",
+        "c2-independent-s0",
+        "c2-paired-s1",
+        "c2-independent-s1",
+    ]
     h2 = reg["H2a"]
     assert h2["steps"] == [0, 4, 8] and h2["auc_weights"] == [0.25, 0.5, 0.25]
     assert h2["auc_paired"] == [0.75, 0.625] and h2["auc_independent"] == [0.5625, 0.5]
@@ -207,7 +347,7 @@ def test_c2_decision_by_hand(study):
     assert h2["auc_difference_mean"] == pytest.approx(0.15625, abs=1e-4)
     assert h2["final_paired_by_seed"] == [0.75, 0.75] and h2["final_difference_mean"] == 0.5
     lo, hi = h2["auc_difference_ci95"]
-    assert -0.125 <= lo <= hi <= 0.375   # support: per-seed task contributions (.25,.125), (.375,-.125)
+    assert -0.125 <= lo <= hi <= 0.375  # support: per-seed task contributions (.25,.125), (.375,-.125)
     assert h2["passes"] is True
     h3 = reg["H3"]
     assert h3["steps"] == [4, 8] and h3["steps_rule"] == [40, 60, 80]
@@ -229,7 +369,8 @@ def test_c2_decision_by_hand(study):
     assert sec["curves"]["c2-paired-s0"]["at_training"] == {"0": 0.5, "4": 0.75, "8": 1.0}
     members = [sec["curves"][r]["at_training"] for r in ("c2-paired-s0", "c2-paired-s1")]
     assert sec["arms"]["paired"]["curve"]["at_training"] == {
-        k: pytest.approx((members[0][k] + members[1][k]) / 2, abs=1e-4) for k in members[0]}
+        k: pytest.approx((members[0][k] + members[1][k]) / 2, abs=1e-4) for k in members[0]
+    }
     # exposure: the share of final episodes that met a fault, beside recovery success among them
     for run, by_regime in sec["exposure"].items():
         assert all(0.0 <= v <= 1.0 for v in by_regime.values()), run
@@ -244,8 +385,10 @@ def test_c2_decision_by_hand(study):
 
 def test_seed_sharing_and_luck_failures(tmp_path):
     pools = make_pools(tmp_path)
-    runs = [make_run(tmp_path, "C2", "paired", 0, pools, lam_high=False),
-            make_run(tmp_path, "C2", "independent", 0, pools, shared_seeds=True)]
+    runs = [
+        make_run(tmp_path, "C2", "paired", 0, pools, lam_high=False),
+        make_run(tmp_path, "C2", "independent", 0, pools, shared_seeds=True),
+    ]
     for r in runs:
         luck(tmp_path, r)
         assert completeness(tmp_path, r)["complete"]
@@ -258,7 +401,9 @@ def test_seed_sharing_and_luck_failures(tmp_path):
     # unchecked evidence (no completeness files) is never decided, not even as a miss
     reg = decide(tmp_path, "C2", runs, complete=False, seeds=("0",), out_name="unchecked.json")
     assert reg["complete"] is False and reg["runs"] == []
-    assert all(reg[h]["passes"] is None and "not decided" in reg[h]["reason"] for h in ("H1a", "H2a", "H3", "H5"))
+    assert all(
+        reg[h]["passes"] is None and "not decided" in reg[h]["reason"] for h in ("H1a", "H2a", "H3", "H5")
+    )
 
 
 def test_incomplete_run_is_refused(study):
@@ -326,7 +471,7 @@ def test_h3_step_mapping():
     assert h3_steps([40, 60, 80], grid, grid) == [40, 60, 80]
     assert h3_steps([40, 60, 80], grid, [0, 2, 4, 6, 8, 10]) == [4, 6, 8]
     assert h3_steps([40, 60, 80], grid, [0, 4, 8]) == [4, 8]
-    assert np.isclose(h3_steps([50], grid, [0, 4, 8, 12])[0], 4)   # tie at 6 -> earlier step
+    assert np.isclose(h3_steps([50], grid, [0, 4, 8, 12])[0], 4)  # tie at 6 -> earlier step
 
 
 def test_flat_settings_and_rule_flags(study):
@@ -334,15 +479,42 @@ def test_flat_settings_and_rule_flags(study):
     root, runs = study
     res = root / "results"
     run = "c2-paired-s0"
-    flat = {"run": run, "periodic_steps": [0, 4, 8], "periodic_regimes": ["clean", "at_training", "challenge"],
-            "final_step": 8, "final_regimes": {"clean": [1, 2], "noisy_p025": [1, 2], "heldout_types": [1, 2], "challenge": [1]},
-            "eval_tasks": 2, "final_tasks": 2, "training_steps": 2, "prompts_per_step": 2, "num_generations": 4,
-            "diagnostic_steps": [0]}
+    flat = {
+        "run": run,
+        "periodic_steps": [0, 4, 8],
+        "periodic_regimes": ["clean", "at_training", "challenge"],
+        "final_step": 8,
+        "final_regimes": {"clean": [1, 2], "noisy_p025": [1, 2], "heldout_types": [1, 2], "challenge": [1]},
+        "eval_tasks": 2,
+        "final_tasks": 2,
+        "training_steps": 2,
+        "prompts_per_step": 2,
+        "num_generations": 4,
+        "diagnostic_steps": [0],
+    }
     out = root / "flat.json"
-    assert main(["completeness", "--run", run, "--expected", json.dumps(flat), "--evals-dir", str(res / "evals" / run),
-                 "--groups", str(res / "runs" / run / "groups.jsonl"),
-                 "--run-manifest", str(res / "runs" / run / "manifest.json"),
-                 "--pool-manifest", str(root / "data" / "tasks" / "MANIFEST.json"), "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "completeness",
+                "--run",
+                run,
+                "--expected",
+                json.dumps(flat),
+                "--evals-dir",
+                str(res / "evals" / run),
+                "--groups",
+                str(res / "runs" / run / "groups.jsonl"),
+                "--run-manifest",
+                str(res / "runs" / run / "manifest.json"),
+                "--pool-manifest",
+                str(root / "data" / "tasks" / "MANIFEST.json"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     data = json.loads(out.read_text())
     assert data["complete"] and data["skipped"] and data["episodes_expected"] == 44
     c2 = [r for r in runs if r.startswith("c2")]

@@ -12,21 +12,29 @@ from paired_rollouts.stats.groups import group_statistics, spurious_rate_closed_
 def test_closed_form_matches_simulation(q, expected):
     rate = spurious_rate_closed_form(q, 8)
     assert rate == pytest.approx(expected, abs=0.006)
-    kept = np.random.default_rng(1).random((40000, 8)) >= q   # all-correct groups, independent flips
+    kept = np.random.default_rng(1).random((40000, 8)) >= q  # all-correct groups, independent flips
     sim = np.mean(kept.any(axis=1) & ~kept.all(axis=1))
     assert sim == pytest.approx(rate, abs=0.01)
 
 
 def _group(run, step, g, seeds, true, obs, adv=None):
-    return {"run": run, "step": step, "group": g, "task_id": f"train-{g:05d}", "schedule_seeds": seeds,
-            "true_success": true, "observed_reward": obs, "advantages": adv or [0.0] * len(obs)}
+    return {
+        "run": run,
+        "step": step,
+        "group": g,
+        "task_id": f"train-{g:05d}",
+        "schedule_seeds": seeds,
+        "true_success": true,
+        "observed_reward": obs,
+        "advantages": adv or [0.0] * len(obs),
+    }
 
 
 def test_group_statistics(tmp_path):
     run = "c4-independent-s0"
     recs = [
-        _group(run, 0, 0, [1, 2, 3, 4], [True] * 4, [1, 1, 0, 1], [0.5, 0.5, -1.5, 0.5]),   # spurious
-        _group(run, 0, 1, [5, 6, 7, 8], [True] * 4, [1, 1, 1, 1]),                          # all correct, flat
+        _group(run, 0, 0, [1, 2, 3, 4], [True] * 4, [1, 1, 0, 1], [0.5, 0.5, -1.5, 0.5]),  # spurious
+        _group(run, 0, 1, [5, 6, 7, 8], [True] * 4, [1, 1, 1, 1]),  # all correct, flat
         _group(run, 1, 0, [9, 10, 11, 12], [False, True, False, True], [0, 1, 0, 1], [-1, 1, -1, 1]),
         _group(run, 1, 1, [13, 14, 15, 16], [False] * 4, [0, 0, 0, 0]),
     ]

@@ -13,8 +13,8 @@ def test_hand_example():
     # rows (1,1,1,1) and (0,0,1,1): row means 1, .5; grand .75
     t = np.array([[1, 1, 1, 1], [0, 0, 1, 1]])
     c = variance_components(t)
-    assert c["ms_between"] == pytest.approx(4 / 1 * (0.25**2 * 2))        # 0.5
-    assert c["ms_within"] == pytest.approx((0 + 4 * 0.25) / (2 * 3))       # 1/6
+    assert c["ms_between"] == pytest.approx(4 / 1 * (0.25**2 * 2))  # 0.5
+    assert c["ms_within"] == pytest.approx((0 + 4 * 0.25) / (2 * 3))  # 1/6
     env = (0.5 - 1 / 6) / 4
     assert c["sigma2_env"] == pytest.approx(env)
     assert luck_share(t) == pytest.approx(env / (env + 1 / 6))
@@ -43,7 +43,7 @@ def test_recovers_known_components():
 def test_null_bias_is_small_and_positive():
     tables = (np.random.default_rng(6).random((20000, 8, 8)) < 0.5).astype(float)
     s = summarize_tables(tables)
-    assert 0.022 < s["lam"] < 0.032   # about 0.027 (docs/analysis.md#luck-share)
+    assert 0.022 < s["lam"] < 0.032  # about 0.027 (docs/analysis.md#luck-share)
 
 
 def _diag(path, run, tables, drop_one=False):
@@ -53,12 +53,29 @@ def _diag(path, run, tables, drop_one=False):
             for m, v in enumerate(row):
                 if drop_one and t == 0 and k == 0 and m == 0:
                     continue
-                lines.append({"run": run, "condition": "C2", "arm": "paired", "seed": 0, "phase": "diagnostic",
-                              "step": 0, "regime": "diag", "task_id": f"diagnostic-{t:05d}",
-                              "schedule_index": k, "schedule_seed": 900 - k, "true_success": bool(v),
-                              # the rest of the contract's episode record (the typed reader requires it)
-                              "observed_reward": float(v), "flipped": False, "exposed": False, "calls": 3,
-                              "budget": 9, "finished": True, "faults": {}})
+                lines.append(
+                    {
+                        "run": run,
+                        "condition": "C2",
+                        "arm": "paired",
+                        "seed": 0,
+                        "phase": "diagnostic",
+                        "step": 0,
+                        "regime": "diag",
+                        "task_id": f"diagnostic-{t:05d}",
+                        "schedule_index": k,
+                        "schedule_seed": 900 - k,
+                        "true_success": bool(v),
+                        # the rest of the contract's episode record (the typed reader requires it)
+                        "observed_reward": float(v),
+                        "flipped": False,
+                        "exposed": False,
+                        "calls": 3,
+                        "budget": 9,
+                        "finished": True,
+                        "faults": {},
+                    }
+                )
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
 
 
@@ -80,8 +97,23 @@ def test_cli_and_defects(tmp_path):
     assert out.read_bytes() == first  # deterministic
 
     _diag(src, "c2-paired-s0", tables, drop_one=True)
-    main(["luck-share", "--episodes", str(src), "--out", str(out), "--resamples", "500", "--schedules", "4",
-          "--samples", "4", "--tasks", "4"])
+    main(
+        [
+            "luck-share",
+            "--episodes",
+            str(src),
+            "--out",
+            str(out),
+            "--resamples",
+            "500",
+            "--schedules",
+            "4",
+            "--samples",
+            "4",
+            "--tasks",
+            "4",
+        ]
+    )
     data = json.loads(out.read_text())
     assert not data["complete"] and data["tasks"] == 3
     assert data["defects"][0]["task_id"] == "diagnostic-00000"

@@ -27,8 +27,10 @@ PAPER_SHA256 = {
     "test": "ce49f8bf9fe0ad8679106f92ce33ff7f0fa2b1c9ebc609b41754f2d727e7bb10",
 }
 REQUESTS = {
-    "train": {1: 395, 2: 763, 3: 842}, "validation": {1: 48, 2: 137, 3: 115},
-    "test": {1: 53, 2: 135, 3: 112}, "diagnostic": {1: 1, 2: 8, 3: 7},
+    "train": {1: 395, 2: 763, 3: 842},
+    "validation": {1: 48, 2: 137, 3: 115},
+    "test": {1: 53, 2: 135, 3: 112},
+    "diagnostic": {1: 1, 2: 8, 3: 7},
 }
 WRITES = {
     "train": {1: 318, 2: 569, 3: 609, 4: 308, 5: 111, 6: 69, 7: 15, 8: 1},
@@ -37,9 +39,14 @@ WRITES = {
     "diagnostic": {2: 8, 3: 6, 4: 2},
 }
 TEMPLATES = {  # template: (train, validation, test)
-    "address_change": (1030, 143, 160), "cancel_paid_refund": (480, 60, 61), "cancel_pending": (468, 75, 63),
-    "open_ticket": (846, 135, 131), "open_ticket_no_order": (434, 63, 50),
-    "partial_refund_delivered": (558, 93, 93), "reserve_and_ship": (332, 59, 49), "ship_reserved": (299, 39, 52),
+    "address_change": (1030, 143, 160),
+    "cancel_paid_refund": (480, 60, 61),
+    "cancel_pending": (468, 75, 63),
+    "open_ticket": (846, 135, 131),
+    "open_ticket_no_order": (434, 63, 50),
+    "partial_refund_delivered": (558, 93, 93),
+    "reserve_and_ship": (332, 59, 49),
+    "ship_reserved": (299, 39, 52),
 }
 
 
@@ -49,7 +56,9 @@ def test_pool_hashes_equal_the_paper(sim_tasks_dir: Path) -> None:
     manifest = json.loads((sim_tasks_dir / "MANIFEST.json").read_text())
     assert manifest["generator_seed"] == 20260904
     assert {n: (e["count"], e["sha256"]) for n, e in manifest["pools"].items()} == {
-        n: ({"train": 2000, "validation": 300, "test": 300, "diagnostic": 16}[n], d) for n, d in PAPER_SHA256.items()}
+        n: ({"train": 2000, "validation": 300, "test": 300, "diagnostic": 16}[n], d)
+        for n, d in PAPER_SHA256.items()
+    }
     assert tasks_mod.PAPER_POOL_SHA256 == PAPER_SHA256
 
 
@@ -70,19 +79,28 @@ def test_record_shape_and_ids(sim_pools: dict) -> None:
     assert first["order_ids"] == ["O0009", "O0011", "O0038"] and first["n_subgoals"] == 3
     assert first["oracle_plan"] == [
         {"tool": "cancel_order", "args": {"order_id": "O0011", "reason": "customer request"}},
-        {"tool": "update_shipping_address",
-         "args": {"order_id": "O0038", "street": "102 Market Street", "city": "Dhaka", "postal_code": "2748"}},
+        {
+            "tool": "update_shipping_address",
+            "args": {
+                "order_id": "O0038",
+                "street": "102 Market Street",
+                "city": "Dhaka",
+                "postal_code": "2748",
+            },
+        },
         {"tool": "schedule_shipment", "args": {"order_id": "O0009", "carrier": "standard", "day": 107}},
     ]
     assert first["instruction"].startswith("Today is day 100. Customer ")
     assert first["instruction"].endswith(
-        " Use the tools to look up what you need and make exactly these changes, then call finish.")
+        " Use the tools to look up what you need and make exactly these changes, then call finish."
+    )
     assert sim_pools["validation"][0]["task_id"] == "heldout-00000"
     assert {t["split"] for t in sim_pools["validation"]} == {"heldout"}
     seeds = [t["world_seed"] for p in sim_pools.values() for t in p]
     assert len(seeds) == len(set(seeds))  # every task has its own world
-    assert all(100000 <= t["world_seed"] < 200000 for n in ("validation", "test", "diagnostic")
-               for t in sim_pools[n])
+    assert all(
+        100000 <= t["world_seed"] < 200000 for n in ("validation", "test", "diagnostic") for t in sim_pools[n]
+    )
     assert all(0 <= t["world_seed"] < 100000 for t in sim_pools["train"])
 
 
@@ -105,7 +123,14 @@ def test_budgets(sim_pools: dict) -> None:
     budgets = [budget_for(t) for p in sim_pools.values() for t in p]
     assert min(budgets) >= 9 and max(budgets) <= 21
     assert dict(Counter(budget_for(t) for t in sim_pools["test"])) == {
-        9: 40, 11: 105, 13: 91, 15: 36, 17: 15, 19: 11, 21: 2}
+        9: 40,
+        11: 105,
+        13: 91,
+        15: 36,
+        17: 15,
+        19: 11,
+        21: 2,
+    }
 
 
 def _copy_pools(src: Path, dst: Path) -> Path:
@@ -150,8 +175,9 @@ def test_load_pool_rejects_malformed_lines(tmp_path: Path, sim_pools: dict) -> N
         load_pool(bad_json)  # no manifest next to it
 
 
-def test_write_pools_refuses_when_hashes_differ(monkeypatch: pytest.MonkeyPatch, sim_pools: dict,
-                                                tmp_path: Path) -> None:
+def test_write_pools_refuses_when_hashes_differ(
+    monkeypatch: pytest.MonkeyPatch, sim_pools: dict, tmp_path: Path
+) -> None:
     tampered = {name: [dict(t) for t in pool] for name, pool in sim_pools.items()}
     tampered["test"][5]["instruction"] += " Please hurry."
     from paired_rollouts.backoffice import pools
@@ -174,7 +200,9 @@ def test_verify_cli(sim_tasks_dir: Path, tmp_path: Path, capsys: pytest.CaptureF
     assert cli_main(["tasks", "--verify", "--out", str(tmp_path)]) == 1
 
 
-def test_verify_reads_the_manifest_too(sim_tasks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_verify_reads_the_manifest_too(
+    sim_tasks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     """A pool edited together with a re-hashed MANIFEST (what --no-check writes) is not the paper's;
     and `tasks --verify` used to ignore MANIFEST.json altogether."""
     import hashlib
@@ -205,7 +233,9 @@ def test_non_utf8_pool_is_refused(sim_tasks_dir: Path, tmp_path: Path) -> None:
 
     data = (sim_tasks_dir / "diagnostic.jsonl").read_bytes()
     lines = data.split(b"\n")
-    lines[2] = lines[2].replace(b"Please", b"Pl\xe9ase", 1) if b"Please" in lines[2] else lines[2][:-2] + b"\xff\"}"
+    lines[2] = (
+        lines[2].replace(b"Please", b"Pl\xe9ase", 1) if b"Please" in lines[2] else lines[2][:-2] + b'\xff"}'
+    )
     bad = b"\n".join(lines)
     path = tmp_path / "diagnostic.jsonl"
     path.write_bytes(bad)

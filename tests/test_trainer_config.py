@@ -61,8 +61,9 @@ def test_probe_runner_asks_for_the_ratio(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr("paired_rollouts.training.model.load_causal_lm", lambda *a, **k: object())
     monkeypatch.setattr("peft.PeftModel.from_pretrained", lambda base, folder, is_trainable: base)
     monkeypatch.setattr("transformers.AutoTokenizer.from_pretrained", lambda p: object())
-    monkeypatch.setattr("paired_rollouts.training.environment.EpisodeContext.from_pools",
-                        lambda d, **kwargs: None)
+    monkeypatch.setattr(
+        "paired_rollouts.training.environment.EpisodeContext.from_pools", lambda d, **kwargs: None
+    )
     for trainable in (True, False):
         with pytest.raises(RuntimeError, match="stop"):
             rollout.PolicyRunner("m", tmp_path, resolve({}), "t", 0, trainable=trainable)
@@ -122,5 +123,6 @@ def test_private_trl_overrides_are_few_and_still_exist() -> None:
     assert own == {"_calculate_rewards", "_generate_and_score_completions"}
     for name in own:
         assert list(inspect.signature(getattr(GRPOTrainer, name)).parameters) == list(
-            inspect.signature(getattr(cls, name)).parameters)
+            inspect.signature(getattr(cls, name)).parameters
+        )
     assert "TRL 1.16.0" in cls.__doc__

@@ -78,8 +78,15 @@ def test_the_model_sees_each_tools_one_declaration():
 def _row(task, noise, seed=12345, condition="C2"):
     from paired_rollouts.backoffice.tasks import budget_for
 
-    return {"prompt": [], "task_id": task["task_id"], "schedule_seed": seed, "noise": noise,
-            "condition": condition, "budget": budget_for(task), "row_index": 0}
+    return {
+        "prompt": [],
+        "task_id": task["task_id"],
+        "schedule_seed": seed,
+        "noise": noise,
+        "condition": condition,
+        "budget": budget_for(task),
+        "row_index": 0,
+    }
 
 
 def _play_oracle(env, task):
@@ -155,8 +162,13 @@ def test_rows_same_tasks_across_arms(sim_pools):
     indep = build_rows(tasks, "C2", "independent", 0, 3, 4)
     assert [r["task_id"] for r in paired] == [r["task_id"] for r in indep]
     assert [r["schedule_seed"] for r in paired] == [r["schedule_seed"] for r in indep]
-    assert [r["task_id"] for r in paired[:5]] == ["train-01944", "train-00216", "train-01129", "train-01494",
-                                                  "train-01567"]
+    assert [r["task_id"] for r in paired[:5]] == [
+        "train-01944",
+        "train-00216",
+        "train-01129",
+        "train-01494",
+        "train-01567",
+    ]
     assert [r["schedule_seed"] for r in paired[:2]] == [307198333, 286348399]
     assert [r["step"] for r in paired[:5]] == [0, 0, 0, 0, 1]
     assert json.loads(paired[0]["noise"])["mode"] == "paired"
@@ -201,8 +213,14 @@ def test_paper_settings():
     assert (s["max_tool_calling_iterations"], s["max_completion_length"]) == (24, 6144)
 
 
-@pytest.mark.parametrize(("name", "fragment"), [("c9-paired-s0", "unknown condition"), ("c2-clean-s0", "clean condition goes with arm .clean."),
-                                                 ("c2paired", "is not of the form")])
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [
+        ("c9-paired-s0", "unknown condition"),
+        ("c2-clean-s0", "clean condition goes with arm .clean."),
+        ("c2paired", "is not of the form"),
+    ],
+)
 def test_bad_run_names(name, fragment):
     from paired_rollouts.training.rows import parse_run
 
@@ -215,13 +233,25 @@ def test_train_refuses_without_verification(tmp_path, sim_tasks_dir):
 
     missing = tmp_path / "verification.json"
     with pytest.raises(UserError, match="prereg verify"):
-        run_training("c2-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), {}, str(tmp_path / "run"))
+        run_training(
+            "c2-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), {}, str(tmp_path / "run")
+        )
     missing.write_text(json.dumps({"passes": False}))
     with pytest.raises(UserError, match="not verified"):
-        run_training("c2-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), {}, str(tmp_path / "run"))
+        run_training(
+            "c2-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), {}, str(tmp_path / "run")
+        )
     missing.write_text(json.dumps({"passes": True}))
     with pytest.raises(UserError, match="model-dir"):
-        run_training("c2-paired-s0", str(sim_tasks_dir), str(tmp_path / "nope"), str(missing), {},
-                     str(tmp_path / "run"))
+        run_training(
+            "c2-paired-s0",
+            str(sim_tasks_dir),
+            str(tmp_path / "nope"),
+            str(missing),
+            {},
+            str(tmp_path / "run"),
+        )
     with pytest.raises(UserError, match="unknown condition"):
-        run_training("c7-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), {}, str(tmp_path / "run"))
+        run_training(
+            "c7-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), {}, str(tmp_path / "run")
+        )

@@ -12,9 +12,17 @@ from pathlib import Path
 
 import pytest
 
-SETTINGS = {"steps": 3, "prompts_per_step": 2, "num_generations": 2, "micro_batch": 4, "checkpoint_every": 2,
-            "max_completion_length": 96, "max_tool_calling_iterations": 2, "learning_rate": 0.05,
-            "task_filter": "all"}
+SETTINGS = {
+    "steps": 3,
+    "prompts_per_step": 2,
+    "num_generations": 2,
+    "micro_batch": 4,
+    "checkpoint_every": 2,
+    "max_completion_length": 96,
+    "max_tool_calling_iterations": 2,
+    "learning_rate": 0.05,
+    "task_filter": "all",
+}
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +33,9 @@ def standin(tmp_path_factory, sim_pools):
     folder = tmp_path_factory.mktemp("standin")
     tasks = sim_pools["train"][:30]
     tokenizer = build_tokenizer(tasks, 12, 400)
-    settings = resolve({"warm_start_steps": 1, "warm_start_tasks": 4, "warm_start_batch": 2, "task_filter": "all"})
+    settings = resolve(
+        {"warm_start_steps": 1, "warm_start_tasks": 4, "warm_start_batch": 2, "task_filter": "all"}
+    )
     model, report = warm_start(tokenizer, tasks, settings, progress=False)
     save_standin(model, tokenizer, folder, report)
     verification = folder / "verification.json"
@@ -52,7 +62,9 @@ def _train(run, standin, tasks_dir, out, **extra):
     from paired_rollouts.training.grpo import run_training
 
     folder, verification = standin
-    return run_training(run, str(tasks_dir), str(folder), str(verification), dict(SETTINGS), str(out), **extra)
+    return run_training(
+        run, str(tasks_dir), str(folder), str(verification), dict(SETTINGS), str(out), **extra
+    )
 
 
 def _read(path: Path) -> list[dict]:
@@ -80,7 +92,11 @@ def test_train_resume_and_registers(tmp_path, standin, sim_tasks_dir, alternatin
     assert {t["step"] for t in manifest["timings"]} == {0, 1, 2}
     # The full trainer configuration that shaped the update is on record (issue 18, item 9).
     config = manifest["trainer_config"]
-    assert (config["lr_scheduler_type"], config["warmup_steps"], config["max_grad_norm"]) == ("linear", 0, 1.0)
+    assert (config["lr_scheduler_type"], config["warmup_steps"], config["max_grad_norm"]) == (
+        "linear",
+        0,
+        1.0,
+    )
     assert (config["epsilon"], config["epsilon_high"], config["loss_type"]) == (0.2, 0.2, "dapo")
     assert manifest["seeds"]["vllm_seed"] is None  # HF generate on CPU
 
@@ -108,7 +124,9 @@ def test_train_resume_and_registers(tmp_path, standin, sim_tasks_dir, alternatin
     # Episode records also carry the job attempt that produced them (1 before the kill, 2 after).
     after = _read(killed / "train_episodes.jsonl")
     assert [e.pop("attempt") for e in after] == [1] * 8 + [2] * 4
-    assert after == [{k: v for k, v in e.items() if k != "attempt"} for e in _read(full / "train_episodes.jsonl")]
+    assert after == [
+        {k: v for k, v in e.items() if k != "attempt"} for e in _read(full / "train_episodes.jsonl")
+    ]
     assert load_file(ckpt.step_dir(killed, 3) / "adapter_model.safetensors").keys() == last.keys()
     for key, value in load_file(ckpt.step_dir(killed, 3) / "adapter_model.safetensors").items():
         assert (value == last[key]).all()

@@ -19,17 +19,45 @@ def trainer(tmp_path_factory, sim_tasks_dir, sim_pools):
     from paired_rollouts.training.warmstart import build_tokenizer
 
     tokenizer = build_tokenizer(sim_pools["train"][:20], 8, 400)
-    model = build_random_model(standin_config(tokenizer, {"hidden_size": 32, "intermediate_size": 64, "head_dim": 16,
-                                                          "linear_key_head_dim": 16, "linear_value_head_dim": 16}), 0)
-    settings = resolve({"steps": 1, "prompts_per_step": 1, "num_generations": 2, "micro_batch": 2,
-                        "max_completion_length": 400, "max_tool_calling_iterations": 3, "task_filter": "all"})
+    model = build_random_model(
+        standin_config(
+            tokenizer,
+            {
+                "hidden_size": 32,
+                "intermediate_size": 64,
+                "head_dim": 16,
+                "linear_key_head_dim": 16,
+                "linear_value_head_dim": 16,
+            },
+        ),
+        0,
+    )
+    settings = resolve(
+        {
+            "steps": 1,
+            "prompts_per_step": 1,
+            "num_generations": 2,
+            "micro_batch": 2,
+            "max_completion_length": 400,
+            "max_tool_calling_iterations": 3,
+            "task_filter": "all",
+        }
+    )
     rows = build_rows(sim_pools["train"], "C0", "clean", 0, 1, 1)
     episodes = EpisodeContext.from_pools(sim_tasks_dir)
     out = tmp_path_factory.mktemp("mask")
     from peft import LoraConfig
 
-    tr = build_trainer(model, tokenizer, settings, datasets.Dataset.from_list(rows), out, 0, episodes,
-                       peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"))
+    tr = build_trainer(
+        model,
+        tokenizer,
+        settings,
+        datasets.Dataset.from_list(rows),
+        out,
+        0,
+        episodes,
+        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"),
+    )
     return tr, tokenizer, rows
 
 

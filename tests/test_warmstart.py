@@ -67,8 +67,15 @@ def test_warm_start_reports_its_copy_accuracy(tokenizer, sim_pools):
     from paired_rollouts.training.settings import resolve
     from paired_rollouts.training.warmstart import warm_start
 
-    settings = resolve({"warm_start_steps": 2, "warm_start_tasks": 4, "warm_start_batch": 2, "hidden_size": 32,
-                        "task_filter": "simple_id"})
+    settings = resolve(
+        {
+            "warm_start_steps": 2,
+            "warm_start_tasks": 4,
+            "warm_start_batch": 2,
+            "hidden_size": 32,
+            "task_filter": "simple_id",
+        }
+    )
     _, report = warm_start(tokenizer, sim_pools["train"][:40], settings, progress=False)
     assert report["short_steps"] == 1 and report["check_transcripts"] == 32
     assert 0.0 <= report["copied_atom_accuracy"] <= 1.0

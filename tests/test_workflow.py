@@ -20,11 +20,11 @@ SNAKEMAKE = shutil.which("snakemake") or str(Path(sys.executable).with_name("sna
 
 def snakemake(*args: str, cwd: Path = REPO, check: bool = True) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    result = subprocess.run(
-        [SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=300
-    )
+    result = subprocess.run([SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
     if check and result.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        )
     return result
 
 
@@ -106,14 +106,25 @@ def test_paper_dag_has_the_papers_job_counts() -> None:
 
 def test_paper_training_settings_are_the_papers() -> None:
     """The dry run prints the shell command of each training job: its settings are the paper's."""
-    result = snakemake("--profile", "h100", "-n", "--forceall", "-p", "results/runs/c2-paired-s0/groups.jsonl")
+    result = snakemake(
+        "--profile", "h100", "-n", "--forceall", "-p", "results/runs/c2-paired-s0/groups.jsonl"
+    )
     text = result.stdout + result.stderr
     command = next(line for line in text.splitlines() if "paired-rollouts train" in line)
     for expected in (
-        '"steps":100', '"prompts_per_step":24', '"num_generations":8', '"lora_r":32', '"lora_alpha":64',
-        '"learning_rate":1e-05', '"max_completion_length":6144', '"max_tool_calling_iterations":24',
-        '"vllm_gpu_memory_utilization":0.35', '"backend":"vllm"', '"dtype":"bfloat16"',
-        '"task_filter":"all"', "--model-dir results/models/paper/prepared",
+        '"steps":100',
+        '"prompts_per_step":24',
+        '"num_generations":8',
+        '"lora_r":32',
+        '"lora_alpha":64',
+        '"learning_rate":1e-05',
+        '"max_completion_length":6144',
+        '"max_tool_calling_iterations":24',
+        '"vllm_gpu_memory_utilization":0.35',
+        '"backend":"vllm"',
+        '"dtype":"bfloat16"',
+        '"task_filter":"all"',
+        "--model-dir results/models/paper/prepared",
     ):
         assert expected in command, expected
 
@@ -209,18 +220,35 @@ def test_editing_a_threshold_reruns_only_decisions_and_tables(touched_copy: Path
     # The threshold is edited, the freeze amended and re-verified: the verifications are newest (the
     # amendments' verification covers decision_rules.yaml too).
     amended = work / "results/standin/prereg/amendment_verification.json"
-    bench = work / "results/standin/benchmarks/prereg_verify.tsv"  # the re-verification writes its benchmark too
+    bench = (
+        work / "results/standin/benchmarks/prereg_verify.tsv"
+    )  # the re-verification writes its benchmark too
     amended_bench = work / "results/standin/benchmarks/prereg_verify_amendments.tsv"
-    with _edited(work / "prereg/decision_rules.yaml", "\n# edited threshold\n"), \
-            _edited(verification, "\n"), _edited(bench, ""), _edited(amended, "\n"), _edited(amended_bench, ""):
+    with (
+        _edited(work / "prereg/decision_rules.yaml", "\n# edited threshold\n"),
+        _edited(verification, "\n"),
+        _edited(bench, ""),
+        _edited(amended, "\n"),
+        _edited(amended_bench, ""),
+    ):
         later = time.time() + 7200
         for path in (verification, bench, amended, amended_bench):
             os.utime(path, (later, later))
         counts = _rerun_rules(work)
     # final_success (figure 3) shows the decision registers' final values, so it is redrawn too; the
     # predictions register judges the decision registers
-    assert set(counts) <= {"prereg_verify", "decide", "probe_verdict", "render_table", "render_figure",
-                           "render_document", "compare", "predictions", "ledger", "all"}, counts
+    assert set(counts) <= {
+        "prereg_verify",
+        "decide",
+        "probe_verdict",
+        "render_table",
+        "render_figure",
+        "render_document",
+        "compare",
+        "predictions",
+        "ledger",
+        "all",
+    }, counts
     # every stage that reads a frozen key reruns (the H1b verdict too), the expensive probe does not
     assert counts["decide"] == 2 and counts["probe_verdict"] == 2
     assert "train" not in counts and not any(r.startswith(("evaluate", "probe_checkpoint")) for r in counts)
@@ -278,17 +306,31 @@ def test_mi300x_refuses_the_conda_route_without_vllm() -> None:
     refused = snakemake("--profile", "mi300x", "--sdm", "conda", "-n", "all", check=False)
     assert refused.returncode != 0
     assert "envs/rocm.Dockerfile" in refused.stdout + refused.stderr
-    planned = snakemake("--profile", "mi300x", "-n", "--forceall", "-p", "results/runs/c2-paired-s0/groups.jsonl")
+    planned = snakemake(
+        "--profile", "mi300x", "-n", "--forceall", "-p", "results/runs/c2-paired-s0/groups.jsonl"
+    )
     assert '"backend":"vllm"' in planned.stdout + planned.stderr
 
 
 def test_paper_model_is_prepared_once_and_loaded_by_every_learning_job() -> None:
-    result = snakemake("--profile", "h100", "-n", "--forceall", "-p", "results/probe/a.json",
-                       "results/evals/c2-paired-s0/periodic-step0-clean.jsonl")
+    result = snakemake(
+        "--profile",
+        "h100",
+        "-n",
+        "--forceall",
+        "-p",
+        "results/probe/a.json",
+        "results/evals/c2-paired-s0/periodic-step0-clean.jsonl",
+    )
     text = result.stdout + result.stderr
-    assert "paired-rollouts model prepare --source Qwen/Qwen3.5-2B --out results/models/paper/prepared" in text
-    learning = [line for line in text.splitlines()
-                if re.search(r"paired-rollouts (train|evaluate|probe checkpoint) ", line)]
+    assert (
+        "paired-rollouts model prepare --source Qwen/Qwen3.5-2B --out results/models/paper/prepared" in text
+    )
+    learning = [
+        line
+        for line in text.splitlines()
+        if re.search(r"paired-rollouts (train|evaluate|probe checkpoint) ", line)
+    ]
     assert learning and all("--model-dir results/models/paper/prepared" in line for line in learning)
 
 
@@ -313,8 +355,15 @@ def test_gpu_profiles_refuse_pools_that_are_not_the_papers(tmp_path: Path) -> No
 def test_config_on_the_command_line_adds_to_the_profile() -> None:
     """`--config scale=NAME` used to replace the profile's whole `config:` block (accelerator lost) and
     fail with a misleading 'No profile given'."""
-    result = snakemake("--profile", "cpu", "-n", "results/surrogate/prereg/verification.json", "--config",
-                       "scale=surrogate", check=False)
+    result = snakemake(
+        "--profile",
+        "cpu",
+        "-n",
+        "results/surrogate/prereg/verification.json",
+        "--config",
+        "scale=surrogate",
+        check=False,
+    )
     text = result.stdout + result.stderr
     assert result.returncode == 0, text[-3000:]
     assert "No profile given" not in text
@@ -329,13 +378,23 @@ def test_missing_scale_block_is_one_clear_error(tmp_path: Path) -> None:
     assert ".test/config/config.yaml" in text
 
 
-@pytest.mark.parametrize("edit, needle", [
-    (lambda d: d["scales"]["tiny"]["training"].update(learnig_rate=1e-3), "learnig_rate"),
-    (lambda d: d["scales"]["tiny"]["model"].update(hiden_size=8), "hiden_size"),
-    (lambda d: d["scales"]["tiny"]["probe"]["trajectories"][sorted(d["scales"]["tiny"]["probe"]["trajectories"])[0]]
-     .update(run="c2-paired-s7"), "not in the seed matrix"),
-    (lambda d: d["scales"]["tiny"]["diagnostics"]["steps"]["seed0"].append(10_000), "beyond the last training step"),
-])
+@pytest.mark.parametrize(
+    "edit, needle",
+    [
+        (lambda d: d["scales"]["tiny"]["training"].update(learnig_rate=1e-3), "learnig_rate"),
+        (lambda d: d["scales"]["tiny"]["model"].update(hiden_size=8), "hiden_size"),
+        (
+            lambda d: d["scales"]["tiny"]["probe"]["trajectories"][
+                sorted(d["scales"]["tiny"]["probe"]["trajectories"])[0]
+            ].update(run="c2-paired-s7"),
+            "not in the seed matrix",
+        ),
+        (
+            lambda d: d["scales"]["tiny"]["diagnostics"]["steps"]["seed0"].append(10_000),
+            "beyond the last training step",
+        ),
+    ],
+)
 def test_config_mistakes_fail_the_dry_run(tmp_path: Path, edit, needle) -> None:
     """A typo in training:/model: used to surface after the warm start; a probe of a run outside the seed
     matrix silently added a training job; diagnostic steps past the last step passed the dry run."""
@@ -346,6 +405,8 @@ def test_config_mistakes_fail_the_dry_run(tmp_path: Path, edit, needle) -> None:
     data = yaml.safe_load(path.read_text())
     edit(data)
     path.write_text(yaml.safe_dump(data))
-    result = snakemake("--profile", "cpu", "-n", "--configfile", ".test/config/config.yaml", cwd=work, check=False)
+    result = snakemake(
+        "--profile", "cpu", "-n", "--configfile", ".test/config/config.yaml", cwd=work, check=False
+    )
     text = result.stdout + result.stderr
     assert result.returncode != 0 and needle in text, text[-2000:]

@@ -23,25 +23,45 @@ def test_world_0_details() -> None:
     snap = World.generate(0).snapshot()
     assert snap["today_day"] == 100 and snap["clock_seconds"] == 0 and snap["version"] == 0
     assert snap["customers"]["C0001"] == {
-        "customer_id": "C0001", "name": "Omar Brown", "email": "omar.brown1@example.com",
+        "customer_id": "C0001",
+        "name": "Omar Brown",
+        "email": "omar.brown1@example.com",
         "phone": "+8806048764759",
-        "address": {"street": "229 Mill Lane", "city": "Comilla", "postal_code": "3281"}, "tier": "gold",
+        "address": {"street": "229 Mill Lane", "city": "Comilla", "postal_code": "3281"},
+        "tier": "gold",
     }
-    assert snap["products"]["SKU-0001"] == {"sku": "SKU-0001", "name": "HDMI Cable 2m", "price_cents": 41050,
-                                            "stock": 2}
+    assert snap["products"]["SKU-0001"] == {
+        "sku": "SKU-0001",
+        "name": "HDMI Cable 2m",
+        "price_cents": 41050,
+        "stock": 2,
+    }
     o1 = snap["orders"]["O0001"]
     assert o1["customer_id"] == "C0033" and o1["status"] == "paid" and o1["placed_on_day"] == 99
     assert [(i["sku"], i["quantity"], i["unit_price_cents"]) for i in o1["items"]] == [
-        ("SKU-0016", 1, 46750), ("SKU-0021", 2, 6800)]
+        ("SKU-0016", 1, 46750),
+        ("SKU-0021", 2, 6800),
+    ]
     assert o1["shipping_address"] == {"street": "188 Green Road", "city": "Mymensingh", "postal_code": "8062"}
     assert o1["reservations"] == []
     statuses = [o["status"] for o in snap["orders"].values()]
     assert {s: statuses.count(s) for s in set(statuses)} == {
-        "pending": 24, "paid": 19, "shipped": 15, "delivered": 12, "cancelled": 10}
+        "pending": 24,
+        "paid": 19,
+        "shipped": 15,
+        "delivered": 12,
+        "cancelled": 10,
+    }
     assert len(snap["shipments"]) == 27
     t1 = snap["tickets"]["T0001"]
-    assert (t1["customer_id"], t1["order_id"], t1["category"], t1["priority"], t1["summary"], t1["status"]) == (
-        "C0024", "O0074", "billing", "high", "Request invoice copy", "open")
+    assert (
+        t1["customer_id"],
+        t1["order_id"],
+        t1["category"],
+        t1["priority"],
+        t1["summary"],
+        t1["status"],
+    ) == ("C0024", "O0074", "billing", "high", "Request invoice copy", "open")
     assert list(snap["orders"]) == sorted(snap["orders"]) and len(snap["orders"]) == 80
     assert len(snap["customers"]) == 40 and len(snap["products"]) == 30 and len(snap["tickets"]) == 10
 
@@ -76,7 +96,9 @@ def test_history_and_as_of() -> None:
     world = World.generate(126704)
     api = ToolAPI(world)
     api.invoke("cancel_order", {"order_id": "O0011", "reason": "x"})
-    api.invoke("update_shipping_address", {"order_id": "O0038", "street": "1 A", "city": "B", "postal_code": "C"})
+    api.invoke(
+        "update_shipping_address", {"order_id": "O0038", "street": "1 A", "city": "B", "postal_code": "C"}
+    )
     assert len(world.history) == 3
     assert world.as_of(0)["orders"]["O0011"]["status"] == "pending"
     assert world.as_of(1)["orders"]["O0011"]["status"] == "cancelled"

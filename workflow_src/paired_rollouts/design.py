@@ -223,18 +223,31 @@ def parse_run(name: str, conditions: Iterable[str] | None = None) -> RunId:
     scalings and (when given) conditions, and a clean arm under noise or a noisy arm without it."""
     match = RUN_NAME.match(name)
     if not match:
-        raise UserError(f"run name {name!r} is not of the form {RUN_FORMAT}, e.g. c2-paired-s0 or c0-clean-s0")
-    key, arm, scaling, seed = match.group(1), match.group(2), match.group(3) or DEFAULT_SCALING, int(match.group(4))
+        raise UserError(
+            f"run name {name!r} is not of the form {RUN_FORMAT}, e.g. c2-paired-s0 or c0-clean-s0"
+        )
+    key, arm, scaling, seed = (
+        match.group(1),
+        match.group(2),
+        match.group(3) or DEFAULT_SCALING,
+        int(match.group(4)),
+    )
     condition = "C" + key[1:]  # c2r -> C2r: the grammar maps names one to one
     if conditions is not None and condition not in set(conditions):
-        raise UserError(f"run name {name!r}: unknown condition {condition}; the design has {', '.join(conditions)}")
+        raise UserError(
+            f"run name {name!r}: unknown condition {condition}; the design has {', '.join(conditions)}"
+        )
     if arm not in ARMS:
         raise UserError(f"run name {name!r}: unknown arm {arm!r}; use one of {', '.join(ARMS)}")
     if scaling not in SCALINGS:
-        raise UserError(f"run name {name!r}: unknown reward scaling {scaling!r}; use one of {', '.join(SCALINGS)}")
+        raise UserError(
+            f"run name {name!r}: unknown reward scaling {scaling!r}; use one of {', '.join(SCALINGS)}"
+        )
     paper = PAPER_CONDITIONS.get(condition)
     if paper is not None and (paper.kind == "clean") != (arm == "clean"):
-        raise UserError(f"run name {name!r}: a clean condition goes with arm 'clean', a noisy one with the others")
+        raise UserError(
+            f"run name {name!r}: a clean condition goes with arm 'clean', a noisy one with the others"
+        )
     return RunId(condition, arm, seed, scaling)
 
 
@@ -272,8 +285,10 @@ class Comparison:
     hypotheses: tuple[str, ...] = ()
 
     def pair(self, seed: int) -> tuple[RunId, RunId]:
-        return (RunId(self.condition, self.treatment, seed, self.scaling),
-                RunId(self.condition, self.control, seed, self.scaling))
+        return (
+            RunId(self.condition, self.treatment, seed, self.scaling),
+            RunId(self.condition, self.control, seed, self.scaling),
+        )
 
     def runs(self) -> list[RunId]:
         return [run for seed in self.seeds for run in self.pair(seed)]
@@ -311,7 +326,9 @@ class Design:
                 if arm not in ARMS:
                     raise UserError(f"{at}: unknown arm {arm!r}; use one of {', '.join(ARMS)}")
                 if (arm == "clean") != (condition.kind == "clean"):
-                    raise UserError(f"{at}: arm {arm!r} does not fit condition {condition.name} ({condition.kind})")
+                    raise UserError(
+                        f"{at}: arm {arm!r} does not fit condition {condition.name} ({condition.kind})"
+                    )
             scaling = raw.get("scaling", DEFAULT_SCALING)
             if scaling not in SCALINGS:
                 raise UserError(f"{at}: unknown scaling {scaling!r}; use one of {', '.join(SCALINGS)}")
@@ -325,8 +342,10 @@ class Design:
         for cell in self.cells:
             for run in cell.runs():
                 if run.name in seen:
-                    raise UserError(f"{self.source}: scales.{self.scale}: run {run.name} is listed twice "
-                                    f"(tier {seen[run.name].tier} and tier {cell.tier}); list each run once")
+                    raise UserError(
+                        f"{self.source}: scales.{self.scale}: run {run.name} is listed twice "
+                        f"(tier {seen[run.name].tier} and tier {cell.tier}); list each run once"
+                    )
                 seen[run.name] = cell
                 self._index[run.name] = run
 
@@ -370,18 +389,30 @@ class Design:
             tiers[key] = min(tiers.get(key, cell.tier), cell.tier)
         out = []
         for (condition, scaling), by_arm in arms.items():
-            for treatment, control, suffix in (("paired", "independent", ""),
-                                               ("blocking_paired", "blocking", "-blocking")):
+            for treatment, control, suffix in (
+                ("paired", "independent", ""),
+                ("blocking_paired", "blocking", "-blocking"),
+            ):
                 if treatment not in by_arm or control not in by_arm:
                     continue
                 seeds = tuple(sorted(by_arm[treatment] & by_arm[control]))
                 scale_part = "" if scaling == DEFAULT_SCALING else f"-scale_{scaling}"
                 name = f"{condition.lower()}{scale_part}{suffix}"
-                tier_of = 1 if (suffix == "" and scaling == DEFAULT_SCALING and condition in TIER1
-                                and tiers[(condition, scaling)] == 1) else 2
+                tier_of = (
+                    1
+                    if (
+                        suffix == ""
+                        and scaling == DEFAULT_SCALING
+                        and condition in TIER1
+                        and tiers[(condition, scaling)] == 1
+                    )
+                    else 2
+                )
                 kind = self.condition(condition).kind
                 hypotheses = TIER1_HYPOTHESES.get(kind, ()) if tier_of == 1 else ()
-                out.append(Comparison(name, condition, treatment, control, scaling, seeds, tier_of, hypotheses))
+                out.append(
+                    Comparison(name, condition, treatment, control, scaling, seeds, tier_of, hypotheses)
+                )
         out.sort(key=lambda c: (c.tier, c.name))
         if tier == "study":
             return [c for c in out if c.tier == 1]
@@ -398,18 +429,23 @@ class Design:
 
     def to_json(self) -> str:
         """The conditions as the CLI's --conditions argument (a JSON object)."""
-        return json.dumps({name: c.to_dict() for name, c in self.conditions.items()}, sort_keys=True,
-                          separators=(",", ":"))
+        return json.dumps(
+            {name: c.to_dict() for name, c in self.conditions.items()}, sort_keys=True, separators=(",", ":")
+        )
 
 
 def _condition(conditions: Mapping[str, Condition], name: str, where: str) -> Condition:
     if name not in conditions:
-        raise UserError(f"{where}: unknown condition {name!r}; define it under `conditions:` in "
-                        f"config/config.yaml (defined: {', '.join(conditions)})")
+        raise UserError(
+            f"{where}: unknown condition {name!r}; define it under `conditions:` in "
+            f"config/config.yaml (defined: {', '.join(conditions)})"
+        )
     return conditions[name]
 
 
-def parse_conditions(raw: Mapping[str, Any] | str | None, source: str = "--conditions") -> dict[str, Condition]:
+def parse_conditions(
+    raw: Mapping[str, Any] | str | None, source: str = "--conditions"
+) -> dict[str, Condition]:
     """The config's `conditions:` block (or its JSON) as Conditions; None gives the paper's conditions.
 
     A condition that reuses a paper name must have the paper's values: a redefined C2 would silently
@@ -420,7 +456,9 @@ def parse_conditions(raw: Mapping[str, Any] | str | None, source: str = "--condi
         try:
             raw = json.loads(raw)
         except ValueError as exc:
-            raise UserError(f"{source}: not a JSON object ({exc}); pass the config's conditions block") from None
+            raise UserError(
+                f"{source}: not a JSON object ({exc}); pass the config's conditions block"
+            ) from None
     if not isinstance(raw, Mapping):
         raise UserError(f"{source}: conditions must be a mapping NAME -> {{p, q[, mixture]}}")
     out = {}
@@ -442,8 +480,10 @@ def parse_conditions(raw: Mapping[str, Any] | str | None, source: str = "--condi
         condition = Condition(str(name), p, q, mixture)
         paper = PAPER_CONDITIONS.get(condition.name)
         if paper is not None and paper != condition:
-            raise UserError(f"{where}: {name} is a registered condition ({paper.to_dict()}); "
-                            "give a changed condition a new name")
+            raise UserError(
+                f"{where}: {name} is a registered condition ({paper.to_dict()}); "
+                "give a changed condition a new name"
+            )
         out[condition.name] = condition
     return out
 

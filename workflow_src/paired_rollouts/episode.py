@@ -32,8 +32,10 @@ _CONTROL = frozenset(CONTROL_TOOLS)
 
 
 def budget_message(budget: int) -> str:
-    return (f"the budget of {budget} tool calls is exhausted; the episode is over; do not call any more "
-            "tools; reply with one short sentence")
+    return (
+        f"the budget of {budget} tool calls is exhausted; the episode is over; do not call any more "
+        "tools; reply with one short sentence"
+    )
 
 
 class EpisodeSession:
@@ -53,10 +55,18 @@ class EpisodeSession:
         self._meta: dict[str, Any] = {}
 
     # -- episode start -------------------------------------------------------------------------------
-    def reset(self, task: dict[str, Any], schedule_seed: int | None = None,
-              noise: NoiseConfig | str | dict | None = None, budget: int | None = None,
-              resolved_seed: int | None = None, slot: int = 0, phase: str = "train",
-              condition: str = "", attempt: int = 1) -> None:
+    def reset(
+        self,
+        task: dict[str, Any],
+        schedule_seed: int | None = None,
+        noise: NoiseConfig | str | dict | None = None,
+        budget: int | None = None,
+        resolved_seed: int | None = None,
+        slot: int = 0,
+        phase: str = "train",
+        condition: str = "",
+        attempt: int = 1,
+    ) -> None:
         """Start an episode. ``noise`` None means clean. ``resolved_seed`` None => ``schedule_seed``
         (paired/clean); independent arms pass ``independent_seed(...)``. ``budget`` None => budget_for."""
         config = NoiseConfig.clean() if noise is None else NoiseConfig.from_json(noise)
@@ -79,8 +89,14 @@ class EpisodeSession:
         self.budget_exceeded = False
         self.record = None
         self._meta = {
-            "task_id": task["task_id"], "phase": phase, "attempt": attempt, "condition": condition,
-            "mode": config.mode, "schedule_seed": schedule_seed, "resolved_seed": resolved, "slot": slot,
+            "task_id": task["task_id"],
+            "phase": phase,
+            "attempt": attempt,
+            "condition": condition,
+            "mode": config.mode,
+            "schedule_seed": schedule_seed,
+            "resolved_seed": resolved,
+            "slot": slot,
             "episode_index": self.episode_index,
         }
 
@@ -113,6 +129,7 @@ class EpisodeSession:
 
     def tool(self, name: str):
         """A bound callable for one tool (``session.tool("get_order")(order_id="O0001")``)."""
+
         def _call(*args: Any, **kwargs: Any) -> str:
             return self.call(name, *args, **kwargs)
 
@@ -135,8 +152,13 @@ class EpisodeSession:
         failed = []
         for entry in api.call_log:
             if not entry["ok"]:
-                failed.append({"tool": entry["tool"], "code": entry["code"],
-                               "args": json.dumps(entry["args"], sort_keys=True, default=str)[:200]})
+                failed.append(
+                    {
+                        "tool": entry["tool"],
+                        "code": entry["code"],
+                        "args": json.dumps(entry["args"], sort_keys=True, default=str)[:200],
+                    }
+                )
                 if len(failed) >= MAX_FAILED_CALLS_IN_RECORD:
                     break
         counts = api.exposure_counts
@@ -154,9 +176,13 @@ class EpisodeSession:
             "changed_from_initial": result.changed_from_initial,
             "diffs": result.diffs[:MAX_DIFFS_IN_RECORD],
             "tool_sequence": [
-                {"tool": e["tool"], "ok": e["ok"], "code": e["code"],
-                 "event": None if clean or e["tool"] in _CONTROL else e.get("event"),
-                 "repeat": None if clean or e["tool"] in _CONTROL else e.get("repeat")}
+                {
+                    "tool": e["tool"],
+                    "ok": e["ok"],
+                    "code": e["code"],
+                    "event": None if clean or e["tool"] in _CONTROL else e.get("event"),
+                    "repeat": None if clean or e["tool"] in _CONTROL else e.get("repeat"),
+                }
                 for e in api.call_log
             ],
             "failed_calls": failed,

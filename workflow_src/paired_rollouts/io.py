@@ -49,8 +49,10 @@ def dumps_json(obj: Any) -> str:
     try:
         return json.dumps(obj, sort_keys=True, indent=2, allow_nan=False) + "\n"
     except ValueError as exc:
-        raise UserError(f"a register value is NaN or infinite ({exc}); the computation that made it is "
-                        "undefined on these inputs") from exc
+        raise UserError(
+            f"a register value is NaN or infinite ({exc}); the computation that made it is "
+            "undefined on these inputs"
+        ) from exc
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
@@ -94,13 +96,17 @@ def iter_jsonl_numbered(path: str | os.PathLike) -> Iterator[tuple[int, dict[str
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise UserError(f"{source}:{number}: not UTF-8 (byte {exc.start}); regenerate the file") from exc
+                raise UserError(
+                    f"{source}:{number}: not UTF-8 (byte {exc.start}); regenerate the file"
+                ) from exc
             if not line.strip():
                 continue
             try:
                 record = loads_strict(line)
             except json.JSONDecodeError as exc:
-                raise UserError(f"{source}:{number}: not valid JSON ({exc.msg}); regenerate the file") from exc
+                raise UserError(
+                    f"{source}:{number}: not valid JSON ({exc.msg}); regenerate the file"
+                ) from exc
             except ValueError as exc:
                 raise UserError(f"{source}:{number}: {exc}; regenerate the file") from exc
             if not isinstance(record, dict):
@@ -192,7 +198,9 @@ def remove_tree_inside(path: str | os.PathLike, root: str | os.PathLike) -> None
     target = Path(path).resolve()
     boundary = Path(root).resolve()
     if target == boundary or boundary not in target.parents:
-        raise UserError(f"{path}: refusing to delete a folder outside {root}/; set it to a path under {root}/")
+        raise UserError(
+            f"{path}: refusing to delete a folder outside {root}/; set it to a path under {root}/"
+        )
     if target.is_dir():
         shutil.rmtree(target)
     elif target.exists():

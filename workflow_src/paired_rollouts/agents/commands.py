@@ -21,14 +21,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "reference",
         help="run the scripted reference agent and write its register (JSON)",
         description="Scripted-reference register: what an agent that knows the plan achieves under each "
-                    "noise condition.",
+        "noise condition.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--tasks-dir", default="data/tasks", help="pool folder with MANIFEST.json")
     parser.add_argument("--out", default="results/reference/scripted_reference.json", help="register path")
-    parser.add_argument("--limit", type=int, default=None,
-                        help="use only the first N tasks of each pool (quick checks; not the paper's register)")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="use only the first N tasks of each pool (quick checks; not the paper's register)",
+    )
     parser.set_defaults(handler=run_reference)
 
 
@@ -44,7 +48,9 @@ def run_reference(args: argparse.Namespace) -> int:
     clean = register_obj["results"]
     for pool, conds in clean.items():
         for cond, policies in conds.items():
-            line = "  ".join(f"{p} {m['success']:.4f} ({m['mean_calls']:.3f} calls)" for p, m in policies.items())
+            line = "  ".join(
+                f"{p} {m['success']:.4f} ({m['mean_calls']:.3f} calls)" for p, m in policies.items()
+            )
             print(f"{pool:10s} {cond:22s} {line}")
     print(f"wrote {args.out}")
     return 0

@@ -41,17 +41,25 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run_cell(tasks: list[dict[str, Any]], config: NoiseConfig, policy: str,
-             indices: Iterable[int] = FINAL_EVAL_INDICES) -> list[dict[str, Any]]:
+def run_cell(
+    tasks: list[dict[str, Any]], config: NoiseConfig, policy: str, indices: Iterable[int] = FINAL_EVAL_INDICES
+) -> list[dict[str, Any]]:
     """Task-major, then schedule index; schedules from ``eval_schedule_seed(task_id, k)``."""
     indices = tuple(indices)
-    return [run_scripted(task, config, eval_schedule_seed(task["task_id"], k), policy)
-            for task in tasks for k in indices]
+    return [
+        run_scripted(task, config, eval_schedule_seed(task["task_id"], k), policy)
+        for task in tasks
+        for k in indices
+    ]
 
 
-def build_register(tasks_dir: str | os.PathLike = "data/tasks", pools: Iterable[str] = REFERENCE_POOLS,
-                   indices: Iterable[int] = FINAL_EVAL_INDICES, limit: int | None = None,
-                   progress: bool = True) -> dict[str, Any]:
+def build_register(
+    tasks_dir: str | os.PathLike = "data/tasks",
+    pools: Iterable[str] = REFERENCE_POOLS,
+    indices: Iterable[int] = FINAL_EVAL_INDICES,
+    limit: int | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Run every cell and return the register object (``results[pool][condition][policy]``)."""
     pools = tuple(pools)
     indices = tuple(indices)
@@ -77,7 +85,7 @@ def build_register(tasks_dir: str | os.PathLike = "data/tasks", pools: Iterable[
         bar.close()
     return {
         "description": "scripted reference agent (spec 6): naive and recovering policies, budget_for(task), "
-                       "lookups on, paired evaluation schedules",
+        "lookups on, paired evaluation schedules",
         "pools": {pool: {"tasks": len(loaded[pool])} for pool in pools},
         "schedule_indices": list(indices),
         "schedule_seed": "eval_schedule_seed(task_id, k) = derive_seed('eval', task_id, k) mod 2**31",

@@ -154,9 +154,15 @@ def _recover(runner: _Runner, call: dict[str, Any], world: World, is_write: bool
         return  # any other error: give up on this call
 
 
-def run_scripted(task: dict[str, Any], config: NoiseConfig | None = None, schedule_seed: int | None = None,
-                 policy: str = "recovering", lookups: bool = True, budget: int | None = None,
-                 keep_log: bool = False) -> dict[str, Any]:
+def run_scripted(
+    task: dict[str, Any],
+    config: NoiseConfig | None = None,
+    schedule_seed: int | None = None,
+    policy: str = "recovering",
+    lookups: bool = True,
+    budget: int | None = None,
+    keep_log: bool = False,
+) -> dict[str, Any]:
     """One scripted episode; returns success, observed_reward, flipped, calls, faults, exposed, ..."""
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, not {policy!r}")

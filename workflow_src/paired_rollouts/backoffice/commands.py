@@ -22,17 +22,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "tasks",
         help="generate the frozen task pools (train/validation/test/diagnostic) and MANIFEST.json",
         description="Regenerate the back-office task pools from generator seed 20260904 and write them "
-                    "only if their hashes equal the paper's.",
+        "only if their hashes equal the paper's.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--out", default="data/tasks", help="output folder (default: data/tasks)")
-    parser.add_argument("--seed", type=int, default=None,
-                        help="generator seed (default 20260904, the paper's; other seeds need --no-check)")
-    parser.add_argument("--no-check", action="store_true",
-                        help="write even if the hashes differ from the paper's (not the paper's pools!)")
-    parser.add_argument("--verify", action="store_true",
-                        help="do not generate: hash the pool files in --out against the paper and exit")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="generator seed (default 20260904, the paper's; other seeds need --no-check)",
+    )
+    parser.add_argument(
+        "--no-check",
+        action="store_true",
+        help="write even if the hashes differ from the paper's (not the paper's pools!)",
+    )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="do not generate: hash the pool files in --out against the paper and exit",
+    )
     parser.set_defaults(handler=run_tasks)
 
 
@@ -52,8 +62,10 @@ def run_tasks(args: argparse.Namespace) -> int:
         return 0
     seed = GENERATOR_SEED if args.seed is None else args.seed
     if seed != GENERATOR_SEED and not args.no_check:
-        raise UserError(f"--seed {seed}: only seed {GENERATOR_SEED} reproduces the paper's pools; add "
-                        "--no-check to write pools for another seed")
+        raise UserError(
+            f"--seed {seed}: only seed {GENERATOR_SEED} reproduces the paper's pools; add "
+            "--no-check to write pools for another seed"
+        )
     manifest = write_pools(args.out, seed=seed, check=not args.no_check, progress=True)
     for name in POOL_ORDER:
         entry = manifest["pools"][name]

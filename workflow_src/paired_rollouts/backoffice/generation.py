@@ -25,13 +25,24 @@ GENERATOR_SEED = 20260904
 GENERATOR_VERSION = "backoffice-env-v3"
 
 TEMPLATE_ORDER: tuple[str, ...] = (
-    "address_change", "cancel_pending", "cancel_paid_refund", "partial_refund_delivered",
-    "reserve_and_ship", "ship_reserved", "open_ticket", "open_ticket_no_order",
+    "address_change",
+    "cancel_pending",
+    "cancel_paid_refund",
+    "partial_refund_delivered",
+    "reserve_and_ship",
+    "ship_reserved",
+    "open_ticket",
+    "open_ticket_no_order",
 )
 TEMPLATE_WEIGHTS: dict[str, float] = {
-    "address_change": 3.0, "cancel_pending": 2.0, "cancel_paid_refund": 3.0,
-    "partial_refund_delivered": 3.0, "reserve_and_ship": 5.0, "ship_reserved": 3.0,
-    "open_ticket": 1.2, "open_ticket_no_order": 0.6,
+    "address_change": 3.0,
+    "cancel_pending": 2.0,
+    "cancel_paid_refund": 3.0,
+    "partial_refund_delivered": 3.0,
+    "reserve_and_ship": 5.0,
+    "ship_reserved": 3.0,
+    "open_ticket": 1.2,
+    "open_ticket_no_order": 0.6,
 }
 TICKET_TEMPLATES = frozenset({"open_ticket", "open_ticket_no_order"})
 REQUEST_COUNTS = (1, 2, 3)
@@ -53,11 +64,17 @@ def _eligible(template: str, order: dict, state: State) -> bool:
     if template == "partial_refund_delivered":
         balance = order_balance(order)
         return status == "delivered" and any(
-            it["quantity"] * it["unit_price_cents"] <= balance for it in order["items"])
+            it["quantity"] * it["unit_price_cents"] <= balance for it in order["items"]
+        )
     if template == "reserve_and_ship":
-        return status == "paid" and not fully_reserved(order) and all(
-            state.available(it["sku"]) >= it["quantity"] - reserved_on_order(order, it["sku"])
-            for it in order["items"])
+        return (
+            status == "paid"
+            and not fully_reserved(order)
+            and all(
+                state.available(it["sku"]) >= it["quantity"] - reserved_on_order(order, it["sku"])
+                for it in order["items"]
+            )
+        )
     if template == "ship_reserved":
         return status == "paid" and fully_reserved(order)
     raise ValueError(template)
@@ -66,7 +83,8 @@ def _eligible(template: str, order: dict, state: State) -> bool:
 def _sku_clashes(order: dict, sku: str, customer_orders: list[dict]) -> bool:
     """Does another order of the customer, placed the same day, contain ``sku``?"""
     return any(
-        other["order_id"] != order["order_id"] and other["placed_on_day"] == order["placed_on_day"]
+        other["order_id"] != order["order_id"]
+        and other["placed_on_day"] == order["placed_on_day"]
         and any(it["sku"] == sku for it in other["items"])
         for other in customer_orders
     )
@@ -81,8 +99,15 @@ def _order_ref(order: dict, reference: str, customer_orders: list[dict], state: 
     return f"order {order['order_id']}"
 
 
-def _make_subtask(rng: random.Random, template: str, order: dict, state: State, customer_id: str,
-                  reference: str, customer_orders: list[dict]) -> dict[str, Any]:
+def _make_subtask(
+    rng: random.Random,
+    template: str,
+    order: dict,
+    state: State,
+    customer_id: str,
+    reference: str,
+    customer_orders: list[dict],
+) -> dict[str, Any]:
     """Draw a subtask's free parameters (docs/simulator.md#tasks) and build its calls and sentence."""
     oid = order["order_id"]
     ref = _order_ref(order, reference, customer_orders, state)
@@ -95,8 +120,12 @@ def _make_subtask(rng: random.Random, template: str, order: dict, state: State, 
             postal = str(rng.randint(1000, 9999))
             if (street, city, postal) != (current["street"], current["city"], current["postal_code"]):
                 break
-        calls = [{"tool": "update_shipping_address",
-                  "args": {"order_id": oid, "street": street, "city": city, "postal_code": postal}}]
+        calls = [
+            {
+                "tool": "update_shipping_address",
+                "args": {"order_id": oid, "street": street, "city": city, "postal_code": postal},
+            }
+        ]
         sentence = f"change the shipping address of {ref} to {street}, {city} {postal}"
     elif template == "cancel_pending":
         calls = [{"tool": "cancel_order", "args": {"order_id": oid, "reason": "customer request"}}]
@@ -104,16 +133,22 @@ def _make_subtask(rng: random.Random, template: str, order: dict, state: State, 
     elif template == "cancel_paid_refund":
         calls = [
             {"tool": "cancel_order", "args": {"order_id": oid, "reason": "customer request"}},
-            {"tool": "issue_refund",
-             "args": {"order_id": oid, "amount_cents": order_total(order), "reason": "cancelled order"}},
+            {
+                "tool": "issue_refund",
+                "args": {"order_id": oid, "amount_cents": order_total(order), "reason": "cancelled order"},
+            },
         ]
         sentence = f"cancel {ref}, which was already paid, and refund the full amount"
     elif template == "partial_refund_delivered":
         balance = order_balance(order)
         item = rng.choice([it for it in order["items"] if it["quantity"] * it["unit_price_cents"] <= balance])
         amount = item["quantity"] * item["unit_price_cents"]
-        calls = [{"tool": "issue_refund",
-                  "args": {"order_id": oid, "amount_cents": amount, "reason": "damaged item"}}]
+        calls = [
+            {
+                "tool": "issue_refund",
+                "args": {"order_id": oid, "amount_cents": amount, "reason": "damaged item"},
+            }
+        ]
         if reference == "id" or _sku_clashes(order, item["sku"], customer_orders):
             where = f"order {oid}"
         else:
@@ -127,44 +162,78 @@ def _make_subtask(rng: random.Random, template: str, order: dict, state: State, 
         for it in order["items"]:
             missing = it["quantity"] - reserved_on_order(order, it["sku"])
             if missing > 0:
-                calls.append({"tool": "reserve_stock",
-                              "args": {"sku": it["sku"], "quantity": missing, "order_id": oid}})
+                calls.append(
+                    {
+                        "tool": "reserve_stock",
+                        "args": {"sku": it["sku"], "quantity": missing, "order_id": oid},
+                    }
+                )
         carrier = rng.choice(words.CARRIERS)
         day = 100 + rng.randint(0, 7)
         calls.append({"tool": "schedule_shipment", "args": {"order_id": oid, "carrier": carrier, "day": day}})
         if template == "reserve_and_ship":
-            sentence = (f"reserve stock for every item on {ref}, which is paid, and schedule its shipment "
-                        f"with the {carrier} carrier on day {day}")
+            sentence = (
+                f"reserve stock for every item on {ref}, which is paid, and schedule its shipment "
+                f"with the {carrier} carrier on day {day}"
+            )
         else:
-            sentence = (f"schedule the shipment of {ref}, which is paid and fully reserved, with the "
-                        f"{carrier} carrier on day {day}")
+            sentence = (
+                f"schedule the shipment of {ref}, which is paid and fully reserved, with the "
+                f"{carrier} carrier on day {day}"
+            )
     elif template in TICKET_TEMPLATES:
         category = rng.choice(words.TICKET_CATEGORIES)
         priority = rng.choice(words.TICKET_PRIORITIES)
         summary = rng.choice(words.TICKET_SUMMARIES)
         linked = oid if template == "open_ticket" else ""
-        calls = [{"tool": "create_ticket",
-                  "args": {"customer_id": customer_id, "order_id": linked, "category": category,
-                           "priority": priority, "summary": summary}}]
+        calls = [
+            {
+                "tool": "create_ticket",
+                "args": {
+                    "customer_id": customer_id,
+                    "order_id": linked,
+                    "category": category,
+                    "priority": priority,
+                    "summary": summary,
+                },
+            }
+        ]
         if template == "open_ticket":
-            sentence = (f"open a {priority}-priority ticket in the {category} category linked to {ref} with "
-                        f"the summary '{summary}'")
+            sentence = (
+                f"open a {priority}-priority ticket in the {category} category linked to {ref} with "
+                f"the summary '{summary}'"
+            )
         else:
-            sentence = (f"open a {priority}-priority ticket in the {category} category for the customer, not "
-                        f"linked to any order, with the summary '{summary}'")
+            sentence = (
+                f"open a {priority}-priority ticket in the {category} category for the customer, not "
+                f"linked to any order, with the summary '{summary}'"
+            )
     else:
         raise ValueError(template)
-    return {"template": template, "order_id": None if template == "open_ticket_no_order" else oid,
-            "calls": calls, "sentence": sentence}
+    return {
+        "template": template,
+        "order_id": None if template == "open_ticket_no_order" else oid,
+        "calls": calls,
+        "sentence": sentence,
+    }
 
 
 _ORDINALS = ("First", "Second", "Third")
 
 
-def _try_customer(rng: random.Random, state: State, world_seed: int, customer_id: str, n_sub: int,
-                  reference: str, task_id: str, split: str) -> dict[str, Any] | None:
-    orders = [state.orders[oid] for oid in sorted(state.orders)
-              if state.orders[oid]["customer_id"] == customer_id]
+def _try_customer(
+    rng: random.Random,
+    state: State,
+    world_seed: int,
+    customer_id: str,
+    n_sub: int,
+    reference: str,
+    task_id: str,
+    split: str,
+) -> dict[str, Any] | None:
+    orders = [
+        state.orders[oid] for oid in sorted(state.orders) if state.orders[oid]["customer_id"] == customer_id
+    ]
     if not orders:
         return None
     used: set[str] = set()
@@ -177,7 +246,9 @@ def _try_customer(rng: random.Random, state: State, world_seed: int, customer_id
                 if not ticket_used:
                     options[template] = [o for o in orders if o["order_id"] not in used] or list(orders)
             else:
-                candidates = [o for o in orders if o["order_id"] not in used and _eligible(template, o, state)]
+                candidates = [
+                    o for o in orders if o["order_id"] not in used and _eligible(template, o, state)
+                ]
                 if candidates:
                     options[template] = candidates
         if not options:
@@ -212,9 +283,13 @@ def _try_customer(rng: random.Random, state: State, world_seed: int, customer_id
         body = f"{who} asked us to {sentences[0]}."
     else:
         body = f"{who} has {len(sentences)} requests." + "".join(
-            f" {_ORDINALS[i]}, {s}." for i, s in enumerate(sentences))
-    instruction = ("Today is day 100. " + body
-                   + " Use the tools to look up what you need and make exactly these changes, then call finish.")
+            f" {_ORDINALS[i]}, {s}." for i, s in enumerate(sentences)
+        )
+    instruction = (
+        "Today is day 100. "
+        + body
+        + " Use the tools to look up what you need and make exactly these changes, then call finish."
+    )
     return {
         "task_id": task_id,
         "split": split,

@@ -54,9 +54,16 @@ def _norm_tickets(state: State) -> list[list[Any]]:
 def normalise(state: State | dict[str, Any]) -> dict[str, Any]:
     """The graded view of a state (a ``State`` or a ``snapshot()`` dict)."""
     if isinstance(state, dict):
-        state = State(state["today_day"], state.get("clock_seconds", 0), state.get("version", 0),
-                      state["customers"], state["products"], state["orders"], state["shipments"],
-                      state["tickets"])
+        state = State(
+            state["today_day"],
+            state.get("clock_seconds", 0),
+            state.get("version", 0),
+            state["customers"],
+            state["products"],
+            state["orders"],
+            state["shipments"],
+            state["tickets"],
+        )
     return {
         "today_day": state.today_day,
         "customers": {k: state.customers[k] for k in sorted(state.customers)},
@@ -67,8 +74,9 @@ def normalise(state: State | dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def diff(expected: Any, actual: Any, path: str = "", out: list[str] | None = None,
-         limit: int = MAX_DIFFS) -> list[str]:
+def diff(
+    expected: Any, actual: Any, path: str = "", out: list[str] | None = None, limit: int = MAX_DIFFS
+) -> list[str]:
     """Recursive diff over dicts (sorted union of keys); other values are compared whole."""
     if out is None:
         out = []
@@ -85,8 +93,10 @@ def diff(expected: Any, actual: Any, path: str = "", out: list[str] | None = Non
             elif expected[key] != actual[key]:  # equal values add no line (records hold no NaN)
                 diff(expected[key], actual[key], f"{path}/{key}", out, limit)
     elif expected != actual:
-        out.append(f"{path}: expected {json.dumps(expected, sort_keys=True)}, got "
-                   f"{json.dumps(actual, sort_keys=True)}")
+        out.append(
+            f"{path}: expected {json.dumps(expected, sort_keys=True)}, got "
+            f"{json.dumps(actual, sort_keys=True)}"
+        )
     return out
 
 
@@ -99,8 +109,9 @@ def replay_plan(world_seed: int, plan: list[dict[str, Any]]) -> World:
     for step in plan:
         payload, code = api.execute(step["tool"], dict(step["args"]))
         if code is not None:
-            raise GradingError(f"oracle plan step {step['tool']} failed on world {world_seed}: "
-                               f"{payload['error']['message']}")
+            raise GradingError(
+                f"oracle plan step {step['tool']} failed on world {world_seed}: {payload['error']['message']}"
+            )
     return world
 
 
@@ -120,14 +131,24 @@ def expected_state(task: dict[str, Any]) -> State:
     pool lines; they are not meant to be edited in place).
     """
     entry = _BY_TASK.get(id(task))
-    if (entry is not None and entry[0] is task and entry[1] == task["world_seed"]
-            and entry[2] is task["oracle_plan"] and entry[3] == task["oracle_plan"]):
+    if (
+        entry is not None
+        and entry[0] is task
+        and entry[1] == task["world_seed"]
+        and entry[2] is task["oracle_plan"]
+        and entry[3] == task["oracle_plan"]
+    ):
         return entry[4]
     state = _expected_state(int(task["world_seed"]), json.dumps(task["oracle_plan"], sort_keys=True))
     if len(_BY_TASK) >= 4096:
         _BY_TASK.clear()
-    _BY_TASK[id(task)] = (task, task["world_seed"], task["oracle_plan"], copy.deepcopy(task["oracle_plan"]),
-                          state)
+    _BY_TASK[id(task)] = (
+        task,
+        task["world_seed"],
+        task["oracle_plan"],
+        copy.deepcopy(task["oracle_plan"]),
+        state,
+    )
     return state
 
 
@@ -187,8 +208,9 @@ def _fast_diff(expected: State, actual: State, limit: int) -> list[str]:
         exp_coll, act_coll = getattr(expected, name), getattr(actual, name)
         # The lists are sorted multisets and untouched records are common to both states, so the lists
         # are equal exactly when the touched records' rows are.
-        if (sorted(norm_one(exp_coll[k]) for k in keys if k in exp_coll)
-                == sorted(norm_one(act_coll[k]) for k in keys if k in act_coll)):
+        if sorted(norm_one(exp_coll[k]) for k in keys if k in exp_coll) == sorted(
+            norm_one(act_coll[k]) for k in keys if k in act_coll
+        ):
             continue
         exp_l, act_l = norm_list(expected), norm_list(actual)
         if exp_l != act_l:
@@ -223,8 +245,9 @@ def _identity_diff(expected: State, actual: State, limit: int) -> list[str]:
     return out[:limit]
 
 
-def grade(task: dict[str, Any], final: State, initial: State | None = None,
-          limit: int = MAX_DIFFS) -> GradeResult:
+def grade(
+    task: dict[str, Any], final: State, initial: State | None = None, limit: int = MAX_DIFFS
+) -> GradeResult:
     """Compare ``final`` with the task's expected state; success iff there is no difference."""
     expected = expected_state(task)
     diffs = _fast_diff(expected, final, limit)

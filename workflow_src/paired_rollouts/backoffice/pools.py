@@ -23,7 +23,12 @@ from paired_rollouts.errors import UserError
 from paired_rollouts.io import atomic_write_bytes, atomic_write_json, sha256_bytes, sha256_file
 
 #: pool name on disk (docs/CONTRACT.md#targets) -> the paper's pool name, kept inside the records
-POOL_FILES: dict[str, str] = {"train": "train", "validation": "heldout", "test": "test", "diagnostic": "diagnostic"}
+POOL_FILES: dict[str, str] = {
+    "train": "train",
+    "validation": "heldout",
+    "test": "test",
+    "diagnostic": "diagnostic",
+}
 POOL_ORDER: tuple[str, ...] = ("train", "validation", "test", "diagnostic")
 POOL_COUNTS: dict[str, int] = {"train": 2000, "validation": 300, "test": 300, "diagnostic": 16}
 
@@ -36,10 +41,17 @@ PAPER_POOL_SHA256: dict[str, str] = {
 }
 
 TASK_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "task_id": str, "split": str, "world_seed": int, "customer_id": str, "templates": list,
-    "instruction": str, "oracle_plan": list, "n_subgoals": int, "reference": str, "order_ids": list,
+    "task_id": str,
+    "split": str,
+    "world_seed": int,
+    "customer_id": str,
+    "templates": list,
+    "instruction": str,
+    "oracle_plan": list,
+    "n_subgoals": int,
+    "reference": str,
+    "order_ids": list,
 }
-
 
 
 # --------------------------------------------------------------------------------------------------
@@ -81,18 +93,24 @@ def render_pools(pools: dict[str, list[dict]], seed: int = GENERATOR_SEED) -> tu
     return files, manifest
 
 
-def write_pools(out_dir: str | os.PathLike, seed: int = GENERATOR_SEED, check: bool = True,
-                progress: bool = False) -> dict[str, Any]:
+def write_pools(
+    out_dir: str | os.PathLike, seed: int = GENERATOR_SEED, check: bool = True, progress: bool = False
+) -> dict[str, Any]:
     """Regenerate the pools; write them and MANIFEST.json only if every hash equals the paper's."""
     pools = build_pools(seed, progress)
     files, manifest = render_pools(pools, seed)
     if check:
-        bad = [f"{name} (got {manifest['pools'][name]['sha256']}, expected {PAPER_POOL_SHA256[name]})"
-               for name in POOL_ORDER if manifest["pools"][name]["sha256"] != PAPER_POOL_SHA256[name]]
+        bad = [
+            f"{name} (got {manifest['pools'][name]['sha256']}, expected {PAPER_POOL_SHA256[name]})"
+            for name in POOL_ORDER
+            if manifest["pools"][name]["sha256"] != PAPER_POOL_SHA256[name]
+        ]
         if bad:
-            raise UserError(f"{out_dir}: regenerated pools differ from the paper's frozen hashes: "
-                            f"{'; '.join(bad)}; nothing was written. The generator code changed: restore "
-                            "backoffice/{world,tools,generation}.py or pass --no-check to write non-paper pools")
+            raise UserError(
+                f"{out_dir}: regenerated pools differ from the paper's frozen hashes: "
+                f"{'; '.join(bad)}; nothing was written. The generator code changed: restore "
+                "backoffice/{world,tools,generation}.py or pass --no-check to write non-paper pools"
+            )
     out = Path(out_dir)
     for name in POOL_ORDER:
         atomic_write_bytes(out / f"{name}.jsonl", files[name])
@@ -155,11 +173,15 @@ def _check_task(task: Any, where: str) -> dict[str, Any]:
             raise UserError(f"{where}: task is missing the field {key!r}; regenerate the pool")
         value = task[key]
         if isinstance(value, bool) or not isinstance(value, kind):
-            raise UserError(f"{where}: field {key!r} must be {getattr(kind, '__name__', kind)}, not "
-                            f"{type(value).__name__}")
+            raise UserError(
+                f"{where}: field {key!r} must be {getattr(kind, '__name__', kind)}, not "
+                f"{type(value).__name__}"
+            )
     plan = task["oracle_plan"]
     for step in plan:
-        if not (isinstance(step, dict) and step.get("tool") in WRITE_TOOLS and isinstance(step.get("args"), dict)):
+        if not (
+            isinstance(step, dict) and step.get("tool") in WRITE_TOOLS and isinstance(step.get("args"), dict)
+        ):
             raise UserError(f"{where}: oracle_plan entries must be {{tool: <write tool>, args: {{...}}}}")
     if task["n_subgoals"] != len(plan):
         raise UserError(f"{where}: n_subgoals {task['n_subgoals']} != len(oracle_plan) {len(plan)}")
@@ -180,19 +202,25 @@ def _manifest_entry(path: Path, manifest: Any) -> tuple[dict | None, Path | None
     if not isinstance(manifest, dict):
         manifest_path = Path(manifest)
         if not manifest_path.is_file():
-            raise UserError(f"{path}: no {manifest_path} to check the pool against; regenerate the pools with "
-                            f"`paired-rollouts tasks --out {path.parent}`")
+            raise UserError(
+                f"{path}: no {manifest_path} to check the pool against; regenerate the pools with "
+                f"`paired-rollouts tasks --out {path.parent}`"
+            )
         from paired_rollouts.io import read_json
 
         manifest = read_json(manifest_path)
         if not isinstance(manifest, dict):
-            raise UserError(f"{manifest_path}: not a pool manifest (expected an object); regenerate the pools")
+            raise UserError(
+                f"{manifest_path}: not a pool manifest (expected an object); regenerate the pools"
+            )
     pools = manifest.get("pools") or manifest.get("files") or {}
     for name, entry in pools.items():
         if isinstance(entry, dict) and Path(entry.get("path", f"{name}.jsonl")).name == path.name:
             return entry, manifest_path
-    raise UserError(f"{path}: not listed in {manifest_path or 'the manifest'}; use a pool file from "
-                    "`paired-rollouts tasks`")
+    raise UserError(
+        f"{path}: not listed in {manifest_path or 'the manifest'}; use a pool file from "
+        "`paired-rollouts tasks`"
+    )
 
 
 def load_pool(path: str | os.PathLike, manifest: Any = None) -> list[dict[str, Any]]:
@@ -203,8 +231,9 @@ def load_pool(path: str | os.PathLike, manifest: Any = None) -> list[dict[str, A
     """
     source = Path(path)
     if not source.is_file():
-        raise UserError(f"{source}: task pool not found; generate it with `paired-rollouts tasks --out "
-                        f"{source.parent}`")
+        raise UserError(
+            f"{source}: task pool not found; generate it with `paired-rollouts tasks --out {source.parent}`"
+        )
     data = source.read_bytes()
     entry, manifest_path = _manifest_entry(source, manifest)
     if entry is not None:
@@ -213,14 +242,17 @@ def load_pool(path: str | os.PathLike, manifest: Any = None) -> list[dict[str, A
             raise UserError(
                 f"{source}: SHA-256 {actual} differs from {manifest_path or 'the manifest'} "
                 f"({entry.get('sha256')}); the pool was modified: restore it (git checkout -- {source}) or "
-                f"regenerate the pools with `paired-rollouts tasks --out {source.parent}`")
+                f"regenerate the pools with `paired-rollouts tasks --out {source.parent}`"
+            )
     tasks = []
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line_no = data[: exc.start].count(b"\n") + 1
-        raise UserError(f"{source}:{line_no}: not UTF-8 (byte offset {exc.start}); restore the pool "
-                        f"(git checkout -- {source})") from exc
+        raise UserError(
+            f"{source}:{line_no}: not UTF-8 (byte offset {exc.start}); restore the pool "
+            f"(git checkout -- {source})"
+        ) from exc
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue

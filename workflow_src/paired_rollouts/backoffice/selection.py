@@ -15,8 +15,9 @@ from paired_rollouts.errors import UserError
 # is copied from the instruction or a tool response (no street address to spell). Pool order is kept,
 # so "the first N tasks" stays well defined; the diagnostic pool is never filtered by the callers.
 TASK_FILTERS: tuple[str, ...] = ("all", "single_request_id", "simple_id")
-SIMPLE_TEMPLATES = frozenset({"cancel_pending", "ship_reserved", "open_ticket", "open_ticket_no_order",
-                              "cancel_paid_refund"})
+SIMPLE_TEMPLATES = frozenset(
+    {"cancel_pending", "ship_reserved", "open_ticket", "open_ticket_no_order", "cancel_paid_refund"}
+)
 
 
 def select_tasks(tasks: list[dict[str, Any]], task_filter: str) -> list[dict[str, Any]]:
@@ -36,8 +37,9 @@ def select_tasks(tasks: list[dict[str, Any]], task_filter: str) -> list[dict[str
 DIAG_POOLS: tuple[str, ...] = ("diagnostic", "validation", "test")
 
 
-def first_selected(tasks: list[dict[str, Any]], pool: str, count: int, task_filter: str,
-                   source: str | os.PathLike) -> list[dict[str, Any]]:
+def first_selected(
+    tasks: list[dict[str, Any]], pool: str, count: int, task_filter: str, source: str | os.PathLike
+) -> list[dict[str, Any]]:
     """The first ``count`` tasks of ``pool`` after ``task_filter``; the diagnostic pool is taken as it is.
 
     One definition for the stages that roll the tasks out and for the completeness check that expects
@@ -45,6 +47,7 @@ def first_selected(tasks: list[dict[str, Any]], pool: str, count: int, task_filt
     """
     kept = list(tasks) if pool == "diagnostic" else select_tasks(tasks, task_filter)
     if len(kept) < count:
-        raise UserError(f"{source}: has {len(kept)} tasks after task_filter {task_filter!r}, "
-                        f"the settings need {count}")
+        raise UserError(
+            f"{source}: has {len(kept)} tasks after task_filter {task_filter!r}, the settings need {count}"
+        )
     return kept[:count]

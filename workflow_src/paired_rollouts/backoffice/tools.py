@@ -39,10 +39,18 @@ from paired_rollouts.backoffice.world import (
 )
 
 READ_TOOLS: tuple[str, ...] = (
-    "search_customers", "get_customer", "list_orders", "get_order", "check_inventory",
+    "search_customers",
+    "get_customer",
+    "list_orders",
+    "get_order",
+    "check_inventory",
 )
 WRITE_TOOLS: tuple[str, ...] = (
-    "update_shipping_address", "cancel_order", "issue_refund", "reserve_stock", "schedule_shipment",
+    "update_shipping_address",
+    "cancel_order",
+    "issue_refund",
+    "reserve_stock",
+    "schedule_shipment",
     "create_ticket",
 )
 CONTROL_TOOLS: tuple[str, ...] = ("wait", "finish")
@@ -56,9 +64,13 @@ _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 # The C encoder that ``_ENCODER.encode`` builds on every call, built once (no circular-reference markers:
 # responses are trees). Same bytes as ``_ENCODER.encode``; falls back to it where ``_json`` is missing.
 _C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
-_C_ENCODE = (None if _C_MAKE_ENCODER is None else
-             _C_MAKE_ENCODER(None, _ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",", True,
-                             False, True))
+_C_ENCODE = (
+    None
+    if _C_MAKE_ENCODER is None
+    else _C_MAKE_ENCODER(
+        None, _ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",", True, False, True
+    )
+)
 
 
 def dumps_compact(obj: Any) -> str:
@@ -172,7 +184,7 @@ def _page(items: list, offset: int, total: int | None = None) -> dict[str, Any]:
     """One page of ``items``; with ``total`` given, ``items`` is already that page."""
     if total is None:
         total = len(items)
-        items = items[offset:offset + PAGE_SIZE]
+        items = items[offset : offset + PAGE_SIZE]
     return {
         "results": items,
         "total": total,
@@ -276,9 +288,11 @@ class ToolAPI:
             return failure.payload(), failure.code
 
     # -- implementations -----------------------------------------------------------------------------
-    @tool("Find customers whose name, email or phone contains the query (5 results per page).",
-          query=(str, "Text to match."),
-          offset=(int, "First result to return (0 = first page)."))
+    @tool(
+        "Find customers whose name, email or phone contains the query (5 results per page).",
+        query=(str, "Text to match."),
+        offset=(int, "First result to return (0 = first page)."),
+    )
     def _search_customers(self, st: State, query: Any, offset: Any = 0) -> dict:
         needle = as_text("query", query).lower()
         start = as_int("offset", offset, 0)
@@ -293,7 +307,7 @@ class ToolAPI:
             hits = _search_hits(origin.customers, needle)
             if len(cache) < READ_CACHE_LIMIT:
                 cache[key] = hits
-        payload = _page([dict(hit) for hit in hits[start:start + PAGE_SIZE]], start, len(hits))
+        payload = _page([dict(hit) for hit in hits[start : start + PAGE_SIZE]], start, len(hits))
         text_key = ("search_customers", needle, start)
         text = cache.get(text_key)
         if text is None:
@@ -307,9 +321,11 @@ class ToolAPI:
     def _get_customer(self, st: State, customer_id: Any) -> dict:
         return _customer_or_fail(st, customer_id)
 
-    @tool("List the orders of a customer, highest id first (5 per page).",
-          customer_id=(str, "Customer id (C and four digits)."),
-          offset=(int, "First result to return (0 = first page)."))
+    @tool(
+        "List the orders of a customer, highest id first (5 per page).",
+        customer_id=(str, "Customer id (C and four digits)."),
+        offset=(int, "First result to return (0 = first page)."),
+    )
     def _list_orders(self, st: State, customer_id: Any, offset: Any = 0) -> dict:
         _customer_or_fail(st, customer_id)
         start = as_int("offset", offset, 0)
@@ -327,8 +343,10 @@ class ToolAPI:
         rows.sort(key=lambda r: r["order_id"], reverse=True)
         return _page(rows, start)
 
-    @tool("Read an order: items, status, address, refunds, reservations.",
-          order_id=(str, "Order id (O and four digits)."))
+    @tool(
+        "Read an order: items, status, address, refunds, reservations.",
+        order_id=(str, "Order id (O and four digits)."),
+    )
     def _get_order(self, st: State, order_id: Any) -> dict:
         order = _order_or_fail(st, order_id)
         if st.origin.orders.get(order_id) is not order:
@@ -346,8 +364,10 @@ class ToolAPI:
         self._known = (out, entry[1])
         return out
 
-    @tool("Read stock, reserved and available units of a product.",
-          sku=(str, "Product id (SKU- and four digits)."))
+    @tool(
+        "Read stock, reserved and available units of a product.",
+        sku=(str, "Product id (SKU- and four digits)."),
+    )
     def _check_inventory(self, st: State, sku: Any) -> dict:
         product = _lookup(st.products, sku)
         if product is None:
@@ -362,13 +382,16 @@ class ToolAPI:
             "available": product["stock"] - reserved,
         }
 
-    @tool("Set a new shipping address on an order that has not shipped.",
-          order_id=(str, "Order id."),
-          street=(str, "Street line."),
-          city=(str, "City."),
-          postal_code=(str, "Postal code."))
-    def _update_shipping_address(self, w: World, order_id: Any, street: Any, city: Any,
-                                 postal_code: Any) -> dict:
+    @tool(
+        "Set a new shipping address on an order that has not shipped.",
+        order_id=(str, "Order id."),
+        street=(str, "Street line."),
+        city=(str, "City."),
+        postal_code=(str, "Postal code."),
+    )
+    def _update_shipping_address(
+        self, w: World, order_id: Any, street: Any, city: Any, postal_code: Any
+    ) -> dict:
         order = _order_or_fail(w, order_id)
         address = {
             "street": as_text("street", street),
@@ -376,34 +399,43 @@ class ToolAPI:
             "postal_code": as_text("postal_code", postal_code),
         }
         if order["status"] not in ("pending", "paid"):
-            raise ToolFailure("INVALID_STATE", f"order {order_id} is {order['status']}; the address can only "
-                                               "change before shipment")
+            raise ToolFailure(
+                "INVALID_STATE",
+                f"order {order_id} is {order['status']}; the address can only change before shipment",
+            )
         order = w.own_order(order_id)
         order["shipping_address"] = address
         w.commit()
         return {"order_id": order_id, "shipping_address": dict(address)}
 
-    @tool("Cancel a pending or paid order.",
-          order_id=(str, "Order id."),
-          reason=(str, "Reason for cancelling."))
+    @tool(
+        "Cancel a pending or paid order.", order_id=(str, "Order id."), reason=(str, "Reason for cancelling.")
+    )
     def _cancel_order(self, w: World, order_id: Any, reason: Any) -> dict:
         order = _order_or_fail(w, order_id)
         as_text("reason", reason)
         if order["status"] not in ("pending", "paid"):
-            raise ToolFailure("INVALID_STATE", f"order {order_id} is {order['status']} and cannot be cancelled")
+            raise ToolFailure(
+                "INVALID_STATE", f"order {order_id} is {order['status']} and cannot be cancelled"
+            )
         was_paid = order["status"] == "paid"
         order = w.own_order(order_id)
         order["status"] = "cancelled"
         order["paid_before_cancel"] = was_paid
         order["reservations"] = []
         w.commit()
-        return {"order_id": order_id, "status": "cancelled",
-                "refund_due_cents": order_balance(order) if was_paid else 0}
+        return {
+            "order_id": order_id,
+            "status": "cancelled",
+            "refund_due_cents": order_balance(order) if was_paid else 0,
+        }
 
-    @tool("Refund an amount on an order that was charged.",
-          order_id=(str, "Order id."),
-          amount_cents=(int, "Amount in cents."),
-          reason=(str, "Reason for the refund."))
+    @tool(
+        "Refund an amount on an order that was charged.",
+        order_id=(str, "Order id."),
+        amount_cents=(int, "Amount in cents."),
+        reason=(str, "Reason for the refund."),
+    )
     def _issue_refund(self, w: World, order_id: Any, amount_cents: Any, reason: Any) -> dict:
         order = _order_or_fail(w, order_id)
         amount = as_int("amount_cents", amount_cents, 1)
@@ -412,51 +444,70 @@ class ToolAPI:
         if status == "pending":
             raise ToolFailure("RULE_VIOLATION", "nothing has been charged on a pending order")
         if status == "shipped":
-            raise ToolFailure("RULE_VIOLATION",
-                              "refunds are not allowed while the order is in transit; wait for delivery")
+            raise ToolFailure(
+                "RULE_VIOLATION", "refunds are not allowed while the order is in transit; wait for delivery"
+            )
         if status == "cancelled" and not order["paid_before_cancel"]:
             raise ToolFailure("RULE_VIOLATION", "the order was cancelled before payment; nothing to refund")
         balance = order_balance(order)
         if amount > balance:
-            raise ToolFailure("RULE_VIOLATION", f"amount {amount} exceeds the refundable balance {balance}",
-                              refundable_balance_cents=balance)
+            raise ToolFailure(
+                "RULE_VIOLATION",
+                f"amount {amount} exceeds the refundable balance {balance}",
+                refundable_balance_cents=balance,
+            )
         order = w.own_order(order_id)
         order["refunds"] = [*order["refunds"], {"amount_cents": amount, "reason": text}]
         w.commit()
-        return {"order_id": order_id, "refund_cents": amount, "refunded_total_cents": order_refunded(order),
-                "refundable_balance_cents": order_balance(order)}
+        return {
+            "order_id": order_id,
+            "refund_cents": amount,
+            "refunded_total_cents": order_refunded(order),
+            "refundable_balance_cents": order_balance(order),
+        }
 
-    @tool("Reserve units of a product for an order.",
-          sku=(str, "Product id."),
-          quantity=(int, "Units to reserve."),
-          order_id=(str, "Order id."))
+    @tool(
+        "Reserve units of a product for an order.",
+        sku=(str, "Product id."),
+        quantity=(int, "Units to reserve."),
+        order_id=(str, "Order id."),
+    )
     def _reserve_stock(self, w: World, sku: Any, quantity: Any, order_id: Any) -> dict:
         if _lookup(w.products, sku) is None:
             raise ToolFailure("NOT_FOUND", f"sku {sku} does not exist")
         order = _order_or_fail(w, order_id)
         qty = as_int("quantity", quantity, 1)
         if order["status"] not in ("pending", "paid"):
-            raise ToolFailure("INVALID_STATE", f"order {order_id} is {order['status']}; stock cannot be reserved")
+            raise ToolFailure(
+                "INVALID_STATE", f"order {order_id} is {order['status']}; stock cannot be reserved"
+            )
         needed = sum(item["quantity"] for item in order["items"] if item["sku"] == sku)
         if not any(item["sku"] == sku for item in order["items"]):
             raise ToolFailure("RULE_VIOLATION", f"sku {sku} is not on order {order_id}")
         already = reserved_on_order(order, sku)
         if already + qty > needed:
-            raise ToolFailure("RULE_VIOLATION", f"order {order_id} needs {needed} of {sku}; {already} already "
-                                                "reserved")
+            raise ToolFailure(
+                "RULE_VIOLATION", f"order {order_id} needs {needed} of {sku}; {already} already reserved"
+            )
         available = w.available(sku)
         if qty > available:
             raise ToolFailure("RULE_VIOLATION", f"only {available} of {sku} available", available=available)
         order = w.own_order(order_id)
         order["reservations"] = [*order["reservations"], {"sku": sku, "quantity": qty}]
         w.commit()
-        return {"order_id": order_id, "sku": sku, "reserved_quantity": already + qty,
-                "available_after": available - qty}
+        return {
+            "order_id": order_id,
+            "sku": sku,
+            "reserved_quantity": already + qty,
+            "available_after": available - qty,
+        }
 
-    @tool("Ship a paid, fully reserved order.",
-          order_id=(str, "Order id."),
-          carrier=(str, "Carrier, as named in the request."),
-          day=(int, "Shipping day (today to today + 7)."))
+    @tool(
+        "Ship a paid, fully reserved order.",
+        order_id=(str, "Order id."),
+        carrier=(str, "Carrier, as named in the request."),
+        day=(int, "Shipping day (today to today + 7)."),
+    )
     def _schedule_shipment(self, w: World, order_id: Any, carrier: Any, day: Any) -> dict:
         order = _order_or_fail(w, order_id)
         carrier_name = as_text("carrier", carrier).lower()
@@ -464,18 +515,29 @@ class ToolAPI:
         if carrier_name not in words.CARRIERS:
             raise ToolFailure("INVALID_ARGUMENT", f"carrier must be one of {list(words.CARRIERS)}")
         if not TODAY_DAY <= ship_day <= TODAY_DAY + SHIPPING_WINDOW_DAYS:
-            raise ToolFailure("RULE_VIOLATION",
-                              f"day must be between {TODAY_DAY} and {TODAY_DAY + SHIPPING_WINDOW_DAYS}",
-                              today_day=w.today_day)
+            raise ToolFailure(
+                "RULE_VIOLATION",
+                f"day must be between {TODAY_DAY} and {TODAY_DAY + SHIPPING_WINDOW_DAYS}",
+                today_day=w.today_day,
+            )
         if order["status"] == "pending":
             raise ToolFailure("INVALID_STATE", f"order {order_id} is unpaid and cannot ship")
         if order["status"] != "paid":
-            raise ToolFailure("INVALID_STATE", f"order {order_id} is {order['status']} and cannot be scheduled")
+            raise ToolFailure(
+                "INVALID_STATE", f"order {order_id} is {order['status']} and cannot be scheduled"
+            )
         if not fully_reserved(order):
             raise ToolFailure("RULE_VIOLATION", "reserve stock for every item on the order first")
         shipment_id = w.next_shipment_id()
-        w.add_shipment({"shipment_id": shipment_id, "order_id": order_id, "carrier": carrier_name,
-                        "scheduled_day": ship_day, "status": "scheduled"})
+        w.add_shipment(
+            {
+                "shipment_id": shipment_id,
+                "order_id": order_id,
+                "carrier": carrier_name,
+                "scheduled_day": ship_day,
+                "status": "scheduled",
+            }
+        )
         for item in order["items"]:
             w.mut_product(item["sku"])["stock"] -= item["quantity"]
         order = w.own_order(order_id)
@@ -483,17 +545,25 @@ class ToolAPI:
         order["status"] = "shipped"
         order["shipment_id"] = shipment_id
         w.commit()
-        return {"shipment_id": shipment_id, "order_id": order_id, "carrier": carrier_name,
-                "scheduled_day": ship_day, "status": "scheduled"}
+        return {
+            "shipment_id": shipment_id,
+            "order_id": order_id,
+            "carrier": carrier_name,
+            "scheduled_day": ship_day,
+            "status": "scheduled",
+        }
 
-    @tool("Open a support ticket for a customer.",
-          customer_id=(str, "Customer id."),
-          order_id=(str, "Linked order id, or an empty string for none."),
-          category=(str, "Ticket category, as named in the request."),
-          priority=(str, "Ticket priority, as named in the request."),
-          summary=(str, "Ticket summary."))
-    def _create_ticket(self, w: World, customer_id: Any, order_id: Any, category: Any, priority: Any,
-                       summary: Any) -> dict:
+    @tool(
+        "Open a support ticket for a customer.",
+        customer_id=(str, "Customer id."),
+        order_id=(str, "Linked order id, or an empty string for none."),
+        category=(str, "Ticket category, as named in the request."),
+        priority=(str, "Ticket priority, as named in the request."),
+        summary=(str, "Ticket summary."),
+    )
+    def _create_ticket(
+        self, w: World, customer_id: Any, order_id: Any, category: Any, priority: Any, summary: Any
+    ) -> dict:
         _customer_or_fail(w, customer_id)
         cat = as_text("category", category).lower()
         prio = as_text("priority", priority).lower()
@@ -509,11 +579,26 @@ class ToolAPI:
             if order["customer_id"] != customer_id:
                 raise ToolFailure("RULE_VIOLATION", f"order {linked} belongs to another customer")
         ticket_id = w.next_ticket_id()
-        w.add_ticket({"ticket_id": ticket_id, "customer_id": customer_id, "order_id": linked,
-                      "category": cat, "priority": prio, "summary": text, "status": "open"})
+        w.add_ticket(
+            {
+                "ticket_id": ticket_id,
+                "customer_id": customer_id,
+                "order_id": linked,
+                "category": cat,
+                "priority": prio,
+                "summary": text,
+                "status": "open",
+            }
+        )
         w.commit()
-        return {"ticket_id": ticket_id, "customer_id": customer_id, "order_id": linked, "category": cat,
-                "priority": prio, "status": "open"}
+        return {
+            "ticket_id": ticket_id,
+            "customer_id": customer_id,
+            "order_id": linked,
+            "category": cat,
+            "priority": prio,
+            "status": "open",
+        }
 
     @tool("Let time pass, e.g. after being rate limited.", seconds=(int, "Seconds to wait (1 to 600)."))
     def _wait(self, w: World, seconds: Any) -> dict:
@@ -523,8 +608,10 @@ class ToolAPI:
         w.clock_seconds += secs
         return {"waited_seconds": secs, "clock_seconds": w.clock_seconds}
 
-    @tool("End the episode after making all requested changes.",
-          summary=(str, "What was done, in one sentence."))
+    @tool(
+        "End the episode after making all requested changes.",
+        summary=(str, "What was done, in one sentence."),
+    )
     def _finish(self, w: World, summary: Any) -> dict:
         as_text("summary", summary)
         self.finished = True
@@ -540,10 +627,16 @@ def _declaration(name: str) -> ToolDeclaration:
     summary, args = impl.tool_declaration
     params = list(inspect.signature(impl).parameters.values())[2:]  # after self and the state
     if [p.name for p in params] != list(args):
-        raise TypeError(f"@tool of _{name}: declares {list(args)}, the implementation takes {[p.name for p in params]}")
+        raise TypeError(
+            f"@tool of _{name}: declares {list(args)}, the implementation takes {[p.name for p in params]}"
+        )
     public = [p.replace(annotation=args[p.name][0]) for p in params]
-    return ToolDeclaration(name, inspect.Signature(public, return_annotation=str), summary,
-                           {arg: prose for arg, (_, prose) in args.items()})
+    return ToolDeclaration(
+        name,
+        inspect.Signature(public, return_annotation=str),
+        summary,
+        {arg: prose for arg, (_, prose) in args.items()},
+    )
 
 
 #: name -> the tool's one declaration (signature and the prose the model sees), in ``TOOL_NAMES`` order.
@@ -566,8 +659,10 @@ def tool_function(name: str, owner: str, call: Callable[[Any, str, tuple, dict],
     method.__qualname__ = f"{owner}.{name}"
     method.__doc__ = declaration.docstring()
     method.__signature__ = declaration.signature.replace(parameters=params)  # type: ignore[attr-defined]
-    method.__annotations__ = {**{p.name: p.annotation for p in declaration.signature.parameters.values()},
-                              "return": str}
+    method.__annotations__ = {
+        **{p.name: p.annotation for p in declaration.signature.parameters.values()},
+        "return": str,
+    }
     return method
 
 

@@ -104,12 +104,33 @@ def _reserved_totals(orders: Any) -> dict[str, int]:
 class State:
     """The world at one version. Records are shared between states and must be treated as read-only."""
 
-    __slots__ = ("today_day", "clock_seconds", "version", "customers", "products", "orders", "shipments",
-                 "tickets", "touched", "origin", "_read_cache")
+    __slots__ = (
+        "today_day",
+        "clock_seconds",
+        "version",
+        "customers",
+        "products",
+        "orders",
+        "shipments",
+        "tickets",
+        "touched",
+        "origin",
+        "_read_cache",
+    )
 
-    def __init__(self, today_day: int, clock_seconds: int, version: int, customers: dict, products: dict,
-                 orders: dict, shipments: dict, tickets: dict,
-                 touched: frozenset[tuple[str, str]] | None = None, origin: State | None = None) -> None:
+    def __init__(
+        self,
+        today_day: int,
+        clock_seconds: int,
+        version: int,
+        customers: dict,
+        products: dict,
+        orders: dict,
+        shipments: dict,
+        tickets: dict,
+        touched: frozenset[tuple[str, str]] | None = None,
+        origin: State | None = None,
+    ) -> None:
         self.today_day = today_day
         self.clock_seconds = clock_seconds
         self.version = version
@@ -166,9 +187,18 @@ class State:
     def frozen(self) -> State:
         """A state that shares every record with this one (O(number of records), no record copies)."""
         touched = None if self.touched is None else frozenset(self.touched)
-        return State(self.today_day, self.clock_seconds, self.version, dict(self.customers),
-                     dict(self.products), dict(self.orders), dict(self.shipments), dict(self.tickets), touched,
-                     self.origin)
+        return State(
+            self.today_day,
+            self.clock_seconds,
+            self.version,
+            dict(self.customers),
+            dict(self.products),
+            dict(self.orders),
+            dict(self.shipments),
+            dict(self.tickets),
+            touched,
+            self.origin,
+        )
 
     def snapshot(self) -> dict[str, Any]:
         """A deep, plain-dict copy: {today_day, clock_seconds, version, customers, ...} (docs/simulator.md#snapshots-and-history)."""
@@ -196,8 +226,17 @@ class World(State):
     def __init__(self, base: State, seed: int | None = None) -> None:
         # The collections start as ``base``'s own (read-only) dicts; ``_writable`` copies one on its
         # first write, so an episode copies only what it writes (most write orders, few products).
-        super().__init__(base.today_day, base.clock_seconds, base.version, base.customers, base.products,
-                         base.orders, base.shipments, base.tickets, origin=base.origin)
+        super().__init__(
+            base.today_day,
+            base.clock_seconds,
+            base.version,
+            base.customers,
+            base.products,
+            base.orders,
+            base.shipments,
+            base.tickets,
+            origin=base.origin,
+        )
         self.seed = seed
         self.history: list[State] = [base]
         self._owned: set[tuple[str, str]] = set()
@@ -274,8 +313,18 @@ class World(State):
         self._owned.clear()
         self._shared.update(COLLECTIONS)
         touched = None if self.touched is None else frozenset(self.touched)
-        return State(self.today_day, self.clock_seconds, self.version, self.customers, self.products,
-                     self.orders, self.shipments, self.tickets, touched, self.origin)
+        return State(
+            self.today_day,
+            self.clock_seconds,
+            self.version,
+            self.customers,
+            self.products,
+            self.orders,
+            self.shipments,
+            self.tickets,
+            touched,
+            self.origin,
+        )
 
     def commit(self) -> None:
         """Called by every successful write: bump the version and remember the state."""
@@ -350,8 +399,9 @@ def build_initial_state(seed: int) -> State:
         cid = rng.choice(cids)
         items = []
         for sku in rng.sample(skus, rng.randint(1, 3)):
-            items.append({"sku": sku, "quantity": rng.randint(1, 3),
-                          "unit_price_cents": products[sku]["price_cents"]})
+            items.append(
+                {"sku": sku, "quantity": rng.randint(1, 3), "unit_price_cents": products[sku]["price_cents"]}
+            )
         status = rng.choices(words.ORDER_STATUSES, weights=words.ORDER_STATUS_WEIGHTS)[0]
         ship_to = dict(customers[cid]["address"]) if rng.random() < 0.8 else _random_address(rng)
         placed = TODAY_DAY - rng.randint(0, 30)
@@ -379,8 +429,9 @@ def build_initial_state(seed: int) -> State:
             order["shipment_id"] = sid
             if status == "delivered" and rng.random() < 0.3:
                 item = rng.choice(items)
-                order["refunds"].append({"amount_cents": item["unit_price_cents"],
-                                         "reason": rng.choice(words.REFUND_REASONS)})
+                order["refunds"].append(
+                    {"amount_cents": item["unit_price_cents"], "reason": rng.choice(words.REFUND_REASONS)}
+                )
         elif status == "paid" and rng.random() < 0.5:
             order["reservations"] = [{"sku": it["sku"], "quantity": it["quantity"]} for it in items]
         elif status == "cancelled":

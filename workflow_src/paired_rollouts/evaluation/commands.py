@@ -27,10 +27,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _common(p)
     p.add_argument("--phase", required=True, choices=("periodic", "final"))
-    p.add_argument("--regime", required=True, help="clean|at_training|challenge|noisy_p010|noisy_p025|heldout_types "
-                   "(comma-separated for several)")
-    p.add_argument("--out", required=True, help="results/evals/RUN/{phase}-step{N}-{regime}.jsonl "
-                   "(placeholders {phase} {step} {regime} allowed)")
+    p.add_argument(
+        "--regime",
+        required=True,
+        help="clean|at_training|challenge|noisy_p010|noisy_p025|heldout_types (comma-separated for several)",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        help="results/evals/RUN/{phase}-step{N}-{regime}.jsonl "
+        "(placeholders {phase} {step} {regime} allowed)",
+    )
     p.set_defaults(handler=_evaluate)
 
     p = subparsers.add_parser(
@@ -54,8 +61,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", required=True, help="results/runs/RUN/checkpoints/stepNNNN")
     p.add_argument("--model-dir", required=True)
     p.add_argument("--settings", default=None, help="inline JSON or @file")
-    p.add_argument("--conditions", default=None, metavar="JSON",
-                   help="the design's conditions (config/config.yaml `conditions:`); default: the paper's")
+    p.add_argument(
+        "--conditions",
+        default=None,
+        metavar="JSON",
+        help="the design's conditions (config/config.yaml `conditions:`); default: the paper's",
+    )
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -78,14 +89,26 @@ def _evaluate(args: argparse.Namespace) -> int:
         for regime, rows in plans:
             runner.restart_episodes()
             began = time.perf_counter()
-            records = roll_rows(runner, rows, run=args.run, condition=name, arm=arm, seed=seed,
-                                phase=args.phase, step=args.step, regime=regime, batch=settings["eval_batch"])
+            records = roll_rows(
+                runner,
+                rows,
+                run=args.run,
+                condition=name,
+                arm=arm,
+                seed=seed,
+                phase=args.phase,
+                step=args.step,
+                regime=regime,
+                batch=settings["eval_batch"],
+            )
             out = Path(args.out.format(phase=args.phase, step=args.step, regime=regime))
             atomic_write_jsonl(out, records)
             seconds = time.perf_counter() - began
             ok = sum(r["true_success"] for r in records)
-            print(f"{args.run} {args.phase} step {args.step} {regime}: {ok}/{len(records)} successes, "
-                  f"{len(records) / max(seconds, 1e-9):.2f} episodes/s -> {out}")
+            print(
+                f"{args.run} {args.phase} step {args.step} {regime}: {ok}/{len(records)} successes, "
+                f"{len(records) / max(seconds, 1e-9):.2f} episodes/s -> {out}"
+            )
     finally:
         runner.close()
     return 0
@@ -104,12 +127,24 @@ def _diagnose(args: argparse.Namespace) -> int:
     runner = PolicyRunner(args.model_dir, args.checkpoint, settings, args.tasks_dir, seed)
     try:
         began = time.perf_counter()
-        records = roll_rows(runner, rows, run=args.run, condition=name, arm=arm, seed=seed,
-                            phase="diagnostic", step=args.step, regime="diag", batch=settings["eval_batch"])
+        records = roll_rows(
+            runner,
+            rows,
+            run=args.run,
+            condition=name,
+            arm=arm,
+            seed=seed,
+            phase="diagnostic",
+            step=args.step,
+            regime="diag",
+            batch=settings["eval_batch"],
+        )
     finally:
         runner.close()
     atomic_write_jsonl(args.out, records)
     seconds = time.perf_counter() - began
-    print(f"{args.run} diagnostic step {args.step}: {len(records)} episodes, "
-          f"{len(records) / max(seconds, 1e-9):.2f} episodes/s -> {args.out}")
+    print(
+        f"{args.run} diagnostic step {args.step}: {len(records)} episodes, "
+        f"{len(records) / max(seconds, 1e-9):.2f} episodes/s -> {args.out}"
+    )
     return 0

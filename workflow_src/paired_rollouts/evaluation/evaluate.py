@@ -26,7 +26,9 @@ def as_condition(condition: str | design.Condition) -> design.Condition:
     if isinstance(condition, design.Condition):
         return condition
     if condition not in design.PAPER_CONDITIONS:
-        raise UserError(f"condition {condition!r} is not a registered condition; pass the design's --conditions")
+        raise UserError(
+            f"condition {condition!r} is not a registered condition; pass the design's --conditions"
+        )
     return design.PAPER_CONDITIONS[condition]
 
 
@@ -40,8 +42,9 @@ def final_regimes(condition: str | design.Condition) -> tuple[str, ...]:
     return tuple(design.final_regimes(as_condition(condition)))
 
 
-def _rows(tasks: list[dict], regime: str, condition: str, indices: tuple[int, ...], seed_of: Any,
-          samples: int = 1) -> list[dict[str, Any]]:
+def _rows(
+    tasks: list[dict], regime: str, condition: str, indices: tuple[int, ...], seed_of: Any, samples: int = 1
+) -> list[dict[str, Any]]:
     from paired_rollouts.backoffice.tasks import budget_for
     from paired_rollouts.training import chat
 
@@ -50,21 +53,25 @@ def _rows(tasks: list[dict], regime: str, condition: str, indices: tuple[int, ..
     for task in tasks:
         for k in indices:
             for m in range(samples):
-                rows.append({
-                    "prompt": chat.prompt_messages(task),
-                    "task_id": task["task_id"],
-                    "schedule_seed": seed_of(task["task_id"], k),
-                    "schedule_index": k,
-                    "sample": m,
-                    "noise": noise,
-                    "condition": as_condition(condition).name,
-                    "budget": budget_for(task),
-                    "row_index": len(rows),
-                })
+                rows.append(
+                    {
+                        "prompt": chat.prompt_messages(task),
+                        "task_id": task["task_id"],
+                        "schedule_seed": seed_of(task["task_id"], k),
+                        "schedule_index": k,
+                        "sample": m,
+                        "noise": noise,
+                        "condition": as_condition(condition).name,
+                        "budget": budget_for(task),
+                        "row_index": len(rows),
+                    }
+                )
     return rows
 
 
-def evaluation_rows(tasks_dir: str, phase: str, regime: str, condition: str, settings: dict[str, Any]) -> list[dict]:
+def evaluation_rows(
+    tasks_dir: str, phase: str, regime: str, condition: str, settings: dict[str, Any]
+) -> list[dict]:
     from paired_rollouts.backoffice.tasks import load_pool
     from paired_rollouts.noise.seeds import eval_schedule_seed
 
@@ -95,12 +102,30 @@ def diagnostic_rows(tasks_dir: str, condition: str, run_seed: int, settings: dic
 
     tasks = diagnostic_tasks(tasks_dir, settings, settings["diag_tasks"])
     indices = tuple(range(settings["diag_schedules"]))
-    return _rows(tasks, "diag", condition, indices, lambda t, k: diagnostic_seed(run_seed, t, k),
-                 samples=settings["diag_samples"])
+    return _rows(
+        tasks,
+        "diag",
+        condition,
+        indices,
+        lambda t, k: diagnostic_seed(run_seed, t, k),
+        samples=settings["diag_samples"],
+    )
 
 
-def roll_rows(runner: Any, rows: list[dict], *, run: str, condition: str, arm: str, seed: int, phase: str,
-              step: int, regime: str, batch: int, progress: bool = True) -> list[dict[str, Any]]:
+def roll_rows(
+    runner: Any,
+    rows: list[dict],
+    *,
+    run: str,
+    condition: str,
+    arm: str,
+    seed: int,
+    phase: str,
+    step: int,
+    regime: str,
+    batch: int,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
     """Roll out rows in fixed batches; each batch's sampling seed depends only on what it contains."""
     from tqdm import tqdm
 
@@ -114,8 +139,17 @@ def roll_rows(runner: Any, rows: list[dict], *, run: str, condition: str, arm: s
         sampling_seed = derive_seed("sampling", seed, phase, step, regime, start) % (2**31)
         raw, _ = runner.rollout(chunk, f"{phase}:step{step}", sampling_seed)
         for row, r in zip(chunk, raw, strict=True):
-            rec = episode_record(r, run=run, condition=condition, arm=arm, seed=seed, phase=phase, step=step,
-                                 regime=regime, schedule_index=row["schedule_index"])
+            rec = episode_record(
+                r,
+                run=run,
+                condition=condition,
+                arm=arm,
+                seed=seed,
+                phase=phase,
+                step=step,
+                regime=regime,
+                schedule_index=row["schedule_index"],
+            )
             rec["schedule_seed"] = row["schedule_seed"]
             rec["sample"] = row["sample"]
             records.append(rec)

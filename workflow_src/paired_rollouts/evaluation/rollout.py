@@ -21,17 +21,29 @@ def check_checkpoint(path: str | Path) -> Path:
 
     folder = Path(path)
     if not (folder / "adapter_config.json").is_file():
-        raise UserError(f"{folder}: no adapter_config.json; give a checkpoint folder written by 'paired-rollouts train'")
+        raise UserError(
+            f"{folder}: no adapter_config.json; give a checkpoint folder written by 'paired-rollouts train'"
+        )
     if not ckpt.is_complete(folder):
-        raise UserError(f"{folder}: checkpoint has no valid COMPLETE marker (interrupted save?); rerun training")
+        raise UserError(
+            f"{folder}: checkpoint has no valid COMPLETE marker (interrupted save?); rerun training"
+        )
     return folder
 
 
 class PolicyRunner:
     """A checkpoint ready to roll out (and, for the probe, to differentiate)."""
 
-    def __init__(self, model_dir: str, checkpoint: str | Path, settings: dict[str, Any], tasks_dir: str,
-                 seed: int, *, trainable: bool = False) -> None:
+    def __init__(
+        self,
+        model_dir: str,
+        checkpoint: str | Path,
+        settings: dict[str, Any],
+        tasks_dir: str,
+        seed: int,
+        *,
+        trainable: bool = False,
+    ) -> None:
         import datasets
         import torch
         from peft import PeftModel
@@ -51,11 +63,22 @@ class PolicyRunner:
         base = load_causal_lm(model_path, settings["dtype"])
         model = PeftModel.from_pretrained(base, str(folder), is_trainable=trainable)
         self.episodes = EpisodeContext.from_pools(tasks_dir, phase="eval")
-        dummy = datasets.Dataset.from_list([{"prompt": [{"role": "user", "content": "x"}], "task_id": "none"}])
+        dummy = datasets.Dataset.from_list(
+            [{"prompt": [{"role": "user", "content": "x"}], "task_id": "none"}]
+        )
         self._tmp = tempfile.TemporaryDirectory(prefix="paired-rollouts-eval-")
         # The probe (trainable) keeps TRL's IS correction: its implemented estimator uses the ratio rho.
-        self.trainer = build_trainer(model, tokenizer, settings, dummy, self._tmp.name, seed, self.episodes,
-                                     evaluation=True, importance_sampling=trainable)
+        self.trainer = build_trainer(
+            model,
+            tokenizer,
+            settings,
+            dummy,
+            self._tmp.name,
+            seed,
+            self.episodes,
+            evaluation=True,
+            importance_sampling=trainable,
+        )
         self.tokenizer = tokenizer
 
     def rollout(self, rows: list[dict[str, Any]], phase: str, sampling_seed: int) -> tuple[list[dict], dict]:

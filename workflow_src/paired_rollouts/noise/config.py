@@ -17,10 +17,17 @@ MODES: tuple[str, ...] = ("paired", "independent", "clean")
 CHALLENGES: tuple[str | None, ...] = (None, "writes_once")
 
 DEFAULT_WEIGHTS: dict[str, float] = {
-    "transient": 0.45, "rate_limit": 0.15, "outage": 0.10, "stale": 0.15, "truncate": 0.15,
+    "transient": 0.45,
+    "rate_limit": 0.15,
+    "outage": 0.10,
+    "stale": 0.15,
+    "truncate": 0.15,
 }
 NO_OUTAGE_WEIGHTS: dict[str, float] = {
-    "transient": 0.5, "rate_limit": 0.5 / 3, "stale": 0.5 / 3, "truncate": 0.5 / 3,
+    "transient": 0.5,
+    "rate_limit": 0.5 / 3,
+    "stale": 0.5 / 3,
+    "truncate": 0.5 / 3,
 }
 HELDOUT_WEIGHTS: dict[str, float] = {"timeout_after_commit": 0.5, "field_dropout": 0.5}
 
@@ -56,17 +63,24 @@ class NoiseConfig:
         if self.mode not in MODES:
             raise NoiseConfigError(f"noise config: mode must be one of {list(MODES)}, not {self.mode!r}")
         if self.challenge not in CHALLENGES:
-            raise NoiseConfigError(f"noise config: challenge must be null or 'writes_once', not "
-                                   f"{self.challenge!r}")
+            raise NoiseConfigError(
+                f"noise config: challenge must be null or 'writes_once', not {self.challenge!r}"
+            )
         if not isinstance(self.weights, dict):
             raise NoiseConfigError("noise config: weights must be an object {fault type: weight}")
         clean_weights = {}
         for key, value in self.weights.items():
             if key not in FAULT_TYPES:
-                raise NoiseConfigError(f"noise config: unknown fault type {key!r} in weights; known types: "
-                                       f"{', '.join(FAULT_TYPES)}")
-            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-                    or value < 0):
+                raise NoiseConfigError(
+                    f"noise config: unknown fault type {key!r} in weights; known types: "
+                    f"{', '.join(FAULT_TYPES)}"
+                )
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value < 0
+            ):
                 raise NoiseConfigError(f"noise config: weight of {key} must be a number >= 0, not {value!r}")
             clean_weights[key] = float(value)
         object.__setattr__(self, "weights", clean_weights)
@@ -90,7 +104,9 @@ class NoiseConfig:
         return cls(p=0.0, q=0.0, mode="clean")
 
     @classmethod
-    def transition(cls, p: float, mode: str = "paired", weights: dict[str, float] | None = None) -> NoiseConfig:
+    def transition(
+        cls, p: float, mode: str = "paired", weights: dict[str, float] | None = None
+    ) -> NoiseConfig:
         """Per-call faults at rate p (C1, C2; C2r with ``NO_OUTAGE_WEIGHTS``)."""
         return cls(p=p, q=0.0, weights=dict(DEFAULT_WEIGHTS if weights is None else weights), mode=mode)
 
@@ -116,11 +132,15 @@ class NoiseConfig:
 
         by_upper = {name.upper(): c for name, c in PAPER_CONDITIONS.items()}
         if condition.upper() not in by_upper:
-            raise NoiseConfigError(f"unknown condition {condition!r}; use one of {', '.join(PAPER_CONDITIONS)}")
+            raise NoiseConfigError(
+                f"unknown condition {condition!r}; use one of {', '.join(PAPER_CONDITIONS)}"
+            )
         return by_upper[condition.upper()].noise(mode)
 
     def with_mode(self, mode: str) -> NoiseConfig:
-        return NoiseConfig(p=self.p, q=self.q, weights=dict(self.weights), mode=mode, challenge=self.challenge)
+        return NoiseConfig(
+            p=self.p, q=self.q, weights=dict(self.weights), mode=mode, challenge=self.challenge
+        )
 
     # -- serialisation --------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -167,6 +187,7 @@ class NoiseConfig:
             raise NoiseConfigError("noise config must be a JSON object")
         unknown = set(data) - {"p", "q", "weights", "mode", "challenge"}
         if unknown:
-            raise NoiseConfigError(f"noise config: unknown keys {sorted(unknown)}; allowed: challenge, mode, "
-                                   "p, q, weights")
+            raise NoiseConfigError(
+                f"noise config: unknown keys {sorted(unknown)}; allowed: challenge, mode, p, q, weights"
+            )
         return cls(**data)

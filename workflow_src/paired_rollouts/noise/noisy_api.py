@@ -31,8 +31,11 @@ _CONTROL = frozenset(CONTROL_TOOLS)
 
 
 def _rate_limited(seconds: int) -> dict[str, Any]:
-    return error_payload("RATE_LIMITED", f"too many requests; wait {seconds} seconds before calling again",
-                         retry_after_seconds=seconds)
+    return error_payload(
+        "RATE_LIMITED",
+        f"too many requests; wait {seconds} seconds before calling again",
+        retry_after_seconds=seconds,
+    )
 
 
 _UNAVAILABLE_TEXT = dumps_compact(error_payload("SERVICE_UNAVAILABLE", MSG_UNAVAILABLE))
@@ -91,10 +94,19 @@ class NoisyToolAPI(ToolAPI):
         world = self.world
 
         if world.clock_seconds < self.rate_limited_until:
-            return self._blocked(tool, args, event, k, "rate_limit_ongoing", "RATE_LIMITED",
-                                 _rate_limited_text(self.rate_limited_until - world.clock_seconds))
+            return self._blocked(
+                tool,
+                args,
+                event,
+                k,
+                "rate_limit_ongoing",
+                "RATE_LIMITED",
+                _rate_limited_text(self.rate_limited_until - world.clock_seconds),
+            )
         if key in self.outages:
-            return self._blocked(tool, args, event, k, "outage_ongoing", "SERVICE_UNAVAILABLE", _UNAVAILABLE_TEXT)
+            return self._blocked(
+                tool, args, event, k, "outage_ongoing", "SERVICE_UNAVAILABLE", _UNAVAILABLE_TEXT
+            )
 
         fate = self.schedule.fate(tool, event, k)
         if fate is None:  # the common case: ``execute`` and ``encode`` inlined
@@ -102,8 +114,17 @@ class NoisyToolAPI(ToolAPI):
                 payload, code = _IMPLS[tool](self, world, **args), None
             except ToolFailure as failure:
                 payload, code = failure.payload(), failure.code
-            self.call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code,
-                                  "fault": None, "event": event, "repeat": k})
+            self.call_log.append(
+                {
+                    "tool": tool,
+                    "args": args,
+                    "ok": code is None,
+                    "code": code,
+                    "fault": None,
+                    "event": event,
+                    "repeat": k,
+                }
+            )
             known = self._known
             if known is not None:
                 self._known = None
@@ -117,8 +138,9 @@ class NoisyToolAPI(ToolAPI):
             return super()._dispatch(tool, args)
         return self.invoke(tool, args)
 
-    def _faulted(self, tool: str, args: dict[str, Any], event: str, k: int, fate: Fate,
-                 text: bool = True) -> str | None:
+    def _faulted(
+        self, tool: str, args: dict[str, Any], event: str, k: int, fate: Fate, text: bool = True
+    ) -> str | None:
         """A call whose fate is a fault (``invoke``'s rarer branch)."""
         world = self.world
         key = (tool, event)
@@ -130,7 +152,9 @@ class NoisyToolAPI(ToolAPI):
             return self._blocked(tool, args, event, k, kind, "SERVICE_UNAVAILABLE", _UNAVAILABLE_TEXT)
         if kind == "rate_limit":
             self.rate_limited_until = world.clock_seconds + fate.retry_after
-            return self._blocked(tool, args, event, k, kind, "RATE_LIMITED", _rate_limited_text(fate.retry_after))
+            return self._blocked(
+                tool, args, event, k, kind, "RATE_LIMITED", _rate_limited_text(fate.retry_after)
+            )
 
         logged_fault: str | None = None
         if kind == "stale" and world.version >= 1:
@@ -152,8 +176,17 @@ class NoisyToolAPI(ToolAPI):
                     logged_fault = kind
         if logged_fault is not None:
             self._log_fault(tool, event, k, logged_fault)
-        self.call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code,
-                              "fault": logged_fault, "event": event, "repeat": k})
+        self.call_log.append(
+            {
+                "tool": tool,
+                "args": args,
+                "ok": code is None,
+                "code": code,
+                "fault": logged_fault,
+                "event": event,
+                "repeat": k,
+            }
+        )
         if payload is _TIMEOUT:
             return _TIMEOUT_TEXT
         if code is None and not text:
@@ -171,13 +204,24 @@ class NoisyToolAPI(ToolAPI):
         return out
 
     def _log_fault(self, tool: str, event: str, k: int, kind: str) -> None:
-        self.fault_log.append({"call_no": len(self.call_log), "tool": tool, "index": k, "kind": kind,
-                               "event": event})
+        self.fault_log.append(
+            {"call_no": len(self.call_log), "tool": tool, "index": k, "kind": kind, "event": event}
+        )
 
-    def _blocked(self, tool: str, args: dict[str, Any], event: str, k: int, kind: str, code: str,
-                 text: str) -> str:
+    def _blocked(
+        self, tool: str, args: dict[str, Any], event: str, k: int, kind: str, code: str, text: str
+    ) -> str:
         """Log a call that the noise stopped (``text`` is the encoded error response with ``code``)."""
         self._log_fault(tool, event, k, kind)
-        self.call_log.append({"tool": tool, "args": args, "ok": False, "code": code,
-                              "fault": kind, "event": event, "repeat": k})
+        self.call_log.append(
+            {
+                "tool": tool,
+                "args": args,
+                "ok": False,
+                "code": code,
+                "fault": kind,
+                "event": event,
+                "repeat": k,
+            }
+        )
         return text

@@ -69,7 +69,9 @@ _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _SORTED_FIELDS: dict[str, tuple[str, ...]] = {tool: tuple(sorted(f)) for tool, f in RESOURCE_FIELDS.items()}
 
 
-_EVENT_KEYS: dict[tuple[str, ...], str] = {}  # (tool, plain ids...) -> event key, for one- and two-field tools
+_EVENT_KEYS: dict[
+    tuple[str, ...], str
+] = {}  # (tool, plain ids...) -> event key, for one- and two-field tools
 
 
 def event_key(tool: str, args: dict[str, Any]) -> str:
@@ -110,8 +112,9 @@ def _event_key(fields: tuple[str, ...], args: dict[str, Any]) -> str:
         parts.append(f'"{name}":"{text}"')
     else:
         return "{" + ",".join(parts) + "}"
-    return json.dumps({name: canonical_value(args.get(name)) for name in fields}, sort_keys=True,
-                      separators=(",", ":"))
+    return json.dumps(
+        {name: canonical_value(args.get(name)) for name in fields}, sort_keys=True, separators=(",", ":")
+    )
 
 
 class Fate(NamedTuple):
@@ -196,7 +199,9 @@ class NoiseSchedule:
         self.seed = int(seed)
         self.config = config
         self._tables = _fate_tables(config)
-        self._prefix = f"{self.seed}|event|"  # derive_seed(seed, "event", tool, event, k) = hash of prefix + rest
+        self._prefix = (
+            f"{self.seed}|event|"  # derive_seed(seed, "event", tool, event, k) = hash of prefix + rest
+        )
         self._p = config.p
         self._challenge = config.challenge == "writes_once"
 

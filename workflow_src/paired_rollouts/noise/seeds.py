@@ -48,12 +48,13 @@ def independent_seed(schedule_seed: int, slot: int, draw_index: int, family: str
 
 
 def seed_family(phase: str) -> str:
-    """"train" for training phases ("train", "train:step20"), else "eval"."""
+    """ "train" for training phases ("train", "train:step20"), else "eval"."""
     return "train" if phase.startswith("train") else "eval"
 
 
-def resolve_seed(mode: str, schedule_seed: int, slot: int = 0, draw_index: int = 0,
-                 phase: str = "train") -> int:
+def resolve_seed(
+    mode: str, schedule_seed: int, slot: int = 0, draw_index: int = 0, phase: str = "train"
+) -> int:
     """The seed one rollout uses: the row's seed when paired/clean, its own seed when independent."""
     if mode == "independent":
         return independent_seed(schedule_seed, slot, draw_index, seed_family(phase))
@@ -73,8 +74,9 @@ def _budget(task: dict) -> int:
     return budget_for(task)
 
 
-def build_training_rows(tasks: Sequence[dict], config: Any, condition: str, n_rows: int,
-                        run_seed: int) -> list[dict[str, Any]]:
+def build_training_rows(
+    tasks: Sequence[dict], config: Any, condition: str, n_rows: int, run_seed: int
+) -> list[dict[str, Any]]:
     """Training rows (one per GRPO group): task, schedule seed, noise JSON, condition and budget.
 
     Row i uses ``tasks[order[i % len(tasks)]]``; ``config`` is a NoiseConfig (or its JSON).
@@ -86,19 +88,22 @@ def build_training_rows(tasks: Sequence[dict], config: Any, condition: str, n_ro
     rows = []
     for i in range(n_rows):
         task = tasks[order[i % len(tasks)]]
-        rows.append({
-            "row_index": i,
-            "task_id": task["task_id"],
-            "schedule_seed": training_schedule_seed(run_seed, condition, i),
-            "noise": noise,
-            "condition": condition,
-            "budget": _budget(task),
-        })
+        rows.append(
+            {
+                "row_index": i,
+                "task_id": task["task_id"],
+                "schedule_seed": training_schedule_seed(run_seed, condition, i),
+                "noise": noise,
+                "condition": condition,
+                "budget": _budget(task),
+            }
+        )
     return rows
 
 
-def build_blocking_rows(tasks: Sequence[dict], config: Any, condition: str, n_rows: int,
-                        run_seed: int) -> list[dict[str, Any]]:
+def build_blocking_rows(
+    tasks: Sequence[dict], config: Any, condition: str, n_rows: int, run_seed: int
+) -> list[dict[str, Any]]:
     """Optional blocking baseline: n_rows/2 rows, each as a clean copy then the noisy row (same seed)."""
     from paired_rollouts.noise.config import NoiseConfig
 

@@ -49,8 +49,12 @@ def _rule(wins: int, n: int, kind: str) -> bool:
     raise ValueError(f"unknown H1b rule {kind!r} (every | strict_majority)")
 
 
-def probe_verdict(checkpoints: dict[Any, dict[str, Any]], estimator: str = "mean_centered",
-                  outcome: str = "every", transition: str = "strict_majority") -> dict[str, Any]:
+def probe_verdict(
+    checkpoints: dict[Any, dict[str, Any]],
+    estimator: str = "mean_centered",
+    outcome: str = "every",
+    transition: str = "strict_majority",
+) -> dict[str, Any]:
     """H1b over one trajectory: ``checkpoints`` maps step -> {"outcome": ..., "transition": ...}.
 
     Defaults are the pre-registered rules (``h1b`` in the rules file): outcome passes if the MC trace
@@ -61,9 +65,17 @@ def probe_verdict(checkpoints: dict[Any, dict[str, Any]], estimator: str = "mean
     other = "implemented" if estimator == "mean_centered" else "mean_centered"
     steps = sorted(checkpoints, key=int)
     if not steps:
-        return {"outcome_noise_every_checkpoint": False, "transition_noise_majority": False, "passes": False,
-                "checkpoints": 0, "outcome_wins": 0, "transition_wins": 0, "p13": {},
-                "ratios_by_step": {}, "implemented_ratios_by_step": {}}
+        return {
+            "outcome_noise_every_checkpoint": False,
+            "transition_noise_majority": False,
+            "passes": False,
+            "checkpoints": 0,
+            "outcome_wins": 0,
+            "transition_wins": 0,
+            "p13": {},
+            "ratios_by_step": {},
+            "implemented_ratios_by_step": {},
+        }
     out_wins = tr_wins = 0
     ratios: dict[str, dict[str, Any]] = {"outcome": {}, "transition_resampled": {}}
     sw: dict[str, dict[str, Any]] = {"outcome": {}, "transition_resampled": {}}
@@ -91,7 +103,9 @@ def probe_verdict(checkpoints: dict[Any, dict[str, Any]], estimator: str = "mean
         "transition_wins": int(tr_wins),
         "p13": {
             "base_lhs_at_most_half_rhs": bool(first["lhs_mean"] <= first["rhs_mean"] / 2),
-            "outcome_ratio_falls": bool(r_first is not None and r_last is not None and n > 1 and r_last < r_first),
+            "outcome_ratio_falls": bool(
+                r_first is not None and r_last is not None and n > 1 and r_last < r_first
+            ),
             "transition_ratio_below_one_majority": tr_below > n / 2,
         },
         "ratios_by_step": ratios,
@@ -99,16 +113,18 @@ def probe_verdict(checkpoints: dict[Any, dict[str, Any]], estimator: str = "mean
     }
 
 
-def apply_h1b_rules(register: dict[str, Any], h1b: dict[str, str], source: str,
-                    sha256: str | None) -> dict[str, Any]:
+def apply_h1b_rules(
+    register: dict[str, Any], h1b: dict[str, str], source: str, sha256: str | None
+) -> dict[str, Any]:
     """The probe register with its H1b verdict recomputed under the frozen ``h1b`` block of the rules
     file (estimator, outcome, transition); the verdict names the rules file it applied."""
     checkpoints = register.get("checkpoints")
     if not isinstance(checkpoints, dict) or not checkpoints:
         raise UserError("probe register has no 'checkpoints'; rerun 'paired-rollouts probe assemble'")
     by_step = {int(s): v for s, v in checkpoints.items()}
-    verdict = probe_verdict(by_step, estimator=h1b["estimator"], outcome=h1b["outcome"],
-                            transition=h1b["transition"])
+    verdict = probe_verdict(
+        by_step, estimator=h1b["estimator"], outcome=h1b["outcome"], transition=h1b["transition"]
+    )
     verdict["rule_source"] = source
     verdict["rules_sha256"] = sha256
     return {**register, "verdict": verdict}
@@ -141,8 +157,13 @@ def batch_equivalent(payload: dict[str, Any]) -> dict[str, float | None]:
     return out
 
 
-def build_probe_register(trajectory: str, run: str, checkpoints: dict[Any, dict[str, Any]],
-                         h1b_rules: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+def build_probe_register(
+    trajectory: str,
+    run: str,
+    checkpoints: dict[Any, dict[str, Any]],
+    h1b_rules: dict[str, str] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     """The probe register of docs/records.md section 6: checkpoints keyed by step (as strings) + verdict.
 
     ``checkpoints`` maps step -> payload with at least "outcome" and "transition" (the dicts returned
@@ -154,5 +175,11 @@ def build_probe_register(trajectory: str, run: str, checkpoints: dict[Any, dict[
     for payload in by_step.values():
         payload["batch_equivalent"] = batch_equivalent(payload)
     verdict = probe_verdict(by_step, **(h1b_rules or {}))
-    return {"trajectory": trajectory, "run": run, "steps": steps,
-            "checkpoints": {str(s): by_step[s] for s in steps}, "verdict": verdict, **extra}
+    return {
+        "trajectory": trajectory,
+        "run": run,
+        "steps": steps,
+        "checkpoints": {str(s): by_step[s] for s in steps},
+        "verdict": verdict,
+        **extra,
+    }

@@ -23,8 +23,15 @@ def bandit_enumeration(p: float = 0.5, group_size: int = 8, q: float = 0.1) -> d
     probs = p**ones * (1 - p) ** (g - ones)
     scores = [a - 0.5 for a in tuples]
     grams = [np.outer(s, s) for s in scores]
-    summary = outcome_probe(grams, [a.astype(bool) for a in tuples], [np.ones(g)] * len(tuples), float(g), q,
-                            scores_by_group=scores, group_weights=probs)
+    summary = outcome_probe(
+        grams,
+        [a.astype(bool) for a in tuples],
+        [np.ones(g)] * len(tuples),
+        float(g),
+        q,
+        scores_by_group=scores,
+        group_weights=probs,
+    )
     mc, sw = summary["mean_centered"], summary["implemented"]
     return {
         "setup": {"p": p, "G": g, "q": q, "score": "a - 1/2", "t_ref": float(g), "rho": 1.0},
@@ -32,7 +39,9 @@ def bandit_enumeration(p: float = 0.5, group_size: int = 8, q: float = 0.1) -> d
         "trace_var_mean_centered": {d: mc["trace_var"][d] for d in ("independent", "paired")},
         "trace_var_implemented": {d: sw["trace_var"][d] for d in ("independent", "paired")},
         "expected_update_implemented": {d: sw["expected_update_norm"][d] for d in ("independent", "paired")},
-        "expected_update_mean_centered": {d: mc["expected_update_norm"][d] for d in ("independent", "paired")},
+        "expected_update_mean_centered": {
+            d: mc["expected_update_norm"][d] for d in ("independent", "paired")
+        },
         "lhs": summary["lhs_mean"],
         "rhs": summary["rhs_mean"],
         "identity_residual": mc["identity_residual"],
@@ -51,22 +60,37 @@ def orthogonal_case(group_size: int = 8, s2: float = 1.0) -> list[dict[str, Any]
     for k in range(g + 1):
         success = np.arange(g) < k
         lhs, rhs = lhs_rhs(gram, success)
-        rows.append({"k": k, "lhs": lhs, "rhs": rhs, "lhs_closed_form": s2 * k * (g - k) / g**3,
-                     "rhs_closed_form": s2 * k * (g - 1) / g**3, "pairing_helps": bool(lhs < rhs - 1e-15)})
+        rows.append(
+            {
+                "k": k,
+                "lhs": lhs,
+                "rhs": rhs,
+                "lhs_closed_form": s2 * k * (g - k) / g**3,
+                "rhs_closed_form": s2 * k * (g - 1) / g**3,
+                "pairing_helps": bool(lhs < rhs - 1e-15),
+            }
+        )
     return rows
 
 
 def format_bandit(result: dict[str, Any]) -> str:
-    lines = ["aligned-scalar bandit (p=0.5, G=8, q=0.1)", f"{'quantity':42s} {'independent':>12s} {'paired':>12s}"]
-    for label, key, digits in (("contrast variance Var(R_i - R_j)", "contrast_variance", 4),
-                               ("Tr Var(g), mean-centered (MC)", "trace_var_mean_centered", 6),
-                               ("Tr Var(g), implemented (SW)", "trace_var_implemented", 6),
-                               ("expected update |E g|, implemented", "expected_update_implemented", 4),
-                               ("expected update |E g|, mean-centered", "expected_update_mean_centered", 6)):
+    lines = [
+        "aligned-scalar bandit (p=0.5, G=8, q=0.1)",
+        f"{'quantity':42s} {'independent':>12s} {'paired':>12s}",
+    ]
+    for label, key, digits in (
+        ("contrast variance Var(R_i - R_j)", "contrast_variance", 4),
+        ("Tr Var(g), mean-centered (MC)", "trace_var_mean_centered", 6),
+        ("Tr Var(g), implemented (SW)", "trace_var_implemented", 6),
+        ("expected update |E g|, implemented", "expected_update_implemented", 4),
+        ("expected update |E g|, mean-centered", "expected_update_mean_centered", 6),
+    ):
         row = result[key]
         lines.append(f"{label:42s} {row['independent']:12.{digits}f} {row['paired']:12.{digits}f}")
-    lines.append(f"lhs = E||g_c||^2 = {result['lhs']:.6f}; rhs = {result['rhs']:.6f}; "
-                 f"identity residual {result['identity_residual']:.2e}")
+    lines.append(
+        f"lhs = E||g_c||^2 = {result['lhs']:.6f}; rhs = {result['rhs']:.6f}; "
+        f"identity residual {result['identity_residual']:.2e}"
+    )
     helps = [r["k"] for r in result["orthogonal"] if r["pairing_helps"]]
     lines.append(f"orthogonal scores: pairing helps for k in {helps}")
     return "\n".join(lines)

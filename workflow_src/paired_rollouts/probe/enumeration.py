@@ -91,7 +91,9 @@ def _contrast_variance(probs: np.ndarray, obs: np.ndarray) -> float:
     return float(probs @ (2.0 * obs.var(axis=1, ddof=1)))
 
 
-def enumerate_estimator(gram: np.ndarray, probs: np.ndarray, obs: np.ndarray, weights_fn) -> tuple[float, np.ndarray]:
+def enumerate_estimator(
+    gram: np.ndarray, probs: np.ndarray, obs: np.ndarray, weights_fn
+) -> tuple[float, np.ndarray]:
     """E||g||^2 = sum_masks prob a^T K a and E a = sum_masks prob a, for a = weights_fn(obs)."""
     a = weights_fn(obs)
     esq = float(probs @ np.einsum("ni,ij,nj->n", a, gram, a))
@@ -107,16 +109,23 @@ class OutcomeGroup:
     lhs: float
     rhs: float
     weight: float
-    esq: dict[str, float] = field(default_factory=dict)         # "estimator/design" -> E||g||^2
-    ea: dict[str, np.ndarray] = field(default_factory=dict)     # "estimator/design" -> E a (G,)
-    within: dict[str, float] = field(default_factory=dict)      # E||g||^2 - ||E g||^2
-    contrast: dict[str, float] = field(default_factory=dict)    # design -> Var(R_i - R_j)
+    esq: dict[str, float] = field(default_factory=dict)  # "estimator/design" -> E||g||^2
+    ea: dict[str, np.ndarray] = field(default_factory=dict)  # "estimator/design" -> E a (G,)
+    within: dict[str, float] = field(default_factory=dict)  # E||g||^2 - ||E g||^2
+    contrast: dict[str, float] = field(default_factory=dict)  # design -> Var(R_i - R_j)
     masks: dict[str, int] = field(default_factory=dict)
 
 
-def outcome_group(gram: np.ndarray, success: Sequence[Any], rho: Sequence[float] | None, t_ref: float,
-                  q: float, weight: float = 1.0, task_id: Any = None,
-                  enumerate_mean_centered: bool = False) -> OutcomeGroup:
+def outcome_group(
+    gram: np.ndarray,
+    success: Sequence[Any],
+    rho: Sequence[float] | None,
+    t_ref: float,
+    q: float,
+    weight: float = 1.0,
+    task_id: Any = None,
+    enumerate_mean_centered: bool = False,
+) -> OutcomeGroup:
     """Exact per-group terms; MC by closed form (or by enumeration, to check the closed form)."""
     k_mat = np.asarray(gram, dtype=float)
     r = np.asarray([float(bool(s)) for s in success])
@@ -156,7 +165,9 @@ class OutcomeProbe:
         self.q, self.t_ref = float(q), float(t_ref)
         self.groups: list[OutcomeGroup] = []
 
-    def add_group(self, gram, success, rho=None, weight: float = 1.0, task_id: Any = None) -> dict[str, np.ndarray]:
+    def add_group(
+        self, gram, success, rho=None, weight: float = 1.0, task_id: Any = None
+    ) -> dict[str, np.ndarray]:
         grp = outcome_group(gram, success, rho, self.t_ref, self.q, weight, task_id)
         self.groups.append(grp)
         return {key: grp.weight * grp.ea[key] for key in OUTCOME_VECTOR_KEYS}
@@ -175,7 +186,9 @@ def summarize_outcome(groups: list[OutcomeGroup], vector_gram: np.ndarray, q: fl
         raise UserError("outcome probe: no groups")
     vg = np.asarray(vector_gram, dtype=float)
     if vg.shape != (len(OUTCOME_VECTOR_KEYS),) * 2:
-        raise UserError(f"outcome probe: vector_gram must be {len(OUTCOME_VECTOR_KEYS)} x {len(OUTCOME_VECTOR_KEYS)}")
+        raise UserError(
+            f"outcome probe: vector_gram must be {len(OUTCOME_VECTOR_KEYS)} x {len(OUTCOME_VECTOR_KEYS)}"
+        )
     w = np.array([g.weight for g in groups])
     total = w.sum()
     wn = w / total
@@ -187,8 +200,12 @@ def summarize_outcome(groups: list[OutcomeGroup], vector_gram: np.ndarray, q: fl
         sel = np.array([g.k == k for g in groups])
         ws = wn[sel] / wn[sel].sum()
         ratios = np.array([gl / gr if gr > 0 else 0.0 for gl, gr in zip(lhs[sel], rhs[sel], strict=True)])
-        by_k[str(k)] = {"count": int(sel.sum()), "lhs_mean": float(ws @ lhs[sel]), "rhs_mean": float(ws @ rhs[sel]),
-                        "lhs_over_rhs": float(ws @ ratios)}
+        by_k[str(k)] = {
+            "count": int(sel.sum()),
+            "lhs_mean": float(ws @ lhs[sel]),
+            "rhs_mean": float(ws @ rhs[sel]),
+            "lhs_over_rhs": float(ws @ ratios),
+        }
     out: dict[str, Any] = {
         "q": q,
         "G": len(groups[0].ea[OUTCOME_VECTOR_KEYS[0]]),
@@ -208,8 +225,17 @@ def summarize_outcome(groups: list[OutcomeGroup], vector_gram: np.ndarray, q: fl
         "table": [{"task_id": g.task_id, "k_success": g.k, "lhs": g.lhs, "rhs": g.rhs} for g in groups],
     }
     for est in ESTIMATORS:
-        block: dict[str, Any] = {key: {} for key in ("trace_var", "trace_var_within", "trace_var_between",
-                                                     "expected_sq_norm", "expected_update_norm", "reward_variance")}
+        block: dict[str, Any] = {
+            key: {}
+            for key in (
+                "trace_var",
+                "trace_var_within",
+                "trace_var_between",
+                "expected_sq_norm",
+                "expected_update_norm",
+                "reward_variance",
+            )
+        }
         for design in OUTCOME_DESIGNS:
             key = f"{est}/{design}"
             i = OUTCOME_VECTOR_KEYS.index(key)
@@ -226,18 +252,25 @@ def summarize_outcome(groups: list[OutcomeGroup], vector_gram: np.ndarray, q: fl
         ip, ii = OUTCOME_VECTOR_KEYS.index(f"{est}/paired"), OUTCOME_VECTOR_KEYS.index(f"{est}/independent")
         norm = np.sqrt(max(vg[ip, ip], 0.0) * max(vg[ii, ii], 0.0))
         block["cosine_paired_independent"] = float(vg[ip, ii] / norm) if norm > 0 else None
-        block["ratio_paired_over_independent"] = _ratio(block["trace_var"]["paired"], block["trace_var"]["independent"])
-        block["ratio_within_paired_over_independent"] = _ratio(block["trace_var_within"]["paired"],
-                                                               block["trace_var_within"]["independent"])
+        block["ratio_paired_over_independent"] = _ratio(
+            block["trace_var"]["paired"], block["trace_var"]["independent"]
+        )
+        block["ratio_within_paired_over_independent"] = _ratio(
+            block["trace_var_within"]["paired"], block["trace_var_within"]["independent"]
+        )
         if est == "mean_centered":
-            block["identity_residual"] = (block["trace_var"]["paired"] - block["trace_var"]["independent"]
-                                          - q * (1 - q) * (lhs_mean - rhs_mean))
+            block["identity_residual"] = (
+                block["trace_var"]["paired"]
+                - block["trace_var"]["independent"]
+                - q * (1 - q) * (lhs_mean - rhs_mean)
+            )
         out[est] = block
     return out
 
 
-def vector_gram_from_scores(coeffs_by_group: list[dict[str, np.ndarray]], scores_by_group: Sequence[Any],
-                            keys: Sequence[str]) -> np.ndarray:
+def vector_gram_from_scores(
+    coeffs_by_group: list[dict[str, np.ndarray]], scores_by_group: Sequence[Any], keys: Sequence[str]
+) -> np.ndarray:
     """Running vectors V_key = sum_groups c^T S from explicit score matrices (G x P each), and their Gram."""
     vecs = {key: None for key in keys}
     for coeffs, scores in zip(coeffs_by_group, scores_by_group, strict=True):
@@ -251,8 +284,9 @@ def vector_gram_from_scores(coeffs_by_group: list[dict[str, np.ndarray]], scores
     return mat @ mat.T
 
 
-def vector_gram_from_full_gram(coeffs_by_group: list[dict[str, np.ndarray]], full_gram: np.ndarray,
-                               keys: Sequence[str]) -> np.ndarray:
+def vector_gram_from_full_gram(
+    coeffs_by_group: list[dict[str, np.ndarray]], full_gram: np.ndarray, keys: Sequence[str]
+) -> np.ndarray:
     """Same, from the Gram of all rollouts (groups concatenated in order)."""
     c = np.stack([np.concatenate([coeffs[k] for coeffs in coeffs_by_group]) for k in keys])
     full = np.asarray(full_gram, dtype=float)
@@ -261,11 +295,19 @@ def vector_gram_from_full_gram(coeffs_by_group: list[dict[str, np.ndarray]], ful
     return c @ full @ c.T
 
 
-def outcome_probe(gram_by_group: Sequence[np.ndarray], success_by_group: Sequence[Sequence[Any]],
-                  rho_by_group: Sequence[Sequence[float]] | None, t_ref: float, q: float, *,
-                  scores_by_group: Sequence[Any] | None = None, full_gram: np.ndarray | None = None,
-                  vector_gram: np.ndarray | None = None, group_weights: Sequence[float] | None = None,
-                  task_ids: Sequence[Any] | None = None) -> dict[str, Any]:
+def outcome_probe(
+    gram_by_group: Sequence[np.ndarray],
+    success_by_group: Sequence[Sequence[Any]],
+    rho_by_group: Sequence[Sequence[float]] | None,
+    t_ref: float,
+    q: float,
+    *,
+    scores_by_group: Sequence[Any] | None = None,
+    full_gram: np.ndarray | None = None,
+    vector_gram: np.ndarray | None = None,
+    group_weights: Sequence[float] | None = None,
+    task_ids: Sequence[Any] | None = None,
+) -> dict[str, Any]:
     """One checkpoint's outcome summary (docs/records.md 6.1) in one call.
 
     The cross-group terms come from exactly one of: ``scores_by_group`` (G x P arrays), ``full_gram``
@@ -279,9 +321,13 @@ def outcome_probe(gram_by_group: Sequence[np.ndarray], success_by_group: Sequenc
         raise UserError("outcome probe: give exactly one of scores_by_group, full_gram, vector_gram")
     probe = OutcomeProbe(q, t_ref)
     coeffs = [
-        probe.add_group(gram_by_group[i], success_by_group[i], None if rho_by_group is None else rho_by_group[i],
-                        1.0 if group_weights is None else float(group_weights[i]),
-                        None if task_ids is None else task_ids[i])
+        probe.add_group(
+            gram_by_group[i],
+            success_by_group[i],
+            None if rho_by_group is None else rho_by_group[i],
+            1.0 if group_weights is None else float(group_weights[i]),
+            None if task_ids is None else task_ids[i],
+        )
         for i in range(n)
     ]
     if scores_by_group is not None:

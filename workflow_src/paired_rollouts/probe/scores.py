@@ -69,7 +69,9 @@ class ScoreEngine:
             attention = torch.ones_like(ids)
             mask = loss_mask[i][:c_len].unsqueeze(0).to(torch.float32)
             model.zero_grad(set_to_none=True)
-            logps, _, _ = trainer._get_per_token_logps_and_entropies(model, ids, attention, c_len, batch_size=1)
+            logps, _, _ = trainer._get_per_token_logps_and_entropies(
+                model, ids, attention, c_len, batch_size=1
+            )
             (logps * mask).sum().backward()
             got = [n for n, p in self.params if p.grad is not None]
             if self.coords is None:
@@ -77,8 +79,9 @@ class ScoreEngine:
                 self.size = sum(p.numel() for n, p in self.params if p.grad is not None)
             elif got != self.coords:
                 raise RuntimeError("the set of LoRA parameters receiving a gradient changed between passes")
-            flat = torch.cat([p.grad.detach().reshape(-1).to(torch.float32) for n, p in self.params
-                              if p.grad is not None])
+            flat = torch.cat(
+                [p.grad.detach().reshape(-1).to(torch.float32) for n, p in self.params if p.grad is not None]
+            )
             if out is None:
                 out = np.empty((n, flat.numel()), dtype=np.float32)
             out[i] = flat.cpu().numpy()
@@ -120,7 +123,9 @@ class StreamingProbe:
     terms are recomputed from the kept Grams with the real T_ref (same order, same resampling seed).
     """
 
-    def __init__(self, size: int, q: float, schedules: int, samples: int, resamples: int, rng_seed: int) -> None:
+    def __init__(
+        self, size: int, q: float, schedules: int, samples: int, resamples: int, rng_seed: int
+    ) -> None:
         from paired_rollouts.probe import (
             OUTCOME_VECTOR_KEYS,
             TRANSITION_VECTOR_KEYS,
@@ -140,16 +145,24 @@ class StreamingProbe:
         self.rho_zero = 0
         self.diag_rollouts = 0
 
-    def add_clean(self, scores: np.ndarray, success: list[bool], rho: list[float], counts: np.ndarray,
-                  task_id: Any) -> None:
+    def add_clean(
+        self, scores: np.ndarray, success: list[bool], rho: list[float], counts: np.ndarray, task_id: Any
+    ) -> None:
         gram = _gram(scores)
         for key, c in self.unit_outcome.add_group(gram, success, rho, task_id=task_id).items():
             _fold(self.outcome_vectors[key], c, scores)
         self.clean.append((gram, list(success), list(rho), task_id))
         self.counts.append(np.asarray(counts, dtype=float))
 
-    def add_diagnostic(self, scores: np.ndarray, rewards: list[float], rho: np.ndarray, seeds: list[int],
-                       counts: np.ndarray, task_id: Any) -> None:
+    def add_diagnostic(
+        self,
+        scores: np.ndarray,
+        rewards: list[float],
+        rho: np.ndarray,
+        seeds: list[int],
+        counts: np.ndarray,
+        task_id: Any,
+    ) -> None:
         from paired_rollouts.probe import schedule_major_order
 
         order = schedule_major_order(seeds, self.k, self.m)
@@ -157,7 +170,9 @@ class StreamingProbe:
         rho_o = np.asarray(rho, dtype=float)[order]
         rewards_o = [rewards[i] for i in order]
         seeds_o = [seeds[i] for i in order]
-        coeffs = self.unit_transition.add_task(gram, rewards_o, rho_o.tolist(), task_id=task_id, schedule_seeds=seeds_o)
+        coeffs = self.unit_transition.add_task(
+            gram, rewards_o, rho_o.tolist(), task_id=task_id, schedule_seeds=seeds_o
+        )
         for key, c in coeffs.items():
             back = np.zeros(len(order), dtype=np.float64)
             back[order] = c  # coefficients on the schedule-major axis -> the rollouts' own order
@@ -184,11 +199,21 @@ class StreamingProbe:
         for gram, rewards, rho, task_id, seeds in self.diag:
             transition.add_task(gram, rewards, rho, task_id=task_id, schedule_seeds=seeds)
 
-        return (t_ref,
-                outcome.summary(_scaled_gram(_vector_gram(self.outcome_vectors, OUTCOME_VECTOR_KEYS),
-                                             OUTCOME_VECTOR_KEYS, t_ref)),
-                transition.summary(_scaled_gram(_vector_gram(self.transition_vectors, TRANSITION_VECTOR_KEYS),
-                                                TRANSITION_VECTOR_KEYS, t_ref)))
+        return (
+            t_ref,
+            outcome.summary(
+                _scaled_gram(
+                    _vector_gram(self.outcome_vectors, OUTCOME_VECTOR_KEYS), OUTCOME_VECTOR_KEYS, t_ref
+                )
+            ),
+            transition.summary(
+                _scaled_gram(
+                    _vector_gram(self.transition_vectors, TRANSITION_VECTOR_KEYS),
+                    TRANSITION_VECTOR_KEYS,
+                    t_ref,
+                )
+            ),
+        )
 
     def evidence(self, prompts_per_step: int, num_generations: int) -> dict[str, np.ndarray]:
         """What ``recompute_probe`` needs (docs/records.md 6.3.1): per-group Grams (fp64, schedule-major
@@ -214,8 +239,10 @@ class StreamingProbe:
             "token_counts": np.concatenate(self.counts) if self.counts else np.zeros(0),
             "outcome_vector_gram": _vector_gram(self.outcome_vectors, OUTCOME_VECTOR_KEYS),
             "transition_vector_gram": _vector_gram(self.transition_vectors, TRANSITION_VECTOR_KEYS),
-            "params": np.array([self.q, self.k, self.m, self.r, self.rng_seed, prompts_per_step, num_generations],
-                               dtype=np.float64),
+            "params": np.array(
+                [self.q, self.k, self.m, self.r, self.rng_seed, prompts_per_step, num_generations],
+                dtype=np.float64,
+            ),
         }
 
 
@@ -242,8 +269,10 @@ def _split(sizes: np.ndarray) -> list[slice]:
 
 def _grams(flat: np.ndarray, sizes: np.ndarray) -> list[np.ndarray]:
     """Per-group Gram matrices from their concatenated row-major entries."""
-    return [flat[block].reshape(int(n), int(n)) for block, n in zip(_split(np.asarray(sizes) ** 2), sizes,
-                                                                      strict=True)]
+    return [
+        flat[block].reshape(int(n), int(n))
+        for block, n in zip(_split(np.asarray(sizes) ** 2), sizes, strict=True)
+    ]
 
 
 def recompute_probe(evidence: dict[str, np.ndarray]) -> tuple[float, dict, dict]:
@@ -260,24 +289,41 @@ def recompute_probe(evidence: dict[str, np.ndarray]) -> tuple[float, dict, dict]
         t_ref_from_tokens,
     )
 
-    q, schedules, samples, resamples, rng_seed, prompts_per_step, num_generations = evidence["params"].tolist()
+    q, schedules, samples, resamples, rng_seed, prompts_per_step, num_generations = evidence[
+        "params"
+    ].tolist()
     t_ref = t_ref_from_tokens(evidence["token_counts"], int(prompts_per_step), int(num_generations))
     outcome = OutcomeProbe(q, t_ref)
     sizes = evidence["clean_sizes"]
-    for gram, block, task_id in zip(_grams(evidence["clean_grams"], sizes), _split(sizes),
-                                    evidence["clean_task_ids"].tolist(), strict=True):
-        outcome.add_group(gram, [bool(x) for x in evidence["clean_success"][block]],
-                          evidence["clean_rho"][block].tolist(), task_id=task_id or None)
+    for gram, block, task_id in zip(
+        _grams(evidence["clean_grams"], sizes),
+        _split(sizes),
+        evidence["clean_task_ids"].tolist(),
+        strict=True,
+    ):
+        outcome.add_group(
+            gram,
+            [bool(x) for x in evidence["clean_success"][block]],
+            evidence["clean_rho"][block].tolist(),
+            task_id=task_id or None,
+        )
     transition = TransitionProbe(int(schedules), int(samples), int(resamples), t_ref, int(rng_seed))
     sizes = evidence["diag_sizes"]
-    for gram, block, task_id in zip(_grams(evidence["diag_grams"], sizes), _split(sizes),
-                                    evidence["diag_task_ids"].tolist(), strict=True):
-        transition.add_task(gram, evidence["diag_rewards"][block].tolist(), evidence["diag_rho"][block].tolist(),
-                            task_id=task_id or None,
-                            schedule_seeds=[int(x) for x in evidence["diag_schedule_seeds"][block]])
-    return (t_ref,
-            outcome.summary(_scaled_gram(evidence["outcome_vector_gram"], OUTCOME_VECTOR_KEYS, t_ref)),
-            transition.summary(_scaled_gram(evidence["transition_vector_gram"], TRANSITION_VECTOR_KEYS, t_ref)))
+    for gram, block, task_id in zip(
+        _grams(evidence["diag_grams"], sizes), _split(sizes), evidence["diag_task_ids"].tolist(), strict=True
+    ):
+        transition.add_task(
+            gram,
+            evidence["diag_rewards"][block].tolist(),
+            evidence["diag_rho"][block].tolist(),
+            task_id=task_id or None,
+            schedule_seeds=[int(x) for x in evidence["diag_schedule_seeds"][block]],
+        )
+    return (
+        t_ref,
+        outcome.summary(_scaled_gram(evidence["outcome_vector_gram"], OUTCOME_VECTOR_KEYS, t_ref)),
+        transition.summary(_scaled_gram(evidence["transition_vector_gram"], TRANSITION_VECTOR_KEYS, t_ref)),
+    )
 
 
 def _scaled_gram(unit: np.ndarray, keys: tuple[str, ...], t_ref: float) -> np.ndarray:
@@ -314,8 +360,17 @@ def max_difference(a: Any, b: Any, path: str = "") -> tuple[float, str]:
     return (0.0, "") if a == b else (float("inf"), f"{path}: {a!r} != {b!r}")
 
 
-def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: int, tasks_dir: str,
-                     settings: dict[str, Any], evidence_out: dict | None = None) -> dict[str, Any]:
+def probe_checkpoint(
+    runner: Any,
+    *,
+    run: str,
+    condition: str,
+    seed: int,
+    step: int,
+    tasks_dir: str,
+    settings: dict[str, Any],
+    evidence_out: dict | None = None,
+) -> dict[str, Any]:
     """Capture clean and diagnostic rollouts at one checkpoint, score them, summarise both noise kinds.
 
     Each group (a clean task's G rollouts, a diagnostic task's K x M) is rolled out, scored and folded
@@ -333,18 +388,30 @@ def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: 
     start_print = engine.fingerprint()
     began = time.perf_counter()
     G, K, M = settings["probe_clean_rollouts"], settings["probe_schedules"], settings["probe_samples"]
-    clean_tasks = filter_tasks(load_pool(Path(tasks_dir) / "validation.jsonl"),
-                               settings["task_filter"])[: settings["probe_clean_tasks"]]
+    clean_tasks = filter_tasks(load_pool(Path(tasks_dir) / "validation.jsonl"), settings["task_filter"])[
+        : settings["probe_clean_tasks"]
+    ]
     diag_tasks = diagnostic_tasks(tasks_dir, settings, settings["probe_diag_tasks"])
     clean_noise = NoiseConfig.clean().to_json()
     diag_noise = NoiseConfig.transition(settings["probe_p"]).to_json()
 
     def rows_for(task: dict, noise: str, seeds: list[int]) -> list[dict]:
-        return [{"prompt": chat.prompt_messages(task), "task_id": task["task_id"], "schedule_seed": s,
-                 "noise": noise, "condition": condition, "budget": budget_for(task), "row_index": j}
-                for j, s in enumerate(seeds)]
+        return [
+            {
+                "prompt": chat.prompt_messages(task),
+                "task_id": task["task_id"],
+                "schedule_seed": s,
+                "noise": noise,
+                "condition": condition,
+                "budget": budget_for(task),
+                "row_index": j,
+            }
+            for j, s in enumerate(seeds)
+        ]
 
-    def capture(rows: list[dict], phase: str, tag: str) -> tuple[list[dict], np.ndarray, np.ndarray, np.ndarray]:
+    def capture(
+        rows: list[dict], phase: str, tag: str
+    ) -> tuple[list[dict], np.ndarray, np.ndarray, np.ndarray]:
         """One group: its records, scores (n x P fp32, one buffer), masked token counts and IS ratios."""
         records, counts, rho = [], [], []
         scores: np.ndarray | None = None
@@ -369,15 +436,22 @@ def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: 
     def started() -> StreamingProbe:
         nonlocal stream
         if stream is None:
-            stream = StreamingProbe(engine.size, settings["probe_q"], K, M, settings["probe_resamples"],
-                                    probe_rng_seed(settings["probe_seed"], step))
+            stream = StreamingProbe(
+                engine.size,
+                settings["probe_q"],
+                K,
+                M,
+                settings["probe_resamples"],
+                probe_rng_seed(settings["probe_seed"], step),
+            )
         return stream
 
     n_clean = 0
     for task in clean_tasks:
         seeds = [eval_schedule_seed(task["task_id"], 1)] * G
-        records, s, c, rho = capture(rows_for(task, clean_noise, seeds), f"probe_clean:step{step}",
-                                     f"clean-{task['task_id']}")
+        records, s, c, rho = capture(
+            rows_for(task, clean_noise, seeds), f"probe_clean:step{step}", f"clean-{task['task_id']}"
+        )
         if any(r["exposed"] for r in records):
             raise RuntimeError("a clean probe rollout was exposed to a fault")
         started().add_clean(s, [bool(r["true_success"]) for r in records], rho.tolist(), c, task["task_id"])
@@ -385,14 +459,22 @@ def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: 
         del s
     for task in diag_tasks:
         seeds = [diagnostic_seed(seed, task["task_id"], k) for k in range(K) for _ in range(M)]
-        records, s, c, rho = capture(rows_for(task, diag_noise, seeds), f"probe_diag:step{step}",
-                                     f"diag-{task['task_id']}")
-        started().add_diagnostic(s, [float(r["true_success"]) for r in records], rho,
-                                 [r["schedule_seed"] for r in records], c, task["task_id"])
+        records, s, c, rho = capture(
+            rows_for(task, diag_noise, seeds), f"probe_diag:step{step}", f"diag-{task['task_id']}"
+        )
+        started().add_diagnostic(
+            s,
+            [float(r["true_success"]) for r in records],
+            rho,
+            [r["schedule_seed"] for r in records],
+            c,
+            task["task_id"],
+        )
         del s
     stream = started()
-    t_ref, outcome_summary, transition_summary = stream.summaries(settings["prompts_per_step"],
-                                                                  settings["num_generations"])
+    t_ref, outcome_summary, transition_summary = stream.summaries(
+        settings["prompts_per_step"], settings["num_generations"]
+    )
     if evidence_out is not None:
         evidence_out.update(stream.evidence(settings["prompts_per_step"], settings["num_generations"]))
 
@@ -404,10 +486,14 @@ def probe_checkpoint(runner: Any, *, run: str, condition: str, seed: int, step: 
         "P": engine.size,
         "coordinate_names_sha256": hashlib.sha256("\n".join(engine.coords or []).encode()).hexdigest(),
         "lora_fingerprint": start_print,
-        "counts": {"clean_groups": len(stream.clean), "clean_rollouts": n_clean, "diagnostic_tasks": len(stream.diag),
-                   "diagnostic_rollouts": stream.diag_rollouts,
-                   "groups_per_design": transition_summary.get("groups_per_design"),
-                   "rho_zero_fraction": stream.rho_zero / max(1, stream.diag_rollouts)},
+        "counts": {
+            "clean_groups": len(stream.clean),
+            "clean_rollouts": n_clean,
+            "diagnostic_tasks": len(stream.diag),
+            "diagnostic_rollouts": stream.diag_rollouts,
+            "groups_per_design": transition_summary.get("groups_per_design"),
+            "rho_zero_fraction": stream.rho_zero / max(1, stream.diag_rollouts),
+        },
         "seconds": round(time.perf_counter() - began, 3),
         "outcome": outcome_summary,
         "transition": transition_summary,
@@ -458,15 +544,25 @@ def probe_checkpoint_cli(args: Any) -> int:
     runner = PolicyRunner(str(args.model_dir), folder, settings, str(args.tasks_dir), seed, trainable=True)
     try:
         evidence: dict[str, np.ndarray] = {}
-        result = probe_checkpoint(runner, run=run_dir.name, condition=condition, seed=seed, step=args.step,
-                                  tasks_dir=str(args.tasks_dir), settings=settings, evidence_out=evidence)
+        result = probe_checkpoint(
+            runner,
+            run=run_dir.name,
+            condition=condition,
+            seed=seed,
+            step=args.step,
+            tasks_dir=str(args.tasks_dir),
+            settings=settings,
+            evidence_out=evidence,
+        )
     finally:
         runner.close()
     if args.evidence:
         save_evidence(Path(args.evidence), dict(evidence, step=np.array(args.step, dtype=np.int64)))
     atomic_write_json(args.out, _plain(dict(result, run=run_dir.name, step=args.step)))
-    print(f"probe {run_dir.name} step {args.step}: P={result['P']} "
-          f"outcome ratio {result['outcome']['mean_centered']['ratio_paired_over_independent']}")
+    print(
+        f"probe {run_dir.name} step {args.step}: P={result['P']} "
+        f"outcome ratio {result['outcome']['mean_centered']['ratio_paired_over_independent']}"
+    )
     return 0
 
 
@@ -481,15 +577,21 @@ def assemble_cli(args: Any) -> int:
     for path in args.inputs:
         data = read_json(path)
         if data.get("run") != args.run:
-            raise UserError(f"{path}: a probe checkpoint of run {data.get('run')!r}, not {args.run!r}; "
-                            "rerun 'paired-rollouts probe checkpoint' for this trajectory")
+            raise UserError(
+                f"{path}: a probe checkpoint of run {data.get('run')!r}, not {args.run!r}; "
+                "rerun 'paired-rollouts probe checkpoint' for this trajectory"
+            )
         step = int(data.pop("step"))
         data.pop("run")
         if step in checkpoints:
             raise UserError(f"{path}: step {step} given twice")
         checkpoints[step] = data
-    register = build_probe_register(args.trajectory, args.run, checkpoints, settings={
-        k: settings[k] for k in settings if k.startswith("probe_") or k == "task_filter"})
+    register = build_probe_register(
+        args.trajectory,
+        args.run,
+        checkpoints,
+        settings={k: settings[k] for k in settings if k.startswith("probe_") or k == "task_filter"},
+    )
     atomic_write_json(args.out, _plain(register))
     return 0
 
@@ -502,7 +604,9 @@ def load_evidence(paths: list[Path]) -> dict[int, dict[str, np.ndarray]]:
     out: dict[int, dict[str, np.ndarray]] = {}
     for path in files:
         if not path.is_file():
-            raise UserError(f"{path}: probe evidence not found; rerun 'paired-rollouts probe checkpoint --evidence ...'")
+            raise UserError(
+                f"{path}: probe evidence not found; rerun 'paired-rollouts probe checkpoint --evidence ...'"
+            )
         try:
             with np.load(path, allow_pickle=False) as data:
                 arrays = {key: data[key] for key in data.files}
@@ -515,7 +619,9 @@ def load_evidence(paths: list[Path]) -> dict[int, dict[str, np.ndarray]]:
     return out
 
 
-def recompute_register(register: dict[str, Any], evidence_paths: list[Path], tolerance: float = 1e-6) -> list[dict]:
+def recompute_register(
+    register: dict[str, Any], evidence_paths: list[Path], tolerance: float = 1e-6
+) -> list[dict]:
     """Per checkpoint: the largest difference between the register's T_ref and summaries and the recompute."""
     evidence = load_evidence(evidence_paths)
     rows = []
@@ -524,7 +630,11 @@ def recompute_register(register: dict[str, Any], evidence_paths: list[Path], tol
             raise UserError(f"{' '.join(map(str, evidence_paths))}: no evidence for checkpoint step {step}")
         t_ref, outcome, transition = recompute_probe(evidence[int(step)])
         recomputed = _plain({"t_ref": t_ref, "outcome": outcome, "transition": transition})
-        stored = {"t_ref": payload.get("t_ref"), "outcome": payload["outcome"], "transition": payload["transition"]}
+        stored = {
+            "t_ref": payload.get("t_ref"),
+            "outcome": payload["outcome"],
+            "transition": payload["transition"],
+        }
         diff, where = max_difference(stored, recomputed)
         rows.append({"step": int(step), "max_abs_difference": diff, "where": where, "ok": diff <= tolerance})
     return rows

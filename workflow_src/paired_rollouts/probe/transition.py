@@ -49,7 +49,9 @@ def schedule_major_order(schedule_seeds: Sequence[int], schedules: int, samples:
     return order
 
 
-def draw_groups(rng: np.random.Generator, schedules: int, samples: int, resamples: int) -> dict[str, np.ndarray]:
+def draw_groups(
+    rng: np.random.Generator, schedules: int, samples: int, resamples: int
+) -> dict[str, np.ndarray]:
     """One task's groups; consumes ``rng`` in the fixed order (all independent, then all stratified)."""
     k_, m_ = schedules, samples
     independent = np.empty((resamples, m_), dtype=np.int64)
@@ -72,14 +74,20 @@ def draw_groups(rng: np.random.Generator, schedules: int, samples: int, resample
 class TransitionTask:
     task_id: Any
     groups: dict[str, np.ndarray]
-    sum_sq: dict[str, float] = field(default_factory=dict)       # "est/design" -> sum_groups ||g||^2
+    sum_sq: dict[str, float] = field(default_factory=dict)  # "est/design" -> sum_groups ||g||^2
     weights: dict[str, np.ndarray] = field(default_factory=dict)  # "est/design" -> summed weights (K*M,)
-    self_sq: dict[str, float] = field(default_factory=dict)       # w^T K w
-    var_sum: dict[str, float] = field(default_factory=dict)       # design -> sum of ddof-1 reward variances
+    self_sq: dict[str, float] = field(default_factory=dict)  # w^T K w
+    var_sum: dict[str, float] = field(default_factory=dict)  # design -> sum of ddof-1 reward variances
 
 
-def transition_task(gram: np.ndarray, rewards: Sequence[float], rho: Sequence[float] | None, t_ref: float,
-                    groups: dict[str, np.ndarray], task_id: Any = None) -> TransitionTask:
+def transition_task(
+    gram: np.ndarray,
+    rewards: Sequence[float],
+    rho: Sequence[float] | None,
+    t_ref: float,
+    groups: dict[str, np.ndarray],
+    task_id: Any = None,
+) -> TransitionTask:
     """Per-task sums of every design and estimator."""
     k_mat = np.asarray(gram, dtype=float)
     r = np.asarray(rewards, dtype=float)
@@ -93,7 +101,11 @@ def transition_task(gram: np.ndarray, rewards: Sequence[float], rho: Sequence[fl
         out.var_sum[design] = float(obs.var(axis=1, ddof=1).sum()) if idx.shape[1] > 1 else 0.0
         sub = k_mat[idx[:, :, None], idx[:, None, :]]
         for est in ESTIMATORS:
-            a = mean_centered_weights(obs) if est == "mean_centered" else implemented_weights(obs, rho_v[idx], t_ref)
+            a = (
+                mean_centered_weights(obs)
+                if est == "mean_centered"
+                else implemented_weights(obs, rho_v[idx], t_ref)
+            )
             key = f"{est}/{design}"
             out.sum_sq[key] = float(np.einsum("gi,gij,gj->", a, sub, a))
             w = np.bincount(idx.ravel(), weights=a.ravel(), minlength=n)
@@ -113,13 +125,16 @@ class TransitionProbe:
         self.rng = np.random.default_rng(self.rng_seed)
         self.tasks: list[TransitionTask] = []
 
-    def add_task(self, gram, rewards, rho=None, task_id: Any = None,
-                 schedule_seeds: Sequence[int] | None = None) -> dict[str, np.ndarray]:
+    def add_task(
+        self, gram, rewards, rho=None, task_id: Any = None, schedule_seeds: Sequence[int] | None = None
+    ) -> dict[str, np.ndarray]:
         if schedule_seeds is not None:
             order = schedule_major_order(schedule_seeds, self.k, self.m)
             if not np.array_equal(order, np.arange(order.size)):
-                raise UserError(f"transition probe: task {task_id} is not in schedule-major order; "
-                                "reorder with schedule_major_order first")
+                raise UserError(
+                    f"transition probe: task {task_id} is not in schedule-major order; "
+                    "reorder with schedule_major_order first"
+                )
         groups = draw_groups(self.rng, self.k, self.m, self.r)
         task = transition_task(gram, rewards, rho, self.t_ref, groups, task_id)
         self.tasks.append(task)
@@ -142,31 +157,64 @@ def summarize_transition(probe: TransitionProbe, vector_gram: np.ndarray) -> dic
         raise UserError(f"transition probe: vector_gram must be {len(TRANSITION_VECTOR_KEYS)} square")
     n_groups = {d: int(sum(t.groups[d].shape[0] for t in tasks)) for d in TRANSITION_DESIGNS}
     out: dict[str, Any] = {
-        "rng_seed": probe.rng_seed, "K": probe.k, "M": probe.m, "R": probe.r, "tasks": len(tasks),
-        "task_ids": [t.task_id for t in tasks], "groups_per_design": n_groups,
-        "table": [{"task_id": t.task_id, **{d: {"sum_sq_norm": t.sum_sq[f"mean_centered/{d}"],
-                                                "groups": int(t.groups[d].shape[0]),
-                                                "reward_variance": 2 * t.var_sum[d] / t.groups[d].shape[0]}
-                                            for d in TRANSITION_DESIGNS}} for t in tasks],
-        "indices": {str(t.task_id): {d: t.groups[d].tolist() for d in ("independent_resampled", "stratified")}
-                    for t in tasks},
+        "rng_seed": probe.rng_seed,
+        "K": probe.k,
+        "M": probe.m,
+        "R": probe.r,
+        "tasks": len(tasks),
+        "task_ids": [t.task_id for t in tasks],
+        "groups_per_design": n_groups,
+        "table": [
+            {
+                "task_id": t.task_id,
+                **{
+                    d: {
+                        "sum_sq_norm": t.sum_sq[f"mean_centered/{d}"],
+                        "groups": int(t.groups[d].shape[0]),
+                        "reward_variance": 2 * t.var_sum[d] / t.groups[d].shape[0],
+                    }
+                    for d in TRANSITION_DESIGNS
+                },
+            }
+            for t in tasks
+        ],
+        "indices": {
+            str(t.task_id): {d: t.groups[d].tolist() for d in ("independent_resampled", "stratified")}
+            for t in tasks
+        },
     }
     for est in ESTIMATORS:
-        block: dict[str, Any] = {key: {} for key in ("trace_var", "trace_var_within", "trace_var_between",
-                                                     "expected_update_norm", "reward_variance")}
+        block: dict[str, Any] = {
+            key: {}
+            for key in (
+                "trace_var",
+                "trace_var_within",
+                "trace_var_between",
+                "expected_update_norm",
+                "reward_variance",
+            )
+        }
         for design in TRANSITION_DESIGNS:
             key = f"{est}/{design}"
             i = TRANSITION_VECTOR_KEYS.index(key)
             n = n_groups[design]
             trace = sum(t.sum_sq[key] for t in tasks) / n - float(vg[i, i]) / n**2
-            within = float(np.mean([t.sum_sq[key] / t.groups[design].shape[0]
-                                    - t.self_sq[key] / t.groups[design].shape[0] ** 2 for t in tasks]))
+            within = float(
+                np.mean(
+                    [
+                        t.sum_sq[key] / t.groups[design].shape[0]
+                        - t.self_sq[key] / t.groups[design].shape[0] ** 2
+                        for t in tasks
+                    ]
+                )
+            )
             block["trace_var"][design] = trace
             block["trace_var_within"][design] = within
             block["trace_var_between"][design] = trace - within
             block["expected_update_norm"][design] = float(np.sqrt(max(vg[i, i], 0.0))) / n
-            block["reward_variance"][design] = float(np.mean([2 * t.var_sum[design] / t.groups[design].shape[0]
-                                                              for t in tasks]))
+            block["reward_variance"][design] = float(
+                np.mean([2 * t.var_sum[design] / t.groups[design].shape[0] for t in tasks])
+            )
         tv, tw = block["trace_var"], block["trace_var_within"]
         block["ratio_paired_over_independent"] = _ratio(tv["paired"], tv["independent_resampled"])
         block["ratio_paired_over_stratified"] = _ratio(tv["paired"], tv["stratified"])
@@ -175,12 +223,21 @@ def summarize_transition(probe: TransitionProbe, vector_gram: np.ndarray) -> dic
     return out
 
 
-def transition_probe(gram_by_task: Sequence[np.ndarray], rewards_by_task: Sequence[Sequence[float]],
-                     rho_by_task: Sequence[Sequence[float]] | None, t_ref: float, rng_seed: int, *,
-                     resamples: int, schedules: int, samples: int,
-                     scores_by_task: Sequence[Any] | None = None, full_gram: np.ndarray | None = None,
-                     task_ids: Sequence[Any] | None = None,
-                     schedule_seeds_by_task: Sequence[Sequence[int]] | None = None) -> dict[str, Any]:
+def transition_probe(
+    gram_by_task: Sequence[np.ndarray],
+    rewards_by_task: Sequence[Sequence[float]],
+    rho_by_task: Sequence[Sequence[float]] | None,
+    t_ref: float,
+    rng_seed: int,
+    *,
+    resamples: int,
+    schedules: int,
+    samples: int,
+    scores_by_task: Sequence[Any] | None = None,
+    full_gram: np.ndarray | None = None,
+    task_ids: Sequence[Any] | None = None,
+    schedule_seeds_by_task: Sequence[Sequence[int]] | None = None,
+) -> dict[str, Any]:
     """One checkpoint's transition summary (docs/records.md 6.2) in one call.
 
     Tasks must already be schedule-major (pass ``schedule_seeds_by_task`` to have that checked). The
@@ -191,9 +248,13 @@ def transition_probe(gram_by_task: Sequence[np.ndarray], rewards_by_task: Sequen
         raise UserError("transition probe: give exactly one of scores_by_task, full_gram")
     probe = TransitionProbe(schedules, samples, resamples, t_ref, rng_seed)
     coeffs = [
-        probe.add_task(gram_by_task[i], rewards_by_task[i], None if rho_by_task is None else rho_by_task[i],
-                       None if task_ids is None else task_ids[i],
-                       None if schedule_seeds_by_task is None else schedule_seeds_by_task[i])
+        probe.add_task(
+            gram_by_task[i],
+            rewards_by_task[i],
+            None if rho_by_task is None else rho_by_task[i],
+            None if task_ids is None else task_ids[i],
+            None if schedule_seeds_by_task is None else schedule_seeds_by_task[i],
+        )
         for i in range(len(gram_by_task))
     ]
     if scores_by_task is not None:

@@ -33,8 +33,13 @@ def _token_rows(verification: Verification) -> list[dict[str, Tex]]:
     rows = []
     for token in verification.tokens:
         authority = token.name if token.record == "freeze" else f"{token.name} ({token.record})"
-        rows.append({"authority": fmt.escape(authority), "time": fmt.escape(token.gen_time or "time unknown"),
-                     "status": fmt.escape("verified" if token.verified else "NOT verified")})
+        rows.append(
+            {
+                "authority": fmt.escape(authority),
+                "time": fmt.escape(token.gen_time or "time unknown"),
+                "status": fmt.escape("verified" if token.verified else "NOT verified"),
+            }
+        )
     return rows
 
 
@@ -43,8 +48,13 @@ def verification_context(path: Path) -> dict[str, Any]:
     documents = []
     for entry in verification.documents:
         status = "(matches)" if entry["matches"] else "(CHANGED since the freeze)"
-        documents.append({"path": fmt.escape(entry["path"]), "sha": fmt.escape(entry["sha256"][:16]),
-                          "status": fmt.escape(status)})
+        documents.append(
+            {
+                "path": fmt.escape(entry["path"]),
+                "sha": fmt.escape(entry["sha256"][:16]),
+                "status": fmt.escape(status),
+            }
+        )
     status = "verified" if verification.passes else "NOT verified"
     if verification.test_authority:
         status += " (local test time-stamp authority: stand-in only)"
@@ -62,12 +72,20 @@ def verification_context(path: Path) -> dict[str, Any]:
 
 
 FAMILIES = {
-    "c2": "C2 learning: AUC, final success (tables 3, 7)", "c4": "C4 learning: AUC, final success (tables 4, 8)",
-    "c0": "C0 clean-trained reference", "h3": "H3 recovery challenge", "h5": "H5 held-out fault types",
-    "luck": "Luck share (H1a)", "seed_sharing": "Schedule-seed sharing (H1a)",
-    "spurious": "Spurious-variance groups (H1a, C4)", "zero_variance": "Zero-variance groups (table 10)",
-    "probe": "Gradient probe (tables 5, 12; figure 5)", "bandit": "Aligned-scalar bandit (appendix A.1)",
-    "reference": "Scripted reference agent", "pools": "Task pools", "curve": "Learning curves (blog post)",
+    "c2": "C2 learning: AUC, final success (tables 3, 7)",
+    "c4": "C4 learning: AUC, final success (tables 4, 8)",
+    "c0": "C0 clean-trained reference",
+    "h3": "H3 recovery challenge",
+    "h5": "H5 held-out fault types",
+    "luck": "Luck share (H1a)",
+    "seed_sharing": "Schedule-seed sharing (H1a)",
+    "spurious": "Spurious-variance groups (H1a, C4)",
+    "zero_variance": "Zero-variance groups (table 10)",
+    "probe": "Gradient probe (tables 5, 12; figure 5)",
+    "bandit": "Aligned-scalar bandit (appendix A.1)",
+    "reference": "Scripted reference agent",
+    "pools": "Task pools",
+    "curve": "Learning curves (blog post)",
     "budget": "Training budget",
 }
 
@@ -80,31 +98,51 @@ def comparison_context(path: Path | None) -> dict[str, Any]:
     try:
         entries, summary = data["entries"], data["summary"]
     except (KeyError, TypeError):
-        raise UserError(f"{path}: not a comparison.json (no 'entries'/'summary'); run `paired-rollouts compare`") from None
+        raise UserError(
+            f"{path}: not a comparison.json (no 'entries'/'summary'); run `paired-rollouts compare`"
+        ) from None
     by: dict[str, dict[str, int]] = {}
     for row in entries:
         family = str(row["id"]).split(".")[0]
         counts = by.setdefault(family, {"entries": 0, "reproduced": 0, "differs": 0, "not computed": 0})
         counts["entries"] += 1
         counts[row["status"]] = counts.get(row["status"], 0) + 1
-    rows = [{"label": fmt.escape(FAMILIES.get(f, f)), "entries": fmt.integer(c["entries"]),
-             "reproduced": fmt.integer(c["reproduced"]), "differs": fmt.integer(c["differs"]),
-             "missing": fmt.integer(c["not computed"])} for f, c in by.items()]
+    rows = [
+        {
+            "label": fmt.escape(FAMILIES.get(f, f)),
+            "entries": fmt.integer(c["entries"]),
+            "reproduced": fmt.integer(c["reproduced"]),
+            "differs": fmt.integer(c["differs"]),
+            "missing": fmt.integer(c["not computed"]),
+        }
+        for f, c in by.items()
+    ]
     expected = bool(data.get("mismatch_expected"))
     label = str(data.get("scale_label", data.get("scale", "?")))
-    note = (f"This document was made at {label} scale: its runs are not the paper's (another model, fewer runs, "
-            "steps and tasks), so a mismatch with the published numbers is expected and says nothing about the "
-            "study. The numbers that do not depend on the runs (the scripted reference, the bandit, the task "
-            "pools) must agree at every scale." if expected else
-            "Paper scale: every published number should be reproduced within its printed rounding; a difference "
-            "is a finding, listed with its reason in comparison.json.")
-    return {"comparison": {
-        "headline": fmt.escape(f"{summary['reproduced']} of {summary['entries']} published numbers reproduced "
-                               "within rounding"),
-        "detail": fmt.escape(f"{summary['differs']} differ; {summary['not computed']} cannot be computed from "
-                             "this results root (their reasons are in the comparison file)."),
-        "note": fmt.escape(note), "rows": rows, "source": str(path),
-    }}
+    note = (
+        f"This document was made at {label} scale: its runs are not the paper's (another model, fewer runs, "
+        "steps and tasks), so a mismatch with the published numbers is expected and says nothing about the "
+        "study. The numbers that do not depend on the runs (the scripted reference, the bandit, the task "
+        "pools) must agree at every scale."
+        if expected
+        else "Paper scale: every published number should be reproduced within its printed rounding; a difference "
+        "is a finding, listed with its reason in comparison.json."
+    )
+    return {
+        "comparison": {
+            "headline": fmt.escape(
+                f"{summary['reproduced']} of {summary['entries']} published numbers reproduced "
+                "within rounding"
+            ),
+            "detail": fmt.escape(
+                f"{summary['differs']} differ; {summary['not computed']} cannot be computed from "
+                "this results root (their reasons are in the comparison file)."
+            ),
+            "note": fmt.escape(note),
+            "rows": rows,
+            "source": str(path),
+        }
+    }
 
 
 def _duration(seconds: float | None) -> Tex:
@@ -116,11 +154,17 @@ def _duration(seconds: float | None) -> Tex:
 
 def ledger_rows(ledger: dict[str, Any]) -> tuple[list[dict[str, Tex]], list[dict[str, Tex]], dict[str, Tex]]:
     """Stage rows, run rows and the total row of the cost ledger, formatted for LaTeX or HTML."""
+
     def row(label: str, t: dict[str, Any]) -> dict[str, Tex]:
-        return {"label": fmt.escape(label), "jobs": fmt.integer(t["jobs"]), "wall": _duration(t["wall_s"]),
-                "cpu": _duration(t["cpu_s"]),
-                "rss": fmt.escape(f"{t['peak_rss_mb']:.0f}") if t.get("peak_rss_mb") is not None else Tex("---"),
-                "gpu": fmt.escape(f"{t['gpu_hours']:.2f}") if t.get("gpu_hours") is not None else Tex("---")}
+        return {
+            "label": fmt.escape(label),
+            "jobs": fmt.integer(t["jobs"]),
+            "wall": _duration(t["wall_s"]),
+            "cpu": _duration(t["cpu_s"]),
+            "rss": fmt.escape(f"{t['peak_rss_mb']:.0f}") if t.get("peak_rss_mb") is not None else Tex("---"),
+            "gpu": fmt.escape(f"{t['gpu_hours']:.2f}") if t.get("gpu_hours") is not None else Tex("---"),
+        }
+
     stages = [row(name, t) for name, t in ledger["stages"].items()]
     runs = [row(name, t) for name, t in ledger["runs"].items()]
     return stages, runs, row("all jobs", ledger["total"])
@@ -135,14 +179,28 @@ def ledger_context(path: Path | None) -> dict[str, Any]:
     stages, runs, total = ledger_rows(data)
     budget = data.get("published_budget") or {}
     gpu = data.get("gpu_hours_per_run")
-    this = (f"This run ({data['accelerator']}): {gpu:.2f} GPU-hours per training run, over "
-            f"{data.get('runs_in_study')} runs." if gpu is not None else
-            f"This run used no GPU ({data['accelerator']} profile): the ledger has no GPU-hours.")
-    paper = (f"Published budget: about {budget.get('episodes_per_run', '?'):,} episodes and "
-             f"{budget.get('gpu_hours_per_run', '?')} GPU-hours per run on {budget.get('accelerator', '?')}."
-             if budget else "No published budget given.")
-    return {"ledger": {"stages": stages, "runs": runs, "total": total, "paper": fmt.escape(paper),
-                       "this": fmt.escape(this), "source": str(path)}}
+    this = (
+        f"This run ({data['accelerator']}): {gpu:.2f} GPU-hours per training run, over "
+        f"{data.get('runs_in_study')} runs."
+        if gpu is not None
+        else f"This run used no GPU ({data['accelerator']} profile): the ledger has no GPU-hours."
+    )
+    paper = (
+        f"Published budget: about {budget.get('episodes_per_run', '?'):,} episodes and "
+        f"{budget.get('gpu_hours_per_run', '?')} GPU-hours per run on {budget.get('accelerator', '?')}."
+        if budget
+        else "No published budget given."
+    )
+    return {
+        "ledger": {
+            "stages": stages,
+            "runs": runs,
+            "total": total,
+            "paper": fmt.escape(paper),
+            "this": fmt.escape(this),
+            "source": str(path),
+        }
+    }
 
 
 def _latex_env() -> dict[str, str]:
@@ -156,24 +214,48 @@ def compile_latex(workdir: Path, main: str = "main.tex", timeout: int = 300) -> 
     """Run latexmk (or pdflatex twice) in ``workdir``; returns (pdf, log text). UserError on failure."""
     stem = Path(main).stem
     if shutil.which("latexmk"):
-        commands = [["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error",
-                     "-norc", main]]
+        commands = [
+            [
+                "latexmk",
+                "-pdf",
+                "-interaction=nonstopmode",
+                "-halt-on-error",
+                "-file-line-error",
+                "-norc",
+                main,
+            ]
+        ]
     elif shutil.which("pdflatex"):
         commands = [["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error", main]] * 3
     else:
-        raise UserError("pdflatex not found: install texlive-latex-base texlive-latex-recommended "
-                        "texlive-fonts-recommended lmodern latexmk (README, set-up)")
+        raise UserError(
+            "pdflatex not found: install texlive-latex-base texlive-latex-recommended "
+            "texlive-fonts-recommended lmodern latexmk (README, set-up)"
+        )
     log_path = workdir / f"{stem}.log"
     for command in commands:
         try:
-            result = subprocess.run(command, cwd=workdir, env=_latex_env(), capture_output=True, text=True,
-                                    timeout=timeout, stdin=subprocess.DEVNULL)
+            result = subprocess.run(
+                command,
+                cwd=workdir,
+                env=_latex_env(),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired as exc:
             raise UserError(f"{workdir / main}: LaTeX did not finish within {timeout} s") from exc
         if result.returncode != 0:
-            log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else result.stdout
+            log = (
+                log_path.read_text(encoding="utf-8", errors="replace")
+                if log_path.is_file()
+                else result.stdout
+            )
             tail = "\n".join(log.splitlines()[-LOG_TAIL_LINES:])
-            raise UserError(f"LaTeX failed on {workdir / main} (kept for inspection; log {log_path}):\n{tail}")
+            raise UserError(
+                f"LaTeX failed on {workdir / main} (kept for inspection; log {log_path}):\n{tail}"
+            )
     pdf = workdir / f"{stem}.pdf"
     if not pdf.is_file():
         raise UserError(f"{workdir / main}: LaTeX produced no PDF; see {log_path}")
@@ -181,7 +263,9 @@ def compile_latex(workdir: Path, main: str = "main.tex", timeout: int = 300) -> 
 
 
 def overfull_boxes(log: str) -> list[str]:
-    return [line.strip() for line in log.splitlines() if line.startswith(("Overfull \\hbox", "Overfull \\vbox"))]
+    return [
+        line.strip() for line in log.splitlines() if line.startswith(("Overfull \\hbox", "Overfull \\vbox"))
+    ]
 
 
 def study_status(decisions: list[Path]) -> str:
@@ -190,25 +274,48 @@ def study_status(decisions: list[Path]) -> str:
     problems = []
     for path in decisions:
         doc = src.load_decision(Path(path))
-        undecided = [name for name in ("H1a", "H2a", "H2b", "H3", "H5")
-                     if isinstance(doc.opt(name), dict) and doc.opt(name, "passes") is None]
+        undecided = [
+            name
+            for name in ("H1a", "H2a", "H2b", "H3", "H5")
+            if isinstance(doc.opt(name), dict) and doc.opt(name, "passes") is None
+        ]
         if doc.opt("complete") is not True or undecided:
             pairs = len(doc.opt("seed_pairs") or [])
             design = doc.opt("design_seeds")
             of = f" of {len(design)}" if isinstance(design, list) else ""
-            problems.append(f"{doc.req('condition')}: {pairs}{of} seed pairs admitted"
-                            + (f", {', '.join(undecided)} not decided" if undecided else ""))
+            problems.append(
+                f"{doc.req('condition')}: {pairs}{of} seed pairs admitted"
+                + (f", {', '.join(undecided)} not decided" if undecided else "")
+            )
     if not problems:
         return ""
-    return ("STUDY INCOMPLETE: " + "; ".join(problems) + ". Incomplete runs are rerun, never analysed; the "
-            "registered outcomes below are not decisions.")
+    return (
+        "STUDY INCOMPLETE: " + "; ".join(problems) + ". Incomplete runs are rerun, never analysed; the "
+        "registered outcomes below are not decisions."
+    )
 
 
-def build_document(tables: list[Path], figure_files: list[Path], verification: Path, profile: str, scale: str,
-                   commit: str, out: Path, strict: bool = False, decisions: list[Path] | None = None,
-                   comparison: Path | None = None, ledger: Path | None = None) -> list[str]:
+def build_document(
+    tables: list[Path],
+    figure_files: list[Path],
+    verification: Path,
+    profile: str,
+    scale: str,
+    commit: str,
+    out: Path,
+    strict: bool = False,
+    decisions: list[Path] | None = None,
+    comparison: Path | None = None,
+    ledger: Path | None = None,
+) -> list[str]:
     """Compile the document to ``out``; returns the overfull-box warnings (an error when ``strict``)."""
-    for path in [*tables, *figure_files, verification, *(decisions or []), *[p for p in (comparison, ledger) if p]]:
+    for path in [
+        *tables,
+        *figure_files,
+        verification,
+        *(decisions or []),
+        *[p for p in (comparison, ledger) if p],
+    ]:
         if not Path(path).is_file():
             raise UserError(f"{path}: file not found; build it first")
     names = [Path(t).name for t in tables]
@@ -234,19 +341,30 @@ def build_document(tables: list[Path], figure_files: list[Path], verification: P
         if caption is None:
             spec = figs.FIGURES.get(name)
             caption = f"{spec.description}." if spec else name
-        figure_ctx.append({
-            "file": Tex(f"figures/{target}"),
-            "short": fmt.escape(caption.split(". ")[0].rstrip(".")),
-            "caption": Tex(fmt.escape(caption).replace("/", r"/\allowbreak{}")),
-            "label": fmt.escape(re.sub(r"[^A-Za-z0-9]+", "-", name)),
-        })
-    text = tex.render("document.tex.j2", commit=fmt.escape(commit), profile=fmt.escape(profile),
-                      scale=fmt.escape(scale), tables=table_refs, figures=figure_ctx, **context)
+        figure_ctx.append(
+            {
+                "file": Tex(f"figures/{target}"),
+                "short": fmt.escape(caption.split(". ")[0].rstrip(".")),
+                "caption": Tex(fmt.escape(caption).replace("/", r"/\allowbreak{}")),
+                "label": fmt.escape(re.sub(r"[^A-Za-z0-9]+", "-", name)),
+            }
+        )
+    text = tex.render(
+        "document.tex.j2",
+        commit=fmt.escape(commit),
+        profile=fmt.escape(profile),
+        scale=fmt.escape(scale),
+        tables=table_refs,
+        figures=figure_ctx,
+        **context,
+    )
     (workdir / "main.tex").write_text(text, encoding="utf-8")
     pdf, log = compile_latex(workdir)
     warnings = overfull_boxes(log)
     if warnings and strict:
-        raise UserError(f"{workdir / 'main.tex'}: {len(warnings)} overfull box(es): " + "; ".join(warnings[:5]))
+        raise UserError(
+            f"{workdir / 'main.tex'}: {len(warnings)} overfull box(es): " + "; ".join(warnings[:5])
+        )
     io.atomic_write_bytes(out, pdf.read_bytes())
     shutil.rmtree(workdir, ignore_errors=True)
     for warning in warnings:

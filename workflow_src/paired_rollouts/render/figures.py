@@ -22,7 +22,11 @@ from paired_rollouts.render.sources import Inputs, KeySpec
 
 ARM_COLORS = {"paired": "#1b6ca8", "independent": "#d1495b", "clean": "#3a7d44"}
 CONDITION_STYLES = {"C2": "-", "C4": "--", "C0": ":"}
-REGIME_TITLES = {"clean": "clean validation", "at_training": "at-training noise", "challenge": "challenge set"}
+REGIME_TITLES = {
+    "clean": "clean validation",
+    "at_training": "at-training noise",
+    "challenge": "challenge set",
+}
 
 
 @dataclass(frozen=True)
@@ -40,8 +44,17 @@ def _plt():
     import matplotlib.pyplot as plt
 
     logging.getLogger("fontTools").setLevel(logging.WARNING)
-    plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "legend.fontsize": 7, "figure.dpi": 100,
-                         "pdf.fonttype": 42, "axes.spines.top": False, "axes.spines.right": False})
+    plt.rcParams.update(
+        {
+            "font.size": 8,
+            "axes.titlesize": 9,
+            "legend.fontsize": 7,
+            "figure.dpi": 100,
+            "pdf.fonttype": 42,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    )
     return plt
 
 
@@ -50,12 +63,16 @@ def _plt():
 
 def _curves(condition: str) -> Callable[[Any, Inputs, str], None]:
     def draw(fig, inputs: Inputs, scale: str) -> None:
-        runs = src.single_runs(src.load_episodes(inputs.files("episodes"), phases=("periodic",)),
-                               f"figure curves_{condition.lower()}")
+        runs = src.single_runs(
+            src.load_episodes(inputs.files("episodes"), phases=("periodic",)),
+            f"figure curves_{condition.lower()}",
+        )
         chosen = [r for r in runs if r.condition in (condition, "C0")]
         if not any(r.condition == condition for r in chosen):
-            raise UserError(f"figure curves_{condition.lower()}: no periodic episode records of condition "
-                            f"{condition} among the inputs")
+            raise UserError(
+                f"figure curves_{condition.lower()}: no periodic episode records of condition "
+                f"{condition} among the inputs"
+            )
         regimes = [g for g in src.PERIODIC_REGIMES if any(r.curve(g) for r in chosen)]
         axes = fig.subplots(1, len(regimes), sharey=True, squeeze=False)[0]
         for ax, regime in zip(axes, regimes, strict=True):
@@ -71,8 +88,15 @@ def _curves(condition: str) -> Callable[[Any, Inputs, str], None]:
                 steps = sorted(set.intersection(*(set(s for s, _ in c) for c in curves)))
                 mean = [sum(dict(c)[s] for c in curves) / len(curves) for s in steps]
                 label = f"{arm} (C0)" if arm == "clean" else arm
-                ax.plot(steps, mean, color=ARM_COLORS.get(arm, "grey"), lw=2, marker="o", ms=3,
-                        label=f"{label}, mean of {len(curves)}")
+                ax.plot(
+                    steps,
+                    mean,
+                    color=ARM_COLORS.get(arm, "grey"),
+                    lw=2,
+                    marker="o",
+                    ms=3,
+                    label=f"{label}, mean of {len(curves)}",
+                )
             ax.set_title(REGIME_TITLES.get(regime, regime))
             ax.set_xlabel("training step")
             ax.grid(alpha=0.3, lw=0.5)
@@ -99,8 +123,9 @@ def _luck_share(fig, inputs: Inputs, scale: str) -> None:
             continue
         ci = doc.opt("ci95") or [None, None]
         series[str(doc.req("run"))].append((int(doc.req("step")), lam, ci))
-    conditions = sorted({(src.parse_run(r) or ("?",))[0] for r in series},
-                        key=lambda c: src.CONDITION_ORDER.get(c, 9))
+    conditions = sorted(
+        {(src.parse_run(r) or ("?",))[0] for r in series}, key=lambda c: src.CONDITION_ORDER.get(c, 9)
+    )
     axes = fig.subplots(1, max(1, len(conditions)), sharey=True, squeeze=False)[0]
     for ax, condition in zip(axes, conditions, strict=False):
         runs = sorted(r for r in series if (src.parse_run(r) or ("?",))[0] == condition)
@@ -113,8 +138,18 @@ def _luck_share(fig, inputs: Inputs, scale: str) -> None:
             ys = [v for _, v, _ in points]
             lo = [v - c[0] if c[0] is not None else 0 for _, v, c in points]
             hi = [c[1] - v if c[1] is not None else 0 for _, v, c in points]
-            ax.errorbar(xs, ys, yerr=[lo, hi], color=ARM_COLORS.get(arm, "grey"), marker="o", ms=3, lw=1,
-                        capsize=2, label=run, alpha=0.9)
+            ax.errorbar(
+                xs,
+                ys,
+                yerr=[lo, hi],
+                color=ARM_COLORS.get(arm, "grey"),
+                marker="o",
+                ms=3,
+                lw=1,
+                capsize=2,
+                label=run,
+                alpha=0.9,
+            )
         ax.axhline(0.15, color="black", lw=0.6, ls="--")
         ax.set_title(f"{condition}")
         ax.set_xlabel("checkpoint step")
@@ -139,8 +174,7 @@ def _spurious(fig, inputs: Inputs, scale: str) -> None:
     sizes = sorted({int(d.req("G")) for d in docs})
     qs = [i / 200 for i in range(0, 101)]
     for g in sizes:
-        ax.plot(qs, [spurious_rate(q, g) for q in qs], color="black", lw=1,
-                label=f"$1-(1-q)^G-q^G$, G={g}")
+        ax.plot(qs, [spurious_rate(q, g) for q in qs], color="black", lw=1, label=f"$1-(1-q)^G-q^G$, G={g}")
     seen = set()
     for doc in docs:
         rate = doc.opt("spurious_among_all_correct")
@@ -152,8 +186,15 @@ def _spurious(fig, inputs: Inputs, scale: str) -> None:
         arm = str(doc.req("arm"))
         label = arm if arm not in seen else None
         seen.add(arm)
-        ax.scatter([q], [float(rate)], color=ARM_COLORS.get(arm, "grey"), s=18, zorder=3, label=label,
-                   marker="o" if arm != "paired" else "s")
+        ax.scatter(
+            [q],
+            [float(rate)],
+            color=ARM_COLORS.get(arm, "grey"),
+            s=18,
+            zorder=3,
+            label=label,
+            marker="o" if arm != "paired" else "s",
+        )
     ax.set_xlabel("grader flip probability $q$")
     ax.set_ylabel("spurious rate among all-correct groups")
     ax.set_xlim(-0.01, 0.5)
@@ -167,22 +208,37 @@ def _spurious(fig, inputs: Inputs, scale: str) -> None:
 
 
 def _probe_ratios(fig, inputs: Inputs, scale: str) -> None:
-    probes = sorted((src.load_probe(p) for p in inputs.files("probe")), key=lambda d: str(d.req("trajectory")))
+    probes = sorted(
+        (src.load_probe(p) for p in inputs.files("probe")), key=lambda d: str(d.req("trajectory"))
+    )
     if not probes:
         raise UserError("figure probe_ratios: no --input probe=PATH given")
     axes = fig.subplots(1, 2, sharey=True)
     markers = ["o", "s", "^", "D", "v"]
-    for ax, estimator, title in ((axes[0], "mean_centered", "MC (decision)"), (axes[1], "implemented", "SW (reported)")):
+    for ax, estimator, title in (
+        (axes[0], "mean_centered", "MC (decision)"),
+        (axes[1], "implemented", "SW (reported)"),
+    ):
         for index, probe in enumerate(probes):
             steps = src.probe_steps(probe)
             for noise, color in (("outcome", "#1b6ca8"), ("transition", "#d1495b")):
-                ys = [probe.opt("checkpoints", str(s), noise, estimator, "ratio_paired_over_independent")
-                      for s in steps]
+                ys = [
+                    probe.opt("checkpoints", str(s), noise, estimator, "ratio_paired_over_independent")
+                    for s in steps
+                ]
                 points = [(s, float(y)) for s, y in zip(steps, ys, strict=True) if y is not None]
                 if points:
                     xs, vs = zip(*points, strict=True)
-                    ax.plot(xs, vs, color=color, marker=markers[index % len(markers)], ms=3, lw=1,
-                            ls="-" if index == 0 else "--", label=f"{noise}, {probe.req('trajectory')}")
+                    ax.plot(
+                        xs,
+                        vs,
+                        color=color,
+                        marker=markers[index % len(markers)],
+                        ms=3,
+                        lw=1,
+                        ls="-" if index == 0 else "--",
+                        label=f"{noise}, {probe.req('trajectory')}",
+                    )
         ax.axhline(1.0, color="black", lw=0.6)
         ax.set_title(title)
         ax.set_xlabel("checkpoint step")
@@ -193,8 +249,14 @@ def _probe_ratios(fig, inputs: Inputs, scale: str) -> None:
 
 
 FINAL_SETS = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge", "at_training"]
-FINAL_TITLES = {"clean": "clean", "noisy_p010": "p=0.10", "noisy_p025": "p=0.25", "heldout_types": "held-out",
-                "challenge": "challenge", "at_training": "at training"}
+FINAL_TITLES = {
+    "clean": "clean",
+    "noisy_p010": "p=0.10",
+    "noisy_p025": "p=0.25",
+    "heldout_types": "held-out",
+    "challenge": "challenge",
+    "at_training": "at training",
+}
 
 
 def _final_success(fig, inputs: Inputs, scale: str) -> None:
@@ -223,8 +285,14 @@ def _final_success(fig, inputs: Inputs, scale: str) -> None:
                 if not values:
                     continue
                 x = i - 0.4 + width * (j + 0.5)
-                ax.bar(x, sum(values) / len(values), width * 0.9, color=ARM_COLORS.get(arm, "grey"), alpha=0.45,
-                       label=(f"{arm} (C0)" if arm == "clean" else arm) if i == 0 else None)
+                ax.bar(
+                    x,
+                    sum(values) / len(values),
+                    width * 0.9,
+                    color=ARM_COLORS.get(arm, "grey"),
+                    alpha=0.45,
+                    label=(f"{arm} (C0)" if arm == "clean" else arm) if i == 0 else None,
+                )
                 ax.plot([x] * len(values), values, "o", color=ARM_COLORS.get(arm, "grey"), ms=3)
         ax.set_xticks(range(len(sets)), [FINAL_TITLES.get(g, g) for g in sets], rotation=30)
         ax.set_title(f"{condition}-trained policies")
@@ -244,12 +312,20 @@ def comparison_points(decisions: list[Any]) -> list[dict[str, Any]]:
             continue  # blocking pairs compare two hybrid designs, not pairing against independence
         gap = doc.opt("auc_gap") or doc.opt("H2a") or doc.opt("H2b") or {}
         lams = doc.opt("luck_share_step0", "by_run") or {
-            run: v.get("lam") for run, v in (doc.opt("H1a", "luck_share_step0") or {}).items()}
+            run: v.get("lam") for run, v in (doc.opt("H1a", "luck_share_step0") or {}).items()
+        }
         values = [v for v in lams.values() if v is not None]
         if gap.get("auc_difference_mean") is None or not values:
             continue
-        points.append({"name": name, "luck": sum(values) / len(values), "gap": gap["auc_difference_mean"],
-                       "ci": gap.get("auc_difference_ci95") or [None, None], "complete": bool(doc.opt("complete"))})
+        points.append(
+            {
+                "name": name,
+                "luck": sum(values) / len(values),
+                "gap": gap["auc_difference_mean"],
+                "ci": gap.get("auc_difference_ci95") or [None, None],
+                "complete": bool(doc.opt("complete")),
+            }
+        )
     return sorted(points, key=lambda p: (p["luck"], p["name"]))
 
 
@@ -265,7 +341,9 @@ def _dose_response(fig, inputs: Inputs, scale: str) -> None:
             ax.plot([x, x], [lo, hi], color="#1b6ca8", lw=1.2)
         ax.plot(x, point["gap"], "o" if point["complete"] else "x", color="#1b6ca8", ms=5)
     ax.axhline(0.0, color="grey", lw=0.6)
-    ax.set_xticks(range(len(points)), [f"{p['name']}\n$\\lambda_0$={p['luck']:.2f}" for p in points], fontsize=7)
+    ax.set_xticks(
+        range(len(points)), [f"{p['name']}\n$\\lambda_0$={p['luck']:.2f}" for p in points], fontsize=7
+    )
     ax.set_ylabel("AUC gap (paired - independent)")
     ax.grid(axis="y", alpha=0.3, lw=0.5)
     ax.set_title(f"Dose response: gap against the step-0 luck share -- {scale} scale", fontsize=9)
@@ -273,12 +351,16 @@ def _dose_response(fig, inputs: Inputs, scale: str) -> None:
 
 def _probe_decomposition(fig, inputs: Inputs, scale: str) -> None:
     """The paper's figure 5: each trace split into its within-group and between-group parts."""
-    probes = sorted((src.load_probe(p) for p in inputs.files("probe")), key=lambda d: str(d.req("trajectory")))
+    probes = sorted(
+        (src.load_probe(p) for p in inputs.files("probe")), key=lambda d: str(d.req("trajectory"))
+    )
     if not probes:
         raise UserError("figure probe_decomposition: no --input probe=PATH given")
     axes = fig.subplots(1, 2)
-    for ax, noise, designs in ((axes[0], "outcome", ("paired", "independent")),
-                               (axes[1], "transition", ("paired", "independent_resampled"))):
+    for ax, noise, designs in (
+        (axes[0], "outcome", ("paired", "independent")),
+        (axes[1], "transition", ("paired", "independent_resampled")),
+    ):
         labels, x, seen = [], 0, set()
         for probe in probes:
             for step in src.probe_steps(probe):
@@ -293,9 +375,18 @@ def _probe_decomposition(fig, inputs: Inputs, scale: str) -> None:
                     color = ARM_COLORS["paired" if k == 0 else "independent"]
                     first = design not in seen
                     seen.add(design)
-                    ax.bar(x + 0.4 * k, within, 0.38, color=color, label="within, " + design if first else None)
-                    ax.bar(x + 0.4 * k, between, 0.38, bottom=within, color=color, alpha=0.35,
-                           label="between, " + design if first else None)
+                    ax.bar(
+                        x + 0.4 * k, within, 0.38, color=color, label="within, " + design if first else None
+                    )
+                    ax.bar(
+                        x + 0.4 * k,
+                        between,
+                        0.38,
+                        bottom=within,
+                        color=color,
+                        alpha=0.35,
+                        label="between, " + design if first else None,
+                    )
                 labels.append((x + 0.2, f"{probe.req('trajectory')}{step}"))
                 x += 1
         if labels:
@@ -305,8 +396,15 @@ def _probe_decomposition(fig, inputs: Inputs, scale: str) -> None:
         if seen:
             ax.legend(frameon=False, fontsize=6)
         else:
-            ax.text(0.5, 0.5, "no within/between traces in the probe register", ha="center", va="center",
-                    transform=ax.transAxes, fontsize=7)
+            ax.text(
+                0.5,
+                0.5,
+                "no within/between traces in the probe register",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                fontsize=7,
+            )
     fig.suptitle(f"Gradient-probe trace decomposition (within / between groups) -- {scale} scale", fontsize=9)
 
 
@@ -327,7 +425,9 @@ def _published_curves(path: Path) -> dict[str, Any]:
                 if len(panel[arm]) != len(steps):
                     raise ValueError(f"panel {key}: {arm} has {len(panel[arm])} points, steps {len(steps)}")
     except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
-        raise UserError(f"{path}: not a published-curves file ({exc}); see data/published/curves.yaml") from None
+        raise UserError(
+            f"{path}: not a published-curves file ({exc}); see data/published/curves.yaml"
+        ) from None
     return data
 
 
@@ -335,22 +435,44 @@ def _surrogate_curves(fig, inputs: Inputs, scale: str) -> None:
     """Three panels (C2 noisy validation, C2 challenge, C4 clean validation): this scale's arm means (solid)
     and the paper's published curves (dashed, hollow markers)."""
     published = _published_curves(inputs.files("published_curves")[0])
-    runs = src.single_runs(src.load_episodes(inputs.files("episodes"), phases=("periodic",)), "figure surrogate_curves")
+    runs = src.single_runs(
+        src.load_episodes(inputs.files("episodes"), phases=("periodic",)), "figure surrogate_curves"
+    )
     panels = published["panels"]
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, panel in zip(axes, panels.values(), strict=True):
         for arm in ("paired", "independent", "clean"):
             color = ARM_COLORS[arm]
-            chosen = [r for r in runs if r.arm == arm and (r.condition == panel["condition"] if arm != "clean"
-                                                             else r.condition == "C0")]
+            chosen = [
+                r
+                for r in runs
+                if r.arm == arm
+                and (r.condition == panel["condition"] if arm != "clean" else r.condition == "C0")
+            ]
             curves = [c for c in (r.curve(panel["regime"]) for r in chosen) if c]
             if curves:
                 steps = sorted(set.intersection(*(set(s for s, _ in c) for c in curves)))
                 mean = [sum(dict(c)[s] for c in curves) / len(curves) for s in steps]
-                ax.plot(steps, mean, color=color, lw=1.8, marker="o", ms=3,
-                        label=f"{scale}: {arm}, mean of {len(curves)}")
-            ax.plot(published["steps"], [v / 100 for v in panel[arm]], color=color, lw=1.0, ls="--", marker="o",
-                    ms=3, mfc="none", label=f"paper: {arm}, mean of 3")
+                ax.plot(
+                    steps,
+                    mean,
+                    color=color,
+                    lw=1.8,
+                    marker="o",
+                    ms=3,
+                    label=f"{scale}: {arm}, mean of {len(curves)}",
+                )
+            ax.plot(
+                published["steps"],
+                [v / 100 for v in panel[arm]],
+                color=color,
+                lw=1.0,
+                ls="--",
+                marker="o",
+                ms=3,
+                mfc="none",
+                label=f"paper: {arm}, mean of 3",
+            )
         ax.set_title(panel["title"], fontsize=8)
         ax.set_xlabel("training step")
         ax.grid(alpha=0.3, lw=0.5)
@@ -361,41 +483,72 @@ def _surrogate_curves(fig, inputs: Inputs, scale: str) -> None:
 
 
 FIGURES: dict[str, FigureSpec] = {
-    "curves_c2": FigureSpec("curves_c2", "Validation curves of the C2 runs (transition noise) and the clean-trained "
-                            "C0 reference: mean over seeds (thick) and single seeds (thin)",
-                            {"episodes": _EPISODES}, _curves("C2")),
-    "curves_c4": FigureSpec("curves_c4", "Validation curves of the C4 runs (grader noise) and the clean-trained "
-                            "C0 reference: mean over seeds (thick) and single seeds (thin)",
-                            {"episodes": _EPISODES}, _curves("C4")),
-    "luck_share": FigureSpec("luck_share", "Luck share (share of outcome variance due to the fault schedule) by "
-                             "diagnostic checkpoint, with 95 % task-bootstrap intervals",
-                             {"luck": KeySpec("luck-share files results/diagnostics/RUN/luck-stepN.json")},
-                             _luck_share),
-    "spurious_variance": FigureSpec("spurious_variance", "Observed spurious-variance rates among all-correct "
-                                    "training groups against the closed form for independent grader flips",
-                                    {"group_stats": KeySpec("results/runs/RUN/group_stats.json")}, _spurious),
-    "probe_ratios": FigureSpec("probe_ratios", "Gradient-probe variance ratios (paired over independent) by "
-                               "checkpoint, for outcome and transition noise",
-                               {"probe": KeySpec("probe registers results/probe/TRAJECTORY.json")}, _probe_ratios),
+    "curves_c2": FigureSpec(
+        "curves_c2",
+        "Validation curves of the C2 runs (transition noise) and the clean-trained "
+        "C0 reference: mean over seeds (thick) and single seeds (thin)",
+        {"episodes": _EPISODES},
+        _curves("C2"),
+    ),
+    "curves_c4": FigureSpec(
+        "curves_c4",
+        "Validation curves of the C4 runs (grader noise) and the clean-trained "
+        "C0 reference: mean over seeds (thick) and single seeds (thin)",
+        {"episodes": _EPISODES},
+        _curves("C4"),
+    ),
+    "luck_share": FigureSpec(
+        "luck_share",
+        "Luck share (share of outcome variance due to the fault schedule) by "
+        "diagnostic checkpoint, with 95 % task-bootstrap intervals",
+        {"luck": KeySpec("luck-share files results/diagnostics/RUN/luck-stepN.json")},
+        _luck_share,
+    ),
+    "spurious_variance": FigureSpec(
+        "spurious_variance",
+        "Observed spurious-variance rates among all-correct "
+        "training groups against the closed form for independent grader flips",
+        {"group_stats": KeySpec("results/runs/RUN/group_stats.json")},
+        _spurious,
+    ),
+    "probe_ratios": FigureSpec(
+        "probe_ratios",
+        "Gradient-probe variance ratios (paired over independent) by "
+        "checkpoint, for outcome and transition noise",
+        {"probe": KeySpec("probe registers results/probe/TRAJECTORY.json")},
+        _probe_ratios,
+    ),
     "surrogate_curves": FigureSpec(
-        "surrogate_curves", "Learning curves of this scale (mean over seeds per arm, solid) beside the paper's "
+        "surrogate_curves",
+        "Learning curves of this scale (mean over seeds per arm, solid) beside the paper's "
         "published curves (Qwen3.5-2B, mean of 3 seeds, dashed): C2 validation under tool faults, C2 recovery "
         "challenge, C4 clean validation; 'clean' is the C0 reference trained without noise",
-        {"episodes": _EPISODES, "published_curves": KeySpec("data/published/curves.yaml", many=False)}, _surrogate_curves),
-    "final_success": FigureSpec("final_success", "Final test success per set, arm and seed (paper figure 3): bars "
-                                "are the mean over seeds, dots single seeds",
-                                {"decisions": KeySpec("decision registers results/decisions/{c2,c4}.json")},
-                                _final_success),
-    "dose_response": FigureSpec("dose_response", "Paired-minus-independent AUC gap (95% paired bootstrap "
-                                "interval) for every condition, ordered by the mean step-0 luck share of its "
-                                "runs; crosses mark incomplete comparisons",
-                                {"decisions": KeySpec("decision registers of tier 1 and the tiers")},
-                                _dose_response),
-    "probe_decomposition": FigureSpec("probe_decomposition", "Gradient-probe trace decomposition (paper figure 5): "
-                                      "within-group and between-group parts of the MC covariance trace per "
-                                      "checkpoint and design",
-                                      {"probe": KeySpec("probe registers results/probe/TRAJECTORY.json")},
-                                      _probe_decomposition),
+        {"episodes": _EPISODES, "published_curves": KeySpec("data/published/curves.yaml", many=False)},
+        _surrogate_curves,
+    ),
+    "final_success": FigureSpec(
+        "final_success",
+        "Final test success per set, arm and seed (paper figure 3): bars "
+        "are the mean over seeds, dots single seeds",
+        {"decisions": KeySpec("decision registers results/decisions/{c2,c4}.json")},
+        _final_success,
+    ),
+    "dose_response": FigureSpec(
+        "dose_response",
+        "Paired-minus-independent AUC gap (95% paired bootstrap "
+        "interval) for every condition, ordered by the mean step-0 luck share of its "
+        "runs; crosses mark incomplete comparisons",
+        {"decisions": KeySpec("decision registers of tier 1 and the tiers")},
+        _dose_response,
+    ),
+    "probe_decomposition": FigureSpec(
+        "probe_decomposition",
+        "Gradient-probe trace decomposition (paper figure 5): "
+        "within-group and between-group parts of the MC covariance trace per "
+        "checkpoint and design",
+        {"probe": KeySpec("probe registers results/probe/TRAJECTORY.json")},
+        _probe_decomposition,
+    ),
 }
 
 

@@ -188,15 +188,17 @@ def integer(value: int | None, notes: Notes | None = None, reason: str | None = 
     return Tex((MINUS if value < 0 else "") + text)
 
 
-def scaled(value: float | None, unit: float, dp: int = 3, notes: Notes | None = None,
-           reason: str | None = None) -> Tex:
+def scaled(
+    value: float | None, unit: float, dp: int = 3, notes: Notes | None = None, reason: str | None = None
+) -> Tex:
     """``value / unit`` with fixed decimals (e.g. variance traces in units of 1e5)."""
     gap = _check(value, notes, reason)
     return gap if gap is not None else Tex(_fixed(float(value) / unit, dp))
 
 
-def censored_steps(step: float | None, censored: bool, horizon: int | None, dp: int = 1,
-                   notes: Notes | None = None) -> Tex:
+def censored_steps(
+    step: float | None, censored: bool, horizon: int | None, dp: int = 1, notes: Notes | None = None
+) -> Tex:
     """Steps to threshold: a number, or ``>horizon`` when the threshold was never reached."""
     if censored:
         if horizon is None:

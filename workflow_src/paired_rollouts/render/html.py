@@ -92,8 +92,10 @@ def table_html(model: TableModel, number: int, caption: str) -> str:
             continue
         if row.kind == "span":  # first cell, then one cell spanning the rest (\multicolumn{n}{l}{text})
             inner = re.sub(r"^\\multicolumn\{\d+\}\{[lcr]\}\{(.*)\}$", r"\1", str(row.cells[1]), flags=re.S)
-            out.append(f'<tr><td>{cell_html(row.cells[0])}</td><td colspan="{ncols - 1}" style="text-align:left">'
-                       f"{cell_html(inner)}</td></tr>")
+            out.append(
+                f'<tr><td>{cell_html(row.cells[0])}</td><td colspan="{ncols - 1}" style="text-align:left">'
+                f"{cell_html(inner)}</td></tr>"
+            )
             continue
         if row.kind == "section":
             out.append(f'<tr class="section"><td colspan="{ncols}">{cell_html(row.cells[0])}</td></tr>')

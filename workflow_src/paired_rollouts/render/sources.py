@@ -38,7 +38,9 @@ def parse_input_args(values: Sequence[str] | None) -> dict[str, list[Path]]:
         key, sep, raw = value.partition("=")
         key = key.strip()
         if not sep or not key or not raw:
-            raise UserError(f"--input {value!r}: expected KEY=PATH, e.g. --input decisions=results/decisions/c2.json")
+            raise UserError(
+                f"--input {value!r}: expected KEY=PATH, e.g. --input decisions=results/decisions/c2.json"
+            )
         inputs.setdefault(key, []).append(Path(raw))
     return inputs
 
@@ -116,8 +118,10 @@ class Doc:
     def req(self, *keys: str | int) -> Any:
         value = self._walk(keys, _ABSENT)
         if value is _ABSENT:
-            raise UserError(f"{self.path}: missing key '{self._dotted(keys)}' in the {self.kind}; regenerate the "
-                            "file with the current pipeline (docs/records.md gives its shape)")
+            raise UserError(
+                f"{self.path}: missing key '{self._dotted(keys)}' in the {self.kind}; regenerate the "
+                "file with the current pipeline (docs/records.md gives its shape)"
+            )
         return value
 
     def opt(self, *keys: str | int, default: Any = None) -> Any:
@@ -134,10 +138,14 @@ class Doc:
     def numbers(self, *keys: str | int) -> list[float | None]:
         value = self.req(*keys)
         if not isinstance(value, list):
-            raise UserError(f"{self.path}: key '{self._dotted(keys)}' should be a list of numbers, found {value!r}")
+            raise UserError(
+                f"{self.path}: key '{self._dotted(keys)}' should be a list of numbers, found {value!r}"
+            )
         for item in value:
             if item is not None and (isinstance(item, bool) or not isinstance(item, int | float)):
-                raise UserError(f"{self.path}: key '{self._dotted(keys)}' should hold numbers, found {item!r}")
+                raise UserError(
+                    f"{self.path}: key '{self._dotted(keys)}' should hold numbers, found {item!r}"
+                )
         return [None if v is None else float(v) for v in value]
 
     def sub(self, *keys: str | int) -> Doc:
@@ -159,8 +167,10 @@ def load_decision(path: Path) -> Doc:
     doc = Doc(path, read_decision_register(path), "decision register")
     condition = doc.req("condition")
     if condition not in ("C2", "C4") and doc.opt("comparison") is None:
-        raise UserError(f"{path}: key 'condition' is {condition!r}; tier 1's decision registers are for C2 or C4 "
-                        "(a tier's register names its 'comparison')")
+        raise UserError(
+            f"{path}: key 'condition' is {condition!r}; tier 1's decision registers are for C2 or C4 "
+            "(a tier's register names its 'comparison')"
+        )
     doc.req("seeds")
     doc.req("bootstrap")
     return doc
@@ -170,12 +180,16 @@ def decision_for(docs: Iterable[Doc], condition: str, what: str) -> Doc:
     """The one decision register of ``condition`` among the inputs."""
     found = [d for d in docs if d.req("condition") == condition]
     if not found:
-        raise UserError(f"{what}: no decision register with condition {condition} among "
-                        f"{', '.join(str(d.path) for d in docs) or 'the inputs'}; pass results/decisions/"
-                        f"{condition.lower()}.json")
+        raise UserError(
+            f"{what}: no decision register with condition {condition} among "
+            f"{', '.join(str(d.path) for d in docs) or 'the inputs'}; pass results/decisions/"
+            f"{condition.lower()}.json"
+        )
     if len(found) > 1:
-        raise UserError(f"{what}: several decision registers for {condition}: "
-                        f"{', '.join(str(d.path) for d in found)}; pass one")
+        raise UserError(
+            f"{what}: several decision registers for {condition}: "
+            f"{', '.join(str(d.path) for d in found)}; pass one"
+        )
     return found[0]
 
 
@@ -221,8 +235,17 @@ def load_luck(path: Path) -> Doc:
 def load_group_stats(path: Path) -> Doc:
     """A training-group statistics file (records.md section 2)."""
     doc = _load_json(path, "group statistics")
-    for key in ("run", "condition", "arm", "seed", "groups", "G", "zero_variance_frac",
-                "all_correct_groups", "spurious_groups"):
+    for key in (
+        "run",
+        "condition",
+        "arm",
+        "seed",
+        "groups",
+        "G",
+        "zero_variance_frac",
+        "all_correct_groups",
+        "spurious_groups",
+    ):
         doc.req(key)
     return doc
 
@@ -251,8 +274,14 @@ class RunId:
 
     @property
     def order(self) -> tuple:
-        return (CONDITION_ORDER.get(self.condition, 9), self.condition, ARM_ORDER.get(self.arm, 9),
-                self.arm, self.seed, self.run)
+        return (
+            CONDITION_ORDER.get(self.condition, 9),
+            self.condition,
+            ARM_ORDER.get(self.arm, 9),
+            self.arm,
+            self.seed,
+            self.run,
+        )
 
 
 def manifest_identity(manifest: RunManifest) -> RunId:
@@ -262,8 +291,18 @@ def manifest_identity(manifest: RunManifest) -> RunId:
 
 # ---------------------------------------------------------------- episode records (docs/CONTRACT.md#episode-record)
 
-EPISODE_KEYS = ("run", "condition", "arm", "seed", "phase", "step", "regime", "task_id", "schedule_index",
-                "true_success")
+EPISODE_KEYS = (
+    "run",
+    "condition",
+    "arm",
+    "seed",
+    "phase",
+    "step",
+    "regime",
+    "task_id",
+    "schedule_index",
+    "true_success",
+)
 
 
 @dataclass
@@ -293,8 +332,11 @@ class RunEpisodes:
         return sorted({s for (p, s, r) in self.cells if p == phase and (regime is None or r == regime)})
 
     def curve(self, regime: str) -> list[tuple[int, float]]:
-        return [(s, v) for s in self.steps("periodic", regime)
-                if (v := self.value("periodic", s, regime)) is not None]
+        return [
+            (s, v)
+            for s in self.steps("periodic", regime)
+            if (v := self.value("periodic", s, regime)) is not None
+        ]
 
     def final(self, regime: str) -> float | None:
         steps = self.steps("final", regime)
@@ -319,7 +361,9 @@ def _root_of(path: Path) -> str:
     return str(path.resolve().parent)
 
 
-def load_episodes(paths: Iterable[Path], phases: Sequence[str] = ("periodic", "final")) -> dict[tuple[str, str], RunEpisodes]:
+def load_episodes(
+    paths: Iterable[Path], phases: Sequence[str] = ("periodic", "final")
+) -> dict[tuple[str, str], RunEpisodes]:
     """Read episode records (files or folders of ``*.jsonl``) into per-run outcome tables.
 
     Keyed by (results root, run name): the same run name under two results trees (e.g. a replication
@@ -343,17 +387,25 @@ def load_episodes(paths: Iterable[Path], phases: Sequence[str] = ("periodic", "f
             entry = runs.get((root, run))
             if entry is None:
                 entry = runs[(root, run)] = RunEpisodes(
-                    run, str(record["condition"]).upper(), str(record["arm"]), int(record["seed"]), root)
-            elif (entry.condition, entry.arm, entry.seed) != (str(record["condition"]).upper(), str(record["arm"]),
-                                                              int(record["seed"])):
-                raise UserError(f"{file}:{number}: run {run} appears with two identities "
-                                "(condition/arm/seed differ between records)")
+                    run, str(record["condition"]).upper(), str(record["arm"]), int(record["seed"]), root
+                )
+            elif (entry.condition, entry.arm, entry.seed) != (
+                str(record["condition"]).upper(),
+                str(record["arm"]),
+                int(record["seed"]),
+            ):
+                raise UserError(
+                    f"{file}:{number}: run {run} appears with two identities "
+                    "(condition/arm/seed differ between records)"
+                )
             if not entry.files or entry.files[-1] != file:
                 entry.files.append(file)
             cell = entry.cells.setdefault((record["phase"], int(record["step"]), str(record["regime"])), {})
             success = record["true_success"]
             if not isinstance(success, bool):
-                raise UserError(f"{file}:{number}: key 'true_success' should be true/false, found {success!r}")
+                raise UserError(
+                    f"{file}:{number}: key 'true_success' should be true/false, found {success!r}"
+                )
             cell.setdefault(str(record["task_id"]), []).append(success)
     return runs
 
@@ -363,8 +415,10 @@ def single_runs(runs: dict[tuple[str, str], RunEpisodes], what: str) -> list[Run
     by_name: dict[str, RunEpisodes] = {}
     for entry in runs.values():
         if entry.run in by_name:
-            raise UserError(f"{what}: run {entry.run} is given from two results trees "
-                            f"({by_name[entry.run].root} and {entry.root}); pass one")
+            raise UserError(
+                f"{what}: run {entry.run} is given from two results trees "
+                f"({by_name[entry.run].root} and {entry.root}); pass one"
+            )
         by_name[entry.run] = entry
     return sorted(by_name.values(), key=lambda e: e.ident.order)
 
@@ -397,7 +451,9 @@ def describe_sources(paths: Iterable[Path]) -> list[str]:
             folder_desc[folder] = ", ".join(names)
         else:
             suffixes = sorted({Path(n).suffix for n in names})
-            folder_desc[folder] = f"*{suffixes[0]} ({len(names)} files)" if len(suffixes) == 1 else f"({len(names)} files)"
+            folder_desc[folder] = (
+                f"*{suffixes[0]} ({len(names)} files)" if len(suffixes) == 1 else f"({len(names)} files)"
+            )
     # collapse folders with the same parent and the same description
     grouped: dict[tuple[Path, str], list[str]] = defaultdict(list)
     for folder, desc in folder_desc.items():

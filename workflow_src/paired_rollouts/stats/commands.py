@@ -25,18 +25,31 @@ def _luck_share(args: argparse.Namespace) -> int:
 
     records = [r for r in read_episodes(args.episodes) if r["phase"] == "diagnostic"]
     if not records:
-        raise UserError(f"{args.episodes}: no diagnostic episode records; run the diagnostic evaluation first")
+        raise UserError(
+            f"{args.episodes}: no diagnostic episode records; run the diagnostic evaluation first"
+        )
     run = single_value(records, "run", args.episodes)
     step = single_value(records, "step", args.episodes)
     if step is None:
         step = step_from_path(args.episodes)
-    out = luck_share_file(records, run=run, step=step, source=str(args.episodes),
-                          source_sha256=sha256_file(args.episodes), resamples=args.resamples, seed=args.seed,
-                          schedules=args.schedules, samples=args.samples, tasks=args.tasks)
+    out = luck_share_file(
+        records,
+        run=run,
+        step=step,
+        source=str(args.episodes),
+        source_sha256=sha256_file(args.episodes),
+        resamples=args.resamples,
+        seed=args.seed,
+        schedules=args.schedules,
+        samples=args.samples,
+        tasks=args.tasks,
+    )
     atomic_write_json(args.out, out)
     lam = out["lam"]
-    print(f"{run} step {step}: lam={lam if lam is None else round(lam, 4)} "
-          f"({out['tasks_defined']}/{out['tasks']} tasks defined, {len(out['defects'])} defects) -> {args.out}")
+    print(
+        f"{run} step {step}: lam={lam if lam is None else round(lam, 4)} "
+        f"({out['tasks_defined']}/{out['tasks']} tasks defined, {len(out['defects'])} defects) -> {args.out}"
+    )
     return 0
 
 
@@ -45,11 +58,14 @@ def _group_stats(args: argparse.Namespace) -> int:
     from paired_rollouts.records import read_groups
     from paired_rollouts.stats.groups import group_statistics
 
-    out = group_statistics(read_groups(args.groups), source=str(args.groups),
-                           source_sha256=sha256_file(args.groups), q=args.q)
+    out = group_statistics(
+        read_groups(args.groups), source=str(args.groups), source_sha256=sha256_file(args.groups), q=args.q
+    )
     atomic_write_json(args.out, out)
-    print(f"{out['run']}: {out['groups']} groups, zero-variance {out['zero_variance_frac']:.4f}, "
-          f"spurious {out['spurious_groups']}/{out['all_correct_groups']} all-correct -> {args.out}")
+    print(
+        f"{out['run']}: {out['groups']} groups, zero-variance {out['zero_variance_frac']:.4f}, "
+        f"spurious {out['spurious_groups']}/{out['all_correct_groups']} all-correct -> {args.out}"
+    )
     return 0
 
 
@@ -61,20 +77,32 @@ def _completeness(args: argparse.Namespace) -> int:
         expected = expected_evidence(args.run, load_settings(args.scale_block), args.conditions)
     else:
         expected = load_settings(args.settings)
-    out = check_run(args.run, expected, evals_dir=args.evals,
-                    diagnostics_dir=args.diagnostics, groups_path=args.groups,
-                    run_manifest_path=args.run_manifest, data_manifest_path=args.manifest,
-                    tasks_dir=args.tasks_dir, luck_paths=args.luck)
+    out = check_run(
+        args.run,
+        expected,
+        evals_dir=args.evals,
+        diagnostics_dir=args.diagnostics,
+        groups_path=args.groups,
+        run_manifest_path=args.run_manifest,
+        data_manifest_path=args.manifest,
+        tasks_dir=args.tasks_dir,
+        luck_paths=args.luck,
+    )
     atomic_write_json(args.out, out)
-    print(f"{args.run}: complete={out['complete']} ({len(out['missing'])} missing, {len(out['defects'])} defects, "
-          f"{out['episodes_found']}/{out['episodes_expected']} episodes) -> {args.out}")
+    print(
+        f"{args.run}: complete={out['complete']} ({len(out['missing'])} missing, {len(out['defects'])} defects, "
+        f"{out['episodes_found']}/{out['episodes_expected']} episodes) -> {args.out}"
+    )
     if args.strict and not out["complete"]:
         import sys
 
         for item in (out["missing"] + out["defects"])[:10]:
             print(f"  {item}", file=sys.stderr)
-        print(f"paired-rollouts completeness: error: {args.run} is incomplete; the protocol reruns it, it is "
-              "never analysed (see the entries above)", file=sys.stderr)
+        print(
+            f"paired-rollouts completeness: error: {args.run} is incomplete; the protocol reruns it, it is "
+            "never analysed (see the entries above)",
+            file=sys.stderr,
+        )
         return 2
     return 0
 
@@ -92,23 +120,47 @@ def _decide(args: argparse.Namespace) -> int:
     comparison = None
     if args.comparison is not None:
         if args.condition not in conditions:
-            raise UserError(f"--condition {args.condition}: not among the design's conditions ({', '.join(conditions)})")
-        comparison = Comparison(args.comparison, args.condition, args.arms[0], args.arms[1], args.scaling,
-                                tuple(args.seeds or ()), 2)
+            raise UserError(
+                f"--condition {args.condition}: not among the design's conditions ({', '.join(conditions)})"
+            )
+        comparison = Comparison(
+            args.comparison,
+            args.condition,
+            args.arms[0],
+            args.arms[1],
+            args.scaling,
+            tuple(args.seeds or ()),
+            2,
+        )
     elif args.condition.upper() not in ("C2", "C4"):
-        raise UserError(f"--condition {args.condition}: tier 1 decides C2 and C4; give --comparison for a tier")
+        raise UserError(
+            f"--condition {args.condition}: tier 1 decides C2 and C4; give --comparison for a tier"
+        )
     complete, luck = load_inputs(args.complete, args.luck)
     sources = [p for p in [*args.episodes, *args.reference_episodes] if p]
-    register = decide(args.condition, load_episodes(sources), rules, manifest,
-                      groups=load_groups(args.groups), luck=luck, complete=complete,
-                      expected_seeds=args.seeds, comparison=comparison, conditions=conditions)
+    register = decide(
+        args.condition,
+        load_episodes(sources),
+        rules,
+        manifest,
+        groups=load_groups(args.groups),
+        luck=luck,
+        complete=complete,
+        expected_seeds=args.seeds,
+        comparison=comparison,
+        conditions=conditions,
+    )
     atomic_write_json(args.out, register)
     if comparison is not None:
         gap = register["auc_gap"]
-        print(f"{comparison.name}: AUC gap {gap.get('auc_difference_mean')} over {len(register['seeds'])} seed "
-              f"pairs; complete={register['complete']} -> {args.out}")
+        print(
+            f"{comparison.name}: AUC gap {gap.get('auc_difference_mean')} over {len(register['seeds'])} seed "
+            f"pairs; complete={register['complete']} -> {args.out}"
+        )
         return 0
-    verdicts = ", ".join(f"{k}={register[k]['passes']}" for k in ("H1a", "H2a", "H2b", "H3", "H5") if k in register)
+    verdicts = ", ".join(
+        f"{k}={register[k]['passes']}" for k in ("H1a", "H2a", "H2b", "H3", "H5") if k in register
+    )
     print(f"{register['condition']}: {verdicts}; complete={register['complete']} -> {args.out}")
     return 0
 
@@ -141,24 +193,32 @@ def _run_register(args: argparse.Namespace) -> int:
     from paired_rollouts.stats.run_register import build_register
 
     if (args.run_dir is None) == (args.runs is None):
-        raise UserError("give either --run-dir DIR --out FILE (one run) or --runs RUN ... "
-                        "(each run's results/runs/RUN/register.json), not both")
+        raise UserError(
+            "give either --run-dir DIR --out FILE (one run) or --runs RUN ... "
+            "(each run's results/runs/RUN/register.json), not both"
+        )
     if args.run_dir is not None:
         if args.out is None:
             raise UserError("--run-dir needs --out (e.g. results/runs/RUN/register.json)")
         targets = [(args.run_dir, args.out)]
     else:
         if args.out is not None:
-            raise UserError("--out goes with --run-dir; with --runs each register is written "
-                            "to results/runs/RUN/register.json")
-        targets = [(args.results / "runs" / run, args.results / "runs" / run / "register.json") for run in args.runs]
+            raise UserError(
+                "--out goes with --run-dir; with --runs each register is written "
+                "to results/runs/RUN/register.json"
+            )
+        targets = [
+            (args.results / "runs" / run, args.results / "runs" / run / "register.json") for run in args.runs
+        ]
     # Several runs in one process (a surrogate-scale job covers a chunk of an arm's seeds): every register
     # is built before any is written, so a bad run leaves no register of its chunk half-updated.
     built = [(build_register(run_dir, args.results), out) for run_dir, out in targets]
     for register, out in built:
         atomic_write_json(out, register)
-        print(f"{register['run']}: register with {len(register['curves'])} curves, {len(register['final'])} final "
-              f"sets, {len(register['checkpoints'])} checkpoints -> {out}")
+        print(
+            f"{register['run']}: register with {len(register['curves'])} curves, {len(register['final'])} final "
+            f"sets, {len(register['checkpoints'])} checkpoints -> {out}"
+        )
     return 0
 
 
@@ -169,17 +229,26 @@ def _verify_run(args: argparse.Namespace) -> int:
     accepted, reasons, notes = verify_run(args.run_dir, args.results)
     register_path = Path(args.run_dir) / "register.json"
     register = read_json(register_path) if register_path.is_file() else None
-    print(format_report(Path(args.run_dir).name, accepted, reasons, notes,
-                        register if isinstance(register, dict) else None))
+    print(
+        format_report(
+            Path(args.run_dir).name,
+            accepted,
+            reasons,
+            notes,
+            register if isinstance(register, dict) else None,
+        )
+    )
     return 0 if accepted else 3
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "luck-share", help="luck share (schedule share of outcome variance) of one diagnostic checkpoint",
+        "luck-share",
+        help="luck share (schedule share of outcome variance) of one diagnostic checkpoint",
         description="One-way random-effects luck share per diagnostic task (K schedules x M samples), "
-                    "its mean over tasks, the pooled ratio and a task-bootstrap 95 percent interval.",
-        epilog="Output shape: docs/records.md section 1.")
+        "its mean over tasks, the pooled ratio and a task-bootstrap 95 percent interval.",
+        epilog="Output shape: docs/records.md section 1.",
+    )
     p.add_argument("--episodes", required=True, type=Path, help="results/diagnostics/RUN/diag-stepN.jsonl")
     p.add_argument("--out", required=True, type=Path, help="results/diagnostics/RUN/luck-stepN.json")
     p.add_argument("--resamples", type=_positive, default=10000, help="bootstrap resamples (default 10000)")
@@ -190,9 +259,11 @@ def register(subparsers) -> None:
     p.set_defaults(handler=_luck_share)
 
     p = subparsers.add_parser(
-        "group-stats", help="training-group statistics: zero variance, spurious variance, seed sharing",
+        "group-stats",
+        help="training-group statistics: zero variance, spurious variance, seed sharing",
         description="Summarise a run's training-group register (groups.jsonl).",
-        epilog="Output shape: docs/records.md section 2.")
+        epilog="Output shape: docs/records.md section 2.",
+    )
     p.add_argument("--groups", required=True, type=Path, help="results/runs/RUN/groups.jsonl")
     p.add_argument("--out", required=True, type=Path, help="results/runs/RUN/group_stats.json")
     p.add_argument("--q", type=float, default=None, help="outcome-noise rate for the expected spurious rate")
@@ -201,95 +272,177 @@ def register(subparsers) -> None:
     from paired_rollouts.stats.completeness import SETTINGS_HELP
 
     p = subparsers.add_parser(
-        "completeness", help="check that a run's evidence is complete and consistent",
+        "completeness",
+        help="check that a run's evidence is complete and consistent",
         description="Compare a run's episode files, diagnostic files, training groups and manifests "
-                    "with the evidence its design calls for; writes complete.json.",
+        "with the evidence its design calls for; writes complete.json.",
         epilog=SETTINGS_HELP + "\nOutput shape: docs/records.md section 3.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--run", required=True, help="run name, e.g. c2-paired-s0")
     expected = p.add_mutually_exclusive_group(required=True)
-    expected.add_argument("--scale-block", dest="scale_block", default=None, metavar="JSON",
-                          help="the scale block (config/config.yaml scales.<scale>: task_filter, training, "
-                          "evaluation, diagnostics): the expected evidence follows from it and the run's name")
-    expected.add_argument("--settings", "--expected", dest="settings", default=None,
-                          help="expected evidence spelled out (the forms below): inline JSON or @file.json")
-    p.add_argument("--conditions", default=None, metavar="JSON",
-                   help="with --scale-block: the design's conditions (config/config.yaml `conditions:`); default: the "
-                   "paper's")
+    expected.add_argument(
+        "--scale-block",
+        dest="scale_block",
+        default=None,
+        metavar="JSON",
+        help="the scale block (config/config.yaml scales.<scale>: task_filter, training, "
+        "evaluation, diagnostics): the expected evidence follows from it and the run's name",
+    )
+    expected.add_argument(
+        "--settings",
+        "--expected",
+        dest="settings",
+        default=None,
+        help="expected evidence spelled out (the forms below): inline JSON or @file.json",
+    )
+    p.add_argument(
+        "--conditions",
+        default=None,
+        metavar="JSON",
+        help="with --scale-block: the design's conditions (config/config.yaml `conditions:`); default: the "
+        "paper's",
+    )
     p.add_argument("--evals", "--evals-dir", dest="evals", required=True, type=Path, help="results/evals/RUN")
     p.add_argument("--diagnostics", type=Path, default=None, help="results/diagnostics/RUN")
     p.add_argument("--groups", type=Path, default=None, help="results/runs/RUN/groups.jsonl")
     p.add_argument("--run-manifest", type=Path, default=None, help="results/runs/RUN/manifest.json")
-    p.add_argument("--manifest", "--pool-manifest", dest="manifest", required=True, type=Path,
-                   help="data/tasks/MANIFEST.json")
+    p.add_argument(
+        "--manifest",
+        "--pool-manifest",
+        dest="manifest",
+        required=True,
+        type=Path,
+        help="data/tasks/MANIFEST.json",
+    )
     p.add_argument("--tasks-dir", type=Path, default=None, help="task pools (default: the manifest's folder)")
-    p.add_argument("--luck", nargs="*", default=[], type=Path,
-                   help="results/diagnostics/RUN/luck-stepN.json files: hashed and checked against their source")
+    p.add_argument(
+        "--luck",
+        nargs="*",
+        default=[],
+        type=Path,
+        help="results/diagnostics/RUN/luck-stepN.json files: hashed and checked against their source",
+    )
     p.add_argument("--out", required=True, type=Path, help="results/runs/RUN/complete.json")
     p.add_argument("--strict", action="store_true", help="exit 2 when the run is incomplete")
     p.set_defaults(handler=_completeness)
 
     p = subparsers.add_parser(
-        "run-register", help="one run's register: curves, AUC, final sets, luck, training curve, lineage",
+        "run-register",
+        help="one run's register: curves, AUC, final sets, luck, training curve, lineage",
         description="Gather one run's curves and AUC per evaluation set, final sets, luck share per "
-                    "diagnostic checkpoint, training curve, timing, attempts and checkpoint inventory from the "
-                    "files its completeness record lists.",
-        epilog="Output shape: docs/records.md section 3.1.")
+        "diagnostic checkpoint, training curve, timing, attempts and checkpoint inventory from the "
+        "files its completeness record lists.",
+        epilog="Output shape: docs/records.md section 3.1.",
+    )
     p.add_argument("--run-dir", type=Path, default=None, help="results/runs/RUN (one run; with --out)")
     p.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results)")
     p.add_argument("--out", type=Path, default=None, help="results/runs/RUN/register.json (with --run-dir)")
-    p.add_argument("--runs", nargs="+", default=None,
-                   help="run names, e.g. c2-paired-s0 c2-paired-s1: each run's register in one process, "
-                        "written to RESULTS/runs/RUN/register.json")
+    p.add_argument(
+        "--runs",
+        nargs="+",
+        default=None,
+        help="run names, e.g. c2-paired-s0 c2-paired-s1: each run's register in one process, "
+        "written to RESULTS/runs/RUN/register.json",
+    )
     p.set_defaults(handler=_run_register)
 
     p = subparsers.add_parser(
-        "verify-run", help="ACCEPT or REJECT one run: re-hash its evidence, refuse unlisted files",
+        "verify-run",
+        help="ACCEPT or REJECT one run: re-hash its evidence, refuse unlisted files",
         description="Re-hash every file complete.json lists, refuse files it does not list, check the "
-                    "completeness verdict, code versions and register; prints a report. Exit 0 ACCEPT, 3 REJECT.")
+        "completeness verdict, code versions and register; prints a report. Exit 0 ACCEPT, 3 REJECT.",
+    )
     p.add_argument("--run-dir", required=True, type=Path, help="results/runs/RUN")
     p.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results)")
     p.set_defaults(handler=_verify_run)
 
     p = subparsers.add_parser(
-        "decide", help="the pre-registered decisions (H1a, H2a/H2b, H3, H5) of one condition",
+        "decide",
+        help="the pre-registered decisions (H1a, H2a/H2b, H3, H5) of one condition",
         description="Compute a decision register from episode records (plus optional training groups, "
-                    "luck-share files and completeness files). Runs are paired by seed; a run enters only "
-                    "if its completeness file passes and its evidence is unchanged.",
-        epilog="Output shape: docs/records.md sections 4 and 5.")
-    p.add_argument("--condition", required=True,
-                   help="C2 or C4 for tier 1; with --comparison any condition of the design (e.g. C2r)")
-    p.add_argument("--comparison", default=None, metavar="NAME",
-                   help="a registered tier's comparison (e.g. c2r, c4-scale_none, c2-blocking): measured, not decided")
-    p.add_argument("--arms", nargs=2, default=["paired", "independent"], metavar=("TREATMENT", "CONTROL"),
-                   help="with --comparison: the treatment and the control arm (default: paired independent)")
-    p.add_argument("--scaling", default="group", choices=["group", "none"], help="with --comparison: reward scaling")
-    p.add_argument("--conditions", default=None, metavar="JSON",
-                   help="the design's conditions (config/config.yaml `conditions:`); default: the paper's")
-    p.add_argument("--episodes", required=True, nargs="+", help="episode files or folders (results/evals/...)")
-    p.add_argument("--reference-episodes", nargs="*", default=[],
-                   help="clean-reference (C0) episode folders for the secondary comparisons")
+        "luck-share files and completeness files). Runs are paired by seed; a run enters only "
+        "if its completeness file passes and its evidence is unchanged.",
+        epilog="Output shape: docs/records.md sections 4 and 5.",
+    )
+    p.add_argument(
+        "--condition",
+        required=True,
+        help="C2 or C4 for tier 1; with --comparison any condition of the design (e.g. C2r)",
+    )
+    p.add_argument(
+        "--comparison",
+        default=None,
+        metavar="NAME",
+        help="a registered tier's comparison (e.g. c2r, c4-scale_none, c2-blocking): measured, not decided",
+    )
+    p.add_argument(
+        "--arms",
+        nargs=2,
+        default=["paired", "independent"],
+        metavar=("TREATMENT", "CONTROL"),
+        help="with --comparison: the treatment and the control arm (default: paired independent)",
+    )
+    p.add_argument(
+        "--scaling", default="group", choices=["group", "none"], help="with --comparison: reward scaling"
+    )
+    p.add_argument(
+        "--conditions",
+        default=None,
+        metavar="JSON",
+        help="the design's conditions (config/config.yaml `conditions:`); default: the paper's",
+    )
+    p.add_argument(
+        "--episodes", required=True, nargs="+", help="episode files or folders (results/evals/...)"
+    )
+    p.add_argument(
+        "--reference-episodes",
+        nargs="*",
+        default=[],
+        help="clean-reference (C0) episode folders for the secondary comparisons",
+    )
     p.add_argument("--groups", nargs="*", default=[], help="results/runs/RUN/groups.jsonl files")
     p.add_argument("--luck", nargs="*", default=[], help="results/diagnostics/RUN/luck-stepN.json files")
     p.add_argument("--complete", nargs="*", default=[], help="results/runs/RUN/complete.json files")
-    p.add_argument("--seeds", nargs="*", type=int, default=None,
-                   help="the design's seeds; a hypothesis is decided only when every seed pair is admitted")
+    p.add_argument(
+        "--seeds",
+        nargs="*",
+        type=int,
+        default=None,
+        help="the design's seeds; a hypothesis is decided only when every seed pair is admitted",
+    )
     p.add_argument("--rules", required=True, type=Path, help="prereg/decision_rules.yaml")
-    p.add_argument("--manifest", "--pool-manifest", dest="manifest", required=True, type=Path,
-                   help="data/tasks/MANIFEST.json")
+    p.add_argument(
+        "--manifest",
+        "--pool-manifest",
+        dest="manifest",
+        required=True,
+        type=Path,
+        help="data/tasks/MANIFEST.json",
+    )
     p.add_argument("--out", required=True, type=Path, help="results/decisions/{c2,c4}.json")
     p.set_defaults(handler=_decide)
 
     p = subparsers.add_parser(
-        "predictions", help="the registered predictions (P1-P13) and H4, judged on the decision registers",
+        "predictions",
+        help="the registered predictions (P1-P13) and H4, judged on the decision registers",
         description="Judge every prediction of the amended tier rules on the decision registers given: met, "
-                    "missed, not run (its register is absent) or not decided (its seed matrix is incomplete).",
-        epilog="Output shape: docs/analysis.md#predictions.")
+        "missed, not run (its register is absent) or not decided (its seed matrix is incomplete).",
+        epilog="Output shape: docs/analysis.md#predictions.",
+    )
     p.add_argument("--tier-rules", required=True, type=Path, help="prereg/tier_rules.yaml (amendment A2)")
-    p.add_argument("--verification", default=None, type=Path,
-                   help="amendment verification report: the tier rules must be covered by a verified record")
-    p.add_argument("--decisions", nargs="+", required=True,
-                   help="decision registers (decisions/c2.json, decisions/tiers/c2r.json, ...), named by file stem")
+    p.add_argument(
+        "--verification",
+        default=None,
+        type=Path,
+        help="amendment verification report: the tier rules must be covered by a verified record",
+    )
+    p.add_argument(
+        "--decisions",
+        nargs="+",
+        required=True,
+        help="decision registers (decisions/c2.json, decisions/tiers/c2r.json, ...), named by file stem",
+    )
     p.add_argument("--probe", nargs="*", default=[], help="probe registers (probe/a.json, ...)")
     p.add_argument("--group-size", type=int, required=True, help="the scale's rollouts per group (G)")
     p.add_argument("--out", required=True, type=Path, help="results/decisions/predictions.json")

@@ -34,12 +34,29 @@ from paired_rollouts.records import (
 from paired_rollouts.stats.curves import parse_run_name
 
 SETTINGS_KEYS = {"periodic", "final", "diagnostic", "training", "run", "task_filter"}
-FLAT_KEYS = {"run", "periodic_steps", "periodic_regimes", "final_step", "final_regimes", "eval_tasks",
-             "final_tasks", "training_steps", "prompts_per_step", "num_generations", "diagnostic_steps",
-             "diagnostic_pool", "diagnostic_tasks", "diagnostic_schedules", "diagnostic_samples", "task_filter"}
+FLAT_KEYS = {
+    "run",
+    "periodic_steps",
+    "periodic_regimes",
+    "final_step",
+    "final_regimes",
+    "eval_tasks",
+    "final_tasks",
+    "training_steps",
+    "prompts_per_step",
+    "num_generations",
+    "diagnostic_steps",
+    "diagnostic_pool",
+    "diagnostic_tasks",
+    "diagnostic_schedules",
+    "diagnostic_samples",
+    "task_filter",
+}
 # Schedule indices of the evaluation sets (docs/analysis.md#evidence-per-run) when a flat settings object names only regimes.
 PERIODIC_INDICES = {regime: list(k) for regime, k in PERIODIC_REGIMES.items()}
-FINAL_INDICES = {regime: list(k) for regime, k in {**FINAL_REGIMES, "at_training": AT_TRAINING_FINAL_INDICES}.items()}
+FINAL_INDICES = {
+    regime: list(k) for regime, k in {**FINAL_REGIMES, "at_training": AT_TRAINING_FINAL_INDICES}.items()
+}
 SETTINGS_HELP = """\
 settings keys (one flat JSON object, as rules/common.smk expected_evidence writes it):
   run, task_filter, periodic_steps, periodic_regimes, final_step, final_regimes, eval_tasks, final_tasks,
@@ -60,7 +77,9 @@ def _require(d: dict[str, Any], key: str, where: str) -> Any:
 def _int(value: Any, where: str) -> int:
     """A settings count or step: an integer (``2.0`` or ``"2"`` are refused, not rounded)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise UserError(f"completeness settings: '{where}' is {value!r}, expected an integer\n{SETTINGS_HELP}")
+        raise UserError(
+            f"completeness settings: '{where}' is {value!r}, expected an integer\n{SETTINGS_HELP}"
+        )
     return value
 
 
@@ -77,8 +96,10 @@ def _indices(regimes: Any, table: dict[str, list[int]], where: str) -> dict[str,
         raise UserError(f"completeness settings: '{where}' must be a list of regime names or a mapping")
     unknown = [r for r in regimes if r not in table]
     if unknown:
-        raise UserError(f"completeness settings: {where} has unknown regimes {unknown}; give their schedule "
-                        "indices as a mapping")
+        raise UserError(
+            f"completeness settings: {where} has unknown regimes {unknown}; give their schedule "
+            "indices as a mapping"
+        )
     return {r: list(table[r]) for r in regimes}
 
 
@@ -90,7 +111,14 @@ def normalize_settings(settings: dict[str, Any]) -> dict[str, Any]:
     unknown = set(settings) - FLAT_KEYS
     if unknown:
         raise UserError(f"completeness settings: unknown keys {sorted(unknown)}\n{SETTINGS_HELP}")
-    for key in ("eval_tasks", "final_tasks", "final_step", "training_steps", "prompts_per_step", "num_generations"):
+    for key in (
+        "eval_tasks",
+        "final_tasks",
+        "final_step",
+        "training_steps",
+        "prompts_per_step",
+        "num_generations",
+    ):
         if key in settings:
             _int(settings[key], key)
     for key in ("diagnostic_tasks", "diagnostic_schedules", "diagnostic_samples"):
@@ -106,21 +134,33 @@ def normalize_settings(settings: dict[str, Any]) -> dict[str, Any]:
         if "task_filter" in settings:
             out["task_filter"] = settings["task_filter"]
         if "periodic_steps" in settings:
-            out["periodic"] = {"steps": settings["periodic_steps"], "pool": "validation",
-                               "tasks": settings["eval_tasks"],
-                               "regimes": _indices(settings["periodic_regimes"], PERIODIC_INDICES, "periodic_regimes")}
+            out["periodic"] = {
+                "steps": settings["periodic_steps"],
+                "pool": "validation",
+                "tasks": settings["eval_tasks"],
+                "regimes": _indices(settings["periodic_regimes"], PERIODIC_INDICES, "periodic_regimes"),
+            }
         if "final_step" in settings:
-            out["final"] = {"step": settings["final_step"], "pool": "test", "tasks": settings["final_tasks"],
-                            "regimes": _indices(settings["final_regimes"], FINAL_INDICES, "final_regimes")}
+            out["final"] = {
+                "step": settings["final_step"],
+                "pool": "test",
+                "tasks": settings["final_tasks"],
+                "regimes": _indices(settings["final_regimes"], FINAL_INDICES, "final_regimes"),
+            }
         if settings.get("diagnostic_steps"):
-            out["diagnostic"] = {"steps": settings["diagnostic_steps"],
-                                 "pool": settings.get("diagnostic_pool", "diagnostic"),
-                                 "tasks": settings.get("diagnostic_tasks"),
-                                 "schedules": settings.get("diagnostic_schedules"),
-                                 "samples": settings.get("diagnostic_samples")}
+            out["diagnostic"] = {
+                "steps": settings["diagnostic_steps"],
+                "pool": settings.get("diagnostic_pool", "diagnostic"),
+                "tasks": settings.get("diagnostic_tasks"),
+                "schedules": settings.get("diagnostic_schedules"),
+                "samples": settings.get("diagnostic_samples"),
+            }
         if "training_steps" in settings:
-            out["training"] = {"steps": settings["training_steps"], "prompts": settings["prompts_per_step"],
-                               "generations": settings["num_generations"]}
+            out["training"] = {
+                "steps": settings["training_steps"],
+                "prompts": settings["prompts_per_step"],
+                "generations": settings["num_generations"],
+            }
     except KeyError as exc:
         raise UserError(f"completeness settings: '{exc.args[0]}' is required\n{SETTINGS_HELP}") from exc
     return out
@@ -132,7 +172,9 @@ def periodic_steps(training: dict[str, Any]) -> list[int]:
     return sorted(set(range(0, last + 1, every)) | {last})
 
 
-def expected_evidence(run: str, scale: dict[str, Any], conditions: dict[str, Any] | None = None) -> dict[str, Any]:
+def expected_evidence(
+    run: str, scale: dict[str, Any], conditions: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """What a complete run must contain, from the scale block (config/config.yaml `scales.<scale>`: its
     task_filter, training, evaluation and diagnostics sections) and the run's name (its condition and seed).
 
@@ -165,24 +207,30 @@ def expected_evidence(run: str, scale: dict[str, Any], conditions: dict[str, Any
             "diagnostic_samples": diagnostics["samples"],
         }
     except (KeyError, TypeError) as exc:
-        raise UserError(f"{where}: the scale block lacks {exc}; pass the scale's task_filter, training, "
-                        "evaluation and diagnostics sections as in config/config.yaml") from None
+        raise UserError(
+            f"{where}: the scale block lacks {exc}; pass the scale's task_filter, training, "
+            "evaluation and diagnostics sections as in config/config.yaml"
+        ) from None
 
 
 def validate_settings(settings: dict[str, Any]) -> None:
     unknown = set(settings) - SETTINGS_KEYS
     if unknown:
         raise UserError(f"completeness settings: unknown keys {sorted(unknown)}\n{SETTINGS_HELP}")
-    for block, keys in {"periodic": ("steps", "pool", "tasks", "regimes"),
-                        "final": ("step", "pool", "tasks", "regimes"),
-                        "diagnostic": ("steps", "pool", "tasks", "schedules", "samples"),
-                        "training": ("steps", "prompts", "generations")}.items():
+    for block, keys in {
+        "periodic": ("steps", "pool", "tasks", "regimes"),
+        "final": ("step", "pool", "tasks", "regimes"),
+        "diagnostic": ("steps", "pool", "tasks", "schedules", "samples"),
+        "training": ("steps", "prompts", "generations"),
+    }.items():
         if block in settings:
             for key in keys:
                 _require(settings[block], key, block)
             extra = set(settings[block]) - set(keys)
             if extra:
-                raise UserError(f"completeness settings: unknown keys {sorted(extra)} in '{block}'\n{SETTINGS_HELP}")
+                raise UserError(
+                    f"completeness settings: unknown keys {sorted(extra)} in '{block}'\n{SETTINGS_HELP}"
+                )
             node = settings[block]
             for key in ("tasks", "schedules", "samples", "step", "prompts", "generations"):
                 if key in node and not (block == "diagnostic" and node[key] is None):
@@ -193,10 +241,14 @@ def validate_settings(settings: dict[str, Any]) -> None:
                 _ints(node["steps"], f"{block}.steps")
             if "regimes" in node:
                 if not isinstance(node["regimes"], dict):
-                    raise UserError(f"completeness settings: '{block}.regimes' must map regime -> schedule indices")
+                    raise UserError(
+                        f"completeness settings: '{block}.regimes' must map regime -> schedule indices"
+                    )
                 for regime, indices in node["regimes"].items():
                     if regime not in KNOWN_REGIMES:
-                        raise UserError(f"completeness settings: '{block}.regimes' names unknown regime {regime!r}")
+                        raise UserError(
+                            f"completeness settings: '{block}.regimes' names unknown regime {regime!r}"
+                        )
                     _ints(indices, f"{block}.regimes.{regime}")
 
 
@@ -206,7 +258,9 @@ def pool_task_ids(tasks_dir: Path, pool: str, count: int, task_filter: str = "al
     from paired_rollouts.backoffice.tasks import first_selected
 
     path = tasks_dir / f"{pool}.jsonl"
-    return [str(rec["task_id"]) for rec in first_selected(list(iter_jsonl(path)), pool, count, task_filter, path)]
+    return [
+        str(rec["task_id"]) for rec in first_selected(list(iter_jsonl(path)), pool, count, task_filter, path)
+    ]
 
 
 def _paper(manifest: PoolManifest) -> bool:
@@ -230,17 +284,34 @@ class _Checker:
             self.defects.append(entry)
 
     def identity(self, rec: dict[str, Any], rel: str, line: int, **expected: Any) -> bool:
-        want = {"run": self.run, "condition": self.ident["condition"], "arm": self.ident["arm"],
-                "seed": self.ident["seed"], **expected}
+        want = {
+            "run": self.run,
+            "condition": self.ident["condition"],
+            "arm": self.ident["arm"],
+            "seed": self.ident["seed"],
+            **expected,
+        }
         for key, value in want.items():
             if rec.get(key) != value:
-                self._defect(kind="identity", path=rel, line=line,
-                             problem=f"{key} is {rec.get(key)!r}, expected {value!r}")
+                self._defect(
+                    kind="identity",
+                    path=rel,
+                    line=line,
+                    problem=f"{key} is {rec.get(key)!r}, expected {value!r}",
+                )
                 return False
         return True
 
-    def eval_file(self, path: Path, rel: str, phase: str, step: int, regime: str,
-                  task_ids: list[str], indices: list[int]) -> None:
+    def eval_file(
+        self,
+        path: Path,
+        rel: str,
+        phase: str,
+        step: int,
+        regime: str,
+        task_ids: list[str],
+        indices: list[int],
+    ) -> None:
         expected = Counter((t, int(k)) for t in task_ids for k in indices)
         if not path.is_file():
             self.missing.append({"kind": "file", "path": rel, "expected": sum(expected.values())})
@@ -256,12 +327,21 @@ class _Checker:
             seed = rec["schedule_seed"]
             # the evaluation schedules are the design's, identical across arms and checkpoints
             if seed != eval_schedule_seed(rec["task_id"], index):
-                self._defect(kind="schedule_seed", path=rel, line=line, item=list(item),
-                             problem=f"schedule_seed {seed} is not eval_schedule_seed({rec['task_id']}, {index})")
+                self._defect(
+                    kind="schedule_seed",
+                    path=rel,
+                    line=line,
+                    item=list(item),
+                    problem=f"schedule_seed {seed} is not eval_schedule_seed({rec['task_id']}, {index})",
+                )
             key = (regime, *item)
             if key in self.seen_seeds and self.seen_seeds[key] != seed:
-                self._defect(kind="schedule_seed", item=list(item), path=rel,
-                             problem=f"seeds {self.seen_seeds[key]} and {seed} for one schedule")
+                self._defect(
+                    kind="schedule_seed",
+                    item=list(item),
+                    path=rel,
+                    problem=f"seeds {self.seen_seeds[key]} and {seed} for one schedule",
+                )
             self.seen_seeds.setdefault(key, seed)
         self._compare(rel, expected, found, "episodes")
 
@@ -269,15 +349,26 @@ class _Checker:
         absent = sorted((expected - found).elements())
         extra = sorted((found - expected).elements())
         if absent:
-            self.missing.append({"kind": kind, "path": rel, "expected": sum(expected.values()),
-                                 "found": sum(found.values()), "absent": [list(a) for a in absent[:MAX_LISTED]]})
+            self.missing.append(
+                {
+                    "kind": kind,
+                    "path": rel,
+                    "expected": sum(expected.values()),
+                    "found": sum(found.values()),
+                    "absent": [list(a) for a in absent[:MAX_LISTED]],
+                }
+            )
         for item in extra[:MAX_LISTED]:
             kind_extra = "duplicate" if item in expected else "unexpected"
             self.defects.append({"kind": kind_extra, "path": rel, "item": list(item)})
 
-    def diag_file(self, path: Path, rel: str, step: int, task_ids: list[str], schedules: int, samples: int) -> None:
+    def diag_file(
+        self, path: Path, rel: str, step: int, task_ids: list[str], schedules: int, samples: int
+    ) -> None:
         if not path.is_file():
-            self.missing.append({"kind": "file", "path": rel, "expected": len(task_ids) * schedules * samples})
+            self.missing.append(
+                {"kind": "file", "path": rel, "expected": len(task_ids) * schedules * samples}
+            )
             return
         self.files[rel] = sha256_file(path)
         per_task: dict[str, Counter] = {}
@@ -287,17 +378,28 @@ class _Checker:
             self.identity(rec, rel, line, phase="diagnostic", step=step, regime="diag")
             index = rec["schedule_index"]
             if index is None or not 0 <= index < schedules:
-                self._defect(kind="identity", path=rel, line=line,
-                             problem=f"schedule_index {index!r} outside 0..{schedules - 1}")
+                self._defect(
+                    kind="identity",
+                    path=rel,
+                    line=line,
+                    problem=f"schedule_index {index!r} outside 0..{schedules - 1}",
+                )
             elif rec["schedule_seed"] != diagnostic_seed(run_seed, rec["task_id"], index):
-                self._defect(kind="schedule_seed", path=rel, line=line, item=[rec["task_id"], index],
-                             problem=f"schedule_seed {rec['schedule_seed']} is not diagnostic_seed({run_seed}, "
-                                     f"{rec['task_id']}, {index})")
+                self._defect(
+                    kind="schedule_seed",
+                    path=rel,
+                    line=line,
+                    item=[rec["task_id"], index],
+                    problem=f"schedule_seed {rec['schedule_seed']} is not diagnostic_seed({run_seed}, "
+                    f"{rec['task_id']}, {index})",
+                )
             per_task.setdefault(rec["task_id"], Counter())[rec["schedule_seed"]] += 1
         for task in task_ids:
             seeds = per_task.get(task)
             if seeds is None:
-                self.missing.append({"kind": "diagnostic", "path": rel, "task_id": task, "problem": "no episodes"})
+                self.missing.append(
+                    {"kind": "diagnostic", "path": rel, "task_id": task, "problem": "no episodes"}
+                )
                 continue
             problems = []
             if len(seeds) != schedules:
@@ -306,8 +408,9 @@ class _Checker:
             if short:
                 problems.append(f"schedules {short[:5]} do not have {samples} samples")
             if problems:
-                self.missing.append({"kind": "diagnostic", "path": rel, "task_id": task,
-                                     "problem": "; ".join(problems)})
+                self.missing.append(
+                    {"kind": "diagnostic", "path": rel, "task_id": task, "problem": "; ".join(problems)}
+                )
         for task in sorted(set(per_task) - set(task_ids)):
             self.defects.append({"kind": "unexpected", "path": rel, "item": [task]})
 
@@ -316,15 +419,21 @@ class _Checker:
         data = read_luck(path)
         self.files[rel] = sha256_file(path)
         if data["run"] != self.run or data["step"] != step:
-            self._defect(kind="identity", path=rel,
-                         problem=f"luck-share file of {data['run']} step {data['step']}, expected {self.run} step {step}")
+            self._defect(
+                kind="identity",
+                path=rel,
+                problem=f"luck-share file of {data['run']} step {data['step']}, expected {self.run} step {step}",
+            )
         if diag_rel not in self.files:
             self._defect(kind="luck", path=rel, problem=f"{diag_rel} was not checked")
         elif data["source_sha256"] != self.files[diag_rel]:
-            self._defect(kind="luck", path=rel, problem=f"source_sha256 differs from {diag_rel}; rerun luck-share")
+            self._defect(
+                kind="luck", path=rel, problem=f"source_sha256 differs from {diag_rel}; rerun luck-share"
+            )
 
-    def groups_file(self, path: Path, steps: int, prompts: int, generations: int,
-                    train_ids: list[str] | None) -> tuple[int, int]:
+    def groups_file(
+        self, path: Path, steps: int, prompts: int, generations: int, train_ids: list[str] | None
+    ) -> tuple[int, int]:
         """Every (step, group) once, on its own training row: task, row index and row seed of the design."""
         rel = "groups.jsonl"
         if not path.is_file():
@@ -338,37 +447,81 @@ class _Checker:
         for line, rec in iter_groups(path):
             groups += 1
             if rec["run"] != self.run:
-                self._defect(kind="identity", path=rel, line=line,
-                             problem=f"run is {rec['run']!r}, expected {self.run!r}")
+                self._defect(
+                    kind="identity",
+                    path=rel,
+                    line=line,
+                    problem=f"run is {rec['run']!r}, expected {self.run!r}",
+                )
             step, group = rec["step"], rec["group"]
             size = len(rec["true_success"])
             rollouts += size
             if size != generations:
-                self._defect(kind="group", path=rel, line=line, step=step, group=group,
-                             problem=f"list lengths {size}, expected {generations}")
+                self._defect(
+                    kind="group",
+                    path=rel,
+                    line=line,
+                    step=step,
+                    group=group,
+                    problem=f"list lengths {size}, expected {generations}",
+                )
             if not 0 <= step < steps or not 0 <= group < prompts:
-                self._defect(kind="group", path=rel, line=line, step=step, group=group,
-                             problem="step or group out of range")
+                self._defect(
+                    kind="group",
+                    path=rel,
+                    line=line,
+                    step=step,
+                    group=group,
+                    problem="step or group out of range",
+                )
                 continue
             by_step.setdefault(step, Counter())[group] += 1
             row = step * prompts + group
             if rec.get("row_index", row) != row:
-                self._defect(kind="group", path=rel, line=line, step=step, group=group,
-                             problem=f"row_index {rec['row_index']}, expected {row}")
+                self._defect(
+                    kind="group",
+                    path=rel,
+                    line=line,
+                    step=step,
+                    group=group,
+                    problem=f"row_index {rec['row_index']}, expected {row}",
+                )
             # a blocking arm trains each source row twice in a row (its clean copy, then the noisy group)
             source = row // 2 if ARMS[arm].blocking else row
             if order is not None:
                 want = train_ids[order[source % len(train_ids)]]
                 if rec["task_id"] != want:
-                    self._defect(kind="group", path=rel, line=line, step=step, group=group,
-                                 problem=f"task_id {rec['task_id']} is not training row {row}'s task {want}")
+                    self._defect(
+                        kind="group",
+                        path=rel,
+                        line=line,
+                        step=step,
+                        group=group,
+                        problem=f"task_id {rec['task_id']} is not training row {row}'s task {want}",
+                    )
             row_seed = training_schedule_seed(seed, condition, source)
             if rec.get("schedule_seed", row_seed) != row_seed:
-                self._defect(kind="group", path=rel, line=line, step=step, group=group,
-                             problem=f"schedule_seed {rec['schedule_seed']} is not training row {row}'s seed")
-            if ARMS[arm].coupling != "independent" and "schedule_seed" in rec and set(rec["schedule_seeds"]) != {row_seed}:
-                self._defect(kind="group", path=rel, line=line, step=step, group=group,
-                             problem=f"{arm} rollouts must all use the row's seed {row_seed}")
+                self._defect(
+                    kind="group",
+                    path=rel,
+                    line=line,
+                    step=step,
+                    group=group,
+                    problem=f"schedule_seed {rec['schedule_seed']} is not training row {row}'s seed",
+                )
+            if (
+                ARMS[arm].coupling != "independent"
+                and "schedule_seed" in rec
+                and set(rec["schedule_seeds"]) != {row_seed}
+            ):
+                self._defect(
+                    kind="group",
+                    path=rel,
+                    line=line,
+                    step=step,
+                    group=group,
+                    problem=f"{arm} rollouts must all use the row's seed {row_seed}",
+                )
         for step in range(steps):
             got = by_step.get(step, Counter())
             expected = Counter(range(prompts))
@@ -376,11 +529,23 @@ class _Checker:
                 absent = sorted((expected - got).elements())
                 extra = sorted((got - expected).elements())
                 if absent:
-                    self.missing.append({"kind": "groups", "step": step, "expected": prompts,
-                                         "found": sum(got.values()), "absent": absent[:MAX_LISTED]})
+                    self.missing.append(
+                        {
+                            "kind": "groups",
+                            "step": step,
+                            "expected": prompts,
+                            "found": sum(got.values()),
+                            "absent": absent[:MAX_LISTED],
+                        }
+                    )
                 for g in extra[:MAX_LISTED]:
-                    self.defects.append({"kind": "duplicate" if g in expected else "unexpected",
-                                         "path": rel, "item": [step, g]})
+                    self.defects.append(
+                        {
+                            "kind": "duplicate" if g in expected else "unexpected",
+                            "path": rel,
+                            "item": [step, g],
+                        }
+                    )
         return groups, rollouts
 
     def stray_files(self, folder: Path, prefix: str, allowed: set[str]) -> None:
@@ -393,8 +558,11 @@ class _Checker:
                 continue
             rel = path.relative_to(folder).as_posix()
             if rel not in allowed:
-                self._defect(kind="stray", path=f"{prefix}/{rel}",
-                             problem="file not called for by the design; delete it or fix the settings")
+                self._defect(
+                    kind="stray",
+                    path=f"{prefix}/{rel}",
+                    problem="file not called for by the design; delete it or fix the settings",
+                )
 
 
 def check_run(
@@ -456,15 +624,24 @@ def check_run(
     for path in luck_paths or []:
         data = read_luck(path)
         if data["step"] in luck_steps:
-            raise UserError(f"{path}: a second luck-share file for step {data['step']} (first {luck_steps[data['step']]})")
+            raise UserError(
+                f"{path}: a second luck-share file for step {data['step']} (first {luck_steps[data['step']]})"
+            )
         luck_steps[data["step"]] = Path(path)
     diag_steps = [int(x) for x in (diag or {}).get("steps") or []] if not skipped else []
     for step in sorted(luck_steps):
         if step not in diag_steps:
-            chk.defects.append({"kind": "luck", "path": str(luck_steps[step]),
-                                "problem": f"step {step} is not a diagnostic step of the design"})
+            chk.defects.append(
+                {
+                    "kind": "luck",
+                    "path": str(luck_steps[step]),
+                    "problem": f"step {step} is not a diagnostic step of the design",
+                }
+            )
             continue
-        chk.luck_file(luck_steps[step], f"diagnostics/luck-step{step}.json", step, f"diagnostics/diag-step{step}.jsonl")
+        chk.luck_file(
+            luck_steps[step], f"diagnostics/luck-step{step}.json", step, f"diagnostics/diag-step{step}.jsonl"
+        )
     if diagnostics_dir is not None and diag_steps:
         allowed = {f"diag-step{s}.jsonl" for s in diag_steps} | {f"luck-step{s}.json" for s in diag_steps}
         chk.stray_files(Path(diagnostics_dir), "diagnostics", allowed)
@@ -472,7 +649,9 @@ def check_run(
     groups_expected = rollouts_expected = groups_found = rollouts_found = 0
     if training:
         if groups_path is None:
-            raise UserError("the settings expect training groups; pass --groups results/runs/RUN/groups.jsonl")
+            raise UserError(
+                "the settings expect training groups; pass --groups results/runs/RUN/groups.jsonl"
+            )
         steps, prompts, gens = int(training["steps"]), int(training["prompts"]), int(training["generations"])
         groups_expected, rollouts_expected = steps * prompts, steps * prompts * gens
         train_pool = tasks_root / "train.jsonl"
@@ -485,7 +664,9 @@ def check_run(
 
     expected_pools = data_manifest.sha256
     if not expected_pools:
-        raise UserError(f"{data_manifest_path}: no 'pools' with sha256 values; regenerate with 'paired-rollouts tasks'")
+        raise UserError(
+            f"{data_manifest_path}: no 'pools' with sha256 values; regenerate with 'paired-rollouts tasks'"
+        )
     task_pools: dict[str, Any] = {}
     code_versions: list[str] = []
     if run_manifest_path is None or not Path(run_manifest_path).is_file():
@@ -494,24 +675,40 @@ def check_run(
         run_manifest = read_run_manifest(run_manifest_path)
         run_pools = run_manifest.pools_sha256
         if not run_pools:
-            chk.defects.append({"kind": "pool", "name": None, "problem": "run manifest records no task-pool hashes"})
+            chk.defects.append(
+                {"kind": "pool", "name": None, "problem": "run manifest records no task-pool hashes"}
+            )
         for name in sorted(set(expected_pools) | set(run_pools)):
             got, want = run_pools.get(name), expected_pools.get(name)
             task_pools[name] = {"sha256": got, "expected_sha256": want, "match": got == want}
             if run_pools and got != want:
-                chk.defects.append({"kind": "pool", "name": name,
-                                    "problem": "run manifest sha256 differs from the data manifest"})
+                chk.defects.append(
+                    {
+                        "kind": "pool",
+                        "name": name,
+                        "problem": "run manifest sha256 differs from the data manifest",
+                    }
+                )
         code_versions = run_manifest.code_versions
         if not code_versions:
             chk.defects.append({"kind": "code_version", "problem": "run manifest records no code version"})
         elif len(code_versions) > 1:
-            chk.defects.append({"kind": "code_version",
-                                "problem": f"attempts ran different code: {', '.join(code_versions)}"})
+            chk.defects.append(
+                {
+                    "kind": "code_version",
+                    "problem": f"attempts ran different code: {', '.join(code_versions)}",
+                }
+            )
     for name, want in sorted(expected_pools.items()):
         pool_file = tasks_root / f"{name}.jsonl"
         if pool_file.is_file() and sha256_file(pool_file) != want:
-            chk.defects.append({"kind": "pool", "name": name,
-                                "problem": f"{pool_file} sha256 differs from the data manifest"})
+            chk.defects.append(
+                {
+                    "kind": "pool",
+                    "name": name,
+                    "problem": f"{pool_file} sha256 differs from the data manifest",
+                }
+            )
     return {
         "run": run,
         **chk.ident,

@@ -114,7 +114,7 @@ def _relative_key(path: Path, folder: Path | None, run: str, phase: str) -> str:
     if folder is None:
         return f"{top}/{path.name}"
     parts = path.relative_to(folder).parts
-    if parts and parts[0] == run and len(parts) > 1:   # a folder above the runs' folders was given
+    if parts and parts[0] == run and len(parts) > 1:  # a folder above the runs' folders was given
         parts = parts[1:]
     return f"{top}/{'/'.join(parts)}"
 
@@ -131,18 +131,22 @@ def load_episodes(paths: Iterable[str | Path]) -> dict[str, RunEvidence]:
             ev = runs.get(run)
             if ev is None:
                 ident = parse_run_name(run)
-                ev = runs[run] = RunEvidence(run, ident["condition"], ident["arm"], ident["seed"],
-                                             ident["scaling"])
+                ev = runs[run] = RunEvidence(
+                    run, ident["condition"], ident["arm"], ident["seed"], ident["scaling"]
+                )
             if rec["condition"] != ev.condition or rec["seed"] != ev.seed or rec["arm"] != ev.arm:
-                raise UserError(f"{path}:{line}: record of run {run} says condition {rec['condition']} arm "
-                                f"{rec['arm']} seed {rec['seed']}; the run name says {ev.condition} {ev.arm} "
-                                f"seed {ev.seed}")
+                raise UserError(
+                    f"{path}:{line}: record of run {run} says condition {rec['condition']} arm "
+                    f"{rec['arm']} seed {rec['seed']}; the run name says {ev.condition} {ev.arm} "
+                    f"seed {ev.seed}"
+                )
             if ev.add(rec):
                 rel = _relative_key(path, folder, run, rec["phase"])
                 first = origin.setdefault((run, rel), path)
                 if first != path:
-                    raise UserError(f"{path}: a second file for {run} {rel} (first {first}); give each "
-                                    "evidence file once")
+                    raise UserError(
+                        f"{path}: a second file for {run} {rel} (first {first}); give each evidence file once"
+                    )
                 ev.files[rel] = digest
     return runs
 
@@ -179,7 +183,9 @@ def load_groups(paths: Iterable[str | Path] | None) -> Groups:
             runs_here.add(rec["run"])
         for run in runs_here:
             if run in out.digests:
-                raise UserError(f"{p}: training groups of {run} also in {out.digests[run][0]}; give one file per run")
+                raise UserError(
+                    f"{p}: training groups of {run} also in {out.digests[run][0]}; give one file per run"
+                )
             out.digests[run] = (str(p), digest)
     return out
 
@@ -188,15 +194,25 @@ def load_groups(paths: Iterable[str | Path] | None) -> Groups:
 # admission
 
 
-def admit(ev: RunEvidence, complete: tuple[str, dict[str, Any]] | None,
-          pools: dict[str, str], inputs: dict[str, str] | None = None) -> dict[str, Any]:
+def admit(
+    ev: RunEvidence,
+    complete: tuple[str, dict[str, Any]] | None,
+    pools: dict[str, str],
+    inputs: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Is this run's evidence whole and untouched? Returns the acceptance entry.
 
     ``inputs`` are the run's other decision inputs (``groups.jsonl``, ``diagnostics/luck-stepN.json``:
     relative path -> sha256); like every episode file, each must be listed in complete.json with the
     same digest."""
-    entry: dict[str, Any] = {"admitted": False, "checked": complete is not None, "episodes": ev.episodes,
-                             "complete_source": None, "code_versions": [], "reasons": []}
+    entry: dict[str, Any] = {
+        "admitted": False,
+        "checked": complete is not None,
+        "episodes": ev.episodes,
+        "complete_source": None,
+        "code_versions": [],
+        "reasons": [],
+    }
     reasons = entry["reasons"]
     if complete is None:
         reasons.append("no completeness file given for this run (--complete)")
@@ -205,8 +221,9 @@ def admit(ev: RunEvidence, complete: tuple[str, dict[str, Any]] | None,
     entry["complete_source"] = source
     entry["code_versions"] = list(data["code_versions"])
     if not data["complete"]:
-        reasons.append(f"completeness check failed: {len(data['missing'])} missing, "
-                       f"{len(data['defects'])} defects")
+        reasons.append(
+            f"completeness check failed: {len(data['missing'])} missing, {len(data['defects'])} defects"
+        )
     recorded = {name: v.get("sha256") for name, v in data["task_pools"].items() if isinstance(v, dict)}
     for name, want in sorted(pools.items()):
         if recorded.get(name) != want:
@@ -257,7 +274,9 @@ def h3_steps(rule_steps: Sequence[int], rule_grid: Sequence[int], steps: Sequenc
     return out
 
 
-def _periodic_frame(pairs: list[tuple[RunEvidence, RunEvidence]], regime: str) -> tuple[list[int], list[str], str]:
+def _periodic_frame(
+    pairs: list[tuple[RunEvidence, RunEvidence]], regime: str
+) -> tuple[list[int], list[str], str]:
     """Common steps and tasks of a periodic regime across all runs of the pairs (or a reason)."""
     runs = [r for pair in pairs for r in pair]
     missing = [r.run for r in runs if regime not in r.periodic]
@@ -289,11 +308,19 @@ def applied_auc_weights(steps: list[int], rules: DecisionRules) -> tuple[np.ndar
         return np.array(frozen), {"source": "rules", "rule_weights": frozen, "rule_steps": grid}
     return auc_weights(steps), {
         "source": "trapezoid on the evaluated steps (the frozen weights are for another step grid)",
-        "rule_weights": frozen, "rule_steps": grid}
+        "rule_weights": frozen,
+        "rule_steps": grid,
+    }
 
 
-def hypothesis_h2(pairs, condition: str, rules: DecisionRules, *, sets: dict[str, str] | None = None,
-                  name: str | None = None) -> dict[str, Any]:
+def hypothesis_h2(
+    pairs,
+    condition: str,
+    rules: DecisionRules,
+    *,
+    sets: dict[str, str] | None = None,
+    name: str | None = None,
+) -> dict[str, Any]:
     """H2a/H2b; with ``sets`` and ``name`` the same AUC-gap statistic for a registered tier's comparison."""
     names = sets or rules.sets(condition)
     name = name or H2_NAME[condition]
@@ -318,25 +345,45 @@ def hypothesis_h2(pairs, condition: str, rules: DecisionRules, *, sets: dict[str
     mean_criterion = bool(diffs.mean() >= rules.h2_mean_at_least)
     every = bool(np.all(diffs > 0))
     direction = bool(fin_p.mean() >= fin_i.mean())
-    passes = (mean_criterion and (every or not rules.h2_every_seed_positive)
-              and (direction or not rules.h2_final_direction))
-    return round4({
-        "hypothesis": name, "computed": True, "condition": condition,
-        "validation_set": names["validation"], "final_set": names["final"],
-        "steps": steps, "auc_weights": w.tolist(), "auc_weights_applied": weights_applied,
-        "tasks": len(tasks), "final_tasks": len(final_tasks),
-        "seeds": seeds, "runs": [[p.run, i.run] for p, i in pairs],
-        "curve_paired": {str(s): c.mean(axis=1).tolist() for s, c in zip(seeds, cp, strict=True)},
-        "curve_independent": {str(s): c.mean(axis=1).tolist() for s, c in zip(seeds, ci, strict=True)},
-        "auc_paired": auc_p.tolist(), "auc_independent": auc_i.tolist(),
-        "auc_difference_by_seed": diffs.tolist(), "auc_difference_mean": float(diffs.mean()),
-        "auc_difference_ci95": percentile_interval(reps, *rules.interval("h2")),
-        "final_paired_by_seed": fin_p.tolist(), "final_independent_by_seed": fin_i.tolist(),
-        "final_difference_mean": float(fin_p.mean() - fin_i.mean()),
-        "rule": {"mean_at_least": rules.h2_mean_at_least, "mean_criterion": mean_criterion,
-                 "every_seed_positive": every, "final_direction": direction},
-        "passes": passes, "bootstrap": boot,
-    })
+    passes = (
+        mean_criterion
+        and (every or not rules.h2_every_seed_positive)
+        and (direction or not rules.h2_final_direction)
+    )
+    return round4(
+        {
+            "hypothesis": name,
+            "computed": True,
+            "condition": condition,
+            "validation_set": names["validation"],
+            "final_set": names["final"],
+            "steps": steps,
+            "auc_weights": w.tolist(),
+            "auc_weights_applied": weights_applied,
+            "tasks": len(tasks),
+            "final_tasks": len(final_tasks),
+            "seeds": seeds,
+            "runs": [[p.run, i.run] for p, i in pairs],
+            "curve_paired": {str(s): c.mean(axis=1).tolist() for s, c in zip(seeds, cp, strict=True)},
+            "curve_independent": {str(s): c.mean(axis=1).tolist() for s, c in zip(seeds, ci, strict=True)},
+            "auc_paired": auc_p.tolist(),
+            "auc_independent": auc_i.tolist(),
+            "auc_difference_by_seed": diffs.tolist(),
+            "auc_difference_mean": float(diffs.mean()),
+            "auc_difference_ci95": percentile_interval(reps, *rules.interval("h2")),
+            "final_paired_by_seed": fin_p.tolist(),
+            "final_independent_by_seed": fin_i.tolist(),
+            "final_difference_mean": float(fin_p.mean() - fin_i.mean()),
+            "rule": {
+                "mean_at_least": rules.h2_mean_at_least,
+                "mean_criterion": mean_criterion,
+                "every_seed_positive": every,
+                "final_direction": direction,
+            },
+            "passes": passes,
+            "bootstrap": boot,
+        }
+    )
 
 
 def hypothesis_h3(pairs, rules: DecisionRules) -> dict[str, Any]:
@@ -348,21 +395,35 @@ def hypothesis_h3(pairs, rules: DecisionRules) -> dict[str, Any]:
     if why:
         return _not_computed("H3", why, bootstrap=boot)
     steps = h3_steps(rules.h3_steps, rules.rule_steps, steps_all)
-    contrib = np.stack([(p.curve(h3_set, steps, tasks) - i.curve(h3_set, steps, tasks)).mean(axis=0)
-                        for p, i in pairs])
+    contrib = np.stack(
+        [(p.curve(h3_set, steps, tasks) - i.curve(h3_set, steps, tasks)).mean(axis=0) for p, i in pairs]
+    )
     diffs = contrib.mean(axis=1)
     reps = paired_bootstrap(contrib, rules.resamples, np.random.default_rng(rules.seed))
     mean_criterion = bool(diffs.mean() >= rules.h3_mean_at_least)
     every = bool(np.all(diffs > 0))
-    return round4({
-        "hypothesis": "H3", "computed": True, "set": h3_set, "steps": steps, "steps_rule": rules.h3_steps,
-        "tasks": len(tasks), "seeds": [p.seed for p, _ in pairs], "runs": [[p.run, i.run] for p, i in pairs],
-        "difference_by_seed": diffs.tolist(), "difference_mean": float(diffs.mean()),
-        "ci95": percentile_interval(reps, *rules.interval("h3")),
-        "rule": {"mean_at_least": rules.h3_mean_at_least, "mean_criterion": mean_criterion,
-                 "every_seed_positive": every},
-        "passes": mean_criterion and (every or not rules.h3_every_seed_positive), "bootstrap": boot,
-    })
+    return round4(
+        {
+            "hypothesis": "H3",
+            "computed": True,
+            "set": h3_set,
+            "steps": steps,
+            "steps_rule": rules.h3_steps,
+            "tasks": len(tasks),
+            "seeds": [p.seed for p, _ in pairs],
+            "runs": [[p.run, i.run] for p, i in pairs],
+            "difference_by_seed": diffs.tolist(),
+            "difference_mean": float(diffs.mean()),
+            "ci95": percentile_interval(reps, *rules.interval("h3")),
+            "rule": {
+                "mean_at_least": rules.h3_mean_at_least,
+                "mean_criterion": mean_criterion,
+                "every_seed_positive": every,
+            },
+            "passes": mean_criterion and (every or not rules.h3_every_seed_positive),
+            "bootstrap": boot,
+        }
+    )
 
 
 def hypothesis_h5(pairs, rules: DecisionRules) -> dict[str, Any]:
@@ -377,18 +438,28 @@ def hypothesis_h5(pairs, rules: DecisionRules) -> dict[str, Any]:
     diffs = contrib.mean(axis=1)
     reps = paired_bootstrap(contrib, rules.resamples, np.random.default_rng(rules.seed))
     lo, hi = percentile_interval(reps, *rules.interval("h5"))
-    return round4({
-        "hypothesis": "H5", "computed": True, "set": h5_set, "tasks": len(tasks),
-        "seeds": [p.seed for p, _ in pairs], "runs": [[p.run, i.run] for p, i in pairs],
-        "difference_by_seed": diffs.tolist(), "difference_mean": float(diffs.mean()),
-        "difference_ci90": [lo, hi], "ci90_lower": lo,
-        "rule": {"lower_bound_above": rules.h5_lower_bound_above},
-        "passes": bool(lo > rules.h5_lower_bound_above), "bootstrap": boot,
-    })
+    return round4(
+        {
+            "hypothesis": "H5",
+            "computed": True,
+            "set": h5_set,
+            "tasks": len(tasks),
+            "seeds": [p.seed for p, _ in pairs],
+            "runs": [[p.run, i.run] for p, i in pairs],
+            "difference_by_seed": diffs.tolist(),
+            "difference_mean": float(diffs.mean()),
+            "difference_ci90": [lo, hi],
+            "ci90_lower": lo,
+            "rule": {"lower_bound_above": rules.h5_lower_bound_above},
+            "passes": bool(lo > rules.h5_lower_bound_above),
+            "bootstrap": boot,
+        }
+    )
 
 
-def _base_lams(run: str, ev: RunEvidence | None, luck: dict[str, tuple[str, Any]],
-               step: int = 0) -> tuple[np.ndarray | None, str]:
+def _base_lams(
+    run: str, ev: RunEvidence | None, luck: dict[str, tuple[str, Any]], step: int = 0
+) -> tuple[np.ndarray | None, str]:
     """Per-task lam at the base checkpoint from the luck file, else from diagnostic episodes."""
     entry = luck.get(f"{run}@{step}")
     if entry is not None:
@@ -417,8 +488,13 @@ def _spurious_counts(groups: list[dict[str, Any]]) -> tuple[int, int, int]:
     return all_correct, spurious, size
 
 
-def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, list[dict[str, Any]]],
-                   luck: dict[str, tuple[str, Any]], rules: DecisionRules) -> dict[str, Any]:
+def hypothesis_h1a(
+    condition: str,
+    runs: list[RunEvidence],
+    groups: dict[str, list[dict[str, Any]]],
+    luck: dict[str, tuple[str, Any]],
+    rules: DecisionRules,
+) -> dict[str, Any]:
     if not runs:
         return _not_computed("H1a", "no admitted run")
     rng = np.random.default_rng(rules.seed)
@@ -434,7 +510,10 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
         luck_out[ev.run] = {
             "lam": float(lams[defined].mean()) if defined.any() else None,
             "ci95": lam_bootstrap(lams, rules.resamples, rng, lo_pct, hi_pct),
-            "tasks": int(lams.size), "tasks_defined": int(defined.sum()), "step": step, "source": source,
+            "tasks": int(lams.size),
+            "tasks_defined": int(defined.sum()),
+            "step": step,
+            "source": source,
         }
     rates: dict[str, Any] = {}
     per_run: dict[str, Any] = {}
@@ -448,9 +527,13 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
                 sizes.add(size)
                 per_run[ev.run] = {"all_correct_groups": a, "spurious": s}
         have = any(ev.arm == arm and ev.run in groups for ev in runs)
-        rates[arm] = {"all_correct_groups": ac, "spurious": sp, "rate": sp / ac if ac else None} if have else None
+        rates[arm] = (
+            {"all_correct_groups": ac, "spurious": sp, "rate": sp / ac if ac else None} if have else None
+        )
     out: dict[str, Any] = {
-        "hypothesis": "H1a", "computed": True, "luck_share_step0": luck_out,
+        "hypothesis": "H1a",
+        "computed": True,
+        "luck_share_step0": luck_out,
         "spurious_rates": rates,
         "spurious_rate_paired": rates["paired"]["rate"] if rates["paired"] else None,
         "spurious_rate_independent": rates["independent"]["rate"] if rates["independent"] else None,
@@ -460,12 +543,24 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
         run_rows: dict[str, Any] = {}
         for ev in runs:
             lam = luck_out[ev.run]
-            luck_ok = bool(lam is not None and lam["lam"] is not None and lam["ci95"][0] is not None
-                           and lam["lam"] >= rules.h1a_c2_lambda_at_least
-                           and lam["ci95"][0] > rules.h1a_c2_lower_bound_above)
-            sharing[ev.run] = (seed_sharing(groups[ev.run], ev.arm, rules.paired_max_seeds,
-                                            rules.independent_min_seeds, report_rule=True)
-                               if ev.run in groups else None)
+            luck_ok = bool(
+                lam is not None
+                and lam["lam"] is not None
+                and lam["ci95"][0] is not None
+                and lam["lam"] >= rules.h1a_c2_lambda_at_least
+                and lam["ci95"][0] > rules.h1a_c2_lower_bound_above
+            )
+            sharing[ev.run] = (
+                seed_sharing(
+                    groups[ev.run],
+                    ev.arm,
+                    rules.paired_max_seeds,
+                    rules.independent_min_seeds,
+                    report_rule=True,
+                )
+                if ev.run in groups
+                else None
+            )
             share_ok = bool(sharing[ev.run] is not None and sharing[ev.run]["passes"])
             row = {"arm": ev.arm, "luck_criterion": luck_ok, "sharing_criterion": share_ok}
             reasons = []
@@ -476,12 +571,17 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
             if reasons:
                 row["reasons"] = reasons
             run_rows[ev.run] = row
-        out.update(seed_sharing=sharing, runs=run_rows,
-                   rule={"lambda_at_least": rules.h1a_c2_lambda_at_least,
-                         "lower_bound_above": rules.h1a_c2_lower_bound_above,
-                         "paired_max_seeds_per_group": rules.paired_max_seeds,
-                         "independent_min_seeds_per_group": rules.independent_min_seeds},
-                   passes=all(r["luck_criterion"] and r["sharing_criterion"] for r in run_rows.values()))
+        out.update(
+            seed_sharing=sharing,
+            runs=run_rows,
+            rule={
+                "lambda_at_least": rules.h1a_c2_lambda_at_least,
+                "lower_bound_above": rules.h1a_c2_lower_bound_above,
+                "paired_max_seeds_per_group": rules.paired_max_seeds,
+                "independent_min_seeds_per_group": rules.independent_min_seeds,
+            },
+            passes=all(r["luck_criterion"] and r["sharing_criterion"] for r in run_rows.values()),
+        )
     else:
         q = rules.h1a_c4_q
         rule_size = rules.h1a_c4_group_size
@@ -492,15 +592,28 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
         else:
             # a scale that trains another G cannot apply the frozen rate: the closed form at the trained G
             expected = spurious_rate_closed_form(q, size)
-            expected_source = f"closed form 1-(1-q)^G-q^G at the trained G={size} (the frozen rate is for G={rule_size})"
+            expected_source = (
+                f"closed form 1-(1-q)^G-q^G at the trained G={size} (the frozen rate is for G={rule_size})"
+            )
         ind, par = out["spurious_rate_independent"], out["spurious_rate_paired"]
         ind_ok = bool(ind is not None and abs(ind - expected) <= rules.h1a_c4_independent_within)
         par_ok = bool(par is not None and par <= rules.h1a_c4_paired_at_most)
-        out.update(expected_independent_rate=expected, expected_independent_rate_rule=frozen,
-                   expected_rate_source=expected_source, q=q, G=size, G_rule=rule_size, runs=per_run,
-                   rule={"independent_within": rules.h1a_c4_independent_within, "independent_criterion": ind_ok,
-                         "paired_at_most": rules.h1a_c4_paired_at_most, "paired_criterion": par_ok},
-                   passes=ind_ok and par_ok)
+        out.update(
+            expected_independent_rate=expected,
+            expected_independent_rate_rule=frozen,
+            expected_rate_source=expected_source,
+            q=q,
+            G=size,
+            G_rule=rule_size,
+            runs=per_run,
+            rule={
+                "independent_within": rules.h1a_c4_independent_within,
+                "independent_criterion": ind_ok,
+                "paired_at_most": rules.h1a_c4_paired_at_most,
+                "paired_criterion": par_ok,
+            },
+            passes=ind_ok and par_ok,
+        )
         if not rates["paired"] or not rates["independent"]:
             out["reason"] = "training-group records missing for an arm (--groups)"
     return round4(out)
@@ -510,8 +623,12 @@ def hypothesis_h1a(condition: str, runs: list[RunEvidence], groups: dict[str, li
 # secondary endpoints
 
 
-def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: float,
-              rules: DecisionRules | None = None) -> dict[str, Any]:
+def secondary(
+    runs: list[RunEvidence],
+    reference: list[RunEvidence],
+    threshold: float,
+    rules: DecisionRules | None = None,
+) -> dict[str, Any]:
     """Descriptive endpoints: steps-to-threshold, AUC and final means per run, arm means, C0 contrast."""
     everyone = runs + reference
     auc_by, final_by, rec_by, stt, curve_by, exp_by = {}, {}, {}, {}, {}, {}
@@ -532,24 +649,36 @@ def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: 
                 reached = steps_to_threshold(steps, curve, threshold)
                 stt[ev.run] = {"step": reached, "censored": reached is None}
                 steps_used = steps_used or steps
-        final_by[ev.run] = {reg: float(np.mean([_score(v) for v in table.values()]))
-                            for reg, table in sorted(ev.final.items())}
-        rec_by[ev.run] = {reg: (float(np.mean(ev.final_exposed[reg])) if ev.final_exposed.get(reg) else None)
-                          for reg in sorted(ev.final)}
-        exp_by[ev.run] = {reg: len(ev.final_exposed.get(reg, [])) / sum(len(v) for v in ev.final[reg].values())
-                          for reg in sorted(ev.final) if ev.final[reg]}
+        final_by[ev.run] = {
+            reg: float(np.mean([_score(v) for v in table.values()]))
+            for reg, table in sorted(ev.final.items())
+        }
+        rec_by[ev.run] = {
+            reg: (float(np.mean(ev.final_exposed[reg])) if ev.final_exposed.get(reg) else None)
+            for reg in sorted(ev.final)
+        }
+        exp_by[ev.run] = {
+            reg: len(ev.final_exposed.get(reg, [])) / sum(len(v) for v in ev.final[reg].values())
+            for reg in sorted(ev.final)
+            if ev.final[reg]
+        }
     by_arm: dict[str, Any] = {}
     stt_arm: dict[str, Any] = {}
     for arm in ("paired", "independent", "clean"):
         members = [ev.run for ev in everyone if ev.arm == arm]
         if not members:
             continue
-        by_arm[arm] = {"auc": _mean_dicts([auc_by[r] for r in members]),
-                       "final": _mean_dicts([final_by[r] for r in members]),
-                       "curve": _mean_curves([curve_by[r] for r in members])}
+        by_arm[arm] = {
+            "auc": _mean_dicts([auc_by[r] for r in members]),
+            "final": _mean_dicts([final_by[r] for r in members]),
+            "curve": _mean_curves([curve_by[r] for r in members]),
+        }
         hits = [stt[r]["step"] for r in members if r in stt and stt[r]["step"] is not None]
-        stt_arm[arm] = {"reached": len(hits), "runs": len(members),
-                        "median_reached": float(np.median(hits)) if hits else None}
+        stt_arm[arm] = {
+            "reached": len(hits),
+            "runs": len(members),
+            "median_reached": float(np.median(hits)) if hits else None,
+        }
     clean_ref = None
     if reference and "clean" in by_arm:
         ref = by_arm["clean"]
@@ -557,14 +686,29 @@ def secondary(runs: list[RunEvidence], reference: list[RunEvidence], threshold: 
         for arm in ("paired", "independent"):
             if arm in by_arm:
                 clean_ref["arm_minus_reference"][arm] = {
-                    part: {k: v - ref[part][k] for k, v in by_arm[arm][part].items()
-                           if k in ref[part] and v is not None and ref[part][k] is not None}
-                    for part in ("auc", "final")}
-    return round4({"threshold": threshold, "threshold_curve": THRESHOLD_CURVE, "steps": steps_used,
-                   "steps_to_threshold": stt, "steps_to_threshold_by_arm": stt_arm, "auc": auc_by,
-                   "final": final_by, "recovery_success": rec_by, "exposure": exp_by, "arms": by_arm,
-                   "curves": curve_by,
-                   "clean_reference": clean_ref})
+                    part: {
+                        k: v - ref[part][k]
+                        for k, v in by_arm[arm][part].items()
+                        if k in ref[part] and v is not None and ref[part][k] is not None
+                    }
+                    for part in ("auc", "final")
+                }
+    return round4(
+        {
+            "threshold": threshold,
+            "threshold_curve": THRESHOLD_CURVE,
+            "steps": steps_used,
+            "steps_to_threshold": stt,
+            "steps_to_threshold_by_arm": stt_arm,
+            "auc": auc_by,
+            "final": final_by,
+            "recovery_success": rec_by,
+            "exposure": exp_by,
+            "arms": by_arm,
+            "curves": curve_by,
+            "clean_reference": clean_ref,
+        }
+    )
 
 
 def _mean_curves(curves: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
@@ -573,8 +717,9 @@ def _mean_curves(curves: list[dict[str, dict[str, float]]]) -> dict[str, dict[st
     out = {}
     for regime in sorted(regimes):
         steps = set.intersection(*[set(c[regime]) for c in curves])
-        out[regime] = {step: float(np.mean([c[regime][step] for c in curves]))
-                       for step in sorted(steps, key=int)}
+        out[regime] = {
+            step: float(np.mean([c[regime][step] for c in curves])) for step in sorted(steps, key=int)
+        }
     return out
 
 
@@ -631,23 +776,38 @@ def decide(
         condition = condition.upper()
         if condition not in H2_NAME:
             raise UserError(f"--condition must be C2 or C4, got {condition}")
-        comparison = Comparison(condition.lower(), condition, "paired", "independent", DEFAULT_SCALING, (), 1,
-                                TIER1_HYPOTHESES["transition" if condition == "C2" else "outcome"])
+        comparison = Comparison(
+            condition.lower(),
+            condition,
+            "paired",
+            "independent",
+            DEFAULT_SCALING,
+            (),
+            1,
+            TIER1_HYPOTHESES["transition" if condition == "C2" else "outcome"],
+        )
     condition = comparison.condition
     tier1 = comparison.tier == 1
     groups = groups if groups is not None else {}
     luck, complete = luck or {}, complete or {}
     pools = manifest.sha256
     if not pools:
-        raise UserError(f"{manifest.path}: no pools in the data manifest; regenerate with 'paired-rollouts tasks'")
+        raise UserError(
+            f"{manifest.path}: no pools in the data manifest; regenerate with 'paired-rollouts tasks'"
+        )
     arms = (comparison.treatment, comparison.control)
-    candidates = {r: ev for r, ev in episodes.items()
-                  if ev.condition == condition and ev.arm in arms and ev.scaling == comparison.scaling}
+    candidates = {
+        r: ev
+        for r, ev in episodes.items()
+        if ev.condition == condition and ev.arm in arms and ev.scaling == comparison.scaling
+    }
     reference = {r: ev for r, ev in episodes.items() if ev.condition == "C0"}
     ignored = sorted(r for r in episodes if r not in candidates and r not in reference)
     if not candidates:
-        raise UserError(f"no episode records of comparison {comparison.name} ({condition} {' vs '.join(arms)}, "
-                        f"scaling {comparison.scaling}) among --episodes")
+        raise UserError(
+            f"no episode records of comparison {comparison.name} ({condition} {' vs '.join(arms)}, "
+            f"scaling {comparison.scaling}) among --episodes"
+        )
     acceptance = {}
     for run, ev in sorted({**candidates, **reference}.items()):
         entry = admit(ev, complete.get(run), pools, _run_inputs(run, groups, luck))
@@ -655,16 +815,26 @@ def decide(
             # the clean reference is descriptive only: without a completeness file it enters unchecked
             entry.update(admitted=True, reasons=[])
         acceptance[run] = entry
-    missing = [f"{run}: {reason}" for run, entry in acceptance.items() if run in candidates
-               for reason in entry["reasons"]]
+    missing = [
+        f"{run}: {reason}"
+        for run, entry in acceptance.items()
+        if run in candidates
+        for reason in entry["reasons"]
+    ]
     for run in sorted(set(groups) | {k.split("@")[0] for k in luck}):
         ident = parse_run_name(run)
-        if (run not in episodes and ident["condition"] == condition and ident["arm"] in arms
-                and ident["scaling"] == comparison.scaling):
+        if (
+            run not in episodes
+            and ident["condition"] == condition
+            and ident["arm"] in arms
+            and ident["scaling"] == comparison.scaling
+        ):
             missing.append(f"{run}: training groups or luck share given without episode records")
     design = sorted(set(expected_seeds)) if expected_seeds is not None else None
     if design is None:
-        missing.append("the design's seeds were not given (--seeds); a partial seed matrix cannot be told apart")
+        missing.append(
+            "the design's seeds were not given (--seeds); a partial seed matrix cannot be told apart"
+        )
     seeds = sorted({ev.seed for ev in candidates.values()} | set(design or []))
     extra_seeds = sorted(set(seeds) - set(design)) if design is not None else []
     for seed in extra_seeds:
@@ -688,9 +858,17 @@ def decide(
     decided = bool(pairs) and not missing and design is not None and len(pairs) == len(design)
     register: dict[str, Any] = {
         "condition": condition,
-        **({} if tier1 else {"comparison": comparison.name, "tier": comparison.tier,
-                             "treatment": comparison.treatment, "control": comparison.control,
-                             "scaling": comparison.scaling}),
+        **(
+            {}
+            if tier1
+            else {
+                "comparison": comparison.name,
+                "tier": comparison.tier,
+                "treatment": comparison.treatment,
+                "control": comparison.control,
+                "scaling": comparison.scaling,
+            }
+        ),
         "runs": [ev.run for ev in admitted_runs],
         "seeds": [p.seed for p, _ in pairs],
         "design_seeds": design,
@@ -718,8 +896,10 @@ def decide(
     if condition == "C2":
         register["H3"] = hypothesis_h3(pairs, rules)
         register["H5"] = hypothesis_h5(pairs, rules)
-    why = (f"not decided: {len(pairs)} of {len(design) if design is not None else '?'} seed pairs of the "
-           f"design admitted ({len(missing)} problem(s) under 'missing')")
+    why = (
+        f"not decided: {len(pairs)} of {len(design) if design is not None else '?'} seed pairs of the "
+        f"design admitted ({len(missing)} problem(s) under 'missing')"
+    )
     for name in HYPOTHESES:
         block = register.get(name)
         if block is None:
@@ -733,18 +913,23 @@ def decide(
     return register
 
 
-
-def tier_statistics(pairs, comparison: Comparison, conditions: dict[str, Any] | None,
-                    groups: dict[str, list[dict[str, Any]]], luck: dict[str, tuple[str, Any]],
-                    rules: DecisionRules) -> dict[str, Any]:
+def tier_statistics(
+    pairs,
+    comparison: Comparison,
+    conditions: dict[str, Any] | None,
+    groups: dict[str, list[dict[str, Any]]],
+    luck: dict[str, tuple[str, Any]],
+    rules: DecisionRules,
+) -> dict[str, Any]:
     """A registered tier's comparison, measured with tier 1's estimators: the AUC gap on the condition's
     learning set (the H2 statistic), the challenge gap and held-out non-inferiority under transition
     noise (H3, H5), the spurious-variance rate of each arm and the step-0 luck share. No frozen rule
     decides a tier comparison: the registered predictions (amendment A2) are judged on these numbers."""
     condition = (conditions or PAPER_CONDITIONS)[comparison.condition]
     out: dict[str, Any] = {
-        "auc_gap": _descriptive(hypothesis_h2(pairs, condition.name, rules, sets=learning_sets(condition),
-                                              name="auc_gap")),
+        "auc_gap": _descriptive(
+            hypothesis_h2(pairs, condition.name, rules, sets=learning_sets(condition), name="auc_gap")
+        ),
     }
     if condition.kind == "transition":
         out["challenge_gap"] = _descriptive(hypothesis_h3(pairs, rules))
@@ -754,16 +939,24 @@ def tier_statistics(pairs, comparison: Comparison, conditions: dict[str, Any] | 
         runs = [pair[arm_index].run for pair in pairs]
         gs = [g for run in runs for g in groups.get(run, [])]
         all_correct, spurious, size = _spurious_counts(gs)
-        rates[arm] = {"groups": len(gs), "all_correct": all_correct, "spurious": spurious,
-                      "rate": (spurious / all_correct) if all_correct else None, "group_size": size}
+        rates[arm] = {
+            "groups": len(gs),
+            "all_correct": all_correct,
+            "spurious": spurious,
+            "rate": (spurious / all_correct) if all_correct else None,
+            "group_size": size,
+        }
     out["spurious"] = round4({"by_arm": rates, "q": condition.q})
     lams: dict[str, Any] = {}
     for pair in pairs:
         for ev in pair:
             values, source = _base_lams(ev.run, ev, luck, 0)
-            lams[ev.run] = None if values is None else float(np.nanmean(values)) if np.any(~np.isnan(values)) else None
-    out["luck_share_step0"] = round4({"by_run": lams, "mean": _mean_or_none([v for v in lams.values()
-                                                                            if v is not None])})
+            lams[ev.run] = (
+                None if values is None else float(np.nanmean(values)) if np.any(~np.isnan(values)) else None
+            )
+    out["luck_share_step0"] = round4(
+        {"by_run": lams, "mean": _mean_or_none([v for v in lams.values() if v is not None])}
+    )
     return out
 
 

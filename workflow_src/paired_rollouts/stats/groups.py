@@ -39,8 +39,13 @@ def group_flags(true_success: list[Any], observed: list[float]) -> dict[str, boo
     return {"zero_variance": zero_var, "all_correct": all_correct, "spurious": all_correct and not zero_var}
 
 
-def seed_sharing(groups: Iterable[dict[str, Any]], arm: str, paired_max: int = 1,
-                 independent_min: int = 2, report_rule: bool = False) -> dict[str, Any]:
+def seed_sharing(
+    groups: Iterable[dict[str, Any]],
+    arm: str,
+    paired_max: int = 1,
+    independent_min: int = 2,
+    report_rule: bool = False,
+) -> dict[str, Any]:
     """Count groups by distinct resolved seeds and judge them against the arm's design: a paired group
     has at most ``paired_max`` distinct seeds, an independent one at least ``independent_min`` (the
     frozen ``h1a_c2`` thresholds)."""
@@ -60,25 +65,45 @@ def seed_sharing(groups: Iterable[dict[str, Any]], arm: str, paired_max: int = 1
         passes = n > 0 and too_few == 0
     else:
         passes = None
-    out = {"arm": arm, "groups": n, "groups_sharing_one_seed": one, "groups_with_several_seeds": several,
-           "passes": passes}
-    if report_rule:   # the decision register shows the frozen thresholds it applied
-        out.update(paired_max_seeds_per_group=paired_max, independent_min_seeds_per_group=independent_min,
-                   groups_breaking_the_rule=too_many if arm == "paired" else too_few if arm == "independent" else 0)
+    out = {
+        "arm": arm,
+        "groups": n,
+        "groups_sharing_one_seed": one,
+        "groups_with_several_seeds": several,
+        "passes": passes,
+    }
+    if report_rule:  # the decision register shows the frozen thresholds it applied
+        out.update(
+            paired_max_seeds_per_group=paired_max,
+            independent_min_seeds_per_group=independent_min,
+            groups_breaking_the_rule=too_many if arm == "paired" else too_few if arm == "independent" else 0,
+        )
     return out
 
 
-REQUIRED = ("run", "step", "group", "task_id", "schedule_seeds", "true_success", "observed_reward", "advantages")
+REQUIRED = (
+    "run",
+    "step",
+    "group",
+    "task_id",
+    "schedule_seeds",
+    "true_success",
+    "observed_reward",
+    "advantages",
+)
 
 
-def group_statistics(records: list[dict[str, Any]], *, source: str = "", source_sha256: str = "",
-                     q: float | None = None) -> dict[str, Any]:
+def group_statistics(
+    records: list[dict[str, Any]], *, source: str = "", source_sha256: str = "", q: float | None = None
+) -> dict[str, Any]:
     """The content of ``group_stats.json`` (docs/records.md section 2)."""
     if not records:
         raise UserError(f"{source or 'groups'}: no training-group records")
     runs = {r.get("run") for r in records}
     if len(runs) != 1:
-        raise UserError(f"{source}: records of several runs {sorted(map(str, runs))}; one groups.jsonl per run")
+        raise UserError(
+            f"{source}: records of several runs {sorted(map(str, runs))}; one groups.jsonl per run"
+        )
     run = str(next(iter(runs)))
     ident = parse_run_name(run)
     defects: list[dict[str, Any]] = []
@@ -89,7 +114,9 @@ def group_statistics(records: list[dict[str, Any]], *, source: str = "", source_
     for line, rec in enumerate(records, start=1):
         missing = [k for k in REQUIRED if k not in rec]
         if missing:
-            raise UserError(f"{source}:{line}: group record lacks {missing}; see docs/CONTRACT.md#training-group-record")
+            raise UserError(
+                f"{source}:{line}: group record lacks {missing}; see docs/CONTRACT.md#training-group-record"
+            )
         lengths = {len(rec[k]) for k in ("schedule_seeds", "true_success", "observed_reward", "advantages")}
         if len(lengths) != 1:
             defects.append({"step": rec["step"], "group": rec["group"], "problem": "lists of unequal length"})
@@ -98,10 +125,17 @@ def group_statistics(records: list[dict[str, Any]], *, source: str = "", source_
         flags = group_flags(rec["true_success"], rec["observed_reward"])
         for key in ("zero_variance", "spurious"):
             if key in rec and bool(rec[key]) != flags[key]:
-                defects.append({"step": rec["step"], "group": rec["group"],
-                                "problem": f"{key} flag {bool(rec[key])}, recomputed {flags[key]}"})
-        row = by_step.setdefault(int(rec["step"]), {"groups": 0, "zero_variance_groups": 0,
-                                                    "all_correct_groups": 0, "spurious_groups": 0})
+                defects.append(
+                    {
+                        "step": rec["step"],
+                        "group": rec["group"],
+                        "problem": f"{key} flag {bool(rec[key])}, recomputed {flags[key]}",
+                    }
+                )
+        row = by_step.setdefault(
+            int(rec["step"]),
+            {"groups": 0, "zero_variance_groups": 0, "all_correct_groups": 0, "spurious_groups": 0},
+        )
         row["groups"] += 1
         zero += flags["zero_variance"]
         row["zero_variance_groups"] += flags["zero_variance"]
@@ -135,7 +169,9 @@ def group_statistics(records: list[dict[str, Any]], *, source: str = "", source_
         "spurious_among_all_correct": spurious / all_correct if all_correct else None,
         "mean_max_abs_advantage": float(np.mean(max_adv)) if max_adv else None,
         "expected_spurious_rate": (
-            {"q": q, "G": group_size, "rate": spurious_rate_closed_form(q, group_size)} if q is not None else None
+            {"q": q, "G": group_size, "rate": spurious_rate_closed_form(q, group_size)}
+            if q is not None
+            else None
         ),
         "seed_sharing": seed_sharing(records, ident["arm"]),
         "by_step": [{"step": s, **by_step[s]} for s in steps],

@@ -71,8 +71,9 @@ def summarize_tables(tables: np.ndarray) -> dict[str, Any]:
     }
 
 
-def lam_bootstrap(lams: np.ndarray, resamples: int, rng: np.random.Generator,
-                  lower: float = 2.5, upper: float = 97.5) -> list[float | None]:
+def lam_bootstrap(
+    lams: np.ndarray, resamples: int, rng: np.random.Generator, lower: float = 2.5, upper: float = 97.5
+) -> list[float | None]:
     """Percentile interval (default 95%) of the task-bootstrap of mean lam (nanmean, nanpercentile)."""
     v = np.asarray(lams, dtype=float)
     if v.size == 0 or np.all(np.isnan(v)):
@@ -96,7 +97,9 @@ def build_tables(
         seed = rec.get("schedule_seed")
         if seed is None:
             raise UserError(f"diagnostic record of task {rec.get('task_id')} has no schedule_seed")
-        by_task.setdefault(str(rec["task_id"]), {}).setdefault(int(seed), []).append(int(bool(rec["true_success"])))
+        by_task.setdefault(str(rec["task_id"]), {}).setdefault(int(seed), []).append(
+            int(bool(rec["true_success"]))
+        )
     if not by_task:
         raise UserError("no diagnostic episodes found; run 'paired-rollouts diagnose' first")
     k_expected = schedules or max(len(rows) for rows in by_task.values())
@@ -155,8 +158,17 @@ def luck_share_file(
         "complete": not built["defects"],
     }
     if not task_ids:
-        out.update(tasks=0, tasks_defined=0, lam=None, lam_pooled=None, sigma2_env_mean=None,
-                   sigma2_pol_mean=None, ci95=[None, None], contrast_precision_equivalent=None, per_task=[])
+        out.update(
+            tasks=0,
+            tasks_defined=0,
+            lam=None,
+            lam_pooled=None,
+            sigma2_env_mean=None,
+            sigma2_pol_mean=None,
+            ci95=[None, None],
+            contrast_precision_equivalent=None,
+            per_task=[],
+        )
         return out
     stack = np.stack([built["tables"][t][1] for t in task_ids])
     summary = summarize_tables(stack)
@@ -185,7 +197,9 @@ def single_value(records: list[dict[str, Any]], key: str, path: str) -> Any:
     """The one value of ``key`` over all records (a mix is a UserError)."""
     values = Counter(r.get(key) for r in records)
     if len(values) > 1:
-        raise UserError(f"{path}: records mix several {key} values {sorted(map(str, values))}; one file per run and step")
+        raise UserError(
+            f"{path}: records mix several {key} values {sorted(map(str, values))}; one file per run and step"
+        )
     return next(iter(values)) if values else None
 
 

@@ -65,7 +65,12 @@ def check_spurious_rate(spec, regs: Registers, group_size: int) -> tuple[str, di
     observed = {"independent_rate": ind, "paired_rate": par, "group_size": group_size, "expected": expected}
     if adapted is not None:
         observed["expected_for_group_size"] = round(adapted, 6)
-    ok = ind is not None and par is not None and abs(ind - target) <= spec["within"] and par < spec["paired_below"]
+    ok = (
+        ind is not None
+        and par is not None
+        and abs(ind - target) <= spec["within"]
+        and par < spec["paired_below"]
+    )
     return (MET if ok else MISSED), observed
 
 
@@ -81,8 +86,12 @@ def check_auc_gap_and_final_vs_clean(spec, regs: Registers, group_size: int) -> 
     observed = {"auc_gap": gap, "final_clean_paired": paired, "final_clean_reference": clean}
     if clean is None:
         return NOT_RUN, {**observed, "reason": "no clean reference run"}
-    ok = gap is not None and gap >= spec["gap_at_least"] and paired is not None and (
-        abs(paired - clean) <= spec["final_clean_within"])
+    ok = (
+        gap is not None
+        and gap >= spec["gap_at_least"]
+        and paired is not None
+        and (abs(paired - clean) <= spec["final_clean_within"])
+    )
     return (MET if ok else MISSED), observed
 
 
@@ -109,8 +118,11 @@ def check_gap_below_reference(spec, regs: Registers, group_size: int) -> tuple[s
     if found is None:
         return verdict, {}
     gap, reference = _gap(found[0], "auc_gap"), _gap(found[1], "H2a")
-    observed = {"auc_gap": gap, "reference_gap": reference,
-                "reading": "smaller than the reference's gap, by at most `within`"}
+    observed = {
+        "auc_gap": gap,
+        "reference_gap": reference,
+        "reading": "smaller than the reference's gap, by at most `within`",
+    }
     ok = gap is not None and reference is not None and gap < reference and reference - gap <= spec["within"]
     return (MET if ok else MISSED), observed
 
@@ -133,7 +145,10 @@ def check_scaling_shrink(spec, regs: Registers, group_size: int) -> tuple[str, d
     group, none = _gap(found[0], "H2b"), _gap(found[1], "auc_gap")
     observed: dict[str, Any] = {"gap_group": group, "gap_none": none}
     if group is None or none is None or group <= 0:
-        return MISSED, {**observed, "reason": "the gap with group scaling is not positive: no shrink to measure"}
+        return MISSED, {
+            **observed,
+            "reason": "the gap with group scaling is not positive: no shrink to measure",
+        }
     shrink = 1.0 - none / group
     observed["shrink"] = round(shrink, 6)
     ok = none > 0 and spec["shrink_min"] <= shrink <= spec["shrink_max"]
@@ -151,8 +166,12 @@ def check_blocking_order(spec, regs: Registers, group_size: int) -> tuple[str, d
         tier1, blocking = found
         h2 = tier1["H2a" if "H2a" in tier1 else "H2b"]
         gap = blocking["auc_gap"]
-        auc = {"paired": _mean(h2.get("auc_paired")), "independent": _mean(h2.get("auc_independent")),
-               "blocking_paired": _mean(gap.get("auc_paired")), "blocking": _mean(gap.get("auc_independent"))}
+        auc = {
+            "paired": _mean(h2.get("auc_paired")),
+            "independent": _mean(h2.get("auc_independent")),
+            "blocking_paired": _mean(gap.get("auc_paired")),
+            "blocking": _mean(gap.get("auc_independent")),
+        }
         observed[condition] = auc
         if None in auc.values():
             ok = False
@@ -168,8 +187,12 @@ def check_heldout_noninferior(spec, regs: Registers, group_size: int) -> tuple[s
         return verdict, {}
     h5 = found[0]["H5"]
     lower, diff = h5.get("ci90_lower"), h5.get("difference_mean")
-    ok = lower is not None and lower > spec["lower_bound_above"] and diff is not None and (
-        abs(diff) <= spec["point_within"])
+    ok = (
+        lower is not None
+        and lower > spec["lower_bound_above"]
+        and diff is not None
+        and (abs(diff) <= spec["point_within"])
+    )
     return (MET if ok else MISSED), {"ci90_lower": lower, "difference": diff}
 
 
@@ -180,8 +203,10 @@ def check_luck_share_at_least(spec, regs: Registers, group_size: int) -> tuple[s
     lams = [v.get("lam") for v in found[0]["H1a"].get("luck_share_step0", {}).values()]
     lams = [v for v in lams if v is not None]
     mean = _mean(lams)
-    return (MET if mean is not None and mean >= spec["at_least"] else MISSED), {"luck_share_step0": mean,
-                                                                                 "runs": len(lams)}
+    return (MET if mean is not None and mean >= spec["at_least"] else MISSED), {
+        "luck_share_step0": mean,
+        "runs": len(lams),
+    }
 
 
 def check_probe_p13(spec, regs: Registers, group_size: int) -> tuple[str, dict[str, Any]]:
@@ -222,31 +247,67 @@ def hypothesis_h4(spec: Mapping[str, Any], regs: Registers) -> dict[str, Any]:
     gap with none stays positive (a 2 x 2 of design x reward scaling)."""
     key = spec["condition"].lower()
     found, verdict = regs.need(key, f"{key}-scale_none")
-    out: dict[str, Any] = {"hypothesis": "H4", "condition": spec["condition"], "scalings": list(spec["scalings"])}
+    out: dict[str, Any] = {
+        "hypothesis": "H4",
+        "condition": spec["condition"],
+        "scalings": list(spec["scalings"]),
+    }
     if found is None:
-        return {**out, "passes": None, "decided": False, "reason": f"{verdict}: needs {key} and {key}-scale_none"}
+        return {
+            **out,
+            "passes": None,
+            "decided": False,
+            "reason": f"{verdict}: needs {key} and {key}-scale_none",
+        }
     group, none = _gap(found[0], "H2b"), _gap(found[1], "auc_gap")
     exceeds = group is not None and none is not None and group > none
     positive = none is not None and none > spec["none_gap_above"]
     passes = (exceeds or not spec["group_gap_exceeds_none"]) and positive
-    return {**out, "gap_group": group, "gap_none": none, "gap_none_ci95": found[1]["auc_gap"].get("auc_difference_ci95"),
-            "seeds": found[1].get("seeds"), "rule": {"group_gap_exceeds_none": exceeds, "none_gap_positive": positive},
-            "passes": bool(passes), "decided": True}
+    return {
+        **out,
+        "gap_group": group,
+        "gap_none": none,
+        "gap_none_ci95": found[1]["auc_gap"].get("auc_difference_ci95"),
+        "seeds": found[1].get("seeds"),
+        "rule": {"group_gap_exceeds_none": exceeds, "none_gap_positive": positive},
+        "passes": bool(passes),
+        "decided": True,
+    }
 
 
-def judge(tier_rules: Mapping[str, Any], decisions: Mapping[str, dict[str, Any]],
-          probes: Mapping[str, dict[str, Any]], group_size: int, source: str = "tier rules") -> dict[str, Any]:
+def judge(
+    tier_rules: Mapping[str, Any],
+    decisions: Mapping[str, dict[str, Any]],
+    probes: Mapping[str, dict[str, Any]],
+    group_size: int,
+    source: str = "tier rules",
+) -> dict[str, Any]:
     """The predictions register: one row per registered prediction, plus H4."""
     regs = Registers(decisions, probes)
     rows = []
     for pid, spec in tier_rules["predictions"].items():
         check = CHECKS.get(spec["check"])
         if check is None:
-            raise UserError(f"{source}: predictions.{pid}.check {spec['check']!r} is unknown; use one of "
-                            f"{', '.join(CHECKS)}")
+            raise UserError(
+                f"{source}: predictions.{pid}.check {spec['check']!r} is unknown; use one of "
+                f"{', '.join(CHECKS)}"
+            )
         verdict, observed = check(spec, regs, group_size)
-        rows.append({"id": pid, "statement": spec["statement"], "confidence": spec["confidence"],
-                     "check": spec["check"], "verdict": verdict, "observed": observed})
+        rows.append(
+            {
+                "id": pid,
+                "statement": spec["statement"],
+                "confidence": spec["confidence"],
+                "check": spec["check"],
+                "verdict": verdict,
+                "observed": observed,
+            }
+        )
     counts = {v: sum(r["verdict"] == v for r in rows) for v in (MET, MISSED, NOT_RUN, NOT_DECIDED)}
-    return {"predictions": rows, "counts": counts, "H4": hypothesis_h4(tier_rules["h4"], regs),
-            "registers": sorted(decisions), "probes": sorted(probes)}
+    return {
+        "predictions": rows,
+        "counts": counts,
+        "H4": hypothesis_h4(tier_rules["h4"], regs),
+        "registers": sorted(decisions),
+        "probes": sorted(probes),
+    }

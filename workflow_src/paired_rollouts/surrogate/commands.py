@@ -129,7 +129,10 @@ def _stats(args: argparse.Namespace) -> int:
                 "--run-manifest",
                 str(root / "runs" / run / "manifest.json"),
                 "--luck",
-                *(str(root / "diagnostics" / run / f"luck-step{step}.json") for step in ev["diagnostic_steps"]),
+                *(
+                    str(root / "diagnostics" / run / f"luck-step{step}.json")
+                    for step in ev["diagnostic_steps"]
+                ),
                 "--strict",
                 "--pool-manifest",
                 str(Path(args.tasks_dir) / "MANIFEST.json"),
@@ -237,17 +240,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--calibration", required=True)
     p.add_argument("--settings", required=True)
     p.add_argument("--results", required=True, help="results root, e.g. results/surrogate")
-    p.add_argument("--conditions", default=None, metavar="JSON",
-                   help="the design's conditions (config/config.yaml `conditions:`); default: the paper's")
+    p.add_argument(
+        "--conditions",
+        default=None,
+        metavar="JSON",
+        help="the design's conditions (config/config.yaml `conditions:`); default: the paper's",
+    )
     p.set_defaults(handler=_arm)
 
     p = sub.add_parser("stats", help="luck-share, group-stats and completeness of runs, in one process")
     p.add_argument("--runs", required=True, nargs="+")
-    p.add_argument("--scale-block", dest="scale_block", required=True, metavar="JSON",
-                   help="the scale block (task_filter, training, evaluation, diagnostics): each run's expected "
-                   "evidence follows from it and the run's name (paired-rollouts completeness --scale-block)")
-    p.add_argument("--conditions", default=None, metavar="JSON",
-                   help="the design's conditions (config/config.yaml `conditions:`); default: the paper's")
+    p.add_argument(
+        "--scale-block",
+        dest="scale_block",
+        required=True,
+        metavar="JSON",
+        help="the scale block (task_filter, training, evaluation, diagnostics): each run's expected "
+        "evidence follows from it and the run's name (paired-rollouts completeness --scale-block)",
+    )
+    p.add_argument(
+        "--conditions",
+        default=None,
+        metavar="JSON",
+        help="the design's conditions (config/config.yaml `conditions:`); default: the paper's",
+    )
     p.add_argument("--tasks-dir", required=True)
     p.add_argument("--results", required=True)
     p.add_argument("--resamples", type=int, default=10000)

@@ -250,7 +250,9 @@ def run_one(
     ]
     plan += [("final", steps, r, evals / f"final-step{steps}-{r}.jsonl") for r in final_regimes(spec)]
     diag_steps = settings["diagnostic_steps"]["seed0" if seed == 0 else "other"]
-    plan += [("diagnostic", s, "diag", root / "diagnostics" / run / f"diag-step{s}.jsonl") for s in diag_steps]
+    plan += [
+        ("diagnostic", s, "diag", root / "diagnostics" / run / f"diag-step{s}.jsonl") for s in diag_steps
+    ]
     for phase, step, regime, out in plan:
         if phase == "diagnostic":
             rows_ = diagnostic_rows(tasks_dir, spec, seed, settings)
@@ -295,7 +297,12 @@ def run_one(
             "device": "cpu",
         },
         "attempts": [
-            {"attempt": 1, "status": "complete", "code_version": code_version()["sources_sha256"], "resumed_from_step": 0}
+            {
+                "attempt": 1,
+                "status": "complete",
+                "code_version": code_version()["sources_sha256"],
+                "resumed_from_step": 0,
+            }
         ],
         "steps_completed": steps,
         "checkpoints": sorted(thetas),

@@ -16,6 +16,7 @@ SYSTEM_PROMPT = (
     "You have a limited number of tool calls."
 )
 
+
 def prompt_messages(task: dict[str, Any]) -> list[dict[str, str]]:
     """The dataset row's ``prompt``: system message + the task instruction."""
     return [
@@ -36,8 +37,13 @@ def tool_message(name: str, content: str) -> dict[str, str]:
     return {"role": "tool", "name": name, "content": content}
 
 
-def render(tokenizer: Any, messages: list[dict[str, Any]], tools: list[Any], chat_template: str | None = None,
-           add_generation_prompt: bool = False) -> str:
+def render(
+    tokenizer: Any,
+    messages: list[dict[str, Any]],
+    tools: list[Any],
+    chat_template: str | None = None,
+    add_generation_prompt: bool = False,
+) -> str:
     """Render a conversation with the same template and kwargs the trainer uses (thinking disabled)."""
     return tokenizer.apply_chat_template(
         messages,

@@ -17,8 +17,14 @@ from paired_rollouts.io import atomic_write_json, sha256_file
 MARKER = "COMPLETE"
 STEP_DIR = re.compile(r"^step(\d{4,})$")
 # What a resumable checkpoint must hold (HF Trainer layout inside our folder).
-RESUME_PARTS = ("adapter_model.safetensors", "adapter_config.json", "optimizer.pt", "scheduler.pt",
-                "rng_state.pth", "trainer_state.json")
+RESUME_PARTS = (
+    "adapter_model.safetensors",
+    "adapter_config.json",
+    "optimizer.pt",
+    "scheduler.pt",
+    "rng_state.pth",
+    "trainer_state.json",
+)
 INITIAL_PARTS = ("adapter_model.safetensors", "adapter_config.json")
 
 

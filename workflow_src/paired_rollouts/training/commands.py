@@ -46,8 +46,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output model folder (HF save_pretrained layout)")
     p.add_argument("--settings", default=None, help="inline JSON or @file")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=0,
-                   help="torch CPU threads (0: torch's default); the warm start runs alone, so give it every core")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="torch CPU threads (0: torch's default); the warm start runs alone, so give it every core",
+    )
     p.set_defaults(handler=_warm_start)
 
     p = subparsers.add_parser(
@@ -63,12 +67,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--run", required=True, help="run name, e.g. c2-paired-s0")
     p.add_argument("--tasks-dir", required=True)
-    p.add_argument("--model-dir", required=True, help="stand-in folder (CPU) or Qwen3.5-2B snapshot/hub id (GPU)")
+    p.add_argument(
+        "--model-dir", required=True, help="stand-in folder (CPU) or Qwen3.5-2B snapshot/hub id (GPU)"
+    )
     p.add_argument("--verification", required=True, help="results/prereg/verification.json")
     p.add_argument("--settings", default=None, help="inline JSON or @file")
     p.add_argument("--out-dir", required=True, help="results/runs/RUN")
-    p.add_argument("--conditions", default=None, metavar="JSON",
-                   help="the design's conditions (config/config.yaml `conditions:`); default: the paper's")
+    p.add_argument(
+        "--conditions",
+        default=None,
+        metavar="JSON",
+        help="the design's conditions (config/config.yaml `conditions:`); default: the paper's",
+    )
     p.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=_train)
 
@@ -118,8 +128,15 @@ def _train(args: argparse.Namespace) -> int:
     from paired_rollouts.design import parse_conditions
     from paired_rollouts.training.grpo import run_training
 
-    manifest = run_training(args.run, args.tasks_dir, args.model_dir, args.verification,
-                            load_settings(args.settings), args.out_dir, stop_after=args.stop_after,
-                            conditions=parse_conditions(args.conditions))
+    manifest = run_training(
+        args.run,
+        args.tasks_dir,
+        args.model_dir,
+        args.verification,
+        load_settings(args.settings),
+        args.out_dir,
+        stop_after=args.stop_after,
+        conditions=parse_conditions(args.conditions),
+    )
     print(f"{args.run}: {manifest.get('status')} at step {manifest.get('steps_completed')}")
     return 0

@@ -100,7 +100,9 @@ def run_training(
     manifest = Manifest(
         state_dir / MANIFEST,
         {
-            **attempt_manifest(meta, settings, model_path, pool_hashes, previous, start_step, run_dir, conditions),
+            **attempt_manifest(
+                meta, settings, model_path, pool_hashes, previous, start_step, run_dir, conditions
+            ),
             "settings": given,
         },
     )

@@ -28,7 +28,9 @@ def run_id(name: str, conditions: dict[str, design.Condition] | None = None) -> 
     except UserError as exc:
         raise UserError(f"--run {name!r}: {exc}") from None
     if (known[run.condition].kind == "clean") != (run.arm == "clean"):
-        raise UserError(f"--run {name!r}: a clean condition goes with arm 'clean', a noisy one with the others")
+        raise UserError(
+            f"--run {name!r}: a clean condition goes with arm 'clean', a noisy one with the others"
+        )
     return run
 
 
@@ -38,8 +40,15 @@ def training_noise(condition: str, arm: str, conditions: dict[str, design.Condit
     return known[condition].noise(design.ARMS[arm].coupling)
 
 
-def build_rows(tasks: list[dict[str, Any]], condition: str, arm: str, run_seed: int, steps: int,
-               prompts_per_step: int, conditions: dict[str, design.Condition] | None = None) -> list[dict[str, Any]]:
+def build_rows(
+    tasks: list[dict[str, Any]],
+    condition: str,
+    arm: str,
+    run_seed: int,
+    steps: int,
+    prompts_per_step: int,
+    conditions: dict[str, design.Condition] | None = None,
+) -> list[dict[str, Any]]:
     """All training rows of a run, with the chat prompt and step/group stamps.
 
     A blocking arm spends the same rollout budget on half as many tasks: each appears as a clean copy
@@ -48,17 +57,21 @@ def build_rows(tasks: list[dict[str, Any]], condition: str, arm: str, run_seed: 
 
     by_id = {t["task_id"]: t for t in tasks}
     build = build_blocking_rows if design.ARMS[arm].blocking else build_training_rows
-    rows = build(tasks, training_noise(condition, arm, conditions), condition, steps * prompts_per_step, run_seed)
+    rows = build(
+        tasks, training_noise(condition, arm, conditions), condition, steps * prompts_per_step, run_seed
+    )
     out = []
     for index, row in enumerate(rows):
         # blocking rows come in (clean, noisy) twins of one source row: number them by position
         extra = {"row_index": index, "source_row": row["row_index"]} if index != row["row_index"] else {}
-        out.append({
-            **row,
-            **extra,
-            "prompt": chat.prompt_messages(by_id[row["task_id"]]),
-            "step": index // prompts_per_step,
-            "group": index % prompts_per_step,
-            "arm": arm,
-        })
+        out.append(
+            {
+                **row,
+                **extra,
+                "prompt": chat.prompt_messages(by_id[row["task_id"]]),
+                "step": index // prompts_per_step,
+                "group": index % prompts_per_step,
+                "arm": arm,
+            }
+        )
     return out

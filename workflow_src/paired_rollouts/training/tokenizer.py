@@ -44,14 +44,21 @@ def atom_groups() -> dict[str, tuple[str, ...]]:
     groups: dict[str, tuple[str, ...]] = {
         f"id:{prefix}": tuple(f"{prefix}{i:04d}" for i in range(1, n + 1)) for prefix, n in ID_RANGES
     }
-    groups.update({
-        "carrier": words.CARRIERS, "category": words.TICKET_CATEGORIES, "priority": words.TICKET_PRIORITIES,
-        "summary": words.TICKET_SUMMARIES, "street": tuple(dict.fromkeys(words.TASK_STREETS + words.STREETS)),
-        "city": tuple(dict.fromkeys(words.TASK_CITIES + words.CITIES)), "reason": words.REFUND_REASONS,
-        "first_name": words.FIRST_NAMES, "last_name": words.LAST_NAMES,
-        # the days a request can name (today is day 100, shipments up to today + 7), as standalone numbers
-        "day": tuple(str(day) for day in range(100, 108)),
-    })
+    groups.update(
+        {
+            "carrier": words.CARRIERS,
+            "category": words.TICKET_CATEGORIES,
+            "priority": words.TICKET_PRIORITIES,
+            "summary": words.TICKET_SUMMARIES,
+            "street": tuple(dict.fromkeys(words.TASK_STREETS + words.STREETS)),
+            "city": tuple(dict.fromkeys(words.TASK_CITIES + words.CITIES)),
+            "reason": words.REFUND_REASONS,
+            "first_name": words.FIRST_NAMES,
+            "last_name": words.LAST_NAMES,
+            # the days a request can name (today is day 100, shipments up to today + 7), as standalone numbers
+            "day": tuple(str(day) for day in range(100, 108)),
+        }
+    )
     return groups
 
 
@@ -68,6 +75,8 @@ def atom_tokens() -> tuple[str, ...]:
             seen.add(atom)
             out.append(atom)
     return tuple(out)
+
+
 CHAT_TEMPLATE_NAME = "qwen3_5_nothink.jinja"  # what Qwen3.5-2B ships (thinking off by default)
 
 
@@ -92,10 +101,12 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE) 
     # Digit runs and line breaks are isolated before BPE: an id such as O0042 or a postal code then
     # tokenizes the same in the instruction, in a tool response and in a tool-call argument, so a tiny
     # model can learn to copy it. Everything else may merge across word boundaries.
-    bpe.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(r"[0-9]+|\n+"), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    bpe.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(r"[0-9]+|\n+"), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -114,7 +125,10 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE) 
     words_re = sorted(atoms, key=len, reverse=True)
     splitter = re.compile(
         "|".join(re.escape(m) for m in markers)
-        + "|" + r"(?<!\w)(?:" + "|".join(re.escape(a) for a in words_re) + r")(?!\w)"
+        + "|"
+        + r"(?<!\w)(?:"
+        + "|".join(re.escape(a) for a in words_re)
+        + r")(?!\w)"
     )
 
     def pieces() -> Iterable[str]:
@@ -134,7 +148,8 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE) 
 
     tokenizer.add_tokens(list(ADDED_TOKENS), special_tokens=False)
     tokenizer.add_tokens(
-        [AddedToken(a, single_word=True, normalized=False, special=False) for a in atoms], special_tokens=False
+        [AddedToken(a, single_word=True, normalized=False, special=False) for a in atoms],
+        special_tokens=False,
     )
     tokenizer.chat_template = qwen35_chat_template()
     return tokenizer
@@ -174,14 +189,20 @@ def qwen35_tokenizer() -> Any:
             return ranks
 
     specials = sorted(qt.QWEN3_5_SPECIAL_TOKENS)
-    converted = _Converter(str(ranks_file), pattern=qt.QWEN3_5_PAT_STR,
-                           extra_special_tokens=[t for _, t in specials]).converted()
+    converted = _Converter(
+        str(ranks_file), pattern=qt.QWEN3_5_PAT_STR, extra_special_tokens=[t for _, t in specials]
+    ).converted()
     for token_id, token in specials:  # the package's ids are the hub tokenizer's ids
         if converted.token_to_id(token) != token_id:
-            raise RuntimeError(f"{ranks_file}: {token} got id {converted.token_to_id(token)}, expected {token_id}")
+            raise RuntimeError(
+                f"{ranks_file}: {token} got id {converted.token_to_id(token)}, expected {token_id}"
+            )
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=converted, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-        clean_up_tokenization_spaces=False, model_max_length=262144,
+        tokenizer_object=converted,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        clean_up_tokenization_spaces=False,
+        model_max_length=262144,
     )
     tokenizer.chat_template = qwen35_chat_template()
     return tokenizer

@@ -21,8 +21,14 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 
 class BatchSink(Protocol):
-    def __call__(self, trainer: Any, inputs: list[dict[str, Any]], output: dict[str, Any],
-                 rewards: list[float], generation_seconds: float) -> None: ...
+    def __call__(
+        self,
+        trainer: Any,
+        inputs: list[dict[str, Any]],
+        output: dict[str, Any],
+        rewards: list[float],
+        generation_seconds: float,
+    ) -> None: ...
 
 
 # The update's shape, set explicitly (never left to library defaults that may change between releases).
@@ -48,17 +54,57 @@ UPDATE_SHAPE: dict[str, Any] = {
 # Every GRPOConfig / TrainingArguments field that shapes the update or the sampling, recorded in the run
 # manifest with the value the trainer actually used.
 TRAINER_CONFIG_KEYS = (
-    "learning_rate", "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps", "max_grad_norm", "optim",
-    "adam_beta1", "adam_beta2", "adam_epsilon", "weight_decay", "epsilon", "epsilon_high", "delta", "beta",
-    "loss_type", "scale_rewards", "num_iterations", "steps_per_generation", "gradient_accumulation_steps",
-    "per_device_train_batch_size", "generation_batch_size", "num_generations", "max_steps", "temperature",
-    "top_p", "top_k", "min_p", "repetition_penalty", "max_completion_length", "max_tool_calling_iterations",
-    "mask_truncated_completions", "importance_sampling_level", "use_vllm", "vllm_mode",
-    "vllm_importance_sampling_correction", "vllm_importance_sampling_mode", "vllm_importance_sampling_clip_max",
-    "vllm_importance_sampling_clip_min", "vllm_importance_sampling_cap",
-    "vllm_gpu_memory_utilization", "vllm_max_model_length", "off_policy_mask_threshold",
-    "top_entropy_quantile", "use_bias_correction_kl", "bf16", "fp16", "gradient_checkpointing", "seed",
-    "data_seed", "shuffle_dataset", "chat_template_kwargs",
+    "learning_rate",
+    "lr_scheduler_type",
+    "lr_scheduler_kwargs",
+    "warmup_steps",
+    "max_grad_norm",
+    "optim",
+    "adam_beta1",
+    "adam_beta2",
+    "adam_epsilon",
+    "weight_decay",
+    "epsilon",
+    "epsilon_high",
+    "delta",
+    "beta",
+    "loss_type",
+    "scale_rewards",
+    "num_iterations",
+    "steps_per_generation",
+    "gradient_accumulation_steps",
+    "per_device_train_batch_size",
+    "generation_batch_size",
+    "num_generations",
+    "max_steps",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "repetition_penalty",
+    "max_completion_length",
+    "max_tool_calling_iterations",
+    "mask_truncated_completions",
+    "importance_sampling_level",
+    "use_vllm",
+    "vllm_mode",
+    "vllm_importance_sampling_correction",
+    "vllm_importance_sampling_mode",
+    "vllm_importance_sampling_clip_max",
+    "vllm_importance_sampling_clip_min",
+    "vllm_importance_sampling_cap",
+    "vllm_gpu_memory_utilization",
+    "vllm_max_model_length",
+    "off_policy_mask_threshold",
+    "top_entropy_quantile",
+    "use_bias_correction_kl",
+    "bf16",
+    "fp16",
+    "gradient_checkpointing",
+    "seed",
+    "data_seed",
+    "shuffle_dataset",
+    "chat_template_kwargs",
 )
 
 
@@ -110,8 +156,14 @@ def compact_fused_logprobs() -> None:
     trl_utils._use_triton = lambda device: True  # only the compact/full choice; the kernel stays torch on CPU
 
 
-def grpo_args(settings: dict[str, Any], output_dir: str | Path, seed: int, *, evaluation: bool = False,
-              importance_sampling: bool = False) -> Any:
+def grpo_args(
+    settings: dict[str, Any],
+    output_dir: str | Path,
+    seed: int,
+    *,
+    evaluation: bool = False,
+    importance_sampling: bool = False,
+) -> Any:
     """GRPOConfig from resolved settings: one optimizer step per generation batch (docs/training.md#paper-scale-settings).
 
     ``importance_sampling``: keep TRL's vLLM IS correction in an evaluation build (the probe's implemented
@@ -218,10 +270,21 @@ def _trainer_class() -> type:
     return PairedGRPOTrainer
 
 
-def build_trainer(model: Any, tokenizer: Any, settings: dict[str, Any], dataset: Any, output_dir: str | Path,
-                  seed: int, episodes: EpisodeContext, *, peft_config: Any = None, evaluation: bool = False,
-                  callbacks: list | None = None, importance_sampling: bool = False,
-                  sampling_seed: int | None = None) -> Any:
+def build_trainer(
+    model: Any,
+    tokenizer: Any,
+    settings: dict[str, Any],
+    dataset: Any,
+    output_dir: str | Path,
+    seed: int,
+    episodes: EpisodeContext,
+    *,
+    peft_config: Any = None,
+    evaluation: bool = False,
+    callbacks: list | None = None,
+    importance_sampling: bool = False,
+    sampling_seed: int | None = None,
+) -> Any:
     """The one place that constructs the trainer (train, evaluate, diagnose and probe all come here).
 
     ``episodes``: the context every environment instance of this trainer shares (a fresh one per trainer)."""
@@ -241,7 +304,9 @@ def build_trainer(model: Any, tokenizer: Any, settings: dict[str, Any], dataset:
     return cls(
         model=model,
         reward_funcs=[],
-        args=grpo_args(settings, output_dir, seed, evaluation=evaluation, importance_sampling=importance_sampling),
+        args=grpo_args(
+            settings, output_dir, seed, evaluation=evaluation, importance_sampling=importance_sampling
+        ),
         train_dataset=dataset,
         processing_class=tokenizer,
         environment_factory=episodes.new_environment,

@@ -24,8 +24,22 @@ FINAL_WORDS = "All requested changes are made."
 # Atom kinds that are consistently relabelled in warm-start batches (see ``AtomRelabeller``).
 # Every kind whose value a tool call copies from the instruction or a tool response; not the refund reasons,
 # which the templates fix (a cancellation is always "customer request"), so they are not copied.
-RELABEL_KINDS = ("id:C", "id:O", "id:SKU-", "id:S", "id:T", "first_name", "last_name", "street", "city", "carrier",
-                 "category", "priority", "summary", "day")
+RELABEL_KINDS = (
+    "id:C",
+    "id:O",
+    "id:SKU-",
+    "id:S",
+    "id:T",
+    "first_name",
+    "last_name",
+    "street",
+    "city",
+    "carrier",
+    "category",
+    "priority",
+    "summary",
+    "day",
+)
 MAX_ATTEMPTS = 3
 CHECK_TRANSCRIPTS = 32  # transcripts for the teacher-forced check written to warm_start.json
 ATOM_LOSS_WEIGHT = 10.0
@@ -34,7 +48,9 @@ ATOM_LOSS_WEIGHT = 10.0
 # ---------------------------------------------------------------------------------------------------
 # transcripts
 # ---------------------------------------------------------------------------------------------------
-def scripted_transcript(task: dict[str, Any], noise: Any = None, schedule_seed: int | None = None) -> list[dict]:
+def scripted_transcript(
+    task: dict[str, Any], noise: Any = None, schedule_seed: int | None = None
+) -> list[dict]:
     """The messages of one scripted episode: prompt, then one tool call per assistant turn."""
     from paired_rollouts.agents.scripted import lookup_calls
     from paired_rollouts.backoffice.world import World
@@ -111,8 +127,9 @@ class AtomRelabeller:
 
         vocab = tokenizer.get_vocab()
         groups = atom_groups()
-        self.kinds = [torch.tensor([vocab[a] for a in groups[k] if a in vocab], dtype=torch.long)
-                      for k in RELABEL_KINDS]
+        self.kinds = [
+            torch.tensor([vocab[a] for a in groups[k] if a in vocab], dtype=torch.long) for k in RELABEL_KINDS
+        ]
         self.kinds = [ids for ids in self.kinds if len(ids) > 1]
         self.size = len(tokenizer)
         self.generator = torch.Generator().manual_seed(seed)
@@ -160,7 +177,7 @@ def encode_transcript(tokenizer: Any, messages: list[dict], tools: list[Any]) ->
         full = chat.render(tokenizer, messages[: i + 1], tools)
         if not full.startswith(rendered):
             raise RuntimeError("chat template is not prefix-preserving for this transcript")
-        generated = full[len(rendered):]
+        generated = full[len(rendered) :]
         cut = generated.rfind(eos)
         generated = generated[: cut + len(eos)]  # the model stops at EOS; the newline is template glue
         piece = _ids(tokenizer, generated)
@@ -175,7 +192,7 @@ def encode_transcript(tokenizer: Any, messages: list[dict], tools: list[Any]) ->
             after = chat.render(tokenizer, messages[:j], tools, add_generation_prompt=True)
             if not after.startswith(rendered):
                 raise RuntimeError("chat template is not prefix-preserving for tool results")
-            suffix = after[len(rendered):]
+            suffix = after[len(rendered) :]
             piece = _ids(tokenizer, suffix)
             ids += piece
             mask += [0] * len(piece)
@@ -231,7 +248,9 @@ def _length_batches(lengths: list[int], batch: int, rng: random.Random, window: 
     span = batch * window
     for start in range(0, len(order), span):
         chunk = sorted(order[start : start + span], key=lambda i: lengths[i])
-        out += [chunk[k : k + batch] for k in range(0, len(chunk), batch) if len(chunk[k : k + batch]) == batch]
+        out += [
+            chunk[k : k + batch] for k in range(0, len(chunk), batch) if len(chunk[k : k + batch]) == batch
+        ]
     if not out:  # fewer transcripts than one batch: repeat them
         out = [[order[k % len(order)] for k in range(batch)]]
     rng.shuffle(out)
@@ -254,8 +273,13 @@ def _batch_tensors(picked: list[tuple[list[int], list[int]]], pad: int, table: A
     return input_ids, labels, attention
 
 
-def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, Any], seed: int = 0,
-               progress: bool = True) -> tuple[Any, dict[str, Any]]:
+def warm_start(
+    tokenizer: Any,
+    tasks: list[dict[str, Any]],
+    settings: dict[str, Any],
+    seed: int = 0,
+    progress: bool = True,
+) -> tuple[Any, dict[str, Any]]:
     """Build the tiny Qwen3.5 model from config and fine-tune it on scripted transcripts.
 
     What makes a tiny hybrid model learn to copy within minutes (each measured; docs/training.md): a
@@ -273,11 +297,18 @@ def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, 
     from paired_rollouts.training.tokenizer import atom_tokens
 
     set_seed(seed)
-    overrides = {"hidden_size": settings["hidden_size"], "num_hidden_layers": settings["num_layers"],
-                 "full_attention_interval": settings["full_attention_interval"]}
+    overrides = {
+        "hidden_size": settings["hidden_size"],
+        "num_hidden_layers": settings["num_layers"],
+        "full_attention_interval": settings["full_attention_interval"],
+    }
     if settings["hidden_size"] < 96:
-        overrides.update(intermediate_size=4 * settings["hidden_size"], head_dim=16, linear_key_head_dim=16,
-                         linear_value_head_dim=16)
+        overrides.update(
+            intermediate_size=4 * settings["hidden_size"],
+            head_dim=16,
+            linear_key_head_dim=16,
+            linear_value_head_dim=16,
+        )
     config = standin_config(tokenizer, overrides)
     model = build_random_model(config, seed)
     _init_atom_embeddings(model, tokenizer, seed)
@@ -308,8 +339,9 @@ def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, 
         if not batches:
             batches = _length_batches(lengths, batch, rng)
         source = short if step < short_steps else encoded
-        input_ids, labels, attention = _batch_tensors([source[i] for i in batches.pop()],
-                                                      tokenizer.pad_token_id, relabeller.table())
+        input_ids, labels, attention = _batch_tensors(
+            [source[i] for i in batches.pop()], tokenizer.pad_token_id, relabeller.table()
+        )
         logits = model(input_ids=input_ids, attention_mask=attention).logits[:, :-1]
         target = labels[:, 1:].reshape(-1)
         token_loss = torch.nn.functional.cross_entropy(
@@ -335,14 +367,21 @@ def warm_start(tokenizer: Any, tasks: list[dict[str, Any]], settings: dict[str, 
         "loss_last": sum(losses[-10:]) / max(1, len(losses[-10:])) if losses else None,
         "parameters": sum(p.numel() for p in model.parameters()),
     }
-    check = [encode_transcript(tokenizer, scripted_transcript(t, n, s), tools)
-             for t, n, s in transcript_tasks(tasks, CHECK_TRANSCRIPTS, seed + 2)]
+    check = [
+        encode_transcript(tokenizer, scripted_transcript(t, n, s), tools)
+        for t, n, s in transcript_tasks(tasks, CHECK_TRANSCRIPTS, seed + 2)
+    ]
     report.update(copy_accuracy(model, check, tokenizer.pad_token_id, atom_mask, relabeller))
     return model, report
 
 
-def copy_accuracy(model: Any, encoded: list[tuple[list[int], list[int]]], pad: int, atom_mask: Any,
-                  relabeller: AtomRelabeller) -> dict[str, float]:
+def copy_accuracy(
+    model: Any,
+    encoded: list[tuple[list[int], list[int]]],
+    pad: int,
+    atom_mask: Any,
+    relabeller: AtomRelabeller,
+) -> dict[str, float]:
     """Teacher-forced accuracy on freshly relabelled transcripts: all policy tokens, and copied atoms only.
 
     The atom figure is what decides task success; it is written to warm_start.json so a stand-in that has
@@ -363,8 +402,11 @@ def copy_accuracy(model: Any, encoded: list[tuple[list[int], list[int]]], pad: i
             total += int(policy.sum())
             atom_hits += int(correct[atoms].sum())
             atom_total += int(atoms.sum())
-    return {"check_transcripts": len(encoded), "token_accuracy": hits / max(1, total),
-            "copied_atom_accuracy": atom_hits / max(1, atom_total)}
+    return {
+        "check_transcripts": len(encoded),
+        "token_accuracy": hits / max(1, total),
+        "copied_atom_accuracy": atom_hits / max(1, atom_total),
+    }
 
 
 def save_standin(model: Any, tokenizer: Any, out: str | Path, report: dict[str, Any]) -> None:
