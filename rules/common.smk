@@ -557,12 +557,6 @@ def group_stat_files():
     return [f"{RESULTS}/runs/{run}/group_stats.json" for run in RUNS]
 
 
-def seed_pair_eval_files():
-    """Table 9 shows the per-step curves of the first C2 seed pair."""
-    seed = SCALE["seeds"]["C2"][0]
-    return [f for arm in ("paired", "independent") for f in eval_files(study.RunId("C2", arm, seed).name)]
-
-
 def decision_rules_file():
     return [config["decision_rules"]]
 

@@ -7,27 +7,9 @@ from typing import Any
 from paired_rollouts.render import format as fmt
 from paired_rollouts.render import sources as src
 from paired_rollouts.render.format import Tex
-from paired_rollouts.render.tables.model import (  # noqa: F401
-    ARM_LABELS,
-    DELTA,
-    GE,
-    I_,
-    LE,
-    NON_PAPER_POOLS,
-    REGIME_LABELS,
+from paired_rollouts.render.tables.model import (
     Context,
-    P,
-    Row,
     TableModel,
-    TableSpec,
-    _decisions,
-    _diff,
-    _int,
-    _mean,
-    _not_computed,
-    _num,
-    _run_label,
-    regime_label,
 )
 
 # ---------------------------------------------------------------- table 6: predictions

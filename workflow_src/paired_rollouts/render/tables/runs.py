@@ -12,27 +12,14 @@ from paired_rollouts.render import sources as src
 from paired_rollouts.render.format import Tex
 from paired_rollouts.render.sources import Doc
 from paired_rollouts.render.tables.curves import RunCurves, _run_curves
-from paired_rollouts.render.tables.model import (  # noqa: F401
+from paired_rollouts.render.tables.model import (
     ARM_LABELS,
-    DELTA,
-    GE,
-    I_,
-    LE,
     NON_PAPER_POOLS,
-    REGIME_LABELS,
     Context,
-    P,
-    Row,
     TableModel,
-    TableSpec,
-    _decisions,
     _diff,
-    _int,
-    _mean,
-    _not_computed,
     _num,
     _run_label,
-    regime_label,
 )
 
 # ---------------------------------------------------------------- table 1: run matrix
