@@ -530,6 +530,7 @@ def benchmark_files():
             for step in diagnostic_steps(run)
         ]
     files += [f"{bench}/decide/{c}.tsv" for c in DECISION_CONDITIONS]
+    files.append(f"{bench}/decide/predictions.tsv")  # the tier-1 predictions register (table 6)
     files += [f"{bench}/probe/{t}.tsv" for t in TRAJECTORIES]
     if not SURROGATE:
         # One probe job per checkpoint, then the trajectory's assembly (above) and its verdict.
