@@ -307,20 +307,17 @@ def comparison_points(decisions: list[Any]) -> list[dict[str, Any]]:
     """Per comparison: its name, step-0 luck share, AUC gap and interval (the dose-response points)."""
     points = []
     for doc in decisions:
-        name = str(doc.opt("comparison") or doc.req("condition")).lower()
+        name = src.comparison_name(doc)
         if "blocking" in name:
             continue  # blocking pairs compare two hybrid designs, not pairing against independence
-        gap = doc.opt("auc_gap") or doc.opt("H2a") or doc.opt("H2b") or {}
-        lams = doc.opt("luck_share_step0", "by_run") or {
-            run: v.get("lam") for run, v in (doc.opt("H1a", "luck_share_step0") or {}).items()
-        }
-        values = [v for v in lams.values() if v is not None]
-        if gap.get("auc_difference_mean") is None or not values:
+        gap = src.auc_gap_block(doc)
+        luck = src.step0_luck_share(doc)
+        if gap.get("auc_difference_mean") is None or luck is None:
             continue
         points.append(
             {
                 "name": name,
-                "luck": sum(values) / len(values),
+                "luck": luck,
                 "gap": gap["auc_difference_mean"],
                 "ci": gap.get("auc_difference_ci95") or [None, None],
                 "complete": bool(doc.opt("complete")),

@@ -176,6 +176,26 @@ def load_decision(path: Path) -> Doc:
     return doc
 
 
+def comparison_name(doc: Doc) -> str:
+    """c2, c4 for tier 1's registers; the tier's comparison name (c2r, c4-scale_none, ...) otherwise."""
+    return str(doc.opt("comparison") or doc.req("condition")).lower()
+
+
+def auc_gap_block(doc: Doc) -> dict[str, Any]:
+    """The AUC-gap block of a decision register: a tier's `auc_gap`, tier 1's H2a or H2b."""
+    return doc.opt("auc_gap") or doc.opt("H2a") or doc.opt("H2b") or {}
+
+
+def step0_luck_share(doc: Doc) -> float | None:
+    """Mean step-0 luck share over the register's runs (a tier's `luck_share_step0.by_run`, tier 1's
+    H1a block), or None when no run has one."""
+    by_run = doc.opt("luck_share_step0", "by_run") or {
+        run: v.get("lam") for run, v in (doc.opt("H1a", "luck_share_step0") or {}).items()
+    }
+    values = [v for v in by_run.values() if v is not None]
+    return sum(values) / len(values) if values else None
+
+
 def decision_for(docs: Iterable[Doc], condition: str, what: str) -> Doc:
     """The one decision register of ``condition`` among the inputs."""
     found = [d for d in docs if d.req("condition") == condition]

@@ -950,10 +950,9 @@ def tier_statistics(
     lams: dict[str, Any] = {}
     for pair in pairs:
         for ev in pair:
-            values, source = _base_lams(ev.run, ev, luck, 0)
-            lams[ev.run] = (
-                None if values is None else float(np.nanmean(values)) if np.any(~np.isnan(values)) else None
-            )
+            values, _ = _base_lams(ev.run, ev, luck, 0)
+            defined = values[~np.isnan(values)] if values is not None else []
+            lams[ev.run] = float(defined.mean()) if len(defined) else None
     out["luck_share_step0"] = round4(
         {"by_run": lams, "mean": _mean_or_none([v for v in lams.values() if v is not None])}
     )

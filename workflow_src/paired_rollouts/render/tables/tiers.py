@@ -29,17 +29,12 @@ def tier_comparisons_table(ctx: Context) -> TableModel:
         size=r"\footnotesize",
     )
     docs = [src.load_decision(p) for p in ctx.inputs.files("decisions")]
-    for doc in sorted(docs, key=lambda d: str(d.opt("comparison") or d.req("condition")).lower()):
-        name = str(doc.opt("comparison") or doc.req("condition")).lower()
-        gap = doc.opt("auc_gap") or doc.opt("H2a") or doc.opt("H2b") or {}
+    for doc in sorted(docs, key=src.comparison_name):
+        name = src.comparison_name(doc)
+        gap = src.auc_gap_block(doc)
         arms = f"{doc.opt('treatment') or 'paired'} $-$ {doc.opt('control') or 'independent'}"
         by_seed = ", ".join(f"{v:+.3f}" for v in gap.get("auc_difference_by_seed") or [])
-        luck = doc.opt("luck_share_step0", "mean")
-        if luck is None and doc.opt("H1a", "luck_share_step0"):
-            values = [
-                v.get("lam") for v in doc.opt("H1a", "luck_share_step0").values() if v.get("lam") is not None
-            ]
-            luck = sum(values) / len(values) if values else None
+        luck = src.step0_luck_share(doc)
         ci = gap.get("auc_difference_ci95")
         table.add(
             [
