@@ -444,6 +444,10 @@ class _Checker:
         groups = rollouts = 0
         seed, condition, arm = self.ident["seed"], self.ident["condition"], self.ident["arm"]
         order = row_order(len(train_ids), seed) if train_ids else None
+
+        def group_defect(line: int, step: int, group: int, problem: str) -> None:
+            self._defect(kind="group", path=rel, line=line, step=step, group=group, problem=problem)
+
         for line, rec in iter_groups(path):
             groups += 1
             if rec["run"] != self.run:
@@ -454,74 +458,40 @@ class _Checker:
                     problem=f"run is {rec['run']!r}, expected {self.run!r}",
                 )
             step, group = rec["step"], rec["group"]
+
             size = len(rec["true_success"])
             rollouts += size
             if size != generations:
-                self._defect(
-                    kind="group",
-                    path=rel,
-                    line=line,
-                    step=step,
-                    group=group,
-                    problem=f"list lengths {size}, expected {generations}",
-                )
+                group_defect(line, step, group, f"list lengths {size}, expected {generations}")
             if not 0 <= step < steps or not 0 <= group < prompts:
-                self._defect(
-                    kind="group",
-                    path=rel,
-                    line=line,
-                    step=step,
-                    group=group,
-                    problem="step or group out of range",
-                )
+                group_defect(line, step, group, "step or group out of range")
                 continue
             by_step.setdefault(step, Counter())[group] += 1
             row = step * prompts + group
             if rec.get("row_index", row) != row:
-                self._defect(
-                    kind="group",
-                    path=rel,
-                    line=line,
-                    step=step,
-                    group=group,
-                    problem=f"row_index {rec['row_index']}, expected {row}",
-                )
+                group_defect(line, step, group, f"row_index {rec['row_index']}, expected {row}")
             # a blocking arm trains each source row twice in a row (its clean copy, then the noisy group)
             source = row // 2 if ARMS[arm].blocking else row
             if order is not None:
                 want = train_ids[order[source % len(train_ids)]]
                 if rec["task_id"] != want:
-                    self._defect(
-                        kind="group",
-                        path=rel,
-                        line=line,
-                        step=step,
-                        group=group,
-                        problem=f"task_id {rec['task_id']} is not training row {row}'s task {want}",
+                    group_defect(
+                        line, step, group, f"task_id {rec['task_id']} is not training row {row}'s task {want}"
                     )
             row_seed = training_schedule_seed(seed, condition, source)
             if rec.get("schedule_seed", row_seed) != row_seed:
-                self._defect(
-                    kind="group",
-                    path=rel,
-                    line=line,
-                    step=step,
-                    group=group,
-                    problem=f"schedule_seed {rec['schedule_seed']} is not training row {row}'s seed",
+                group_defect(
+                    line,
+                    step,
+                    group,
+                    f"schedule_seed {rec['schedule_seed']} is not training row {row}'s seed",
                 )
             if (
                 ARMS[arm].coupling != "independent"
                 and "schedule_seed" in rec
                 and set(rec["schedule_seeds"]) != {row_seed}
             ):
-                self._defect(
-                    kind="group",
-                    path=rel,
-                    line=line,
-                    step=step,
-                    group=group,
-                    problem=f"{arm} rollouts must all use the row's seed {row_seed}",
-                )
+                group_defect(line, step, group, f"{arm} rollouts must all use the row's seed {row_seed}")
         for step in range(steps):
             got = by_step.get(step, Counter())
             expected = Counter(range(prompts))
