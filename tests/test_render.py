@@ -142,6 +142,13 @@ def test_document_compiles_without_overfull_boxes(rendered, tmp_path):
             assert needle in text, needle
 
 
+def table3_document(rendered, out: Path, **kwargs) -> list[str]:
+    """The PDF of table 3 alone (cpu, stand-in, commit abc) under the fixture study's verification."""
+    return document.build_document(
+        [rendered["table3"]], [], RES / "prereg/verification.json", "cpu", "stand-in", "abc", out, **kwargs
+    )
+
+
 def test_document_opens_with_the_published_versus_reproduced_summary(rendered, tmp_path):
     need_latex()
     comparison = tmp_path / "comparison.json"
@@ -167,17 +174,7 @@ def test_document_opens_with_the_published_versus_reproduced_summary(rendered, t
     )
     summary = json.loads(comparison.read_text())["summary"]
     out = tmp_path / "tables.pdf"
-    document.build_document(
-        [rendered["table3"]],
-        [],
-        RES / "prereg/verification.json",
-        "cpu",
-        "stand-in",
-        "abc",
-        out,
-        strict=True,
-        comparison=comparison,
-    )
+    table3_document(rendered, out, strict=True, comparison=comparison)
     text = subprocess.run(
         ["pdftotext", "-layout", str(out), "-"], capture_output=True, text=True, check=True
     ).stdout
@@ -587,16 +584,7 @@ def test_title_page_says_the_study_is_incomplete(rendered, tmp_path):
     status = document.study_status([path])
     assert status.startswith("STUDY INCOMPLETE: C2: 1 of 2 seed pairs admitted, H1a, H2a, H3, H5 not decided")
     out = tmp_path / "doc.pdf"
-    document.build_document(
-        [rendered["table3"]],
-        [],
-        RES / "prereg/verification.json",
-        "cpu",
-        "stand-in",
-        "abc",
-        out,
-        decisions=[path],
-    )
+    table3_document(rendered, out, decisions=[path])
     if shutil.which("pdftotext"):
         text = subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True, check=True).stdout
         assert "STUDY INCOMPLETE" in text
