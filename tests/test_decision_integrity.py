@@ -13,7 +13,7 @@ import pytest
 from paired_rollouts.cli import main
 from paired_rollouts.noise.seeds import eval_schedule_seed
 from records_fixtures import run_manifest
-from test_stats_decisions import checked, completeness, decide, make_pools, seed_matrix
+from test_stats_decisions import _episode, checked, completeness, decide, make_pools, seed_matrix
 
 C2_HYPOTHESES = ("H1a", "H2a", "H3", "H5")
 RUNS = ["c2-paired-s0", "c2-independent-s0", "c2-paired-s1", "c2-independent-s1"]
@@ -483,26 +483,22 @@ def test_records_from_the_real_row_builders_pass_completeness(sim_tasks_dir, tmp
     }
 
     def episode(row, phase, step, regime):
-        return {
-            "run": run,
-            "condition": cond,
-            "arm": arm,
-            "seed": seed,
-            "phase": phase,
-            "step": step,
-            "regime": regime,
-            "task_id": row["task_id"],
-            "schedule_index": row["schedule_index"],
-            "schedule_seed": row["schedule_seed"],
-            "true_success": False,
-            "observed_reward": 0.0,
-            "flipped": False,
-            "exposed": False,
-            "calls": 1,
-            "budget": row["budget"],
-            "finished": True,
-            "faults": {},
-        }
+        return _episode(
+            run,
+            cond,
+            arm,
+            seed,
+            phase,
+            step,
+            regime,
+            row["task_id"],
+            row["schedule_index"],
+            row["schedule_seed"],
+            False,
+            exposed=False,
+            calls=1,
+            budget=row["budget"],
+        )
 
     evals, diags = tmp_path / "evals", tmp_path / "diagnostics"
     for step in (0, 2):

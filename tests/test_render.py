@@ -380,43 +380,15 @@ def test_unknown_and_missing_keys_and_settings():
 
 
 def test_cli_writes_table_and_reports_errors(tmp_path, capsys):
+    def table3(decisions: Path, scale: str, out: Path) -> int:
+        argv = ["--number", "3", "--input", f"decisions={decisions}", "--scale", scale, "--out", str(out)]
+        return cli_main(["render", "table", *argv])
+
     out = tmp_path / "tables" / "table3.tex"
-    assert (
-        cli_main(
-            [
-                "render",
-                "table",
-                "--number",
-                "3",
-                "--input",
-                f"decisions={INPUTS['decisions'][0]}",
-                "--scale",
-                "stand-in",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert table3(INPUTS["decisions"][0], "stand-in", out) == 0
     assert "C2 primary endpoints" in out.read_text()
     bad = tmp_path / "absent.json"
-    assert (
-        cli_main(
-            [
-                "render",
-                "table",
-                "--number",
-                "3",
-                "--input",
-                f"decisions={bad}",
-                "--scale",
-                "s",
-                "--out",
-                str(tmp_path / "t.tex"),
-            ]
-        )
-        == 1
-    )
+    assert table3(bad, "s", tmp_path / "t.tex") == 1
     assert str(bad) in capsys.readouterr().err
     assert not (tmp_path / "t.tex").exists()
 

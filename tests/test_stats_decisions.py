@@ -81,7 +81,8 @@ HT = {
 NOISY = {"paired": {T0: [1, 1], T1: [1, 0]}, "independent": {T0: [1, 0], T1: [0, 0]}}
 
 
-def _episode(run, cond, arm, seed, phase, step, regime, task, index, sseed, success):
+def _episode(run, cond, arm, seed, phase, step, regime, task, index, sseed, success, **fields):
+    """An episode record in the contract's shape (``fields`` override the defaults: exposed, calls, budget)."""
     return {
         "run": run,
         "condition": cond,
@@ -101,7 +102,7 @@ def _episode(run, cond, arm, seed, phase, step, regime, task, index, sseed, succ
         "budget": 11,
         "finished": True,
         "faults": {},
-    }
+    } | fields
 
 
 def _write(path: Path, rows):
