@@ -157,7 +157,14 @@ def test_private_trl_overrides_are_few_and_still_exist() -> None:
         assert list(inspect.signature(getattr(GRPOTrainer, name)).parameters) == list(
             inspect.signature(getattr(cls, name)).parameters
         )
-    assert "_get_per_token_logps_and_entropies" in vars(GRPOTrainer)
+    scoring = list(inspect.signature(GRPOTrainer._get_per_token_logps_and_entropies).parameters)
+    assert scoring[1:6] == [
+        "model",
+        "input_ids",
+        "attention_mask",
+        "logits_to_keep",
+        "batch_size",
+    ]  # token_logps
     assert list(inspect.signature(cls.__init__).parameters)[-3:] == [
         "engine_seed",
         "compact_logprobs",

@@ -69,9 +69,7 @@ class ScoreEngine:
             attention = torch.ones_like(ids)
             mask = loss_mask[i][:c_len].unsqueeze(0).to(torch.float32)
             model.zero_grad(set_to_none=True)
-            logps, _, _ = trainer._get_per_token_logps_and_entropies(
-                model, ids, attention, c_len, batch_size=1
-            )
+            logps = trainer.token_logps(model, ids, attention, c_len)
             (logps * mask).sum().backward()
             got = [n for n, p in self.params if p.grad is not None]
             if self.coords is None:

@@ -240,7 +240,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     A.add_tasks_dir(p)
     p.add_argument("--calibration", required=True, help="results/<scale>/models/surrogate/calibration.json")
     A.add_settings(
-        p, f"{A.SETTINGS_HELP}: the scale's surrogate, training and evaluation keys", required=True
+        p,
+        f"{A.SETTINGS_HELP}: the scale's surrogate settings (config/config.yaml scales.<scale>)",
+        required=True,
     )
     A.add_results_root(p, "results root, e.g. results/surrogate", required=True, type=None)
     A.add_conditions(p)

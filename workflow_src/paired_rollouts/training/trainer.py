@@ -241,7 +241,8 @@ def _trainer_class() -> type:
         Both module names are swapped only while TRL's own call runs, so no other trainer (and nothing
         after it) sees them. Everything else uses TRL's public API: ``environment_factory`` (the trainer's
         ``EpisodeContext``), ``TrainerCallback``s (phase stamps per step, extra saves, checkpoint
-        installation).
+        installation). The probe scores through ``token_logps``, so TRL's private scoring method is named
+        here only.
         """
 
         batch_sink: BatchSink | None = None
@@ -269,6 +270,14 @@ def _trainer_class() -> type:
             is): TRL's batch output and each rollout's summed reward."""
             output = self._generate_and_score_completions(inputs)
             return output, self.last_rewards.nansum(dim=1).tolist()
+
+        def token_logps(self, model: Any, input_ids: Any, attention_mask: Any, completion_length: int) -> Any:
+            """Per-token log-probabilities of one sequence's last ``completion_length`` tokens, as TRL's loss
+            computes them (the probe's score vectors are their gradients)."""
+            logps, _, _ = self._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, completion_length, batch_size=1
+            )
+            return logps
 
         def _get_per_token_logps_and_entropies(self, *args, **kwargs):
             if not self.compact_logprobs:
