@@ -53,7 +53,7 @@ else:
             tasks_dir=tasks_dir_of,
             model_dir=model_dir_param,
             model=calibration_model(),
-            settings=zero_shot_settings(),
+            settings=stage_settings("stack", "training", "evaluation", "diagnostics"),
             resamples=SCALE["diagnostics"]["resamples"],
             episodes=output_folder,
         shell:

@@ -23,8 +23,8 @@ rule train:
         model=model_inputs(),
         code=sources(*SIMULATOR, "training"),
     output:
-        groups=res("runs/{run}/groups.jsonl"),
-        manifest=res("runs/{run}/manifest.json"),
+        groups=LAYOUT.groups("{run}"),
+        manifest=LAYOUT.manifest("{run}"),
     log:
         res("logs/train/{run}.log"),
     benchmark:
@@ -49,7 +49,7 @@ rule group_stats:
         groups=rules.train.output.groups,
         code=sources("stats"),
     output:
-        res("runs/{run}/group_stats.json"),
+        LAYOUT.group_stats("{run}"),
     log:
         res("logs/group_stats/{run}.log"),
     benchmark:
