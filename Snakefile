@@ -78,7 +78,7 @@ rule all:
         res("paper/tables.pdf"),
         res("comparison.json"),
         res("reference/scripted_reference.json"),
-        zero_shot_file(),
+        LAYOUT.zero_shot_file(),
         decision_files(),
         probe_files(),
         all_eval_files(),

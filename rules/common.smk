@@ -85,12 +85,7 @@ def pool_files():
 
 
 def verification_file():
-    return res("prereg/verification.json")
-
-
-def freeze_dir():
-    """cpu: a local test-authority freeze under results/; GPU profiles: the public freeze in prereg/."""
-    return config["prereg"]["local_freeze_dir" if ACCELERATOR == "cpu" else "public_freeze_dir"]
+    return LAYOUT.verification_file()
 
 
 STANDIN_ROOT = res(f"models/{SCALE_NAME}")
@@ -532,43 +527,19 @@ def pool_manifest_dir_of(wildcards, input):
 # ---------------------------------------------------------------- amendments and calibration gate ---
 # The freeze's amendments (config prereg.amendments; rules/prereg.smk) and the zero-shot calibration
 # register (rules/calibrate.smk). Tier-1 jobs depend on verification_file() only; the calibration gate
-# (and through it training) and tier jobs on amendment_verification_file().
-
-AMENDMENTS = config["prereg"]["amendments"]
-
-
-def amendment_records():
-    return [f"{freeze_dir()}/amendments/{n}/amendment.json" for n in LAYOUT.amendment_numbers()]
-
-
-def amendment_verification_file():
-    return res("prereg/amendment_verification.json")
-
-
-def all_protocol_documents():
-    """The freeze's documents and every amendment's, in order, once each (what the last record covers)."""
-    docs = list(config["prereg"]["documents"])
-    for amendment in AMENDMENTS:
-        docs += amendment["documents"]
-    return list(dict.fromkeys(docs))
+# (and through it training) and tier jobs on LAYOUT.amendment_verification_file().
 
 
 def _amendment_index(wildcards):
-    index = int(wildcards.number)
-    if not 1 <= index <= len(AMENDMENTS):
-        raise WorkflowError(
-            f"amendment {wildcards.number} is not configured: config/config.yaml prereg.amendments lists "
-            f"{len(AMENDMENTS)}; add it there (documents, reason)"
-        )
-    return index
+    try:
+        return LAYOUT.amendment_index(wildcards.number)
+    except UserError as error:
+        raise WorkflowError(str(error)) from None
 
 
 def amendment_documents(wildcards):
     """Amendment N covers the freeze's documents plus those of amendments 1..N."""
-    docs = list(config["prereg"]["documents"])
-    for amendment in AMENDMENTS[: _amendment_index(wildcards)]:
-        docs += amendment["documents"]
-    return list(dict.fromkeys(docs))
+    return LAYOUT.amendment_documents(_amendment_index(wildcards))
 
 
 def amendment_documents_ancient(wildcards):
@@ -576,14 +547,11 @@ def amendment_documents_ancient(wildcards):
 
 
 def previous_record(wildcards):
-    index = _amendment_index(wildcards)
-    if index == 1:
-        return f"{freeze_dir()}/freeze.json"
-    return f"{freeze_dir()}/amendments/{index - 1:03d}/amendment.json"
+    return LAYOUT.previous_record(_amendment_index(wildcards))
 
 
 def amendment_reason(wildcards):
-    return AMENDMENTS[_amendment_index(wildcards) - 1]["reason"]
+    return LAYOUT.amendments[_amendment_index(wildcards) - 1]["reason"]
 
 
 def amendment_freeze_folder(wildcards, output):
@@ -603,10 +571,6 @@ def public_amendment_missing_message(wildcards, output):
         f"time-stamped by public authorities. After committing the documents, on a machine with internet run: "
         f"{shlex.join(command)} ; then commit {folder}/amendments (docs/prereg.md#amendments)."
     )
-
-
-def zero_shot_file():
-    return res("calibration/zero_shot.json")
 
 
 def calibration_model():

@@ -16,7 +16,7 @@ rule decide:
         complete=files_of_runs(decision_runs, LAYOUT.complete),
         reference=files_of_runs(reference_runs, LAYOUT.eval_files),
         rules=config["decision_rules"],
-        verification=ancient(verification_file()),
+        verification=ancient(LAYOUT.verification_file()),
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("stats", "prereg"),
     output:
@@ -57,8 +57,8 @@ rule decide_tier:
         complete=files_of_runs(tier_runs, LAYOUT.complete),
         reference=files_of_runs(reference_runs, LAYOUT.eval_files),
         rules=config["decision_rules"],
-        verification=ancient(verification_file()),
-        amendment=ancient(amendment_verification_file()),
+        verification=ancient(LAYOUT.verification_file()),
+        amendment=ancient(LAYOUT.amendment_verification_file()),
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("stats", "prereg", "design.py"),
     output:
@@ -101,7 +101,7 @@ for _name, _decisions, _out in (
             decisions=_decisions,
             probe=probe_files(),
             tier_rules=config["prereg"]["tier_rules"],
-            amendment=amendment_verification_file(),
+            amendment=LAYOUT.amendment_verification_file(),
             code=sources("stats", "prereg"),
         output:
             _out,

@@ -38,9 +38,9 @@ for _job, _runs in LAYOUT.surrogate_jobs().items():
         input:
             pools=pool_files(),
             manifest=f"{TASKS_DIR}/MANIFEST.json",
-            verification=ancient(verification_file()),
+            verification=ancient(LAYOUT.verification_file()),
             calibration=CALIBRATION_FILE,
-            zero_shot=ancient(zero_shot_file()),  # the registered-band gate (rules/calibrate.smk)
+            zero_shot=ancient(LAYOUT.zero_shot_file()),  # the registered-band gate (rules/calibrate.smk)
             code=sources(*SIMULATOR, "agents", "evaluation", "training", "surrogate"),
         output:
             LAYOUT.surrogate_outputs(_runs),

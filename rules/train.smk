@@ -17,9 +17,9 @@ rule train:
         manifest=f"{TASKS_DIR}/MANIFEST.json",
         # `ancient`: a re-verified protocol does not retrain finished runs, but a failing verification
         # still stops this job before it starts (the verify rule runs first and fails).
-        verification=ancient(verification_file()),
+        verification=ancient(LAYOUT.verification_file()),
         # the zero-shot calibration gate (rules/calibrate.smk): a missed registered band stops training
-        calibration=ancient(zero_shot_file()),
+        calibration=ancient(LAYOUT.zero_shot_file()),
         model=model_inputs(),
         code=sources(*SIMULATOR, "training"),
     output:

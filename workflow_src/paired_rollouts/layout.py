@@ -49,7 +49,7 @@ class Layout:
     design: study.Design | None = None
     name: str = ""
     accelerator: str = "cpu"
-    amendments: int = 0
+    prereg: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], scale: str, accelerator: str) -> Layout:
@@ -59,8 +59,7 @@ class Layout:
         except UserError as error:
             raise UserError(f"{CONFIG_FILE}: {error}") from None
         design = study.Design.from_config(config, scale)
-        amendments = len((config.get("prereg") or {}).get("amendments") or [])
-        return cls(results_root(scale), block, design, scale, accelerator, amendments)
+        return cls(results_root(scale), block, design, scale, accelerator, config.get("prereg") or {})
 
     def res(self, path: str) -> str:
         """A path under this scale's results root (wildcards in `path` are kept for Snakemake)."""
@@ -285,8 +284,60 @@ class Layout:
         files += [f"{bench}/render/{name}.tsv" for name in figures]
         return files
 
+    # -- the pre-registration ----------------------------------------------------------------------
+    def verification_file(self) -> str:
+        return self.res("prereg/verification.json")
+
+    def amendment_verification_file(self) -> str:
+        return self.res("prereg/amendment_verification.json")
+
+    def zero_shot_file(self) -> str:
+        return self.res("calibration/zero_shot.json")
+
+    def freeze_dir(self) -> str:
+        """cpu: a local test-authority freeze under results/; GPU profiles: the public freeze in prereg/."""
+        return self.prereg["local_freeze_dir" if self.accelerator == "cpu" else "public_freeze_dir"]
+
+    def freeze_record(self) -> str:
+        return f"{self.freeze_dir()}/freeze.json"
+
+    @property
+    def amendments(self) -> list[Mapping[str, Any]]:
+        return list(self.prereg.get("amendments") or [])
+
     def amendment_numbers(self) -> list[str]:
-        return [f"{i:03d}" for i in range(1, self.amendments + 1)]
+        return [f"{i:03d}" for i in range(1, len(self.amendments) + 1)]
+
+    def amendment_record(self, index: int) -> str:
+        return f"{self.freeze_dir()}/amendments/{index:03d}/amendment.json"
+
+    def amendment_records(self) -> list[str]:
+        return [self.amendment_record(i) for i in range(1, len(self.amendments) + 1)]
+
+    def amendment_index(self, number: str) -> int:
+        """Amendment NNN's position (1-based); UserError unless config prereg.amendments lists it."""
+        index = int(number)
+        if not 1 <= index <= len(self.amendments):
+            raise UserError(
+                f"amendment {number} is not configured: {CONFIG_FILE} prereg.amendments lists "
+                f"{len(self.amendments)}; add it there (documents, reason)"
+            )
+        return index
+
+    def amendment_documents(self, index: int) -> list[str]:
+        """Amendment N covers the freeze's documents plus those of amendments 1..N, in order, once each."""
+        docs = list(self.prereg["documents"])
+        for amendment in self.amendments[:index]:
+            docs += amendment["documents"]
+        return list(dict.fromkeys(docs))
+
+    def all_protocol_documents(self) -> list[str]:
+        """What the last record covers: the freeze's documents and every amendment's."""
+        return self.amendment_documents(len(self.amendments))
+
+    def previous_record(self, index: int) -> str:
+        """The record amendment N chains to: the freeze for the first, else amendment N - 1."""
+        return self.freeze_record() if index == 1 else self.amendment_record(index - 1)
 
     def amendment_benchmark_files(self) -> list[str]:
         """The benchmark files of the amendment, amendment-verification and zero-shot calibration jobs."""
