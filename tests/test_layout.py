@@ -133,3 +133,19 @@ def test_gpu_profiles_require_the_papers_pools(tmp_path: Path) -> None:
 def test_a_missing_scale_block_names_the_config() -> None:
     with pytest.raises(UserError, match=r"^config/config.yaml: scale 'nope' has no block"):
         layout.Layout.from_config(CONFIG, "nope", "cpu")
+
+
+def test_the_amendment_chain() -> None:
+    """Amendment N covers the freeze's documents plus those of amendments 1..N and chains to N - 1."""
+    cpu = layout.Layout.from_config(CONFIG, "standin", "cpu")
+    gpu = layout.Layout.from_config(CONFIG, "paper", "h100")
+    assert cpu.freeze_record() == "results/prereg/freeze/freeze.json"
+    assert gpu.previous_record(1) == "prereg/freeze/freeze.json"
+    assert gpu.amendment_records() == ["prereg/freeze/amendments/001/amendment.json"]
+    assert cpu.amendment_documents(1) == [
+        *CONFIG["prereg"]["documents"],
+        *CONFIG["prereg"]["amendments"][0]["documents"],
+    ]
+    assert cpu.all_protocol_documents() == cpu.amendment_documents(1)
+    with pytest.raises(UserError, match="amendment 002 is not configured"):
+        cpu.amendment_index("002")

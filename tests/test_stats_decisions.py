@@ -27,7 +27,7 @@ def _rules_text() -> str:
     return yaml.safe_dump(data)
 
 
-SETTINGS = {  # the flat form rules/common.smk expected_evidence writes
+SETTINGS = {  # the flat form stats.completeness.expected_evidence writes
     "periodic_steps": [0, 4, 8],
     "eval_tasks": 2,
     "periodic_regimes": {"clean": [1, 2], "at_training": [1, 2], "challenge": [1]},
