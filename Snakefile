@@ -78,15 +78,15 @@ rule all:
         res("paper/tables.pdf"),
         res("comparison.json"),
         res("reference/scripted_reference.json"),
-        zero_shot_file(),
+        LAYOUT.zero_shot_file(),
         decision_files(),
         probe_files(),
         all_eval_files(),
-        [f for run in RUNS for f in diagnostic_episode_files(run)],
+        of_runs(RUNS, LAYOUT.diagnostic_episode_files),
         all_luck_files(),
         group_stat_files(),
-        expand(res("runs/{run}/complete.json"), run=RUNS),
-        expand(res("runs/{run}/register.json"), run=RUNS),
+        of_runs(RUNS, LAYOUT.complete),
+        of_runs(RUNS, LAYOUT.register),
 
 
 rule tiers:
@@ -96,4 +96,4 @@ rule tiers:
         tier_decision_files(),
         res("decisions/tiers/predictions.json"),
         res("paper/tiers.pdf"),
-        expand(res("runs/{run}/complete.json"), run=TIER_RUNS),
+        of_runs(TIER_RUNS, LAYOUT.complete),

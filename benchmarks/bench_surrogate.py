@@ -20,23 +20,27 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from paired_rollouts.io import atomic_write_json  # noqa: E402
 from paired_rollouts.surrogate.calibration import START, theta_from_knobs  # noqa: E402
-from paired_rollouts.surrogate.run import check_settings, run_one  # noqa: E402
+from paired_rollouts.surrogate.run import run_one, run_settings  # noqa: E402
 
+# The surrogate scale's sections as config/config.yaml writes them (no training episode records).
 SHAPE = {
-    "steps": 100,
-    "prompts_per_step": 8,
-    "num_generations": 8,
-    "checkpoint_every": 20,
-    "learning_rate": 0.05,
     "task_filter": "all",
-    "eval_tasks": 32,
-    "final_tasks": 100,
-    "diag_pool": "diagnostic",
-    "diag_tasks": 16,
-    "diag_schedules": 8,
-    "diag_samples": 8,
-    "diagnostic_steps": {"seed0": [0, 100], "other": [0, 100]},
-    "train_episodes_seeds": [],
+    "training": {
+        "steps": 100,
+        "prompts_per_step": 8,
+        "num_generations": 8,
+        "checkpoint_every": 20,
+        "learning_rate": 0.05,
+    },
+    "evaluation": {"eval_tasks": 32, "final_tasks": 100, "eval_batch": 64},
+    "diagnostics": {
+        "pool": "diagnostic",
+        "tasks": 16,
+        "schedules": 8,
+        "samples": 8,
+        "steps": {"seed0": [0, 100], "other": [0, 100]},
+    },
+    "surrogate": {"train_episodes_seeds": []},
 }
 RUNS_IN_STUDY = 80
 
@@ -46,7 +50,7 @@ def main() -> int:
     parser.add_argument("--tasks-dir", default="data/tasks")
     parser.add_argument("--runs", type=int, default=2)
     args = parser.parse_args()
-    settings = check_settings(dict(SHAPE))
+    settings = run_settings(SHAPE)
     with tempfile.TemporaryDirectory() as tmp:
         calibration = Path(tmp) / "calibration.json"
         atomic_write_json(calibration, {"passes": True, "theta": theta_from_knobs(START)})

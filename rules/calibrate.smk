@@ -12,10 +12,10 @@ if SURROGATE:
         input:
             calibration=CALIBRATION_FILE,
             rules=config["prereg"]["tier_rules"],
-            verification=ancient(amendment_verification_file()),  # as train's: re-verifying reruns nothing
+            verification=ancient(LAYOUT.amendment_verification_file()),  # as train's: re-verifying reruns nothing
             code=sources("calibration", "prereg"),
         output:
-            zero_shot_file(),
+            LAYOUT.zero_shot_file(),
         log:
             res("logs/zero_shot_calibration.log"),
         benchmark:
@@ -37,10 +37,10 @@ else:
             pools=pool_files(),
             model=model_inputs(),
             rules=config["prereg"]["tier_rules"],
-            verification=ancient(amendment_verification_file()),  # as train's: re-verifying reruns nothing
+            verification=ancient(LAYOUT.amendment_verification_file()),  # as train's: re-verifying reruns nothing
             code=sources(*SIMULATOR, "training", "evaluation", "stats", "calibration", "prereg"),
         output:
-            register=zero_shot_file(),
+            register=LAYOUT.zero_shot_file(),
             clean=res("calibration/zero_shot-clean.jsonl"),
             diagnostic=res("calibration/zero_shot-diag.jsonl"),
         log:
@@ -53,7 +53,7 @@ else:
             tasks_dir=tasks_dir_of,
             model_dir=model_dir_param,
             model=calibration_model(),
-            settings=zero_shot_settings(),
+            settings=stage_settings("stack", "training", "evaluation", "diagnostics"),
             resamples=SCALE["diagnostics"]["resamples"],
             episodes=output_folder,
         shell:

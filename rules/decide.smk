@@ -10,18 +10,18 @@ wildcard_constraints:
 rule decide:
     """Apply H1a, H2a/H2b, H3 and H5 to the complete runs of one condition."""
     input:
-        evals=decision_eval_files,
-        groups=decision_group_files,
-        luck=decision_luck_files,
-        complete=decision_complete_files,
-        reference=reference_eval_files,
+        evals=files_of_runs(decision_runs, LAYOUT.eval_files),
+        groups=files_of_runs(decision_runs, LAYOUT.groups),
+        luck=files_of_runs(decision_runs, LAYOUT.step0_luck),
+        complete=files_of_runs(decision_runs, LAYOUT.complete),
+        reference=files_of_runs(reference_runs, LAYOUT.eval_files),
         rules=config["decision_rules"],
-        verification=ancient(verification_file()),
+        verification=ancient(LAYOUT.verification_file()),
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("stats", "prereg"),
     output:
         report(
-            res("decisions/{condition}.json"),
+            LAYOUT.decision("{condition}"),
             caption="../report/decision.rst",
             category="Decisions",
             labels={"condition": "{condition}"},
@@ -34,7 +34,7 @@ rule decide:
         software_env()
     params:
         condition=upper_condition,
-        eval_dirs=decision_eval_dirs,
+        eval_dirs=files_of_runs(decision_runs, LAYOUT.eval_dir),
         reference_dirs=reference_eval_dirs,
         seeds=decision_seeds,
     shell:
@@ -51,18 +51,18 @@ rule decide:
 rule decide_tier:
     """AUC gap, challenge and held-out gaps, spurious rates and luck share of one tier comparison."""
     input:
-        evals=tier_eval_files,
-        groups=tier_group_files,
-        luck=tier_luck_files,
-        complete=tier_complete_files,
-        reference=reference_eval_files,
+        evals=files_of_runs(tier_runs, LAYOUT.eval_files),
+        groups=files_of_runs(tier_runs, LAYOUT.groups),
+        luck=files_of_runs(tier_runs, LAYOUT.step0_luck),
+        complete=files_of_runs(tier_runs, LAYOUT.complete),
+        reference=files_of_runs(reference_runs, LAYOUT.eval_files),
         rules=config["decision_rules"],
-        verification=ancient(verification_file()),
-        amendment=ancient(amendment_verification_file()),
+        verification=ancient(LAYOUT.verification_file()),
+        amendment=ancient(LAYOUT.amendment_verification_file()),
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("stats", "prereg", "design.py"),
     output:
-        res("decisions/tiers/{comparison}.json"),
+        LAYOUT.tier_decision("{comparison}"),
     log:
         res("logs/decide/tiers/{comparison}.log"),
     benchmark:
@@ -75,7 +75,7 @@ rule decide_tier:
         condition=tier_condition,
         arms=tier_arms,
         scaling=tier_scaling,
-        eval_dirs=tier_eval_dirs,
+        eval_dirs=files_of_runs(tier_runs, LAYOUT.eval_dir),
         reference_dirs=reference_eval_dirs,
         seeds=tier_seeds,
         conditions=CONDITIONS_JSON,
@@ -101,7 +101,7 @@ for _name, _decisions, _out in (
             decisions=_decisions,
             probe=probe_files(),
             tier_rules=config["prereg"]["tier_rules"],
-            amendment=amendment_verification_file(),
+            amendment=LAYOUT.amendment_verification_file(),
             code=sources("stats", "prereg"),
         output:
             _out,

@@ -10,7 +10,7 @@ rule diagnose:
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation"),
     output:
-        res("diagnostics/{run}/diag-step{step}.jsonl"),
+        LAYOUT.diagnostic_episodes("{run}", "{step}"),
     log:
         res("logs/diagnose/{run}/step{step}.log"),
     benchmark:
@@ -19,7 +19,7 @@ rule diagnose:
         software_env()
     params:
         tasks_dir=tasks_dir_of,
-        settings=diagnostic_settings(),
+        settings=stage_settings("stack", "training", "evaluation", "diagnostics"),
         model=model_dir_param,
         checkpoint=checkpoint_dir,
         conditions=CONDITIONS_JSON,
@@ -35,7 +35,7 @@ rule luck_share:
         episodes=rules.diagnose.output[0],
         code=sources("stats"),
     output:
-        res("diagnostics/{run}/luck-step{step}.json"),
+        LAYOUT.luck("{run}", "{step}"),
     log:
         res("logs/luck_share/{run}/step{step}.log"),
     benchmark:
@@ -62,7 +62,7 @@ rule completeness:
         pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
         code=sources("stats"),
     output:
-        res("runs/{run}/complete.json"),
+        LAYOUT.complete("{run}"),
     log:
         res("logs/completeness/{run}.log"),
     benchmark:
@@ -72,8 +72,8 @@ rule completeness:
     params:
         scale_block=completeness_scale(),
         conditions=CONDITIONS_JSON,
-        evals_dir=res("evals/{run}"),
-        diagnostics_dir=res("diagnostics/{run}"),
+        evals_dir=LAYOUT.eval_dir("{run}"),
+        diagnostics_dir=LAYOUT.diagnostics_dir("{run}"),
     shell:
         "paired-rollouts completeness --run {wildcards.run:q} --scale-block {params.scale_block:q} --conditions {params.conditions:q} "
         "--evals-dir {params.evals_dir:q} --diagnostics {params.diagnostics_dir:q} --groups {input.groups:q} --run-manifest {input.run_manifest:q} "

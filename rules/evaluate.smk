@@ -16,7 +16,7 @@ rule evaluate_periodic:
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation"),
     output:
-        [res(f"evals/{{run}}/periodic-step{{step}}-{regime}.jsonl") for regime in PERIODIC_REGIMES],
+        [LAYOUT.eval_file("{run}", "periodic", "{step}", regime) for regime in PERIODIC_REGIMES],
     log:
         res("logs/evaluate/{run}/periodic-step{step}.log"),
     benchmark:
@@ -25,7 +25,7 @@ rule evaluate_periodic:
         software_env()
     params:
         tasks_dir=tasks_dir_of,
-        settings=eval_settings(),
+        settings=stage_settings("stack", "training", "evaluation"),
         model=model_dir_param,
         checkpoint=checkpoint_dir,
         regimes=",".join(PERIODIC_REGIMES),
@@ -39,7 +39,7 @@ rule evaluate_periodic:
 
 
 # The final sets of a run: a run whose noise is none of them (C3, C4, C2r) adds its own at_training set
-# (common.final_regimes).
+# (LAYOUT.final_regimes).
 for _runs, _regimes in (
     (STANDARD_FINAL_RUNS, FINAL_REGIMES),
     (OWN_FINAL_RUNS, FINAL_REGIMES + ["at_training"]),
@@ -54,7 +54,7 @@ for _runs, _regimes in (
             model=model_inputs(),
             code=sources(*SIMULATOR, "training", "evaluation"),
         output:
-            [res(f"evals/{{run}}/final-step{{step}}-{regime}.jsonl") for regime in _regimes],
+            [LAYOUT.eval_file("{run}", "final", "{step}", regime) for regime in _regimes],
         log:
             res("logs/evaluate/{run}/final-step{step}.log"),
         benchmark:
@@ -65,7 +65,7 @@ for _runs, _regimes in (
             software_env()
         params:
             tasks_dir=tasks_dir_of,
-            settings=eval_settings(),
+            settings=stage_settings("stack", "training", "evaluation"),
             model=model_dir_param,
             checkpoint=checkpoint_dir,
             regimes=",".join(_regimes),

@@ -38,7 +38,7 @@ rule tokenizer:
     params:
         tasks_dir=tasks_dir_of,
         folder=output_folder,
-        settings=model_settings(),
+        settings=stage_settings("model"),
     shell:
         "paired-rollouts tokenizer --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
         "--out {params.folder:q} > {log:q} 2>&1"
@@ -62,7 +62,7 @@ rule warm_start:
         tasks_dir=tasks_dir_of,
         tokenizer=tokenizer_folder,
         folder=output_folder,
-        settings=model_settings(),
+        settings=stage_settings("model"),
     shell:
         "paired-rollouts warm-start --tokenizer {params.tokenizer:q} --tasks-dir {params.tasks_dir:q} "
         "--settings {params.settings:q} --threads {threads:q} --out {params.folder:q} > {log:q} 2>&1"

@@ -28,7 +28,7 @@ if ACCELERATOR == "cpu":
             documents=[ancient(doc) for doc in config["prereg"]["documents"]],
             code=ancient(sources("prereg")),
         output:
-            freeze=f"{config['prereg']['local_freeze_dir']}/freeze.json",
+            freeze=LAYOUT.freeze_record(),
         log:
             res("logs/prereg_freeze_local.log"),
         benchmark:
@@ -78,7 +78,7 @@ else:
         """GPU profiles never freeze on their own: they stop here, with instructions, when the public
         freeze is missing (a dry run lists this job so the gap is visible before anything runs)."""
         output:
-            f"{config['prereg']['public_freeze_dir']}/freeze.json",
+            LAYOUT.freeze_record(),
         log:
             res("logs/prereg_public_freeze_missing.log"),
         benchmark:
@@ -113,10 +113,10 @@ rule prereg_verify:
     """Check the documents' hashes and every token with rfc3161-client and `openssl ts -verify`."""
     input:
         documents=config["prereg"]["documents"],
-        freeze=f"{freeze_dir()}/freeze.json",
+        freeze=LAYOUT.freeze_record(),
         code=sources("prereg"),
     output:
-        verification_file(),
+        LAYOUT.verification_file(),
     log:
         res("logs/prereg_verify.log"),
     benchmark:
@@ -135,12 +135,12 @@ rule prereg_verify_amendments:
     """The freeze and its configured amendments, each against its own stored roots; the last record must
     cover every configured document. Tier runs and the calibration gate depend on this report."""
     input:
-        documents=all_protocol_documents(),
-        freeze=f"{freeze_dir()}/freeze.json",
-        amendments=amendment_records(),
+        documents=LAYOUT.all_protocol_documents(),
+        freeze=LAYOUT.freeze_record(),
+        amendments=LAYOUT.amendment_records(),
         code=sources("prereg"),
     output:
-        amendment_verification_file(),
+        LAYOUT.amendment_verification_file(),
     log:
         res("logs/prereg_verify_amendments.log"),
     benchmark:
@@ -150,7 +150,7 @@ rule prereg_verify_amendments:
     params:
         folder=freeze_folder,
         amendments=len(config["prereg"]["amendments"]),
-        documents=all_protocol_documents(),
+        documents=LAYOUT.all_protocol_documents(),
         test_authority=["--allow-test-authority"] if ACCELERATOR == "cpu" else [],
     shell:
         "paired-rollouts prereg verify --freeze {params.folder:q} --amendments {params.amendments:q} "

@@ -18,7 +18,7 @@ rule probe_checkpoint:
         model=model_inputs(),
         code=sources(*SIMULATOR, "training", "evaluation", "probe"),
     output:
-        summary=res("probe/{trajectory}/step{step}.json"),
+        summary=LAYOUT.probe_checkpoint("{trajectory}", "{step}"),
         evidence=res("probe/evidence/{trajectory}/step{step}.npz"),
     log:
         res("logs/probe/{trajectory}/step{step}.log"),
@@ -66,7 +66,7 @@ rule probe_verdict:
         code=sources("probe", "prereg"),
     output:
         report(
-            res("probe/{trajectory}.json"),
+            LAYOUT.probe_file("{trajectory}"),
             caption="../report/probe.rst",
             category="Gradient probe",
             labels={"trajectory": "{trajectory}"},

@@ -1,23 +1,23 @@
 # The per-run register and its ACCEPT/REJECT report input: read at every scale (LLM or surrogate runs
 # write the same files). At surrogate scales a run's register takes well under a second, so one job
-# writes the registers of a chunk of an arm's seeds (the chunks of `surrogate_jobs()`) in one process:
-# Snakemake's start-up per job would otherwise dominate. LLM scales keep one job per run.
+# writes the registers of a chunk of an arm's seeds (the chunks of `LAYOUT.surrogate_jobs()`) in one
+# process: Snakemake's start-up per job would otherwise dominate. LLM scales keep one job per run.
 
 if SURROGATE:
-    for _job, _runs in surrogate_jobs().items():
+    for _job, _runs in LAYOUT.surrogate_jobs().items():
 
         rule:
             name:
                 f"run_register_{_job.replace('-', '_')}"
             input:
-                complete=[res(f"runs/{run}/complete.json") for run in _runs],
-                evals=[f for run in _runs for f in eval_files(run)],
-                luck=[f for run in _runs for f in luck_files(run)],
-                groups=[res(f"runs/{run}/groups.jsonl") for run in _runs],
-                run_manifest=[res(f"runs/{run}/manifest.json") for run in _runs],
+                complete=of_runs(_runs, LAYOUT.complete),
+                evals=of_runs(_runs, LAYOUT.eval_files),
+                luck=of_runs(_runs, LAYOUT.luck_files),
+                groups=of_runs(_runs, LAYOUT.groups),
+                run_manifest=of_runs(_runs, LAYOUT.manifest),
                 code=sources("stats"),
             output:
-                [res(f"runs/{run}/register.json") for run in _runs],
+                of_runs(_runs, LAYOUT.register),
             log:
                 res(f"logs/run_register/{_job}.log"),
             benchmark:
@@ -36,14 +36,14 @@ else:
         """One run's register (curves, AUC, final sets, luck per checkpoint, training curve, lineage); read
         by `paired-rollouts verify-run` for its ACCEPT/REJECT report."""
         input:
-            complete=res("runs/{run}/complete.json"),
+            complete=LAYOUT.complete("{run}"),
             evals=eval_files_of,
             luck=luck_files_of,
-            groups=res("runs/{run}/groups.jsonl"),
-            run_manifest=res("runs/{run}/manifest.json"),
+            groups=LAYOUT.groups("{run}"),
+            run_manifest=LAYOUT.manifest("{run}"),
             code=sources("stats"),
         output:
-            res("runs/{run}/register.json"),
+            LAYOUT.register("{run}"),
         log:
             res("logs/run_register/{run}.log"),
         benchmark:

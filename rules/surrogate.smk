@@ -24,13 +24,13 @@ rule surrogate_calibrate:
         software_env()
     params:
         tasks_dir=tasks_dir_of,
-        settings=calibration_settings(),
+        settings=stage_settings("surrogate"),
     shell:
         "paired-rollouts surrogate calibrate --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
         "--out {output:q} > {log:q} 2>&1"
 
 
-for _job, _runs in surrogate_jobs().items():
+for _job, _runs in LAYOUT.surrogate_jobs().items():
 
     rule:
         name:
@@ -38,12 +38,12 @@ for _job, _runs in surrogate_jobs().items():
         input:
             pools=pool_files(),
             manifest=f"{TASKS_DIR}/MANIFEST.json",
-            verification=ancient(verification_file()),
+            verification=ancient(LAYOUT.verification_file()),
             calibration=CALIBRATION_FILE,
-            zero_shot=ancient(zero_shot_file()),  # the registered-band gate (rules/calibrate.smk)
+            zero_shot=ancient(LAYOUT.zero_shot_file()),  # the registered-band gate (rules/calibrate.smk)
             code=sources(*SIMULATOR, "agents", "evaluation", "training", "surrogate"),
         output:
-            surrogate_outputs(_runs),
+            LAYOUT.surrogate_outputs(_runs),
         log:
             res(f"logs/surrogate/arm-{_job}.log"),
         benchmark:
@@ -65,11 +65,11 @@ for _job, _runs in surrogate_jobs().items():
         name:
             f"surrogate_stats_{_job.replace('-', '_')}"
         input:
-            episodes=surrogate_outputs(_runs),
+            episodes=LAYOUT.surrogate_outputs(_runs),
             pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
             code=sources("stats"),
         output:
-            surrogate_stats_outputs(_runs),
+            LAYOUT.surrogate_stats_outputs(_runs),
         log:
             res(f"logs/surrogate/stats-{_job}.log"),
         benchmark:
@@ -96,7 +96,7 @@ rule surrogate_probe:
         run_manifest=probe_run_manifest,
         code=sources(*SIMULATOR, "agents", "evaluation", "training", "probe", "surrogate"),
     output:
-        res("probe/{trajectory}.json"),
+        LAYOUT.probe_file("{trajectory}"),
     log:
         res("logs/probe/{trajectory}.log"),
     benchmark:
@@ -107,7 +107,7 @@ rule surrogate_probe:
         tasks_dir=tasks_dir_of,
         run_dir=probe_run_dir,
         steps=probe_steps,
-        settings=surrogate_probe_settings,
+        settings=stage_settings("training", "diagnostics", "probe"),
     shell:
         "paired-rollouts surrogate probe --trajectory {wildcards.trajectory:q} --run-dir {params.run_dir:q} "
         "--steps {params.steps:q} --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
@@ -118,8 +118,8 @@ rule surrogate_power:
     """P(each registered rule passes) with 3 seed pairs and with all of them, resampling the seed pairs."""
     input:
         decisions=decision_files(),
-        evals=[f for c in ("C2", "C4") for run in runs_of(c) for f in eval_files(run)],
-        complete=[res(f"runs/{run}/complete.json") for c in ("C2", "C4") for run in runs_of(c)],
+        evals=of_runs(LAYOUT.runs_of("C2") + LAYOUT.runs_of("C4"), LAYOUT.eval_files),
+        complete=of_runs(LAYOUT.runs_of("C2") + LAYOUT.runs_of("C4"), LAYOUT.complete),
         rules=config["decision_rules"],
         code=sources("stats", "prereg", "surrogate"),
     output:

@@ -17,14 +17,14 @@ rule train:
         manifest=f"{TASKS_DIR}/MANIFEST.json",
         # `ancient`: a re-verified protocol does not retrain finished runs, but a failing verification
         # still stops this job before it starts (the verify rule runs first and fails).
-        verification=ancient(verification_file()),
+        verification=ancient(LAYOUT.verification_file()),
         # the zero-shot calibration gate (rules/calibrate.smk): a missed registered band stops training
-        calibration=ancient(zero_shot_file()),
+        calibration=ancient(LAYOUT.zero_shot_file()),
         model=model_inputs(),
         code=sources(*SIMULATOR, "training"),
     output:
-        groups=res("runs/{run}/groups.jsonl"),
-        manifest=res("runs/{run}/manifest.json"),
+        groups=LAYOUT.groups("{run}"),
+        manifest=LAYOUT.manifest("{run}"),
     log:
         res("logs/train/{run}.log"),
     benchmark:
@@ -49,7 +49,7 @@ rule group_stats:
         groups=rules.train.output.groups,
         code=sources("stats"),
     output:
-        res("runs/{run}/group_stats.json"),
+        LAYOUT.group_stats("{run}"),
     log:
         res("logs/group_stats/{run}.log"),
     benchmark:

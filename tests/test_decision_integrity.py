@@ -541,9 +541,12 @@ def test_records_from_the_real_row_builders_pass_completeness(sim_tasks_dir, tmp
         "run": run,
         "task_filter": "simple_id",
         "periodic_steps": [0, 2],
-        "periodic_regimes": list(PERIODIC),
+        "periodic_regimes": {regime: list(k) for regime, k in PERIODIC.items()},
         "final_step": 2,
-        "final_regimes": ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge"],
+        "final_regimes": {
+            regime: list(FINAL[regime])
+            for regime in ("clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge")
+        },
         "eval_tasks": 2,
         "final_tasks": 2,
         "training_steps": 2,

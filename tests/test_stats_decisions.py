@@ -27,7 +27,7 @@ def _rules_text() -> str:
     return yaml.safe_dump(data)
 
 
-SETTINGS = {  # the flat form rules/common.smk expected_evidence writes
+SETTINGS = {  # the flat form stats.completeness.expected_evidence writes
     "periodic_steps": [0, 4, 8],
     "eval_tasks": 2,
     "periodic_regimes": {"clean": [1, 2], "at_training": [1, 2], "challenge": [1]},
@@ -484,7 +484,7 @@ def test_flat_settings_and_rule_flags(study):
     flat = {
         "run": run,
         "periodic_steps": [0, 4, 8],
-        "periodic_regimes": ["clean", "at_training", "challenge"],
+        "periodic_regimes": {"clean": [1, 2], "at_training": [1, 2], "challenge": [1]},
         "final_step": 8,
         "final_regimes": {"clean": [1, 2], "noisy_p025": [1, 2], "heldout_types": [1, 2], "challenge": [1]},
         "eval_tasks": 2,
@@ -519,6 +519,12 @@ def test_flat_settings_and_rule_flags(study):
     )
     data = json.loads(out.read_text())
     assert data["complete"] and data["skipped"] and data["episodes_expected"] == 44
+    # regimes have one shape, the mapping regime -> schedule indices: a list of names is refused
+    from paired_rollouts.errors import UserError
+    from paired_rollouts.stats.completeness import normalize_settings
+
+    with pytest.raises(UserError, match="give a mapping regime -> schedule indices"):
+        normalize_settings({**flat, "periodic_regimes": ["clean", "at_training", "challenge"]})
     c2 = [r for r in runs if r.startswith("c2")]
     reg = decide(root, "C2", c2, extra=["--reference-episodes", str(res / "evals" / "c0-clean-s0")])
     assert reg["secondary"]["clean_reference"]["runs"] == ["c0-clean-s0"]

@@ -331,6 +331,28 @@ class ProbeSettings(_Section):
         self.check(0 <= self.q <= 1 and 0 <= self.p <= 1, "p and q must lie in [0, 1]")
 
 
+@dataclass(frozen=True)
+class SurrogateSettings(_Section):
+    """Surrogate scales only: the calibration's estimation and which runs keep training episode records."""
+
+    section: ClassVar[str] = "surrogate"
+    calibration_samples: int = _f(
+        8, "Policy samples per (validation task, schedule) when the calibration estimates a step-0 rate."
+    )
+    train_episodes_seeds: list = _f(
+        [0],
+        "Seeds whose runs write train_episodes.jsonl (every run writes groups.jsonl); all 80 runs would "
+        "take gigabytes.",
+    )
+
+    def __post_init__(self) -> None:
+        self.at_least(1, "calibration_samples")
+        self.check(
+            all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in self.train_episodes_seeds),
+            "train_episodes_seeds must be a list of seeds >= 0",
+        )
+
+
 SECTIONS: dict[str, type[_Section]] = {
     "stack": StackSettings,
     "model": ModelSettings,
@@ -338,10 +360,11 @@ SECTIONS: dict[str, type[_Section]] = {
     "evaluation": EvaluationSettings,
     "diagnostics": DiagnosticSettings,
     "probe": ProbeSettings,
+    "surrogate": SurrogateSettings,
 }
 # Keys of a scale block that are not settings of a learning command (the run matrix, captions, the
 # surrogate's own block): the workflow reads them, the commands never do.
-SCALE_ONLY = ("label", "seeds", "tiers", "surrogate")
+SCALE_ONLY = ("label", "seeds", "tiers")
 
 
 @dataclass(frozen=True)
@@ -363,6 +386,7 @@ class Settings:
     evaluation: EvaluationSettings = field(default_factory=EvaluationSettings)
     diagnostics: DiagnosticSettings = field(default_factory=DiagnosticSettings)
     probe: ProbeSettings = field(default_factory=ProbeSettings)
+    surrogate: SurrogateSettings = field(default_factory=SurrogateSettings)
     given: tuple[str, ...] = field(default=(), metadata={"help": "the sections the JSON named"})
 
     def __post_init__(self) -> None:

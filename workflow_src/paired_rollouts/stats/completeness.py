@@ -13,13 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from paired_rollouts.design import (
-    ARMS,
-    AT_TRAINING_FINAL_INDICES,
-    EVALUATION_REGIMES,
-    FINAL_REGIMES,
-    PERIODIC_REGIMES,
-)
+from paired_rollouts.design import ARMS, EVALUATION_REGIMES, PERIODIC_REGIMES
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import iter_jsonl, sha256_file
 from paired_rollouts.noise.seeds import diagnostic_seed, eval_schedule_seed, row_order, training_schedule_seed
@@ -52,18 +46,13 @@ FLAT_KEYS = {
     "diagnostic_samples",
     "task_filter",
 }
-# Schedule indices of the evaluation sets (docs/analysis.md#evidence-per-run) when a flat settings object names only regimes.
-PERIODIC_INDICES = {regime: list(k) for regime, k in PERIODIC_REGIMES.items()}
-FINAL_INDICES = {
-    regime: list(k) for regime, k in {**FINAL_REGIMES, "at_training": AT_TRAINING_FINAL_INDICES}.items()
-}
 SETTINGS_HELP = """\
-settings keys (one flat JSON object, as rules/common.smk expected_evidence writes it):
+settings keys (one flat JSON object, as stats.completeness.expected_evidence writes it):
   run, task_filter, periodic_steps, periodic_regimes, final_step, final_regimes, eval_tasks, final_tasks,
   training_steps, prompts_per_step, num_generations, diagnostic_steps, diagnostic_pool, diagnostic_tasks,
   diagnostic_schedules, diagnostic_samples
-(regimes: a list of names, which get the standard schedule indices (periodic 1-2, final 1-4, challenge 1),
-or a mapping regime -> schedule indices; tasks are the first N task_ids of data/tasks/{pool}.jsonl)"""
+(regimes: a mapping regime -> schedule indices, e.g. {"clean": [1, 2], "challenge": [1]}; tasks are the
+first N task_ids of data/tasks/{pool}.jsonl)"""
 MAX_LISTED = 20
 KNOWN_REGIMES = EVALUATION_REGIMES
 
@@ -89,23 +78,18 @@ def _ints(values: Any, where: str) -> list[int]:
     return [_int(v, where) for v in values]
 
 
-def _indices(regimes: Any, table: dict[str, list[int]], where: str) -> dict[str, list[int]]:
-    if isinstance(regimes, dict):
-        return {str(k): _ints(v, f"{where}.{k}") for k, v in regimes.items()}
-    if not isinstance(regimes, list):
-        raise UserError(f"completeness settings: '{where}' must be a list of regime names or a mapping")
-    unknown = [r for r in regimes if r not in table]
-    if unknown:
+def _indices(regimes: Any, where: str) -> dict[str, list[int]]:
+    """A mapping regime -> schedule indices (the one shape: expected_evidence writes it from the design)."""
+    if not isinstance(regimes, dict):
         raise UserError(
-            f"completeness settings: {where} has unknown regimes {unknown}; give their schedule "
-            "indices as a mapping"
+            f"completeness settings: '{where}' is {regimes!r}; give a mapping regime -> schedule indices, "
+            'e.g. {"clean": [1, 2]}'
         )
-    return {r: list(table[r]) for r in regimes}
+    return {str(k): _ints(v, f"{where}.{k}") for k, v in regimes.items()}
 
 
 def normalize_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """The flat settings object the Snakemake rules build (rules/common.smk ``expected_evidence``), as the
-    internal per-phase form recorded in ``complete.json``; any other key is an error."""
+    """The flat settings object ``expected_evidence`` builds, as the internal per-phase form recorded in ``complete.json``; any other key is an error."""
     if not isinstance(settings, dict):
         raise UserError(f"completeness settings: expected a JSON object\n{SETTINGS_HELP}")
     unknown = set(settings) - FLAT_KEYS
@@ -138,14 +122,14 @@ def normalize_settings(settings: dict[str, Any]) -> dict[str, Any]:
                 "steps": settings["periodic_steps"],
                 "pool": "validation",
                 "tasks": settings["eval_tasks"],
-                "regimes": _indices(settings["periodic_regimes"], PERIODIC_INDICES, "periodic_regimes"),
+                "regimes": _indices(settings["periodic_regimes"], "periodic_regimes"),
             }
         if "final_step" in settings:
             out["final"] = {
                 "step": settings["final_step"],
                 "pool": "test",
                 "tasks": settings["final_tasks"],
-                "regimes": _indices(settings["final_regimes"], FINAL_INDICES, "final_regimes"),
+                "regimes": _indices(settings["final_regimes"], "final_regimes"),
             }
         if settings.get("diagnostic_steps"):
             out["diagnostic"] = {
@@ -166,12 +150,6 @@ def normalize_settings(settings: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def periodic_steps(training: dict[str, Any]) -> list[int]:
-    """Checkpoints evaluated on the validation pool: 0, every checkpoint_every steps, and the last."""
-    every, last = int(training["checkpoint_every"]), int(training["steps"])
-    return sorted(set(range(0, last + 1, every)) | {last})
-
-
 def expected_evidence(
     run: str, scale: dict[str, Any], conditions: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -181,6 +159,7 @@ def expected_evidence(
     The flat form below is the one ``normalize_settings`` reads (the same evidence the workflow's rules
     used to spell out)."""
     from paired_rollouts.design import final_regimes, parse_conditions, parse_run
+    from paired_rollouts.layout import diagnostic_steps_of, periodic_steps
 
     where = "completeness --scale-block"
     try:
@@ -191,16 +170,16 @@ def expected_evidence(
         return {
             "run": run,
             "task_filter": scale.get("task_filter", "all"),
-            "periodic_steps": periodic_steps(training),
-            "periodic_regimes": list(PERIODIC_REGIMES),
+            "periodic_steps": periodic_steps(int(training["steps"]), int(training["checkpoint_every"])),
+            "periodic_regimes": {r: list(k) for r, k in PERIODIC_REGIMES.items()},
             "final_step": int(training["steps"]),
-            "final_regimes": list(final_regimes(known[run_id.condition])),
+            "final_regimes": {r: list(k) for r, k in final_regimes(known[run_id.condition]).items()},
             "eval_tasks": evaluation["eval_tasks"],
             "final_tasks": evaluation["final_tasks"],
             "training_steps": training["steps"],
             "prompts_per_step": training["prompts_per_step"],
             "num_generations": training["num_generations"],
-            "diagnostic_steps": steps["seed0"] if run_id.seed == 0 else steps["other"],
+            "diagnostic_steps": diagnostic_steps_of(steps, run_id.seed),
             "diagnostic_pool": diagnostics["pool"],
             "diagnostic_tasks": diagnostics["tasks"],
             "diagnostic_schedules": diagnostics["schedules"],

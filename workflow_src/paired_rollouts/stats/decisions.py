@@ -953,9 +953,8 @@ def tier_statistics(
             values, _ = _base_lams(ev.run, ev, luck, 0)
             defined = values[~np.isnan(values)] if values is not None else []
             lams[ev.run] = float(defined.mean()) if len(defined) else None
-    out["luck_share_step0"] = round4(
-        {"by_run": lams, "mean": _mean_or_none([v for v in lams.values() if v is not None])}
-    )
+    # per run only: readers average the runs they show (render.sources.step0_luck_share)
+    out["luck_share_step0"] = round4({"by_run": lams})
     return out
 
 
@@ -965,10 +964,6 @@ def _descriptive(block: dict[str, Any]) -> dict[str, Any]:
     block.pop("passes", None)
     block["rule_applies"] = False
     return block
-
-
-def _mean_or_none(values: list[float]) -> float | None:
-    return float(np.mean(values)) if values else None
 
 
 def load_inputs(complete_paths, luck_paths):

@@ -34,6 +34,25 @@ FITTED = ("c4_clean_validation", "c2_noisy_validation", "c2_exposed_fraction", "
 KNOBS = ("mistake", "recover", "recover_write", "reread")
 START = {"mistake": -3.15, "recover": -1.0, "recover_write": 1.0, "reread": -0.32}
 SKIP_READ = -3.0  # fixed: skipping a lookup is rare for the paper's agent
+# The calibration always estimates on the paper's step-0 sets, whatever the run shape (the targets are
+# defined there): the first 64 validation tasks, and the 16-task diagnostic pool with K = 8 x M = 8.
+STEP0_SETS: dict[str, Any] = {
+    "eval_tasks": 64,
+    "diag_pool": "diagnostic",
+    "diag_tasks": 16,
+    "diag_schedules": 8,
+    "diag_samples": 8,
+    "task_filter": "all",
+}
+
+
+def estimator_settings(raw: dict[str, Any] | None, where: str = "--settings") -> dict[str, Any]:
+    """The Estimator's keywords (and the register's `settings`): the paper's step-0 sets and the scale's
+    `surrogate.calibration_samples`, from the sections as written in config/config.yaml."""
+    from paired_rollouts.settings import Settings
+
+    settings = Settings.parse(raw, where)
+    return {**STEP0_SETS, "samples": settings.surrogate.calibration_samples}
 
 
 def theta_from_knobs(knobs: dict[str, float]) -> list[float]:

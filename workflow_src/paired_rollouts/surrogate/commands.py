@@ -10,29 +10,15 @@ from pathlib import Path
 from paired_rollouts import cli_args as A
 from paired_rollouts.errors import UserError
 
-CALIBRATION_KEYS = {
-    "eval_tasks",
-    "samples",
-    "diag_pool",
-    "diag_tasks",
-    "diag_schedules",
-    "diag_samples",
-    "task_filter",
-}
+# The sections of the scale block the exact probe reads (its --settings, as written in the config).
+PROBE_SECTIONS = ("training", "diagnostics", "probe")
 
 
 def _calibrate(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json, load_settings
-    from paired_rollouts.surrogate.calibration import Estimator, calibrate, check_register
+    from paired_rollouts.surrogate.calibration import Estimator, calibrate, check_register, estimator_settings
 
-    settings = load_settings(args.settings)
-    unknown = sorted(set(settings) - CALIBRATION_KEYS)
-    missing = sorted(CALIBRATION_KEYS - set(settings))
-    if unknown or missing:
-        raise UserError(
-            f"--settings: calibration keys unknown {unknown}, missing {missing}; "
-            f"the keys are {sorted(CALIBRATION_KEYS)}"
-        )
+    settings = estimator_settings(load_settings(args.settings))
     began = time.perf_counter()
     register = calibrate(Estimator(args.tasks_dir, **settings))
     register["settings"] = settings
@@ -52,9 +38,9 @@ def _calibrate(args: argparse.Namespace) -> int:
 def _arm(args: argparse.Namespace) -> int:
     from paired_rollouts.design import parse_conditions
     from paired_rollouts.io import load_settings
-    from paired_rollouts.surrogate.run import check_settings, run_one
+    from paired_rollouts.surrogate.run import run_one, run_settings
 
-    settings = check_settings(load_settings(args.settings))
+    settings = run_settings(load_settings(args.settings))
     conditions = parse_conditions(args.conditions)
     for run in args.runs:
         began = time.perf_counter()
@@ -77,10 +63,11 @@ def _stats(args: argparse.Namespace) -> int:
     """The per-run statistics commands, each called in this process with the arguments its rule would pass."""
     from paired_rollouts import cli
     from paired_rollouts.io import load_settings
+    from paired_rollouts.layout import Layout
     from paired_rollouts.stats.completeness import expected_evidence
 
     scale = load_settings(args.scale_block)
-    root = Path(args.results)
+    files = Layout(str(Path(args.results)))
     for run in args.runs:
         ev = expected_evidence(run, scale, args.conditions)
         calls = []
@@ -89,7 +76,7 @@ def _stats(args: argparse.Namespace) -> int:
                 [
                     "luck-share",
                     "--episodes",
-                    str(root / "diagnostics" / run / f"diag-step{step}.jsonl"),
+                    files.diagnostic_episodes(run, step),
                     "--resamples",
                     str(args.resamples),
                     "--schedules",
@@ -99,7 +86,7 @@ def _stats(args: argparse.Namespace) -> int:
                     "--tasks",
                     str(ev["diagnostic_tasks"]),
                     "--out",
-                    str(root / "diagnostics" / run / f"luck-step{step}.json"),
+                    files.luck(run, step),
                 ]
             )
         condition = run.split("-")[0].upper()
@@ -108,10 +95,10 @@ def _stats(args: argparse.Namespace) -> int:
             [
                 "group-stats",
                 "--groups",
-                str(root / "runs" / run / "groups.jsonl"),
+                files.groups(run),
                 *q,
                 "--out",
-                str(root / "runs" / run / "group_stats.json"),
+                files.group_stats(run),
             ]
         )
         calls.append(
@@ -122,25 +109,22 @@ def _stats(args: argparse.Namespace) -> int:
                 "--expected",
                 json.dumps(ev, sort_keys=True),
                 "--evals-dir",
-                str(root / "evals" / run),
+                files.eval_dir(run),
                 "--diagnostics",
-                str(root / "diagnostics" / run),
+                files.diagnostics_dir(run),
                 "--groups",
-                str(root / "runs" / run / "groups.jsonl"),
+                files.groups(run),
                 "--run-manifest",
-                str(root / "runs" / run / "manifest.json"),
+                files.manifest(run),
                 "--luck",
-                *(
-                    str(root / "diagnostics" / run / f"luck-step{step}.json")
-                    for step in ev["diagnostic_steps"]
-                ),
+                *(files.luck(run, step) for step in ev["diagnostic_steps"]),
                 "--strict",
                 "--pool-manifest",
                 str(Path(args.tasks_dir) / "MANIFEST.json"),
                 "--tasks-dir",
                 str(args.tasks_dir),
                 "--out",
-                str(root / "runs" / run / "complete.json"),
+                files.complete(run),
             ]
         )
         for argv in calls:
@@ -155,11 +139,12 @@ def _probe(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json, load_settings
     from paired_rollouts.probe import build_probe_register
     from paired_rollouts.probe.scores import _plain
+    from paired_rollouts.settings import Settings
     from paired_rollouts.surrogate.probe import probe_checkpoint
     from paired_rollouts.surrogate.run import read_checkpoint
     from paired_rollouts.training.rows import parse_run
 
-    settings = {"probe_q": 0.10, "probe_p": 0.25, "probe_seed": 0, **load_settings(args.settings)}
+    settings = Settings.parse(load_settings(args.settings)).flat(PROBE_SECTIONS)
     run_dir = Path(args.run_dir)
     run = run_dir.name
     condition, _, seed = parse_run(run)
@@ -225,7 +210,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "achieved, tolerance) and exit 1 when a target is missed.",
     )
     A.add_tasks_dir(p)
-    A.add_settings(p, f"{A.SETTINGS_HELP}: the keys {sorted(CALIBRATION_KEYS)}", required=True)
+    A.add_settings(p, "JSON: the scale's `surrogate` section as in config/config.yaml", required=True)
     p.add_argument("--out", required=True, type=Path, help="results/surrogate/models/calibration.json")
     p.set_defaults(handler=_calibrate)
 

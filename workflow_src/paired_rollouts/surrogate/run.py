@@ -18,72 +18,46 @@ from typing import Any
 
 import numpy as np
 
+from paired_rollouts import layout
+from paired_rollouts.design import POOLS
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import atomic_write_json, atomic_write_jsonl, jsonl_line, read_json, sha256_file
+from paired_rollouts.settings import Settings
 from paired_rollouts.training.provenance import code_version
 
-POOLS = ("train", "validation", "test", "diagnostic")
-SETTINGS_KEYS = {
-    "steps": int,
-    "prompts_per_step": int,
-    "num_generations": int,
-    "checkpoint_every": int,
-    "learning_rate": float,
-    "task_filter": str,
-    "eval_tasks": int,
-    "final_tasks": int,
-    "diag_pool": str,
-    "diag_tasks": int,
-    "diag_schedules": int,
-    "diag_samples": int,
-    "extra_checkpoint_steps": list,
-    "diagnostic_steps": dict,
-    "eval_batch": int,
-    "train_episodes_seeds": list,
-}
-DEFAULTS = {
-    "extra_checkpoint_steps": [],
-    "eval_batch": 64,
-    "train_episodes_seeds": [0],
-    "diagnostic_steps": {"seed0": [0], "other": [0]},
-}
+# The sections of the scale block a surrogate run reads (its --settings, as written in the config).
+SECTIONS = ("training", "evaluation", "diagnostics", "surrogate")
 
 
-def check_settings(raw: dict[str, Any], where: str = "--settings") -> dict[str, Any]:
-    """Known keys, right types, every required key present; else one UserError naming the key."""
-    settings = {**DEFAULTS, **raw}
-    unknown = sorted(set(settings) - set(SETTINGS_KEYS))
-    if unknown:
-        raise UserError(f"{where}: unknown surrogate settings {unknown}; known: {sorted(SETTINGS_KEYS)}")
-    for key, kind in SETTINGS_KEYS.items():
-        if key not in settings:
-            raise UserError(
-                f"{where}: missing surrogate setting {key!r}; set it under scales.<scale> in "
-                "config/config.yaml"
-            )
-        value = settings[key]
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            settings[key] = value = float(value)
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise UserError(f"{where}: surrogate setting {key!r} must be {kind.__name__}, not {value!r}")
-    if settings["num_generations"] < 2:
-        raise UserError(f"{where}: num_generations must be at least 2 (a group needs siblings)")
-    return settings
+def run_settings(raw: dict[str, Any] | None, where: str = "--settings") -> dict[str, Any]:
+    """The flat view a run reads and its manifest records, parsed from the sections as written in
+    config/config.yaml (paired_rollouts.settings: unknown keys and wrong types name the key)."""
+    settings = Settings.parse(raw, where)
+    training, evaluation, diagnostics = settings.training, settings.evaluation, settings.diagnostics
+    return {
+        "steps": training.steps,
+        "prompts_per_step": training.prompts_per_step,
+        "num_generations": training.num_generations,
+        "checkpoint_every": training.checkpoint_every,
+        "learning_rate": training.learning_rate,
+        "eval_tasks": evaluation.eval_tasks,
+        "final_tasks": evaluation.final_tasks,
+        "eval_batch": evaluation.eval_batch,
+        "diag_pool": diagnostics.pool,
+        "diag_tasks": diagnostics.tasks,
+        "diag_schedules": diagnostics.schedules,
+        "diag_samples": diagnostics.samples,
+        "task_filter": settings.task_filter,
+        "diagnostic_steps": diagnostics.steps,
+        "train_episodes_seeds": settings.surrogate.train_episodes_seeds,
+        "extra_checkpoint_steps": training.extra_checkpoint_steps,
+    }
 
 
 def checkpoint_steps(settings: dict[str, Any]) -> list[int]:
-    steps, every = settings["steps"], settings["checkpoint_every"]
-    out = (
-        set(range(0, steps + 1, every))
-        | {steps}
-        | {s for s in settings["extra_checkpoint_steps"] if s <= steps}
-    )
-    return sorted(out)
-
-
-def periodic_steps(settings: dict[str, Any]) -> list[int]:
-    steps, every = settings["steps"], settings["checkpoint_every"]
-    return sorted(set(range(0, steps + 1, every)) | {steps})
+    steps = settings["steps"]
+    extra = {s for s in settings["extra_checkpoint_steps"] if s <= steps}
+    return sorted(set(layout.periodic_steps(steps, settings["checkpoint_every"])) | extra)
 
 
 def write_checkpoint(run_dir: Path, step: int, theta: np.ndarray, adam: dict[str, Any]) -> None:
@@ -139,7 +113,7 @@ def run_one(
 ) -> dict[str, Any]:
     """Train, evaluate and diagnose one run; returns the manifest."""
     from paired_rollouts.backoffice.tasks import load_pool
-    from paired_rollouts.design import PAPER_CONDITIONS
+    from paired_rollouts.design import PAPER_CONDITIONS, PERIODIC_REGIMES
     from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows, final_regimes, roll_rows
     from paired_rollouts.surrogate.policy import parameter_names
     from paired_rollouts.surrogate.rollout import SurrogateRunner
@@ -156,8 +130,8 @@ def run_one(
     spec = conditions[condition]
     pool_hashes = check_pools(tasks_dir)
     theta0 = np.asarray(load_calibration(calibration), dtype=np.float64)
-    root = Path(results)
-    run_dir = root / "runs" / run
+    files = layout.Layout(str(Path(results)))
+    run_dir = Path(files.run_dir(run))
     steps, P_, G = settings["steps"], settings["prompts_per_step"], settings["num_generations"]
     pools = {name: load_pool(Path(tasks_dir) / f"{name}.jsonl") for name in POOLS}
     tasks_by_id = {t["task_id"]: t for pool in pools.values() for t in pool}
@@ -241,18 +215,15 @@ def run_one(
 
     # -- evaluations and diagnostics of the saved checkpoints ------------------------------------------
     t1 = time.perf_counter()
-    evals = root / "evals" / run
     batch = settings["eval_batch"]
     plan = [
-        ("periodic", s, r, evals / f"periodic-step{s}-{r}.jsonl")
-        for s in periodic_steps(settings)
-        for r in ("clean", "at_training", "challenge")
+        ("periodic", s, r, files.eval_file(run, "periodic", s, r))
+        for s in layout.periodic_steps(steps, settings["checkpoint_every"])
+        for r in PERIODIC_REGIMES
     ]
-    plan += [("final", steps, r, evals / f"final-step{steps}-{r}.jsonl") for r in final_regimes(spec)]
-    diag_steps = settings["diagnostic_steps"]["seed0" if seed == 0 else "other"]
-    plan += [
-        ("diagnostic", s, "diag", root / "diagnostics" / run / f"diag-step{s}.jsonl") for s in diag_steps
-    ]
+    plan += [("final", steps, r, files.eval_file(run, "final", steps, r)) for r in final_regimes(spec)]
+    diag_steps = layout.diagnostic_steps_of(settings["diagnostic_steps"], seed)
+    plan += [("diagnostic", s, "diag", files.diagnostic_episodes(run, s)) for s in diag_steps]
     for phase, step, regime, out in plan:
         if phase == "diagnostic":
             rows_ = diagnostic_rows(tasks_dir, spec, seed, settings)

@@ -1,0 +1,151 @@
+"""The results layout of a scale (paired_rollouts.layout): the paper's paths and step sets, the
+surrogate's job chunks and settings, and the checks that stop a dry run, each written once."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from paired_rollouts import layout
+from paired_rollouts.errors import UserError
+from paired_rollouts.settings import stage_settings
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((REPO / "config/config.yaml").read_text())
+TEST_CONFIG = yaml.safe_load((REPO / ".test/config/config.yaml").read_text())
+
+
+def _config() -> dict:
+    config = copy.deepcopy(CONFIG)
+    config["scales"].update(copy.deepcopy(TEST_CONFIG["scales"]))
+    return config
+
+
+def test_the_papers_layout() -> None:
+    """Paper scale: results/ root, checkpoints 0-100 every 20 plus the diagnostic step 50 and the probe
+    steps, 3 periodic sets x 6 steps + 5 final sets (C4 adds its own at-training set)."""
+    paper = layout.Layout.from_config(CONFIG, "paper", "h100")
+    assert paper.root == "results" and paper.final_step == 100
+    assert paper.periodic_steps() == [0, 20, 40, 60, 80, 100]
+    assert paper.diagnostic_steps("c2-paired-s0") == [0, 50, 100]
+    assert paper.diagnostic_steps("c2-paired-s1") == [0, 100]
+    assert paper.extra_checkpoint_steps() == [50]
+    assert len(paper.eval_files("c2-paired-s0")) == 18 + 5
+    assert len(paper.eval_files("c4-paired-s0")) == 18 + 6
+    assert paper.eval_files("c2-paired-s0")[0] == "results/evals/c2-paired-s0/periodic-step0-clean.jsonl"
+    assert paper.eval_files("c2-paired-s0")[-1] == "results/evals/c2-paired-s0/final-step100-challenge.jsonl"
+    assert paper.luck_files("c2-paired-s0")[1] == "results/diagnostics/c2-paired-s0/luck-step50.json"
+    assert paper.runs("study") == [
+        *(f"c2-{arm}-s{s}" for s in range(3) for arm in ("paired", "independent")),
+        *(f"c4-{arm}-s{s}" for s in range(3) for arm in ("paired", "independent")),
+        "c0-clean-s0",
+        "c0-clean-s1",
+    ]
+    assert paper.decision_files() == ["results/decisions/c2.json", "results/decisions/c4.json"]
+    assert len(paper.tier_decision_files()) == 6
+    assert layout.Layout.from_config(CONFIG, "surrogate", "cpu").root == "results/surrogate"
+
+
+def test_surrogate_jobs_are_chunks_of_eight_seeds() -> None:
+    surrogate = layout.Layout.from_config(CONFIG, "surrogate", "cpu")
+    jobs = surrogate.surrogate_jobs("study")
+    assert len(jobs) == 10  # C2, C4: 2 arms x 2 chunks; C0: 1 arm x 2 chunks
+    assert jobs["c2-paired-j1"] == [f"c2-paired-s{s}" for s in range(8, 16)]
+    assert sum(len(runs) for runs in jobs.values()) == 80
+    assert "c4-independent-scale_none-j0" in surrogate.surrogate_jobs("tiers")
+    outputs = surrogate.surrogate_outputs(["c2-paired-s0"])
+    assert outputs[:2] == [
+        "results/surrogate/runs/c2-paired-s0/groups.jsonl",
+        surrogate.manifest("c2-paired-s0"),
+    ]
+    assert len(outputs) == 2 + 6 * 3 + 5 + 2
+
+
+def test_the_surrogate_commands_read_their_sections_as_written() -> None:
+    """The arm's flat view comes from the config's sections; the calibration's step-0 sets are the
+    package's, whatever the run shape; a misspelt key names itself."""
+    from paired_rollouts.surrogate.calibration import estimator_settings
+    from paired_rollouts.surrogate.run import run_settings
+
+    config = _config()
+    given = stage_settings(
+        config,
+        "surrogate",
+        "cpu",
+        "training",
+        "evaluation",
+        "diagnostics",
+        "surrogate",
+        training={"extra_checkpoint_steps": []},
+        diagnostics={"steps": config["scales"]["surrogate"]["diagnostics"]["steps"]},
+    )
+    flat = run_settings(json.loads(json.dumps(given)))
+    assert flat["diag_pool"] == "diagnostic" and flat["diag_schedules"] == 8 and flat["eval_batch"] == 64
+    assert flat["diagnostic_steps"] == {"seed0": [0, 100], "other": [0, 100]}
+    assert flat["train_episodes_seeds"] == [0] and flat["learning_rate"] == 0.05
+    calibration = estimator_settings(stage_settings(config, "tiny_surrogate", "cpu", "surrogate"))
+    assert calibration == {
+        "eval_tasks": 64,
+        "diag_pool": "diagnostic",
+        "diag_tasks": 16,
+        "diag_schedules": 8,
+        "diag_samples": 8,
+        "task_filter": "all",
+        "samples": 8,
+    }
+    with pytest.raises(UserError, match="surrogate: unknown key"):
+        run_settings({"surrogate": {"train_episode_seeds": [0]}})
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda s: s["probe"]["trajectories"]["a"].update(run="c2-paired-s9"), "probe.trajectories.a: run"),
+        (lambda s: s["diagnostics"]["steps"]["other"].append(99), "diagnostics.steps.other has steps [99]"),
+        (lambda s: s["probe"]["trajectories"]["a"]["steps"].append(11), "steps [11] beyond the last"),
+    ],
+)
+def test_layout_check_names_the_key(edit, needle) -> None:
+    config = _config()
+    edit(config["scales"]["tiny_surrogate"])
+    with pytest.raises(UserError, match="config/config.yaml scales.tiny_surrogate") as caught:
+        layout.Layout.from_config(config, "tiny_surrogate", "cpu").check()
+    assert needle in str(caught.value) and "\n" not in str(caught.value)
+    layout.Layout.from_config(_config(), "tiny_surrogate", "cpu").check()  # the unedited config passes
+
+
+def test_gpu_profiles_require_the_papers_pools(tmp_path: Path) -> None:
+    layout.require_paper_pools(REPO / "data/tasks", "h100")
+    manifest = json.loads((REPO / "data/tasks/MANIFEST.json").read_text())
+    manifest["pools"]["test"]["sha256"] = "0" * 64
+    (tmp_path / "MANIFEST.json").write_text(json.dumps(manifest))
+    layout.require_paper_pools(tmp_path, "cpu")  # the cpu profile may use them
+    with pytest.raises(UserError, match="not the paper's"):
+        layout.require_paper_pools(tmp_path, "h100")
+    (tmp_path / "MANIFEST.json").write_text("{")
+    with pytest.raises(UserError, match="unreadable"):
+        layout.require_paper_pools(tmp_path, "mi300x")
+
+
+def test_a_missing_scale_block_names_the_config() -> None:
+    with pytest.raises(UserError, match=r"^config/config.yaml: scale 'nope' has no block"):
+        layout.Layout.from_config(CONFIG, "nope", "cpu")
+
+
+def test_the_amendment_chain() -> None:
+    """Amendment N covers the freeze's documents plus those of amendments 1..N and chains to N - 1."""
+    cpu = layout.Layout.from_config(CONFIG, "standin", "cpu")
+    gpu = layout.Layout.from_config(CONFIG, "paper", "h100")
+    assert cpu.freeze_record() == "results/prereg/freeze/freeze.json"
+    assert gpu.previous_record(1) == "prereg/freeze/freeze.json"
+    assert gpu.amendment_records() == ["prereg/freeze/amendments/001/amendment.json"]
+    assert cpu.amendment_documents(1) == [
+        *CONFIG["prereg"]["documents"],
+        *CONFIG["prereg"]["amendments"][0]["documents"],
+    ]
+    assert cpu.all_protocol_documents() == cpu.amendment_documents(1)
+    with pytest.raises(UserError, match="amendment 002 is not configured"):
+        cpu.amendment_index("002")

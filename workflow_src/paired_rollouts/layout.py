@@ -1,0 +1,393 @@
+"""The results layout of one scale: where every per-run record, register and benchmark lies, which
+checkpoints each stage reads, and how the surrogate's runs are grouped into jobs (docs/records.md).
+
+The workflow builds one :class:`Layout` (rules/common.smk ``LAYOUT``) and its input functions only look
+paths up here; the package's own readers of the same files (completeness, the surrogate's one-process
+jobs) use the same functions, so each path and step set is written once. Built from the design
+(:mod:`paired_rollouts.design`) and the scale block (:func:`paired_rollouts.settings.scale_block`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts import design as study
+from paired_rollouts.errors import UserError
+from paired_rollouts.settings import scale_block
+
+CONFIG_FILE = "config/config.yaml"
+# One surrogate job trains (and one computes the statistics of) a chunk of this many seeds of an arm.
+SURROGATE_SEEDS_PER_JOB = 8
+
+
+def results_root(scale: str) -> str:
+    """Each scale writes under its own root, so a stand-in run never stands in for a paper run: the paper
+    scale keeps `results/`, every other scale `results/<scale>/`."""
+    return "results" if scale == "paper" else f"results/{scale}"
+
+
+def periodic_steps(steps: int, every: int) -> list[int]:
+    """Checkpoints evaluated on the validation pool: 0, every `every` steps, and the last."""
+    return sorted(set(range(0, steps + 1, every)) | {steps})
+
+
+def diagnostic_steps_of(steps: Mapping[str, Sequence[int]], seed: int) -> list[int]:
+    """The checkpoints a run is diagnosed at: `seed0` for the seed-0 runs, `other` for the rest."""
+    return list(steps["seed0"] if seed == 0 else steps["other"])
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Paths and step sets of one scale's results; per-run paths need only `root`."""
+
+    root: str
+    scale: Mapping[str, Any] = field(default_factory=dict)
+    design: study.Design | None = None
+    name: str = ""
+    accelerator: str = "cpu"
+    prereg: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], scale: str, accelerator: str) -> Layout:
+        """The scale's block (`study:` merged under it) and design; UserError names config/config.yaml."""
+        try:
+            block = scale_block(dict(config), scale)
+        except UserError as error:
+            raise UserError(f"{CONFIG_FILE}: {error}") from None
+        design = study.Design.from_config(config, scale)
+        return cls(results_root(scale), block, design, scale, accelerator, config.get("prereg") or {})
+
+    def res(self, path: str) -> str:
+        """A path under this scale's results root (wildcards in `path` are kept for Snakemake)."""
+        return f"{self.root}/{path}"
+
+    # -- the design ---------------------------------------------------------------------------------
+    @property
+    def matrix(self) -> study.Design:
+        if self.design is None:
+            raise UserError("this layout was built without the design; use Layout.from_config")
+        return self.design
+
+    def runs(self, tier: str = "study") -> list[str]:
+        return self.matrix.run_names(tier)
+
+    def runs_of(self, condition: str, tier: str = "study") -> list[str]:
+        return [run.name for run in self.matrix.runs_of(condition, tier)]
+
+    def final_regimes(self, run: str) -> list[str]:
+        """A run whose training noise is none of the final regimes (C3, C4, C2r) adds its own `at_training`."""
+        return list(study.final_regimes(self.matrix.condition(self.matrix.run(run).condition)))
+
+    def decision_conditions(self) -> list[str]:
+        return [c.name for c in self.matrix.comparisons("study")]
+
+    def tier_comparisons(self) -> list[str]:
+        return [c.name for c in self.matrix.comparisons("tiers")]
+
+    # -- steps --------------------------------------------------------------------------------------
+    @property
+    def final_step(self) -> int:
+        return int(self.scale["training"]["steps"])
+
+    def periodic_steps(self) -> list[int]:
+        training = self.scale["training"]
+        return periodic_steps(int(training["steps"]), int(training["checkpoint_every"]))
+
+    def diagnostic_steps(self, run: str) -> list[int]:
+        return diagnostic_steps_of(self.scale["diagnostics"]["steps"], study.parse_run(run).seed)
+
+    def checkpoint_steps(self) -> list[int]:
+        """Every step any stage needs weights for: periodic, diagnostic and probe steps."""
+        steps = set(self.periodic_steps())
+        for listed in self.scale["diagnostics"]["steps"].values():
+            steps |= set(listed)
+        for trajectory in self.trajectories.values():
+            steps |= set(trajectory["steps"])
+        return sorted(s for s in steps if s <= self.final_step)
+
+    def extra_checkpoint_steps(self) -> list[int]:
+        """Checkpoints off the regular grid that the trainer must save (diagnostic and probe steps)."""
+        every = int(self.scale["training"]["checkpoint_every"])
+        return [s for s in self.checkpoint_steps() if s > 0 and s % every]
+
+    # -- one run's records --------------------------------------------------------------------------
+    def run_dir(self, run: str) -> str:
+        return f"{self.root}/runs/{run}"
+
+    def groups(self, run: str) -> str:
+        return f"{self.run_dir(run)}/groups.jsonl"
+
+    def manifest(self, run: str) -> str:
+        return f"{self.run_dir(run)}/manifest.json"
+
+    def complete(self, run: str) -> str:
+        return f"{self.run_dir(run)}/complete.json"
+
+    def group_stats(self, run: str) -> str:
+        return f"{self.run_dir(run)}/group_stats.json"
+
+    def register(self, run: str) -> str:
+        return f"{self.run_dir(run)}/register.json"
+
+    def checkpoint_dir(self, run: str, step: int) -> str:
+        return f"{self.run_dir(run)}/checkpoints/step{int(step):04d}"
+
+    def eval_dir(self, run: str) -> str:
+        return f"{self.root}/evals/{run}"
+
+    def eval_file(self, run: str, phase: str, step: int, regime: str) -> str:
+        return f"{self.eval_dir(run)}/{phase}-step{step}-{regime}.jsonl"
+
+    def eval_files(self, run: str) -> list[str]:
+        """Every periodic set at every periodic step, then the final sets at the last step."""
+        periodic = [
+            self.eval_file(run, "periodic", step, regime)
+            for step in self.periodic_steps()
+            for regime in study.PERIODIC_REGIMES
+        ]
+        final = [self.eval_file(run, "final", self.final_step, r) for r in self.final_regimes(run)]
+        return periodic + final
+
+    def diagnostics_dir(self, run: str) -> str:
+        return f"{self.root}/diagnostics/{run}"
+
+    def diagnostic_episodes(self, run: str, step: int) -> str:
+        return f"{self.diagnostics_dir(run)}/diag-step{step}.jsonl"
+
+    def luck(self, run: str, step: int) -> str:
+        return f"{self.diagnostics_dir(run)}/luck-step{step}.json"
+
+    def step0_luck(self, run: str) -> str:
+        """The step-0 luck share H1a reads (every run is diagnosed at step 0)."""
+        return self.luck(run, 0)
+
+    def diagnostic_episode_files(self, run: str) -> list[str]:
+        return [self.diagnostic_episodes(run, step) for step in self.diagnostic_steps(run)]
+
+    def luck_files(self, run: str) -> list[str]:
+        return [self.luck(run, step) for step in self.diagnostic_steps(run)]
+
+    # -- registers of several runs ------------------------------------------------------------------
+    def decision(self, name: str) -> str:
+        return f"{self.root}/decisions/{name}.json"
+
+    def decision_files(self) -> list[str]:
+        return [self.decision(c) for c in self.decision_conditions()]
+
+    def tier_decision(self, name: str) -> str:
+        return f"{self.root}/decisions/tiers/{name}.json"
+
+    def tier_decision_files(self) -> list[str]:
+        return [self.tier_decision(name) for name in self.tier_comparisons()]
+
+    # -- the probe ----------------------------------------------------------------------------------
+    @property
+    def trajectories(self) -> Mapping[str, Mapping[str, Any]]:
+        return self.scale["probe"]["trajectories"]
+
+    def trajectory(self, name: str) -> Mapping[str, Any]:
+        if name not in self.trajectories:
+            raise UserError(
+                f"unknown probe trajectory {name!r}; {CONFIG_FILE} scales.{self.name}.probe.trajectories "
+                f"defines {sorted(self.trajectories)}"
+            )
+        return self.trajectories[name]
+
+    def probe_file(self, trajectory: str) -> str:
+        return f"{self.root}/probe/{trajectory}.json"
+
+    def probe_files(self) -> list[str]:
+        return [self.probe_file(t) for t in sorted(self.trajectories)]
+
+    def probe_checkpoint(self, trajectory: str, step: int) -> str:
+        return f"{self.root}/probe/{trajectory}/step{step}.json"
+
+    def probe_checkpoint_files(self, trajectory: str) -> list[str]:
+        """One file per checkpoint of the trajectory (each its own job at LLM scales)."""
+        return [self.probe_checkpoint(trajectory, s) for s in self.trajectory(trajectory)["steps"]]
+
+    # -- the surrogate's jobs -----------------------------------------------------------------------
+    def surrogate_jobs(self, tier: str = "all") -> dict[str, list[str]]:
+        """{job name: runs}: each cell's arm in chunks of SURROGATE_SEEDS_PER_JOB seeds (c2-paired-j0, ...)."""
+        jobs = {}
+        for cell in self.matrix.cells_of(tier):
+            seeds = list(cell.seeds)
+            for arm in cell.arms:
+                stem = study.RunId(cell.condition, arm, 0, cell.scaling).name.rsplit("-s", 1)[0]
+                for index, start in enumerate(range(0, len(seeds), SURROGATE_SEEDS_PER_JOB)):
+                    chunk = seeds[start : start + SURROGATE_SEEDS_PER_JOB]
+                    jobs[f"{stem}-j{index}"] = [
+                        study.RunId(cell.condition, arm, seed, cell.scaling).name for seed in chunk
+                    ]
+        return jobs
+
+    def surrogate_outputs(self, runs: Sequence[str]) -> list[str]:
+        """What one surrogate arm job writes: each run's training records, evaluations and diagnostics."""
+        out = []
+        for run in runs:
+            out += [self.groups(run), self.manifest(run), *self.eval_files(run)]
+            out += self.diagnostic_episode_files(run)
+        return out
+
+    def surrogate_stats_outputs(self, runs: Sequence[str]) -> list[str]:
+        """What one surrogate statistics job writes: luck shares, group statistics, completeness."""
+        out = []
+        for run in runs:
+            out += [*self.luck_files(run), self.group_stats(run), self.complete(run)]
+        return out
+
+    # -- benchmarks ---------------------------------------------------------------------------------
+    def benchmark_files(self, tables: Sequence[int], figures: Sequence[str]) -> list[str]:
+        """The benchmark file of every job that runs before the document (the ledger's inputs)."""
+        bench = self.res("benchmarks")
+        surrogate = self.scale["model"]["kind"] == "surrogate"
+        runs = self.runs("study")
+        files = [f"{bench}/reference.tsv", f"{bench}/prereg_verify.tsv"]
+        files += [f"{bench}/probe/bandit.tsv", f"{bench}/compare.tsv"]
+        if self.accelerator == "cpu":
+            files.append(f"{bench}/prereg_freeze_local.tsv")
+        files += self.amendment_benchmark_files()
+        if self.scale["model"]["kind"] == "standin":
+            files += [f"{bench}/tokenizer.tsv", f"{bench}/warm_start.tsv"]
+        jobs = self.surrogate_jobs("study") if surrogate else {}
+        if surrogate:
+            # One job trains, evaluates and diagnoses a chunk of an arm's seeds; one runs their statistics.
+            files.append(f"{bench}/surrogate/calibrate.tsv")
+            files += [f"{bench}/surrogate/{kind}-{job}.tsv" for job in jobs for kind in ("arm", "stats")]
+        # Run registers: one job per chunk of an arm's seeds at surrogate scales, else one per run.
+        files += [f"{bench}/run_register/{name}.tsv" for name in (jobs if surrogate else runs)]
+        for run in [] if surrogate else runs:
+            files += [f"{bench}/{stage}/{run}.tsv" for stage in ("train", "group_stats", "completeness")]
+            # One evaluation job per (run, checkpoint) rolls out every regime of that checkpoint.
+            files += [f"{bench}/evaluate/{run}/periodic-step{step}.tsv" for step in self.periodic_steps()]
+            files.append(f"{bench}/evaluate/{run}/final-step{self.final_step}.tsv")
+            files += [
+                f"{bench}/{stage}/{run}/step{step}.tsv"
+                for stage in ("diagnose", "luck_share")
+                for step in self.diagnostic_steps(run)
+            ]
+        files += [f"{bench}/decide/{c}.tsv" for c in self.decision_conditions()]
+        files.append(f"{bench}/decide/predictions.tsv")  # the tier-1 predictions register (table 6)
+        trajectories = sorted(self.trajectories)
+        files += [f"{bench}/probe/{t}.tsv" for t in trajectories]
+        if not surrogate:
+            # One probe job per checkpoint, then the trajectory's assembly (above) and its verdict.
+            files += [
+                f"{bench}/probe/{t}/step{s}.tsv" for t in trajectories for s in self.trajectories[t]["steps"]
+            ]
+            files += [f"{bench}/probe_verdict/{t}.tsv" for t in trajectories]
+        files += [f"{bench}/render/table{n}.tsv" for n in tables]
+        files += [f"{bench}/render/{name}.tsv" for name in figures]
+        return files
+
+    # -- the pre-registration ----------------------------------------------------------------------
+    def verification_file(self) -> str:
+        return self.res("prereg/verification.json")
+
+    def amendment_verification_file(self) -> str:
+        return self.res("prereg/amendment_verification.json")
+
+    def zero_shot_file(self) -> str:
+        return self.res("calibration/zero_shot.json")
+
+    def freeze_dir(self) -> str:
+        """cpu: a local test-authority freeze under results/; GPU profiles: the public freeze in prereg/."""
+        return self.prereg["local_freeze_dir" if self.accelerator == "cpu" else "public_freeze_dir"]
+
+    def freeze_record(self) -> str:
+        return f"{self.freeze_dir()}/freeze.json"
+
+    @property
+    def amendments(self) -> list[Mapping[str, Any]]:
+        return list(self.prereg.get("amendments") or [])
+
+    def amendment_numbers(self) -> list[str]:
+        return [f"{i:03d}" for i in range(1, len(self.amendments) + 1)]
+
+    def amendment_record(self, index: int) -> str:
+        return f"{self.freeze_dir()}/amendments/{index:03d}/amendment.json"
+
+    def amendment_records(self) -> list[str]:
+        return [self.amendment_record(i) for i in range(1, len(self.amendments) + 1)]
+
+    def amendment_index(self, number: str) -> int:
+        """Amendment NNN's position (1-based); UserError unless config prereg.amendments lists it."""
+        index = int(number)
+        if not 1 <= index <= len(self.amendments):
+            raise UserError(
+                f"amendment {number} is not configured: {CONFIG_FILE} prereg.amendments lists "
+                f"{len(self.amendments)}; add it there (documents, reason)"
+            )
+        return index
+
+    def amendment_documents(self, index: int) -> list[str]:
+        """Amendment N covers the freeze's documents plus those of amendments 1..N, in order, once each."""
+        docs = list(self.prereg["documents"])
+        for amendment in self.amendments[:index]:
+            docs += amendment["documents"]
+        return list(dict.fromkeys(docs))
+
+    def all_protocol_documents(self) -> list[str]:
+        """What the last record covers: the freeze's documents and every amendment's."""
+        return self.amendment_documents(len(self.amendments))
+
+    def previous_record(self, index: int) -> str:
+        """The record amendment N chains to: the freeze for the first, else amendment N - 1."""
+        return self.freeze_record() if index == 1 else self.amendment_record(index - 1)
+
+    def amendment_benchmark_files(self) -> list[str]:
+        """The benchmark files of the amendment, amendment-verification and zero-shot calibration jobs."""
+        bench = self.res("benchmarks")
+        files = [f"{bench}/prereg_verify_amendments.tsv", f"{bench}/zero_shot_calibration.tsv"]
+        if self.accelerator == "cpu":
+            files += [f"{bench}/prereg_amend_local/{n}.tsv" for n in self.amendment_numbers()]
+        return files
+
+    # -- checks before any job runs -----------------------------------------------------------------
+    def check(self) -> None:
+        """Config consistency the schema cannot express (dry runs fail): diagnostic and probe steps
+        within training, probe trajectories on runs of the design."""
+        last = self.final_step
+        where = f"{CONFIG_FILE} scales.{self.name}"
+        for name, steps in self.scale["diagnostics"]["steps"].items():
+            beyond = [s for s in steps if s > last]
+            if beyond:
+                raise UserError(
+                    f"{where}.diagnostics.steps.{name} has steps {beyond} beyond the last training step "
+                    f"{last}; remove them or train longer"
+                )
+        runs = self.runs("study")
+        for name, trajectory in self.trajectories.items():
+            at = f"{where}.probe.trajectories.{name}"
+            if trajectory["run"] not in runs:
+                raise UserError(
+                    f"{at}: run {trajectory['run']!r} is not in the seed matrix ({', '.join(runs)}); "
+                    "a probe may only study a run of the design"
+                )
+            beyond = [s for s in trajectory["steps"] if s > last]
+            if beyond:
+                raise UserError(f"{at}: steps {beyond} beyond the last training step {last}")
+
+
+def require_paper_pools(tasks_dir: str | Path, accelerator: str) -> None:
+    """GPU profiles run the paper's experiment: pools whose MANIFEST differs from the paper's hashes
+    (e.g. written by `tasks --no-check`) are refused before anything runs. The cpu profile may use them;
+    every register and table then says the pools are not the paper's."""
+    manifest = Path(tasks_dir) / "MANIFEST.json"
+    if accelerator == "cpu" or not manifest.is_file():
+        return
+    from paired_rollouts.backoffice.tasks import paper_pools
+
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"{manifest}: unreadable ({exc}); restore it: git checkout -- {manifest}") from None
+    if not paper_pools(data):
+        raise UserError(
+            f"{manifest}: the task pools are not the paper's (hashes differ from PAPER_POOL_SHA256); the "
+            f"{accelerator} profile runs only the paper's pools: git checkout -- {tasks_dir}"
+        )
