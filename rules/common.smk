@@ -519,6 +519,7 @@ def benchmark_files():
         ]
     # Run registers: one job per chunk of an arm's seeds at surrogate scales (rules/register.smk), else per run.
     files += [f"{bench}/run_register/{name}.tsv" for name in (surrogate_jobs("study") if SURROGATE else RUNS)]
+    files += [f"{bench}/curves_register/{c}.tsv" for c in CURVE_CONDITIONS]
     for run in [] if SURROGATE else RUNS:
         files += [f"{bench}/{stage}/{run}.tsv" for stage in ("train", "group_stats", "completeness")]
         # One evaluation job per (run, checkpoint) rolls out every regime of that checkpoint.
@@ -578,6 +579,18 @@ def c4_decision():
     return [res("decisions/c4.json")]
 
 
+# The curves registers (rules/register.smk): one per condition of tier 1, from its runs' registers.
+CURVE_CONDITIONS = sorted({parse_run(run).condition.lower() for run in RUNS})
+
+
+def curves_files():
+    return [res(f"curves/{c}.json") for c in CURVE_CONDITIONS]
+
+
+def condition_registers(wildcards):
+    return [res(f"runs/{run}/register.json") for run in runs_of(wildcards.curves.upper())]
+
+
 # The files behind each render input key. The render registry (paired_rollouts.render: TABLES, FIGURES)
 # names the keys each table and figure reads; one that reads other files under a key says so below
 # (None: the workflow does not give that optional key).
@@ -587,7 +600,7 @@ RENDER_KEY_FILES = {
     "probe": probe_files,
     "rules": decision_rules_file,
     "published": published_file,
-    "episodes": all_eval_files,
+    "curves": curves_files,
     "group_stats": group_stat_files,
     "luck": all_luck_files,
     "power": lambda: [POWER_FILE],
@@ -599,7 +612,7 @@ RENDER_KEY_OVERRIDES = {
     3: {"decisions": c2_decision},
     4: {"decisions": c4_decision},
     6: {"predictions": lambda: [res("decisions/predictions.json")]},
-    7: {"decisions": c2_decision, "episodes": None},
+    7: {"decisions": c2_decision},
     # the per-step curves of the first C2 seed pair
     9: {
         "registers": lambda: [

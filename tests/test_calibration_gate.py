@@ -132,15 +132,17 @@ def _workspace(tmp_path: Path) -> Path:
 
 
 def _surrogate_calibration(path: Path, clean: float, lam: float) -> None:
-    path.write_text(
-        json.dumps(
-            {
-                "targets": [{"target_name": "c4_clean_validation", "achieved": clean}],
-                "luck_share": {"lam": lam, "tasks": 16, "tasks_defined": 16},
-                "estimation": {"eval_tasks": 64, "clean_episodes": 512, "diagnostic_episodes": 1024},
-            }
-        )
+    """A surrogate calibration register in its writer's shape (a tiny surrogate run's, kept as a render
+    fixture; records.read_calibration refuses any other) with the measured values set."""
+    register = json.loads(
+        (REPO / "tests/fixtures/render/results/models/surrogate/calibration.json").read_text()
     )
+    for target in register["targets"]:
+        if target["target_name"] == "c4_clean_validation":
+            target["achieved"] = clean
+    register["luck_share"].update(lam=lam, tasks=16, tasks_defined=16)
+    register["estimation"].update(eval_tasks=64, clean_episodes=512, diagnostic_episodes=1024)
+    path.write_text(json.dumps(register))
 
 
 @pytest.mark.parametrize(("clean", "lam", "rc"), [(0.815, 0.355, 0), (0.70, 0.355, 1), (0.815, 0.12, 1)])
