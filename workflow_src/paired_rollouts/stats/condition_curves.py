@@ -23,7 +23,8 @@ CURVES_FORMAT = "paired-rollouts-curves/1"
 
 
 def _mean(values: list[float]) -> float:
-    return round(sum(values) / len(values), 6)
+    """Full precision, summed in seed order (the order the figures and table 8 averaged in before)."""
+    return sum(values) / len(values)
 
 
 def _order(run: str) -> tuple[int, str]:
