@@ -175,6 +175,25 @@ def test_surrogate_register_checks_the_registered_bands(tmp_path, monkeypatch, c
         assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
+def test_a_calibration_register_of_another_shape_is_one_line(tmp_path, monkeypatch, capsys):
+    """The gate reads the surrogate's register through records.read_calibration: the old hand-made shape
+    (no knobs, theta or per-target tolerances) is refused, naming the file and the command that writes it."""
+    work = _workspace(tmp_path)
+    monkeypatch.chdir(work)
+    _surrogate_calibration(work / "calibration.json", 0.815, 0.355)
+    register = json.loads((work / "calibration.json").read_text())
+    del register["targets"][0]["tolerance"]
+    (work / "calibration.json").write_text(json.dumps(register))
+    args = ["calibrate", "surrogate", "--calibration", "calibration.json", "--model", QWEN]
+    args += ["--rules", "prereg/tier_rules.yaml", "--verification", "verification.json", "--out", "z.json"]
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "calibration.json: targets[0]: missing key 'tolerance'" in err
+    assert (
+        "regenerate it with 'paired-rollouts surrogate calibrate'" in err and not (work / "z.json").exists()
+    )
+
+
 def test_gate_refuses_tier_rules_not_covered_by_the_verification(tmp_path, monkeypatch, capsys):
     work = _workspace(tmp_path)
     monkeypatch.chdir(work)
