@@ -8,10 +8,8 @@ verification, and that a GPU dry run lists the missing public amendment.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -20,9 +18,8 @@ from paired_rollouts.cli import main
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
 from paired_rollouts.prereg.rules import load_tier_rules
+from workflow_runs import REPO, copy_repo, snakemake
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
 CALIBRATION = load_tier_rules(REPO / "prereg/tier_rules.yaml")["calibration"]
 QWEN = "Qwen/Qwen3.5-2B"
 RULES = {"path": "prereg/tier_rules.yaml", "sha256": "x", "verification": "v.json"}
@@ -145,13 +142,9 @@ def _surrogate_calibration(path: Path, clean: float, lam: float) -> None:
     path.write_text(json.dumps(register))
 
 
-@pytest.mark.parametrize(("clean", "lam", "rc"), [(0.815, 0.355, 0), (0.70, 0.355, 1), (0.815, 0.12, 1)])
-def test_surrogate_register_checks_the_registered_bands(tmp_path, monkeypatch, capsys, clean, lam, rc):
-    work = _workspace(tmp_path)
-    monkeypatch.chdir(work)
-    _surrogate_calibration(work / "calibration.json", clean, lam)
-    out = work / "zero_shot.json"
-    args = [
+def _calibrate_surrogate(out: str) -> list[str]:
+    """``calibrate surrogate`` in the workspace: calibration.json against the tier rules and verification."""
+    return [
         "calibrate",
         "surrogate",
         "--calibration",
@@ -163,9 +156,17 @@ def test_surrogate_register_checks_the_registered_bands(tmp_path, monkeypatch, c
         "--verification",
         "verification.json",
         "--out",
-        str(out),
+        out,
     ]
-    assert main(args) == rc
+
+
+@pytest.mark.parametrize(("clean", "lam", "rc"), [(0.815, 0.355, 0), (0.70, 0.355, 1), (0.815, 0.12, 1)])
+def test_surrogate_register_checks_the_registered_bands(tmp_path, monkeypatch, capsys, clean, lam, rc):
+    work = _workspace(tmp_path)
+    monkeypatch.chdir(work)
+    _surrogate_calibration(work / "calibration.json", clean, lam)
+    out = work / "zero_shot.json"
+    assert main(_calibrate_surrogate(str(out))) == rc
     if rc == 0:
         register = json.loads(out.read_text())
         assert register["status"] == "pass"
@@ -184,9 +185,7 @@ def test_a_calibration_register_of_another_shape_is_one_line(tmp_path, monkeypat
     register = json.loads((work / "calibration.json").read_text())
     del register["targets"][0]["tolerance"]
     (work / "calibration.json").write_text(json.dumps(register))
-    args = ["calibrate", "surrogate", "--calibration", "calibration.json", "--model", QWEN]
-    args += ["--rules", "prereg/tier_rules.yaml", "--verification", "verification.json", "--out", "z.json"]
-    assert main(args) == 1
+    assert main(_calibrate_surrogate("z.json")) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "calibration.json: targets[0]: missing key 'tolerance'" in err
     assert (
@@ -200,57 +199,19 @@ def test_gate_refuses_tier_rules_not_covered_by_the_verification(tmp_path, monke
     _surrogate_calibration(work / "calibration.json", 0.815, 0.355)
     rules = work / "prereg/tier_rules.yaml"
     rules.write_text(rules.read_text().replace("[0.75, 0.90]", "[0.50, 0.90]"))
-    assert (
-        main(
-            [
-                "calibrate",
-                "surrogate",
-                "--calibration",
-                "calibration.json",
-                "--model",
-                QWEN,
-                "--rules",
-                "prereg/tier_rules.yaml",
-                "--verification",
-                "verification.json",
-                "--out",
-                "z.json",
-            ]
-        )
-        == 1
-    )
+    assert main(_calibrate_surrogate("z.json")) == 1
     assert "bytes differ from the verified amendments/001 record" in capsys.readouterr().err
     assert not (work / "z.json").exists()
 
 
 # ------------------------------------------------------------------------------------------ workflow
-def _snakemake(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [SNAKEMAKE, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=dict(os.environ, PYTHONUNBUFFERED="1"),
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(
-            f"snakemake {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-        )
-    return result
-
-
-def _copy_repo(tmp_path: Path) -> Path:
-    work = tmp_path / "repo"
-    ignore = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache")
-    shutil.copytree(REPO, work, symlinks=True, ignore=ignore)
-    return work
+_snakemake = partial(snakemake, timeout=600)
 
 
 def test_gpu_dry_run_lists_the_missing_public_amendment(tmp_path):
     """A public freeze without the configured amendment: the dry run plans the job that stops with the
     command to run, and training waits on the calibration gate behind it."""
-    work = _copy_repo(tmp_path)
+    work = copy_repo(tmp_path)
     (work / "prereg/freeze").mkdir(exist_ok=True)
     (work / "prereg/freeze/freeze.json").write_text("{}")
     shutil.rmtree(work / "prereg/freeze/amendments", ignore_errors=True)
@@ -266,7 +227,7 @@ def test_gpu_dry_run_lists_the_missing_public_amendment(tmp_path):
 
 
 def test_cpu_amendment_is_made_and_a_tampered_tier_rules_stops_the_gate(tmp_path):
-    work = _copy_repo(tmp_path)
+    work = copy_repo(tmp_path)
     tiny = ("--profile", "cpu", "--configfile", ".test/config/config.yaml")
     _snakemake(
         "results/tiny/prereg/amendment_verification.json",

@@ -14,6 +14,29 @@ def _err(capsys) -> str:
     return err
 
 
+def completeness_on_empty_evals(folder, validation_sha256: str, settings: str) -> int:
+    """``completeness`` of c2-paired-s0 on an empty evals folder, against a pool manifest listing only the
+    validation pool (with that digest) and ``settings`` (JSON text): the exit code; the record would be
+    folder/c.json."""
+    manifest = folder / "MANIFEST.json"
+    manifest.write_text(json.dumps({"pools": {"validation": {"sha256": validation_sha256}}}))
+    return main(
+        [
+            "completeness",
+            "--run",
+            "c2-paired-s0",
+            "--settings",
+            settings,
+            "--evals",
+            str(folder),
+            "--manifest",
+            str(manifest),
+            "--out",
+            str(folder / "c.json"),
+        ]
+    )
+
+
 def test_non_utf8_jsonl_names_file_and_line(tmp_path):
     path = tmp_path / "e.jsonl"
     path.write_bytes(b'{"a": 1}\n{"b": "\xff"}\n')
@@ -70,24 +93,8 @@ def test_malformed_settings_file(tmp_path, text, suffix, needle):
 
 @pytest.mark.parametrize("bad", [2.5, "2", True, None])
 def test_non_integer_completeness_settings(tmp_path, capsys, bad):
-    manifest = tmp_path / "MANIFEST.json"
-    manifest.write_text(json.dumps({"pools": {"validation": {"sha256": "0" * 64}}}))
     settings = {"periodic_steps": [0], "periodic_regimes": {"clean": [1]}, "eval_tasks": bad}
-    rc = main(
-        [
-            "completeness",
-            "--run",
-            "c2-paired-s0",
-            "--settings",
-            json.dumps(settings),
-            "--evals",
-            str(tmp_path),
-            "--manifest",
-            str(manifest),
-            "--out",
-            str(tmp_path / "c.json"),
-        ]
-    )
+    rc = completeness_on_empty_evals(tmp_path, "0" * 64, json.dumps(settings))
     err = _err(capsys)
     assert rc == 1 and "'eval_tasks'" in err and "expected an integer" in err
     assert not (tmp_path / "c.json").exists()
@@ -116,22 +123,6 @@ def test_luck_share_resamples_must_be_positive(tmp_path, capsys, value):
 
 
 def test_completeness_with_a_run_manifest_of_the_wrong_shape(tmp_path, capsys):
-    manifest = tmp_path / "MANIFEST.json"
-    manifest.write_text(json.dumps({"pools": {"validation": {"sha256": "not-a-digest"}}}))
-    rc = main(
-        [
-            "completeness",
-            "--run",
-            "c2-paired-s0",
-            "--settings",
-            "{}",
-            "--evals",
-            str(tmp_path),
-            "--manifest",
-            str(manifest),
-            "--out",
-            str(tmp_path / "c.json"),
-        ]
-    )
+    rc = completeness_on_empty_evals(tmp_path, "not-a-digest", "{}")
     err = _err(capsys)
     assert rc == 1 and "pools.validation" in err and "sha256" in err

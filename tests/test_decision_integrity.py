@@ -13,7 +13,7 @@ import pytest
 from paired_rollouts.cli import main
 from paired_rollouts.noise.seeds import eval_schedule_seed
 from records_fixtures import run_manifest
-from test_stats_decisions import completeness, decide, luck, make_pools, make_run
+from test_stats_decisions import _episode, checked, completeness, decide, make_pools, seed_matrix
 
 C2_HYPOTHESES = ("H1a", "H2a", "H3", "H5")
 RUNS = ["c2-paired-s0", "c2-independent-s0", "c2-paired-s1", "c2-independent-s1"]
@@ -21,13 +21,8 @@ RUNS = ["c2-paired-s0", "c2-independent-s0", "c2-paired-s1", "c2-independent-s1"
 
 @pytest.fixture()
 def study(tmp_path):
-    pools = make_pools(tmp_path)
-    for seed in (0, 1):
-        for arm in ("paired", "independent"):
-            make_run(tmp_path, "C2", arm, seed, pools)
-    for r in RUNS:
-        luck(tmp_path, r)
-        assert completeness(tmp_path, r, strict=True)["complete"]
+    assert seed_matrix(tmp_path, "C2", make_pools(tmp_path)) == RUNS
+    checked(tmp_path, RUNS, strict=True)
     return tmp_path
 
 
@@ -309,12 +304,7 @@ def test_frozen_seed_sharing_thresholds_apply(study):
 
 @pytest.fixture()
 def c4_study(tmp_path):
-    pools = make_pools(tmp_path)
-    runs = [make_run(tmp_path, "C4", arm, s, pools) for s in (0, 1) for arm in ("paired", "independent")]
-    for r in runs:
-        luck(tmp_path, r)
-        assert completeness(tmp_path, r, strict=True)["complete"]
-    return tmp_path, runs
+    return tmp_path, checked(tmp_path, seed_matrix(tmp_path, "C4", make_pools(tmp_path)), strict=True)
 
 
 def test_frozen_expected_rate_applies_at_its_group_size(c4_study):
@@ -493,26 +483,22 @@ def test_records_from_the_real_row_builders_pass_completeness(sim_tasks_dir, tmp
     }
 
     def episode(row, phase, step, regime):
-        return {
-            "run": run,
-            "condition": cond,
-            "arm": arm,
-            "seed": seed,
-            "phase": phase,
-            "step": step,
-            "regime": regime,
-            "task_id": row["task_id"],
-            "schedule_index": row["schedule_index"],
-            "schedule_seed": row["schedule_seed"],
-            "true_success": False,
-            "observed_reward": 0.0,
-            "flipped": False,
-            "exposed": False,
-            "calls": 1,
-            "budget": row["budget"],
-            "finished": True,
-            "faults": {},
-        }
+        return _episode(
+            run,
+            cond,
+            arm,
+            seed,
+            phase,
+            step,
+            regime,
+            row["task_id"],
+            row["schedule_index"],
+            row["schedule_seed"],
+            False,
+            exposed=False,
+            calls=1,
+            budget=row["budget"],
+        )
 
     evals, diags = tmp_path / "evals", tmp_path / "diagnostics"
     for step in (0, 2):

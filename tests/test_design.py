@@ -11,7 +11,8 @@ import yaml
 from paired_rollouts import design
 from paired_rollouts.errors import UserError
 from paired_rollouts.noise.seeds import training_schedule_seed
-from test_workflow import REPO, _copy_repo, job_counts, snakemake
+from test_workflow import job_counts
+from workflow_runs import REPO, copy_repo, snakemake
 
 CONFIG = yaml.safe_load((REPO / "config/config.yaml").read_text())
 PAPER_HOURS_PER_RUN = 16.3  # the paper's measured H100 time per run (460 s per step, evaluations included)
@@ -161,7 +162,7 @@ def test_readme_states_the_tiers_gpu_hours() -> None:
 def test_a_new_condition_needs_only_the_config(tmp_path: Path) -> None:
     """Adding a condition and a tier cell in config/config.yaml gives its runs, evaluations, measurement
     and table rows, with no code change."""
-    work = _copy_repo(tmp_path)
+    work = copy_repo(tmp_path)
     path = work / "config/config.yaml"
     data = yaml.safe_load(path.read_text())
     data["conditions"]["C5"] = {"p": 0.15, "q": 0.0}

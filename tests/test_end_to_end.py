@@ -12,43 +12,47 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from workflow_runs import SNAKEMAKE, copy_repo, snakemake
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
 TINY = ["--profile", "cpu", "--configfile", ".test/config/config.yaml"]  # the test scales (README: scales)
 RUNS = ["c2-paired-s0", "c2-independent-s0", "c4-paired-s0", "c4-independent-s0", "c0-clean-s0"]
 
 pytestmark = pytest.mark.slow
 
 
-def _snakemake(work: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+def _snakemake(
+    work: Path, *args: str, flags: list[str] = TINY, timeout: int = 1800
+) -> subprocess.CompletedProcess:
     # Targets and flags first: `--config` takes every word after it.
-    return subprocess.run(
-        [SNAKEMAKE, *args, *TINY], cwd=work, capture_output=True, text=True, env=env, timeout=1800
-    )
+    return snakemake(*args, *flags, cwd=work, check=False, timeout=timeout, OMP_NUM_THREADS="1")
+
+
+def _scratch_study(
+    tmp_path_factory: pytest.TempPathFactory, folder: str, scale: str, flags: list[str], timeout: int
+) -> Path:
+    """The workflow's ``all`` at ``scale`` in a scratch copy of the repository; on failure, the end of
+    Snakemake's output and of every log that reports an error."""
+    if shutil.which("pdflatex") is None and not os.environ.get("PAIRED_ROLLOUTS_REQUIRE_LATEX"):
+        pytest.skip("pdflatex is not installed (scripts/setup.sh installs it)")
+    work = copy_repo(tmp_path_factory.mktemp(folder))
+    result = _snakemake(work, "all", flags=flags, timeout=timeout)
+    if result.returncode != 0:
+        logs = "\n".join(
+            f"--- {log}\n{log.read_text()[-2000:]}"
+            for log in sorted((work / f"results/{scale}/logs").rglob("*.log"))
+            if "rror" in log.read_text()
+        )
+        what = scale.replace("_", " ")
+        pytest.fail(f"the {what} study failed:\n{result.stderr[-5000:]}\n{logs[-8000:]}")
+    return work
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("pdflatex") is None and not os.environ.get("PAIRED_ROLLOUTS_REQUIRE_LATEX"):
-        pytest.skip("pdflatex is not installed (scripts/setup.sh installs it)")
-    work = tmp_path_factory.mktemp("e2e") / "repo"
-    ignore = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache")
-    shutil.copytree(REPO, work, symlinks=True, ignore=ignore)
-    result = _snakemake(work, "all")
-    if result.returncode != 0:
-        logs = "\n".join(
-            f"--- {log}\n{log.read_text()[-2000:]}"
-            for log in sorted((work / "results/tiny/logs").rglob("*.log"))
-            if "rror" in log.read_text()
-        )
-        pytest.fail(f"the tiny study failed:\n{result.stderr[-5000:]}\n{logs[-8000:]}")
-    return work
+    return _scratch_study(tmp_path_factory, "e2e", "tiny", TINY, 1800)
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -190,23 +194,7 @@ TINY_SURROGATE = [
 def surrogate_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The surrogate scale's DAG (calibration, arm jobs, stats jobs, exact probe, power table, decisions,
     tables and PDF) at its tiny size, in a scratch copy."""
-    if shutil.which("pdflatex") is None and not os.environ.get("PAIRED_ROLLOUTS_REQUIRE_LATEX"):
-        pytest.skip("pdflatex is not installed (scripts/setup.sh installs it)")
-    work = tmp_path_factory.mktemp("e2e-surrogate") / "repo"
-    ignore = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache")
-    shutil.copytree(REPO, work, symlinks=True, ignore=ignore)
-    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
-    result = subprocess.run(
-        [SNAKEMAKE, "all", *TINY_SURROGATE], cwd=work, capture_output=True, text=True, env=env, timeout=900
-    )
-    if result.returncode != 0:
-        logs = "\n".join(
-            f"--- {log}\n{log.read_text()[-2000:]}"
-            for log in sorted((work / "results/tiny_surrogate/logs").rglob("*.log"))
-            if "rror" in log.read_text()
-        )
-        pytest.fail(f"the tiny surrogate study failed:\n{result.stderr[-5000:]}\n{logs[-8000:]}")
-    return work
+    return _scratch_study(tmp_path_factory, "e2e-surrogate", "tiny_surrogate", TINY_SURROGATE, 900)
 
 
 def test_surrogate_study_writes_the_llm_records_and_the_pdf(surrogate_study: Path) -> None:
@@ -258,15 +246,7 @@ def surrogate_tiers(surrogate_study: Path) -> tuple[Path, dict[str, str]]:
         for p in sorted(root.rglob("*"))
         if p.is_file() and not p.name.endswith((".log", ".tsv"))
     }
-    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
-    result = subprocess.run(
-        [SNAKEMAKE, "tiers", *TINY_SURROGATE],
-        cwd=surrogate_study,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
+    result = _snakemake(surrogate_study, "tiers", flags=TINY_SURROGATE, timeout=900)
     if result.returncode != 0:
         pytest.fail(f"the tiny surrogate tiers failed:\n{result.stderr[-5000:]}")
     return root, before

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from paired_rollouts.errors import UserError
+from tiny_qwen35 import tiny_standin
 
 CONTRACT_KEYS = {
     "run",
@@ -111,25 +112,9 @@ def test_rollout_records(tmp_path, sim_tasks_dir, sim_pools):
     from paired_rollouts.evaluation.evaluate import evaluation_rows, roll_rows
     from paired_rollouts.evaluation.rollout import PolicyRunner
     from paired_rollouts.training import checkpoints as ckpt
-    from paired_rollouts.training.model import build_random_model, lora_config, standin_config
-    from paired_rollouts.training.warmstart import build_tokenizer
+    from paired_rollouts.training.model import lora_config
 
-    tokenizer = build_tokenizer(sim_pools["train"][:20], 6, 400)
-    model = build_random_model(
-        standin_config(
-            tokenizer,
-            {
-                "hidden_size": 32,
-                "intermediate_size": 64,
-                "head_dim": 16,
-                "linear_key_head_dim": 16,
-                "linear_value_head_dim": 16,
-            },
-        ),
-        0,
-    )
-    model.save_pretrained(tmp_path / "model")
-    tokenizer.save_pretrained(tmp_path / "model")
+    model, tokenizer = tiny_standin(sim_pools, folder=tmp_path / "model")
     import peft
 
     s = _settings(lora_r=2, lora_alpha=4)
@@ -179,25 +164,9 @@ def test_one_engine_for_all_regimes_writes_the_bytes_of_one_process_per_regime(
     import peft
     from paired_rollouts.cli import main
     from paired_rollouts.training import checkpoints as ckpt
-    from paired_rollouts.training.model import build_random_model, lora_config, standin_config
-    from paired_rollouts.training.warmstart import build_tokenizer
+    from paired_rollouts.training.model import lora_config
 
-    tokenizer = build_tokenizer(sim_pools["train"][:20], 6, 400)
-    model = build_random_model(
-        standin_config(
-            tokenizer,
-            {
-                "hidden_size": 32,
-                "intermediate_size": 64,
-                "head_dim": 16,
-                "linear_key_head_dim": 16,
-                "linear_value_head_dim": 16,
-            },
-        ),
-        0,
-    )
-    model.save_pretrained(tmp_path / "model")
-    tokenizer.save_pretrained(tmp_path / "model")
+    model, tokenizer = tiny_standin(sim_pools, folder=tmp_path / "model")
     s = _settings(lora_r=2, lora_alpha=4, eval_tasks=2, eval_batch=4)
     peft.get_peft_model(model, lora_config(s)).save_pretrained(tmp_path / "ck")
     ckpt.install(tmp_path / "ck", tmp_path / "run", 0, kind="initial")

@@ -80,7 +80,7 @@ def ws(good_freeze, tmp_path) -> Path:
     return root
 
 
-def _verify_cli(root: Path, *extra: str) -> tuple[int, Path]:
+def _verify_cli(root: Path, *extra: str, allow_test_authority: bool = True) -> tuple[int, Path]:
     out = root / "results/prereg/verification.json"
     rc = main(
         [
@@ -92,7 +92,7 @@ def _verify_cli(root: Path, *extra: str) -> tuple[int, Path]:
             str(out),
             "--root",
             str(root),
-            "--allow-test-authority",
+            *(["--allow-test-authority"] if allow_test_authority else []),
             *extra,
         ]
     )
@@ -169,8 +169,7 @@ def test_good_freeze_verifies_with_both_verifiers(ws, capsys):
 
 @tsa
 def test_test_authority_refused_without_flag(ws, capsys):
-    out = ws / "v.json"
-    rc = main(["prereg", "verify", "--freeze", str(ws / "freeze"), "--out", str(out), "--root", str(ws)])
+    rc, out = _verify_cli(ws, allow_test_authority=False)
     assert rc == 1 and not out.exists()
     assert "test_authority" in capsys.readouterr().err
 
@@ -403,8 +402,7 @@ def test_unmarked_freeze_from_test_root_is_rejected(ws, capsys):
     record = json.loads(record_path.read_text())
     record["test_authority"] = False  # pretend the local test freeze were a real one
     record_path.write_text(json.dumps(record))
-    out = ws / "v.json"
-    rc = main(["prereg", "verify", "--freeze", str(ws / "freeze"), "--out", str(out), "--root", str(ws)])
+    rc, out = _verify_cli(ws, allow_test_authority=False)
     assert rc == 1 and not out.exists()
     assert "local test authority" in capsys.readouterr().err
 

@@ -141,18 +141,21 @@ def test_transition_designs_and_traces():
         tasks.append((s, rew, rng.uniform(0.5, 1.5, size=k_ * m_)))
     seed = probe_rng_seed(0, 20)
     assert seed == 20
-    out = transition_probe(
-        [s @ s.T for s, _, _ in tasks],
-        [r for _, r, _ in tasks],
-        [p for _, _, p in tasks],
-        30.0,
-        seed,
-        resamples=r_,
-        schedules=k_,
-        samples=m_,
-        scores_by_task=[s for s, _, _ in tasks],
-        task_ids=["a", "b", "c"],
-    )
+
+    def probe(**gram):  # the three tasks' Grams, rewards and weights, cap 30; Gram products as given
+        return transition_probe(
+            [s @ s.T for s, _, _ in tasks],
+            [r for _, r, _ in tasks],
+            [p for _, _, p in tasks],
+            30.0,
+            seed,
+            resamples=r_,
+            schedules=k_,
+            samples=m_,
+            **gram,
+        )
+
+    out = probe(scores_by_task=[s for s, _, _ in tasks], task_ids=["a", "b", "c"])
     assert out["groups_per_design"] == {"paired": 12, "independent_resampled": 30, "stratified": 30}
     # the same generator, consumed task by task, reproduces the stored index lists
     gen = np.random.default_rng(seed)
@@ -178,17 +181,7 @@ def test_transition_designs_and_traces():
         assert out["mean_centered"]["trace_var"][d] == pytest.approx(mc, rel=1e-10)
         assert out["implemented"]["trace_var"][d] == pytest.approx(sw, rel=1e-10)
     full = scores @ scores.T
-    again = transition_probe(
-        [s @ s.T for s, _, _ in tasks],
-        [r for _, r, _ in tasks],
-        [p for _, _, p in tasks],
-        30.0,
-        seed,
-        resamples=r_,
-        schedules=k_,
-        samples=m_,
-        full_gram=full,
-    )
+    again = probe(full_gram=full)
     assert again["mean_centered"]["trace_var"] == pytest.approx(out["mean_centered"]["trace_var"])
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tiny_qwen35 import tiny_standin
 
 
 @pytest.fixture(scope="module")
@@ -12,27 +13,10 @@ def runner(tmp_path_factory, sim_tasks_dir, sim_pools):
     import peft
     from paired_rollouts.evaluation.rollout import PolicyRunner
     from paired_rollouts.training import checkpoints as ckpt
-    from paired_rollouts.training.model import build_random_model, standin_config
     from paired_rollouts.training.settings import resolve
-    from paired_rollouts.training.warmstart import build_tokenizer
 
     folder = tmp_path_factory.mktemp("probe")
-    tokenizer = build_tokenizer(sim_pools["train"][:20], 6, 400)
-    model = build_random_model(
-        standin_config(
-            tokenizer,
-            {
-                "hidden_size": 32,
-                "intermediate_size": 64,
-                "head_dim": 16,
-                "linear_key_head_dim": 16,
-                "linear_value_head_dim": 16,
-            },
-        ),
-        0,
-    )
-    model.save_pretrained(folder / "model")
-    tokenizer.save_pretrained(folder / "model")
+    model, tokenizer = tiny_standin(sim_pools, folder=folder / "model")
     lora = peft.get_peft_model(
         model,
         peft.LoraConfig(

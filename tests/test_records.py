@@ -10,6 +10,7 @@ from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
 from paired_rollouts.records import read_curves_register, read_run_manifest, read_verification
 from records_fixtures import run_manifest
+from test_cli_errors import completeness_on_empty_evals
 
 SHA = "a" * 64
 
@@ -69,24 +70,8 @@ def test_verification_token_without_its_verdicts_is_refused(tmp_path):
 
 
 def test_completeness_refuses_the_nested_settings_shape(tmp_path, capsys):
-    manifest = tmp_path / "MANIFEST.json"
-    manifest.write_text(json.dumps({"pools": {"validation": {"sha256": SHA}}}))
     nested = {"periodic": {"steps": [0], "pool": "validation", "tasks": 2, "regimes": {"clean": [1]}}}
-    rc = main(
-        [
-            "completeness",
-            "--run",
-            "c2-paired-s0",
-            "--settings",
-            json.dumps(nested),
-            "--evals",
-            str(tmp_path),
-            "--manifest",
-            str(manifest),
-            "--out",
-            str(tmp_path / "c.json"),
-        ]
-    )
+    rc = completeness_on_empty_evals(tmp_path, SHA, json.dumps(nested))
     assert rc == 1 and "unknown keys ['periodic']" in capsys.readouterr().err
     assert not (tmp_path / "c.json").exists()
 

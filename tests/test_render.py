@@ -142,6 +142,13 @@ def test_document_compiles_without_overfull_boxes(rendered, tmp_path):
             assert needle in text, needle
 
 
+def table3_document(rendered, out: Path, **kwargs) -> list[str]:
+    """The PDF of table 3 alone (cpu, stand-in, commit abc) under the fixture study's verification."""
+    return document.build_document(
+        [rendered["table3"]], [], RES / "prereg/verification.json", "cpu", "stand-in", "abc", out, **kwargs
+    )
+
+
 def test_document_opens_with_the_published_versus_reproduced_summary(rendered, tmp_path):
     need_latex()
     comparison = tmp_path / "comparison.json"
@@ -167,17 +174,7 @@ def test_document_opens_with_the_published_versus_reproduced_summary(rendered, t
     )
     summary = json.loads(comparison.read_text())["summary"]
     out = tmp_path / "tables.pdf"
-    document.build_document(
-        [rendered["table3"]],
-        [],
-        RES / "prereg/verification.json",
-        "cpu",
-        "stand-in",
-        "abc",
-        out,
-        strict=True,
-        comparison=comparison,
-    )
+    table3_document(rendered, out, strict=True, comparison=comparison)
     text = subprocess.run(
         ["pdftotext", "-layout", str(out), "-"], capture_output=True, text=True, check=True
     ).stdout
@@ -484,43 +481,15 @@ def test_unknown_and_missing_keys_and_settings():
 
 
 def test_cli_writes_table_and_reports_errors(tmp_path, capsys):
+    def table3(decisions: Path, scale: str, out: Path) -> int:
+        argv = ["--number", "3", "--input", f"decisions={decisions}", "--scale", scale, "--out", str(out)]
+        return cli_main(["render", "table", *argv])
+
     out = tmp_path / "tables" / "table3.tex"
-    assert (
-        cli_main(
-            [
-                "render",
-                "table",
-                "--number",
-                "3",
-                "--input",
-                f"decisions={INPUTS['decisions'][0]}",
-                "--scale",
-                "stand-in",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert table3(INPUTS["decisions"][0], "stand-in", out) == 0
     assert "C2 primary endpoints" in out.read_text()
     bad = tmp_path / "absent.json"
-    assert (
-        cli_main(
-            [
-                "render",
-                "table",
-                "--number",
-                "3",
-                "--input",
-                f"decisions={bad}",
-                "--scale",
-                "s",
-                "--out",
-                str(tmp_path / "t.tex"),
-            ]
-        )
-        == 1
-    )
+    assert table3(bad, "s", tmp_path / "t.tex") == 1
     assert str(bad) in capsys.readouterr().err
     assert not (tmp_path / "t.tex").exists()
 
@@ -688,16 +657,7 @@ def test_title_page_says_the_study_is_incomplete(rendered, tmp_path):
     status = document.study_status([path])
     assert status.startswith("STUDY INCOMPLETE: C2: 1 of 2 seed pairs admitted, H1a, H2a, H3, H5 not decided")
     out = tmp_path / "doc.pdf"
-    document.build_document(
-        [rendered["table3"]],
-        [],
-        RES / "prereg/verification.json",
-        "cpu",
-        "stand-in",
-        "abc",
-        out,
-        decisions=[path],
-    )
+    table3_document(rendered, out, decisions=[path])
     if shutil.which("pdftotext"):
         text = subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True, check=True).stdout
         assert "STUDY INCOMPLETE" in text

@@ -12,28 +12,11 @@ from pathlib import Path
 
 import pytest
 from records_fixtures import predictions_register, synthetic_study
+from workflow_runs import REPO, copy_repo, snakemake
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
 FIX = REPO / "tests" / "fixtures" / "render" / "results"
 TINY = ("--profile", "cpu", "--configfile", ".test/config/config.yaml")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def snakemake(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [SNAKEMAKE, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ, PYTHONUNBUFFERED="1"),
-    )
-    if result.returncode != 0:
-        raise AssertionError(
-            f"snakemake {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-        )
-    return result
 
 
 def paired(*args: str, cwd: Path) -> None:
@@ -213,9 +196,7 @@ def fill_report_outputs(work: Path) -> None:
 def report(tmp_path_factory) -> Path:
     if not shutil.which("pdflatex"):
         pytest.skip("pdflatex not installed (scripts/setup.sh installs it)")
-    work = tmp_path_factory.mktemp("report") / "repo"
-    ignore = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache")
-    shutil.copytree(REPO, work, symlinks=True, ignore=ignore)
+    work = copy_repo(tmp_path_factory.mktemp("report"))
     touch_study(work)
     fill_report_outputs(work)
     snakemake(*TINY, "--report", "results/tiny/report.zip", cwd=work)

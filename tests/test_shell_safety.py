@@ -8,7 +8,6 @@ sure every interpolation in every rule's shell command is quoted with `:q`.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shlex
 import shutil
@@ -18,17 +17,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from workflow_runs import REPO, copy_repo, snakemake
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
 CLI = shutil.which("paired-rollouts") or str(Path(sys.executable).with_name("paired-rollouts"))
-
-
-def _copy_repo(tmp_path: Path) -> Path:
-    work = tmp_path / "repo"
-    ignore = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache")
-    shutil.copytree(REPO, work, symlinks=True, ignore=ignore)
-    return work
 
 
 def _tree_digest(root: Path) -> dict[str, str]:
@@ -52,12 +43,6 @@ def _set(work: Path, keys: tuple[str, ...], value: object) -> None:
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-def _snakemake(work: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [SNAKEMAKE, *args], cwd=work, capture_output=True, text=True, timeout=300, env=dict(os.environ)
-    )
-
-
 HOSTILE = [
     # (profile, key path, value, target)
     ("cpu", ("prereg", "local_freeze_dir"), "results/prereg/x canary", "all"),
@@ -77,13 +62,13 @@ HOSTILE = [
 def test_hostile_config_value_is_refused_and_nothing_outside_results_changes(
     tmp_path: Path, profile: str, keys: tuple[str, ...], value: str, target: str
 ) -> None:
-    work = _copy_repo(tmp_path)
+    work = copy_repo(tmp_path)
     (work / "canary").mkdir()
     (work / "canary" / "keep.txt").write_text("keep\n")
     _set(work, keys, value)
     before = _tree_digest(work)
     # A real run, not a dry run: if anything reached a shell, it would execute here.
-    result = _snakemake(work, "--profile", profile, "--cores", "1", target)
+    result = snakemake("--profile", profile, "--cores", "1", target, cwd=work, check=False)
     assert result.returncode != 0
     text = result.stdout + result.stderr
     key = ".".join(keys)
@@ -109,10 +94,10 @@ def test_every_rule_quotes_every_shell_interpolation() -> None:
 
 def test_printed_shell_commands_parse_and_keep_a_label_with_shell_characters(tmp_path: Path) -> None:
     """A label the schema allows but a shell would split (spaces, parentheses) reaches the CLI whole."""
-    work = _copy_repo(tmp_path)
+    work = copy_repo(tmp_path)
     label = "stand-in (audit run) 2"
     _set(work, ("scales", "standin", "label"), label)
-    result = _snakemake(work, "--profile", "cpu", "-n", "-p", "--forceall", "all")
+    result = snakemake("--profile", "cpu", "-n", "-p", "--forceall", "all", cwd=work, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     prefix = "Shell command: "
     lines = (result.stdout + result.stderr).splitlines()
@@ -133,14 +118,16 @@ def test_printed_shell_commands_parse_and_keep_a_label_with_shell_characters(tmp
 
 def test_freeze_rule_never_deletes_through_a_link_out_of_results(tmp_path: Path) -> None:
     """results/prereg/freeze as a link to a folder outside results/: the freeze rule refuses to replace it."""
-    work = _copy_repo(tmp_path)
+    work = copy_repo(tmp_path)
     outside = work / "canary"
     outside.mkdir()
     (outside / "keep.txt").write_text("keep\n")
     link = work / "results" / "prereg" / "freeze"
     link.parent.mkdir(parents=True)
     link.symlink_to(outside, target_is_directory=True)
-    result = _snakemake(work, "--profile", "cpu", "--cores", "1", "results/prereg/freeze/freeze.json")
+    result = snakemake(
+        "--profile", "cpu", "--cores", "1", "results/prereg/freeze/freeze.json", cwd=work, check=False
+    )
     assert result.returncode != 0
     assert (outside / "keep.txt").read_text() == "keep\n"
     log = (work / "results" / "standin" / "logs" / "prereg_freeze_local.log").read_text()

@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 
 import pytest
+from workflow_runs import REPO, SNAKEMAKE, copy_repo
 
 pytestmark = pytest.mark.slurm
 
-REPO = Path(__file__).resolve().parents[1]
 PROFILE = REPO / "profiles" / "slurm-cpu"
 
 SNAKEFILE = """\
@@ -130,13 +130,10 @@ def test_project_pipeline_target_runs_through_slurm(tmp_path: Path) -> None:
     import json
 
     _require_cluster()
-    work = tmp_path / "repo"
-    ignore = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache")
-    shutil.copytree(REPO, work, symlinks=True, ignore=ignore)
-    snakemake = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
+    work = copy_repo(tmp_path)
     result = subprocess.run(
         [
-            snakemake,
+            SNAKEMAKE,
             "--profile",
             "slurm-cpu",
             "results/standin/reference/scripted_reference.json",

@@ -81,7 +81,8 @@ HT = {
 NOISY = {"paired": {T0: [1, 1], T1: [1, 0]}, "independent": {T0: [1, 0], T1: [0, 0]}}
 
 
-def _episode(run, cond, arm, seed, phase, step, regime, task, index, sseed, success):
+def _episode(run, cond, arm, seed, phase, step, regime, task, index, sseed, success, **fields):
+    """An episode record in the contract's shape (``fields`` override the defaults: exposed, calls, budget)."""
     return {
         "run": run,
         "condition": cond,
@@ -101,7 +102,7 @@ def _episode(run, cond, arm, seed, phase, step, regime, task, index, sseed, succ
         "budget": 11,
         "finished": True,
         "faults": {},
-    }
+    } | fields
 
 
 def _write(path: Path, rows):
@@ -318,17 +319,24 @@ def decide(root: Path, cond: str, runs, out_name="dec.json", complete=True, extr
     return json.loads((root / out_name).read_text())
 
 
+def seed_matrix(root: Path, cond: str, pools, seeds=(0, 1)) -> list[str]:
+    """Both arms of ``cond`` for each seed, seed by seed (paired first)."""
+    return [make_run(root, cond, arm, seed, pools) for seed in seeds for arm in ("paired", "independent")]
+
+
+def checked(root: Path, runs: list[str], strict: bool = False) -> list[str]:
+    """Each run's step-0 luck share and completeness record, every run complete: evidence decide admits."""
+    for r in runs:
+        luck(root, r)
+        assert completeness(root, r, strict=strict)["complete"]
+    return runs
+
+
 @pytest.fixture()
 def study(tmp_path):
     pools = make_pools(tmp_path)
-    runs = [
-        make_run(tmp_path, "C2", arm, seed, pools) for seed in (0, 1) for arm in ("paired", "independent")
-    ]
-    runs.append(make_run(tmp_path, "C0", "clean", 0, pools))
-    for r in runs:
-        luck(tmp_path, r)
-        assert completeness(tmp_path, r, strict=True)["complete"]
-    return tmp_path, runs
+    runs = [*seed_matrix(tmp_path, "C2", pools), make_run(tmp_path, "C0", "clean", 0, pools)]
+    return tmp_path, checked(tmp_path, runs, strict=True)
 
 
 def test_c2_decision_by_hand(study):
@@ -389,9 +397,7 @@ def test_seed_sharing_and_luck_failures(tmp_path):
         make_run(tmp_path, "C2", "paired", 0, pools, lam_high=False),
         make_run(tmp_path, "C2", "independent", 0, pools, shared_seeds=True),
     ]
-    for r in runs:
-        luck(tmp_path, r)
-        assert completeness(tmp_path, r)["complete"]
+    checked(tmp_path, runs)
     reg = decide(tmp_path, "C2", runs, seeds=("0",))
     assert reg["complete"] is True and reg["decided"] is True
     rows = reg["H1a"]["runs"]
@@ -450,11 +456,7 @@ def test_missing_pair_named(study):
 
 
 def test_c4_decision(tmp_path):
-    pools = make_pools(tmp_path)
-    runs = [make_run(tmp_path, "C4", arm, s, pools) for s in (0, 1) for arm in ("paired", "independent")]
-    for r in runs:
-        luck(tmp_path, r)
-        assert completeness(tmp_path, r)["complete"]
+    runs = checked(tmp_path, seed_matrix(tmp_path, "C4", make_pools(tmp_path)))
     reg = decide(tmp_path, "C4", runs)
     assert "H2b" in reg and "H3" not in reg and "H5" not in reg
     assert reg["H2b"]["validation_set"] == "clean" and reg["H2b"]["final_set"] == "clean"

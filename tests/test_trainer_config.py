@@ -71,25 +71,42 @@ def test_probe_runner_asks_for_the_ratio(monkeypatch, tmp_path) -> None:
 
 
 def test_vllm_engine_seed_follows_the_run_seed(monkeypatch) -> None:
+    """Constructing the trainer builds TRL's engine with the run's seed, and only while it is constructed."""
     import trl.generation.vllm_generation as vg
+    from trl import GRPOTrainer
 
     calls = []
-    monkeypatch.setattr(vg, "LLM", lambda **kwargs: calls.append(kwargs["seed"]), raising=False)
+
+    def engine(**kwargs):
+        calls.append(kwargs["seed"])
+
+    def trl_init(self, *args, tp_rank=0, **kwargs):
+        vg.LLM(model="m", seed=tp_rank)  # TRL passes process_index // tensor_parallel_size (0 on one GPU)
+
+    monkeypatch.setattr(vg, "LLM", engine, raising=False)
+    monkeypatch.setattr(GRPOTrainer, "__init__", trl_init)
+    cls = T._trainer_class()
     for run_seed in (0, 1):
-        T.install_vllm_seed(T.vllm_seed(run_seed))
-        vg.LLM(model="m", seed=0)  # TRL passes process_index // tensor_parallel_size (0 on one GPU)
+        cls(engine_seed=T.vllm_seed(run_seed))
     assert calls == [T.vllm_seed(0), T.vllm_seed(1)]
     assert calls[0] != calls[1] and all(0 < c < 2**31 for c in calls)
-    T.install_vllm_seed(T.vllm_seed(1))
-    vg.LLM(model="m", seed=1)  # a second process of a tensor-parallel group keeps TRL's offset
+    cls(
+        engine_seed=T.vllm_seed(1), tp_rank=1
+    )  # a second process of a tensor-parallel group keeps TRL's offset
     assert calls[-1] == T.vllm_seed(1) + 1
+    assert vg.LLM is engine  # restored once the trainer exists
+    cls()  # no engine seed (the transformers backend): TRL's own
+    vg.LLM(model="m", seed=0)
+    assert calls[-1] == 0
 
 
 def test_compact_fused_logprobs_give_the_same_values(monkeypatch) -> None:
-    """The rehearsal's CPU speed-up (TRL's GPU path: completion positions only) changes no log-prob."""
+    """The rehearsal's CPU speed-up (TRL's GPU path: completion positions only) changes no log-prob, and holds
+    only inside the trainer's scoring call."""
     import torch
     import trl.trainer.utils as trl_utils
     from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig, set_seed
+    from trl import GRPOTrainer
 
     set_seed(0)
     from tiny_qwen35 import TINY_TEXT_CONFIG
@@ -102,27 +119,62 @@ def test_compact_fused_logprobs_give_the_same_values(monkeypatch) -> None:
     ids = torch.randint(0, 500, (2, 40))
     labels = ids.clone()
     labels[:, :-6] = -100
-    monkeypatch.setattr(trl_utils, "_use_triton", trl_utils._use_triton)
-    every = model(input_ids=ids, labels=labels, fused_lm_head=True)
-    T.compact_fused_logprobs()
-    assert trl_utils._use_triton(torch.device("cpu")) is True
-    compact = model(input_ids=ids, labels=labels, fused_lm_head=True)
+    seen = []
+
+    def trl_scoring(self, model, input_ids, labels):
+        seen.append(trl_utils._use_triton(torch.device("cpu")))
+        return model(input_ids=input_ids, labels=labels, fused_lm_head=True)
+
+    monkeypatch.setattr(GRPOTrainer, "_get_per_token_logps_and_entropies", trl_scoring)
+    monkeypatch.setattr(GRPOTrainer, "__init__", lambda self, *args, **kwargs: None)
+    cls = T._trainer_class()
+    every = cls()._get_per_token_logps_and_entropies(model, ids, labels)
+    compact = cls(compact_logprobs=True)._get_per_token_logps_and_entropies(model, ids, labels)
+    assert seen == [False, True]
+    assert trl_utils._use_triton(torch.device("cpu")) is False  # restored after the call
     assert torch.allclose(every.log_probs, compact.log_probs, atol=1e-6)
     assert torch.allclose(every.entropy, compact.entropy, atol=1e-5)
 
 
 def test_private_trl_overrides_are_few_and_still_exist() -> None:
-    """The subclass overrides only the two private TRL methods it documents, and TRL still has them with the
-    signatures they were written against (a TRL upgrade that renames one fails here, not mid-run)."""
+    """The subclass overrides only the TRL methods it documents, TRL still has them with the signatures they
+    were written against (a TRL upgrade that renames one fails here, not mid-run), and the module names the
+    overrides swap still exist where TRL 1.16.0 looks them up."""
     import inspect
 
+    import trl.trainer.utils as trl_utils
     from trl import GRPOTrainer
 
     cls = T._trainer_class()
-    own = {n for n, v in vars(cls).items() if callable(v) and n.startswith("_") and not n.startswith("__")}
-    assert own == {"_calculate_rewards", "_generate_and_score_completions"}
-    for name in own:
+    own = {n for n, v in vars(cls).items() if callable(v) and n.startswith("_") and n != "__init__"}
+    own = {n for n in own if not n.startswith("__")}
+    assert own == {
+        "_calculate_rewards",
+        "_generate_and_score_completions",
+        "_get_per_token_logps_and_entropies",
+    }
+    for name in own - {"_get_per_token_logps_and_entropies"}:  # that one passes its arguments on as given
         assert list(inspect.signature(getattr(GRPOTrainer, name)).parameters) == list(
             inspect.signature(getattr(cls, name)).parameters
         )
+    scoring = list(inspect.signature(GRPOTrainer._get_per_token_logps_and_entropies).parameters)
+    assert scoring[1:6] == [
+        "model",
+        "input_ids",
+        "attention_mask",
+        "logits_to_keep",
+        "batch_size",
+    ]  # token_logps
+    assert list(inspect.signature(cls.__init__).parameters)[-3:] == [
+        "engine_seed",
+        "compact_logprobs",
+        "kwargs",
+    ]
+    # where the two scoped deviations act: TRL scores through the fused LM head in the method overridden, the
+    # head asks trl.trainer.utils._use_triton, and TRL builds vLLM's engine by the module name LLM
+    import trl.generation.vllm_generation as vg
+
+    assert "fused_lm_head=True" in inspect.getsource(GRPOTrainer._get_per_token_logps_and_entropies)
+    assert "compact = _use_triton(" in inspect.getsource(trl_utils.add_fused_lm_head)
+    assert "self.llm = LLM(" in inspect.getsource(vg.VLLMGeneration)
     assert "TRL 1.16.0" in cls.__doc__

@@ -6,32 +6,18 @@ from __future__ import annotations
 import json
 
 import pytest
+from tiny_qwen35 import tiny_standin
 
 
 @pytest.fixture(scope="module")
 def trainer(tmp_path_factory, sim_tasks_dir, sim_pools):
     import datasets
     from paired_rollouts.training.environment import EpisodeContext
-    from paired_rollouts.training.model import build_random_model, standin_config
     from paired_rollouts.training.rows import build_rows
     from paired_rollouts.training.settings import resolve
     from paired_rollouts.training.trainer import build_trainer
-    from paired_rollouts.training.warmstart import build_tokenizer
 
-    tokenizer = build_tokenizer(sim_pools["train"][:20], 8, 400)
-    model = build_random_model(
-        standin_config(
-            tokenizer,
-            {
-                "hidden_size": 32,
-                "intermediate_size": 64,
-                "head_dim": 16,
-                "linear_key_head_dim": 16,
-                "linear_value_head_dim": 16,
-            },
-        ),
-        0,
-    )
+    model, tokenizer = tiny_standin(sim_pools, 8)
     settings = resolve(
         {
             "steps": 1,

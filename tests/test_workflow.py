@@ -5,27 +5,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
-
-
-def snakemake(*args: str, cwd: Path = REPO, check: bool = True) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    result = subprocess.run([SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
-    if check and result.returncode != 0:
-        raise AssertionError(
-            f"snakemake {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-        )
-    return result
+from workflow_runs import copy_repo as _copy_repo
+from workflow_runs import snakemake
 
 
 def job_counts(output: str) -> Counter:
@@ -137,14 +123,6 @@ def test_standin_dag_builds_the_model_and_every_table() -> None:
     assert counts["prereg_freeze_local"] == 1
     assert counts["train"] == 9
     assert counts["render_table"] == 12
-
-
-def _copy_repo(tmp_path: Path) -> Path:
-    """A scratch copy of the workflow (code, config, rules, data) for rerun experiments."""
-    work = tmp_path / "repo"
-    ignore = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache")
-    shutil.copytree(REPO, work, symlinks=True, ignore=ignore)
-    return work
 
 
 def _touch_all_outputs(work: Path) -> None:

@@ -212,9 +212,19 @@ def _fast_diff(expected: State, actual: State, limit: int) -> list[str]:
             norm_one(act_coll[k]) for k in keys if k in act_coll
         ):
             continue
-        exp_l, act_l = norm_list(expected), norm_list(actual)
-        if exp_l != act_l:
-            diff(exp_l, act_l, f"/{name}", out, limit)
+        _diff_list(name, norm_list, expected, actual, out, limit)
+    return _with_today(expected, actual, out, limit)
+
+
+def _diff_list(name: str, norm_list: Any, expected: State, actual: State, out: list[str], limit: int) -> None:
+    """The diff lines of one list collection (normalised whole, as the grader compares it)."""
+    exp_l, act_l = norm_list(expected), norm_list(actual)
+    if exp_l != act_l:
+        diff(exp_l, act_l, f"/{name}", out, limit)
+
+
+def _with_today(expected: State, actual: State, out: list[str], limit: int) -> list[str]:
+    """``out`` plus the simulated day's line if the day differs, cut at ``limit``."""
     if len(out) < limit and expected.today_day != actual.today_day:
         diff(expected.today_day, actual.today_day, "/today_day", out, limit)
     return out[:limit]
@@ -237,12 +247,8 @@ def _identity_diff(expected: State, actual: State, limit: int) -> list[str]:
             return out
         if not _changed_keys(getattr(expected, name), getattr(actual, name)):
             continue
-        exp_l, act_l = norm_list(expected), norm_list(actual)
-        if exp_l != act_l:
-            diff(exp_l, act_l, f"/{name}", out, limit)
-    if len(out) < limit and expected.today_day != actual.today_day:
-        diff(expected.today_day, actual.today_day, "/today_day", out, limit)
-    return out[:limit]
+        _diff_list(name, norm_list, expected, actual, out, limit)
+    return _with_today(expected, actual, out, limit)
 
 
 def grade(

@@ -7,6 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from paired_rollouts import cli_args as A
 from paired_rollouts.errors import UserError
 
 # The arm and seed the step-0 sets are rolled out under: schedules of evaluation and diagnostic sets do
@@ -31,19 +32,15 @@ def register(subparsers) -> None:
         "success and the luck share with its bootstrap interval, and write the register. Exits 1 with one "
         "line when a registered band is missed (the register is then not written).",
     )
-    p.add_argument("--tasks-dir", required=True)
-    p.add_argument("--model-dir", required=True)
+    A.add_tasks_dir(p)
+    p.add_argument(
+        "--model-dir", required=True, help="the base model (the stand-in folder or the prepared snapshot)"
+    )
     p.add_argument(
         "--model", required=True, help="model name the bands are registered under (e.g. Qwen/Qwen3.5-2B)"
     )
-    p.add_argument("--settings", required=True, help="inline JSON or @file (evaluation + diagnostic keys)")
-    p.add_argument("--rules", required=True, type=Path, help="prereg/tier_rules.yaml")
-    p.add_argument(
-        "--verification",
-        required=True,
-        type=Path,
-        help="results/<scale>/prereg/amendment_verification.json (must cover --rules)",
-    )
+    A.add_settings(p, f"{A.SETTINGS_HELP} (evaluation + diagnostic keys)", required=True)
+    A.add_tier_rules(p, "results/<scale>/prereg/amendment_verification.json (must cover --rules)")
     p.add_argument("--resamples", type=int, default=10000, help="luck-share bootstrap resamples")
     p.add_argument("--episodes-dir", required=True, type=Path, help="where the step-0 episodes are written")
     p.add_argument("--out", required=True, type=Path, help="results/<scale>/calibration/zero_shot.json")
@@ -59,9 +56,8 @@ def register(subparsers) -> None:
         "--calibration", required=True, type=Path, help="results/<scale>/models/surrogate/calibration.json"
     )
     p.add_argument("--model", required=True, help="the registered model the surrogate stands for")
-    p.add_argument("--rules", required=True, type=Path, help="prereg/tier_rules.yaml")
-    p.add_argument("--verification", required=True, type=Path, help="amendment_verification.json")
-    p.add_argument("--out", required=True, type=Path)
+    A.add_tier_rules(p, "results/<scale>/prereg/amendment_verification.json (must cover --rules)")
+    p.add_argument("--out", required=True, type=Path, help="results/<scale>/calibration/zero_shot.json")
     p.set_defaults(handler=_surrogate)
 
     p = sub.add_parser("check", help="print a register and exit 1 if a registered band is missed")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from paired_rollouts import cli_args as A
+
 
 def _compare(args: argparse.Namespace) -> int:
     from paired_rollouts.compare.compare import Registers, compare
@@ -66,11 +68,9 @@ def register(subparsers) -> None:
         "within the published rounding, or why it cannot be computed at this scale.",
         epilog="Formats: docs/compare.md.",
     )
-    p.add_argument("--results", required=True, type=Path, help="the results root (results, results/standin)")
+    A.add_results_root(p, "the results root (results, results/standin)", required=True)
     p.add_argument("--published", required=True, type=Path, help="data/published/paper.yaml")
-    p.add_argument(
-        "--tasks-dir", type=Path, default=None, help="task-pool folder for tasks/ keys (data/tasks)"
-    )
+    A.add_tasks_dir(p, "task-pool folder for tasks/ keys (data/tasks)", required=False, type=Path)
     p.add_argument("--scale", required=True, help="scale label shown in the reasons (paper, stand-in, ...)")
     p.add_argument("--scale-name", required=True, help="the config's scale name: 'paper' expects agreement")
     p.add_argument("--out", required=True, type=Path, help="RESULTS/comparison.json")

@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from paired_rollouts import cli_args as A
 from paired_rollouts.io import atomic_write_jsonl, load_settings
 from paired_rollouts.training import settings as S
 
@@ -55,30 +56,53 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", required=True, help="run name, e.g. c2-paired-s0")
+    A.add_run(p)
     p.add_argument("--step", required=True, type=int, help="checkpoint step N")
-    p.add_argument("--tasks-dir", required=True)
+    A.add_tasks_dir(p)
     p.add_argument("--checkpoint", required=True, help="results/runs/RUN/checkpoints/stepNNNN")
-    p.add_argument("--model-dir", required=True)
-    p.add_argument("--settings", default=None, help="inline JSON or @file")
     p.add_argument(
-        "--conditions",
-        default=None,
-        metavar="JSON",
-        help="the design's conditions (config/config.yaml `conditions:`); default: the paper's",
+        "--model-dir", required=True, help="the base model (the stand-in folder or the prepared snapshot)"
     )
+    A.add_settings(p)
+    A.add_conditions(p)
 
 
-def _evaluate(args: argparse.Namespace) -> int:
+def _identity(args: argparse.Namespace) -> tuple[dict, dict, tuple[str, str, int]]:
+    """The job's resolved settings, the design's conditions and the run's (condition name, arm, seed)."""
     from paired_rollouts.design import parse_conditions
-    from paired_rollouts.errors import UserError
-    from paired_rollouts.evaluation.evaluate import evaluation_rows, roll_rows
-    from paired_rollouts.evaluation.rollout import PolicyRunner
     from paired_rollouts.training.rows import parse_run
 
     settings = S.resolve(load_settings(args.settings))
     conditions = parse_conditions(args.conditions)
-    name, arm, seed = parse_run(args.run, conditions)
+    return settings, conditions, parse_run(args.run, conditions)
+
+
+def _roll(runner, rows, args, settings, identity, phase: str, regime: str) -> list[dict]:
+    """The rows rolled out at the checkpoint into episode records of the run, phase and regime."""
+    from paired_rollouts.evaluation.evaluate import roll_rows
+
+    name, arm, seed = identity
+    return roll_rows(
+        runner,
+        rows,
+        run=args.run,
+        condition=name,
+        arm=arm,
+        seed=seed,
+        phase=phase,
+        step=args.step,
+        regime=regime,
+        batch=settings["eval_batch"],
+    )
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from paired_rollouts.errors import UserError
+    from paired_rollouts.evaluation.evaluate import evaluation_rows
+    from paired_rollouts.evaluation.rollout import PolicyRunner
+
+    settings, conditions, identity = _identity(args)
+    name, _, seed = identity
     condition = conditions[name]
     regimes = [r.strip() for r in args.regime.split(",") if r.strip()]
     if len(regimes) > 1 and "{regime}" not in args.out:
@@ -89,18 +113,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         for regime, rows in plans:
             runner.restart_episodes()
             began = time.perf_counter()
-            records = roll_rows(
-                runner,
-                rows,
-                run=args.run,
-                condition=name,
-                arm=arm,
-                seed=seed,
-                phase=args.phase,
-                step=args.step,
-                regime=regime,
-                batch=settings["eval_batch"],
-            )
+            records = _roll(runner, rows, args, settings, identity, args.phase, regime)
             out = Path(args.out.format(phase=args.phase, step=args.step, regime=regime))
             atomic_write_jsonl(out, records)
             seconds = time.perf_counter() - began
@@ -115,30 +128,16 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _diagnose(args: argparse.Namespace) -> int:
-    from paired_rollouts.design import parse_conditions
-    from paired_rollouts.evaluation.evaluate import diagnostic_rows, roll_rows
+    from paired_rollouts.evaluation.evaluate import diagnostic_rows
     from paired_rollouts.evaluation.rollout import PolicyRunner
-    from paired_rollouts.training.rows import parse_run
 
-    settings = S.resolve(load_settings(args.settings))
-    conditions = parse_conditions(args.conditions)
-    name, arm, seed = parse_run(args.run, conditions)
+    settings, conditions, identity = _identity(args)
+    name, _, seed = identity
     rows = diagnostic_rows(args.tasks_dir, conditions[name], seed, settings)
     runner = PolicyRunner(args.model_dir, args.checkpoint, settings, args.tasks_dir, seed)
     try:
         began = time.perf_counter()
-        records = roll_rows(
-            runner,
-            rows,
-            run=args.run,
-            condition=name,
-            arm=arm,
-            seed=seed,
-            phase="diagnostic",
-            step=args.step,
-            regime="diag",
-            batch=settings["eval_batch"],
-        )
+        records = _roll(runner, rows, args, settings, identity, "diagnostic", "diag")
     finally:
         runner.close()
     atomic_write_jsonl(args.out, records)

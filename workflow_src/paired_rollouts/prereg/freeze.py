@@ -26,7 +26,8 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -295,6 +296,20 @@ def _publish(work: Path, final: Path) -> None:
     os.rename(work, final)
 
 
+@contextmanager
+def _staged(final: Path) -> Iterator[Path]:
+    """A fresh folder beside ``final``, published as ``final`` when the block succeeds and removed when it
+    fails: a freeze or an amendment appears whole or not at all."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    try:
+        yield work
+        _publish(work, final)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
 def _self_check(work: Path, root: Path, kind: str, record: dict) -> None:
     from paired_rollouts.prereg.verify import verify_record
 
@@ -323,16 +338,10 @@ def freeze(
         )
     docs = _document_entries(documents, root_dir)
     manifest = manifest_text([(d["path"], d["sha256"]) for d in docs]).encode()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-    try:
+    with _staged(out_dir) as work:
         record = _write_record(work, "freeze", manifest, docs, auths, test_authority, {}, timeout)
         if self_check:
             _self_check(work, root_dir, "freeze", record)
-        _publish(work, out_dir)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return record
 
 
@@ -392,16 +401,10 @@ def amend(
             "previous": {"record": prev_rel, "imprint": previous["imprint"]},
         }
     }
-    final.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
-    try:
+    with _staged(final) as work:
         atomic_write_text(work / AMENDMENT_TEXT, text)
         record = _write_record(
             work, "amendment", manifest, docs, auths, bool(base.get("test_authority")), extra, timeout
         )
         _self_check(work, root_dir, "amendment", record)
-        _publish(work, final)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return record

@@ -62,21 +62,26 @@ SCHEMA: dict[str, Any] = {
 }
 
 
+def _check_keys(node: Any, schema: dict, where: str, source: str, kind: str) -> None:
+    """``node`` is a mapping with exactly the schema's keys; ``kind`` names the file to restore (frozen, amended)."""
+    if not isinstance(node, dict):
+        raise UserError(f"{source}: {where or 'top level'} must be a mapping; restore the {kind} file")
+    unknown = sorted(set(node) - set(schema), key=str)
+    missing = sorted(set(schema) - set(node))
+    if unknown:
+        raise UserError(
+            f"{source}: unknown key {where + '.' if where else ''}{unknown[0]}; remove it "
+            f"(the {kind} rules have a fixed schema)"
+        )
+    if missing:
+        raise UserError(
+            f"{source}: missing key {where + '.' if where else ''}{missing[0]}; restore the {kind} file"
+        )
+
+
 def _check(node: Any, schema: Any, where: str, source: str) -> None:
     if isinstance(schema, dict):
-        if not isinstance(node, dict):
-            raise UserError(f"{source}: {where or 'top level'} must be a mapping; restore the frozen file")
-        unknown = sorted(set(node) - set(schema))
-        missing = sorted(set(schema) - set(node))
-        if unknown:
-            raise UserError(
-                f"{source}: unknown key {where + '.' if where else ''}{unknown[0]}; remove it "
-                "(the frozen rules have a fixed schema)"
-            )
-        if missing:
-            raise UserError(
-                f"{source}: missing key {where + '.' if where else ''}{missing[0]}; restore the frozen file"
-            )
+        _check_keys(node, schema, where, source, "frozen")
         for key, sub in schema.items():
             _check(node[key], sub, f"{where}.{key}" if where else key, source)
         return
@@ -291,19 +296,7 @@ _RANGES = (("min", "max"), ("final_min", "final_max"), ("shrink_min", "shrink_ma
 def _check_tier(node: Any, schema: Any, where: str, source: str) -> None:
     """`_check` plus the tier file's own leaf kinds: list[str], model bands and predictions."""
     if isinstance(schema, dict):
-        if not isinstance(node, dict):
-            raise UserError(f"{source}: {where or 'top level'} must be a mapping; restore the amended file")
-        unknown = sorted(set(node) - set(schema), key=str)
-        missing = sorted(set(schema) - set(node))
-        if unknown:
-            raise UserError(
-                f"{source}: unknown key {where + '.' if where else ''}{unknown[0]}; remove it "
-                "(the amended rules have a fixed schema)"
-            )
-        if missing:
-            raise UserError(
-                f"{source}: missing key {where + '.' if where else ''}{missing[0]}; restore the amended file"
-            )
+        _check_keys(node, schema, where, source, "amended")
         for key, sub in schema.items():
             _check_tier(node[key], sub, f"{where}.{key}" if where else key, source)
     elif schema == "list[str]":

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from paired_rollouts import cli_args as A
 from paired_rollouts.errors import UserError
 
 
@@ -119,8 +120,8 @@ def register(subparsers) -> None:
     p.add_argument("--run-dir", required=True, type=Path, help="results/runs/RUN (checkpoints)")
     p.add_argument("--step", required=True, type=int, help="checkpoint step, e.g. 80")
     p.add_argument("--model-dir", required=True, type=Path, help="results/models/MODEL (base weights)")
-    p.add_argument("--tasks-dir", required=True, type=Path, help="data/tasks")
-    p.add_argument("--settings", default=None, help="probe design: inline JSON or @file.json")
+    A.add_tasks_dir(p, type=Path)
+    A.add_settings(p, f"probe design: {A.SETTINGS_HELP}")
     p.add_argument(
         "--evidence",
         type=Path,
@@ -143,7 +144,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--inputs", required=True, nargs="+", type=Path, help="results/probe/TRAJECTORY/stepN.json ..."
     )
-    p.add_argument("--settings", default=None, help="probe design (recorded in the register)")
+    A.add_settings(p, f"probe design (recorded in the register): {A.SETTINGS_HELP}")
     p.add_argument("--out", required=True, type=Path, help="results/probe/traces/TRAJECTORY.json")
     p.set_defaults(handler=_assemble)
 
@@ -177,6 +178,6 @@ def register(subparsers) -> None:
         epilog="Output shape: docs/records.md section 6.3.",
     )
     p.add_argument("--traces", required=True, type=Path, help="results/probe/traces/TRAJECTORY.json")
-    p.add_argument("--rules", required=True, type=Path, help="prereg/decision_rules.yaml")
+    A.add_decision_rules(p)
     p.add_argument("--out", required=True, type=Path, help="results/probe/TRAJECTORY.json")
     p.set_defaults(handler=_verdict)

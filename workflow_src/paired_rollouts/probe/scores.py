@@ -69,9 +69,7 @@ class ScoreEngine:
             attention = torch.ones_like(ids)
             mask = loss_mask[i][:c_len].unsqueeze(0).to(torch.float32)
             model.zero_grad(set_to_none=True)
-            logps, _, _ = trainer._get_per_token_logps_and_entropies(
-                model, ids, attention, c_len, batch_size=1
-            )
+            logps = trainer.token_logps(model, ids, attention, c_len)
             (logps * mask).sum().backward()
             got = [n for n, p in self.params if p.grad is not None]
             if self.coords is None:
@@ -376,38 +374,18 @@ def probe_checkpoint(
     Each group (a clean task's G rollouts, a diagnostic task's K x M) is rolled out, scored and folded
     into ``StreamingProbe`` before the next one: peak memory is one group's scores plus the vectors.
     ``evidence_out`` (if given) receives the checkpoint's evidence for ``probe recompute``."""
-    from paired_rollouts.backoffice.tasks import budget_for, load_pool
-    from paired_rollouts.evaluation.evaluate import diagnostic_tasks
-    from paired_rollouts.noise.config import NoiseConfig
-    from paired_rollouts.noise.seeds import derive_seed, diagnostic_seed, eval_schedule_seed
+    from paired_rollouts.noise.seeds import derive_seed
     from paired_rollouts.probe import probe_rng_seed
+    from paired_rollouts.probe.groups import probe_groups
     from paired_rollouts.training import chat
-    from paired_rollouts.training.settings import filter_tasks
 
     engine = ScoreEngine(runner)
     start_print = engine.fingerprint()
     began = time.perf_counter()
-    G, K, M = settings["probe_clean_rollouts"], settings["probe_schedules"], settings["probe_samples"]
-    clean_tasks = filter_tasks(load_pool(Path(tasks_dir) / "validation.jsonl"), settings["task_filter"])[
-        : settings["probe_clean_tasks"]
-    ]
-    diag_tasks = diagnostic_tasks(tasks_dir, settings, settings["probe_diag_tasks"])
-    clean_noise = NoiseConfig.clean().to_json()
-    diag_noise = NoiseConfig.transition(settings["probe_p"]).to_json()
-
-    def rows_for(task: dict, noise: str, seeds: list[int]) -> list[dict]:
-        return [
-            {
-                "prompt": chat.prompt_messages(task),
-                "task_id": task["task_id"],
-                "schedule_seed": s,
-                "noise": noise,
-                "condition": condition,
-                "budget": budget_for(task),
-                "row_index": j,
-            }
-            for j, s in enumerate(seeds)
-        ]
+    K, M = settings["probe_schedules"], settings["probe_samples"]
+    clean_groups, diag_groups = probe_groups(
+        tasks_dir, settings, condition, seed, prompt=chat.prompt_messages
+    )
 
     def capture(
         rows: list[dict], phase: str, tag: str
@@ -447,28 +425,24 @@ def probe_checkpoint(
         return stream
 
     n_clean = 0
-    for task in clean_tasks:
-        seeds = [eval_schedule_seed(task["task_id"], 1)] * G
-        records, s, c, rho = capture(
-            rows_for(task, clean_noise, seeds), f"probe_clean:step{step}", f"clean-{task['task_id']}"
-        )
+    for group in clean_groups:
+        records, s, c, rho = capture(group.rows, f"probe_clean:step{step}", group.tag)
         if any(r["exposed"] for r in records):
             raise RuntimeError("a clean probe rollout was exposed to a fault")
-        started().add_clean(s, [bool(r["true_success"]) for r in records], rho.tolist(), c, task["task_id"])
+        started().add_clean(
+            s, [bool(r["true_success"]) for r in records], rho.tolist(), c, group.task["task_id"]
+        )
         n_clean += len(records)
         del s
-    for task in diag_tasks:
-        seeds = [diagnostic_seed(seed, task["task_id"], k) for k in range(K) for _ in range(M)]
-        records, s, c, rho = capture(
-            rows_for(task, diag_noise, seeds), f"probe_diag:step{step}", f"diag-{task['task_id']}"
-        )
+    for group in diag_groups:
+        records, s, c, rho = capture(group.rows, f"probe_diag:step{step}", group.tag)
         started().add_diagnostic(
             s,
             [float(r["true_success"]) for r in records],
             rho,
             [r["schedule_seed"] for r in records],
             c,
-            task["task_id"],
+            group.task["task_id"],
         )
         del s
     stream = started()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from paired_rollouts import cli_args as A
 from paired_rollouts.errors import UserError
 
 
@@ -290,16 +291,9 @@ def register(subparsers) -> None:
         epilog=SETTINGS_HELP + "\nOutput shape: docs/records.md section 3.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--run", required=True, help="run name, e.g. c2-paired-s0")
+    A.add_run(p)
     expected = p.add_mutually_exclusive_group(required=True)
-    expected.add_argument(
-        "--scale-block",
-        dest="scale_block",
-        default=None,
-        metavar="JSON",
-        help="the scale block (config/config.yaml scales.<scale>: task_filter, training, "
-        "evaluation, diagnostics): the expected evidence follows from it and the run's name",
-    )
+    A.add_scale_block(expected)
     expected.add_argument(
         "--settings",
         "--expected",
@@ -307,26 +301,13 @@ def register(subparsers) -> None:
         default=None,
         help="expected evidence spelled out (the forms below): inline JSON or @file.json",
     )
-    p.add_argument(
-        "--conditions",
-        default=None,
-        metavar="JSON",
-        help="with --scale-block: the design's conditions (config/config.yaml `conditions:`); default: the "
-        "paper's",
-    )
+    A.add_conditions(p, f"with --scale-block: {A.CONDITIONS_HELP}")
     p.add_argument("--evals", "--evals-dir", dest="evals", required=True, type=Path, help="results/evals/RUN")
     p.add_argument("--diagnostics", type=Path, default=None, help="results/diagnostics/RUN")
     p.add_argument("--groups", type=Path, default=None, help="results/runs/RUN/groups.jsonl")
     p.add_argument("--run-manifest", type=Path, default=None, help="results/runs/RUN/manifest.json")
-    p.add_argument(
-        "--manifest",
-        "--pool-manifest",
-        dest="manifest",
-        required=True,
-        type=Path,
-        help="data/tasks/MANIFEST.json",
-    )
-    p.add_argument("--tasks-dir", type=Path, default=None, help="task pools (default: the manifest's folder)")
+    A.add_pool_manifest(p)
+    A.add_tasks_dir(p, "task pools (default: the manifest's folder)", required=False, type=Path)
     p.add_argument(
         "--luck",
         nargs="*",
@@ -347,7 +328,7 @@ def register(subparsers) -> None:
         epilog="Output shape: docs/records.md section 3.1.",
     )
     p.add_argument("--run-dir", type=Path, default=None, help="results/runs/RUN (one run; with --out)")
-    p.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results)")
+    A.add_results_root(p, "results root (default: results)")
     p.add_argument("--out", type=Path, default=None, help="results/runs/RUN/register.json (with --run-dir)")
     p.add_argument(
         "--runs",
@@ -375,7 +356,7 @@ def register(subparsers) -> None:
         "completeness verdict, code versions and register; prints a report. Exit 0 ACCEPT, 3 REJECT.",
     )
     p.add_argument("--run-dir", required=True, type=Path, help="results/runs/RUN")
-    p.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results)")
+    A.add_results_root(p, "results root (default: results)")
     p.set_defaults(handler=_verify_run)
 
     p = subparsers.add_parser(
@@ -407,12 +388,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--scaling", default="group", choices=["group", "none"], help="with --comparison: reward scaling"
     )
-    p.add_argument(
-        "--conditions",
-        default=None,
-        metavar="JSON",
-        help="the design's conditions (config/config.yaml `conditions:`); default: the paper's",
-    )
+    A.add_conditions(p)
     p.add_argument(
         "--episodes", required=True, nargs="+", help="episode files or folders (results/evals/...)"
     )
@@ -432,15 +408,8 @@ def register(subparsers) -> None:
         default=None,
         help="the design's seeds; a hypothesis is decided only when every seed pair is admitted",
     )
-    p.add_argument("--rules", required=True, type=Path, help="prereg/decision_rules.yaml")
-    p.add_argument(
-        "--manifest",
-        "--pool-manifest",
-        dest="manifest",
-        required=True,
-        type=Path,
-        help="data/tasks/MANIFEST.json",
-    )
+    A.add_decision_rules(p)
+    A.add_pool_manifest(p)
     p.add_argument("--out", required=True, type=Path, help="results/decisions/{c2,c4}.json")
     p.set_defaults(handler=_decide)
 
@@ -451,12 +420,12 @@ def register(subparsers) -> None:
         "missed, not run (its register is absent) or not decided (its seed matrix is incomplete).",
         epilog="Output shape: docs/analysis.md#predictions.",
     )
-    p.add_argument("--tier-rules", required=True, type=Path, help="prereg/tier_rules.yaml (amendment A2)")
-    p.add_argument(
-        "--verification",
-        default=None,
-        type=Path,
-        help="amendment verification report: the tier rules must be covered by a verified record",
+    A.add_tier_rules(
+        p,
+        "amendment verification report: the tier rules must be covered by a verified record",
+        flag="--tier-rules",
+        help="prereg/tier_rules.yaml (amendment A2)",
+        verification_required=False,
     )
     p.add_argument(
         "--decisions",

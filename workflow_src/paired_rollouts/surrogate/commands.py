@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+from paired_rollouts import cli_args as A
 from paired_rollouts.errors import UserError
 
 CALIBRATION_KEYS = {
@@ -223,8 +224,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Fit the knobs to the step-0 targets, write the calibration register (target, "
         "achieved, tolerance) and exit 1 when a target is missed.",
     )
-    p.add_argument("--tasks-dir", required=True)
-    p.add_argument("--settings", required=True, help=f"JSON with {sorted(CALIBRATION_KEYS)}")
+    A.add_tasks_dir(p)
+    A.add_settings(p, f"{A.SETTINGS_HELP}: the keys {sorted(CALIBRATION_KEYS)}", required=True)
     p.add_argument("--out", required=True, type=Path, help="results/surrogate/models/calibration.json")
     p.set_defaults(handler=_calibrate)
 
@@ -235,54 +236,48 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "groups.jsonl, train_episodes.jsonl, manifest.json, every periodic/final evaluation file and "
         "the diagnostic episodes, at the LLM stages' paths under --results.",
     )
-    p.add_argument("--runs", required=True, nargs="+")
-    p.add_argument("--tasks-dir", required=True)
-    p.add_argument("--calibration", required=True)
-    p.add_argument("--settings", required=True)
-    p.add_argument("--results", required=True, help="results root, e.g. results/surrogate")
-    p.add_argument(
-        "--conditions",
-        default=None,
-        metavar="JSON",
-        help="the design's conditions (config/config.yaml `conditions:`); default: the paper's",
+    p.add_argument("--runs", required=True, nargs="+", help="run names, e.g. c2-paired-s0 c2-independent-s0")
+    A.add_tasks_dir(p)
+    p.add_argument("--calibration", required=True, help="results/<scale>/models/surrogate/calibration.json")
+    A.add_settings(
+        p,
+        f"{A.SETTINGS_HELP}: the scale's surrogate settings (config/config.yaml scales.<scale>)",
+        required=True,
     )
+    A.add_results_root(p, "results root, e.g. results/surrogate", required=True, type=None)
+    A.add_conditions(p)
     p.set_defaults(handler=_arm)
 
     p = sub.add_parser("stats", help="luck-share, group-stats and completeness of runs, in one process")
-    p.add_argument("--runs", required=True, nargs="+")
-    p.add_argument(
-        "--scale-block",
-        dest="scale_block",
-        required=True,
-        metavar="JSON",
-        help="the scale block (task_filter, training, evaluation, diagnostics): each run's expected "
+    p.add_argument("--runs", required=True, nargs="+", help="run names, e.g. c2-paired-s0 c2-independent-s0")
+    A.add_scale_block(
+        p,
+        "the scale block (task_filter, training, evaluation, diagnostics): each run's expected "
         "evidence follows from it and the run's name (paired-rollouts completeness --scale-block)",
+        required=True,
     )
+    A.add_conditions(p)
+    A.add_tasks_dir(p)
+    A.add_results_root(p, "results root, e.g. results/surrogate", required=True, type=None)
     p.add_argument(
-        "--conditions",
-        default=None,
-        metavar="JSON",
-        help="the design's conditions (config/config.yaml `conditions:`); default: the paper's",
+        "--resamples", type=int, default=10000, help="luck-share bootstrap resamples (default 10000)"
     )
-    p.add_argument("--tasks-dir", required=True)
-    p.add_argument("--results", required=True)
-    p.add_argument("--resamples", type=int, default=10000)
     p.set_defaults(handler=_stats)
 
     p = sub.add_parser("probe", help="exact gradient-covariance probe of surrogate checkpoints")
-    p.add_argument("--trajectory", required=True)
-    p.add_argument("--run-dir", required=True)
-    p.add_argument("--steps", required=True, nargs="+", type=int)
-    p.add_argument("--tasks-dir", required=True)
-    p.add_argument("--settings", required=True)
-    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--trajectory", required=True, help="trajectory name")
+    p.add_argument("--run-dir", required=True, help="results/<scale>/runs/RUN (checkpoints)")
+    p.add_argument("--steps", required=True, nargs="+", type=int, help="checkpoint steps, e.g. 0 40 80")
+    A.add_tasks_dir(p)
+    A.add_settings(p, f"probe design: {A.SETTINGS_HELP}", required=True)
+    p.add_argument("--out", required=True, type=Path, help="results/<scale>/probe/TRAJECTORY.json")
     p.set_defaults(handler=_probe)
 
     p = sub.add_parser(
         "power", help="power table: P(rule passes) with n seed pairs, resampling the seed pairs"
     )
     p.add_argument("--decisions", required=True, nargs="+", type=Path, help="decision registers (c2, c4)")
-    p.add_argument("--rules", required=True, type=Path)
+    A.add_decision_rules(p)
     p.add_argument("--pairs", nargs="+", type=int, default=[3])
     p.add_argument("--draws", type=int, default=1000)
     p.add_argument("--bootstrap-resamples", type=int, default=500, help="H5's interval per draw")
@@ -293,7 +288,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "summary", help="print the figures the README quotes from a finished study's registers"
     )
-    p.add_argument("--results", required=True, help="results/surrogate")
+    A.add_results_root(p, "results/surrogate", required=True, type=None)
     p.add_argument("--out", type=Path, default=None)
     p.set_defaults(handler=_summary)
 

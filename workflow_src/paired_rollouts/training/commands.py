@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from paired_rollouts import cli_args as A
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import load_settings
 from paired_rollouts.training import settings as S
@@ -24,9 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=S.epilog(_STANDIN_SECTIONS),
         formatter_class=fmt,
     )
-    p.add_argument("--tasks-dir", required=True, help="folder with train.jsonl and MANIFEST.json")
+    A.add_tasks_dir(p)
     p.add_argument("--out", required=True, help="output folder (HF tokenizer files)")
-    p.add_argument("--settings", default=None, help="inline JSON or @file")
+    A.add_settings(p)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(handler=_tokenizer)
 
@@ -42,9 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=fmt,
     )
     p.add_argument("--tokenizer", required=True, help="folder written by 'paired-rollouts tokenizer'")
-    p.add_argument("--tasks-dir", required=True)
+    A.add_tasks_dir(p)
     p.add_argument("--out", required=True, help="output model folder (HF save_pretrained layout)")
-    p.add_argument("--settings", default=None, help="inline JSON or @file")
+    A.add_settings(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--threads",
@@ -65,20 +66,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=S.epilog(_TRAIN_SECTIONS),
         formatter_class=fmt,
     )
-    p.add_argument("--run", required=True, help="run name, e.g. c2-paired-s0")
-    p.add_argument("--tasks-dir", required=True)
+    A.add_run(p)
+    A.add_tasks_dir(p)
     p.add_argument(
         "--model-dir", required=True, help="stand-in folder (CPU) or Qwen3.5-2B snapshot/hub id (GPU)"
     )
     p.add_argument("--verification", required=True, help="results/prereg/verification.json")
-    p.add_argument("--settings", default=None, help="inline JSON or @file")
+    A.add_settings(p)
     p.add_argument("--out-dir", required=True, help="results/runs/RUN")
-    p.add_argument(
-        "--conditions",
-        default=None,
-        metavar="JSON",
-        help="the design's conditions (config/config.yaml `conditions:`); default: the paper's",
-    )
+    A.add_conditions(p)
     p.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=_train)
 

@@ -2,7 +2,9 @@
 
 ``PairedGRPOTrainer`` is TRL's ``GRPOTrainer`` plus two hooks: it captures the rewards TRL computed (to
 cross-check them against the environments) and hands every training generation batch to a ``BatchSink``
-(the group register); a callback stamps the environments' phase before each step. Evaluation and the probe
+(the group register); a callback stamps the environments' phase before each step. It is also the one place
+that deviates from stock TRL (vLLM's engine seed, compact log-prob scoring on CPU): each deviation is
+applied by constructing the trainer and lasts only for the span of TRL's own call, none on import. Evaluation and the probe
 use the same class and the same tool loop in eval mode, so a checkpoint is rolled out exactly as it was
 trained, only with one rollout per row.
 """
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -125,35 +129,15 @@ def vllm_seed(run_seed: int, purpose: str = "train") -> int:
     return derive_seed("vllm", run_seed, purpose) % (2**31)
 
 
-def install_vllm_seed(seed: int) -> None:
-    """Make TRL start its colocated vLLM engine with ``seed`` (+ the TRL process offset it computes).
-
-    TRL 1.16.0 has no option for the engine seed: this wraps ``trl.generation.vllm_generation.LLM``."""
-    import trl.generation.vllm_generation as vg
-
-    engine = getattr(vg, "LLM", None)
-    if engine is None or getattr(engine, "_paired_rollouts_seed", None) == seed:
-        return
-    original = getattr(engine, "_paired_rollouts_original", engine)
-
-    def seeded(*args: Any, **kwargs: Any) -> Any:
-        kwargs["seed"] = seed + int(kwargs.get("seed") or 0)
-        return original(*args, **kwargs)
-
-    seeded._paired_rollouts_seed = seed  # type: ignore[attr-defined]
-    seeded._paired_rollouts_original = original  # type: ignore[attr-defined]
-    vg.LLM = seeded
-
-
-def compact_fused_logprobs() -> None:
-    """TRL's fused LM head scores only the completion positions on Triton devices and every position
-    elsewhere (so that Neuron tile shapes stay fixed); the per-token values are the same. On CPU with a
-    full-size vocabulary every-position scoring dominates a step (measured: ~35 s per 1,900-token rollout
-    with the 248,320-token vocabulary), so the GPU check's CPU rehearsal takes TRL's GPU path (TRL 1.16.0:
-    ``trl.trainer.utils._use_triton``; only the rehearsal sets ``compact_logprobs``)."""
-    import trl.trainer.utils as trl_utils
-
-    trl_utils._use_triton = lambda device: True  # only the compact/full choice; the kernel stays torch on CPU
+@contextmanager
+def _swapped(module: Any, name: str, value: Any) -> Iterator[None]:
+    """``module.name`` is ``value`` for the span of the block, then what it was (also after an error)."""
+    original = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
 
 
 def grpo_args(
@@ -224,32 +208,82 @@ def grpo_args(
 
 
 def _trainer_class() -> type:
+    import trl.generation.vllm_generation as trl_vllm
+    import trl.trainer.utils as trl_utils
     from trl import GRPOTrainer
 
     class PairedGRPOTrainer(GRPOTrainer):
         """GRPOTrainer that keeps TRL's rewards and hands each training generation batch to a ``BatchSink``.
 
-        Written against TRL 1.16.0. TRL has no public hook that sees a generation batch with its rewards
-        and advantages, so the two private methods below are overridden, here and nowhere else, and
-        ``roll_out`` is the one entry point the rest of the package (evaluation, the probe) calls:
+        Every deviation from stock TRL sits in this class, written against TRL 1.16.0 (a TRL upgrade
+        that renames or re-signs one of the methods below fails tests/test_trainer_config.py, not a run).
+        TRL has no public hook that sees a generation batch with its rewards and advantages, nor an option
+        for vLLM's engine seed or for compact log-prob scoring off Triton devices, so these four methods
+        override TRL's, and ``roll_out`` is the one entry point the rest of the package (evaluation, the
+        probe) calls:
 
+        - ``__init__(..., engine_seed=None, compact_logprobs=False)``: TRL's constructor. With
+          ``engine_seed`` (vLLM backend) TRL builds its colocated engine as ``trl.generation.vllm_generation
+          .LLM(seed=process_index // tensor_parallel_size, ...)``; that module name is looked up when the
+          engine is built, inside this constructor, so for the span of the constructor it is a wrapper
+          that adds ``engine_seed`` to TRL's seed (TRL's per-process offset kept), and is restored after;
+        - ``_get_per_token_logps_and_entropies(...)``: TRL's. With ``compact_logprobs`` TRL's fused LM
+          head, which scores only the completion positions on Triton devices and every position elsewhere
+          (the per-token values are the same), takes the Triton branch on CPU: ``trl.trainer.utils
+          ._use_triton`` answers True for the span of the call (only the compact/full choice; the kernel
+          stays torch). Every-position scoring dominates a CPU step with a full-size vocabulary
+          (measured: ~35 s per 1,900-token rollout with 248,320 tokens); only the GPU check's CPU
+          rehearsal sets it;
         - ``_calculate_rewards(inputs, prompts, completions, completion_ids_list)``: TRL's per-function
           reward matrix, kept as ``last_rewards`` (to cross-check against the environments' records);
         - ``_generate_and_score_completions(inputs)``: timed; a training batch goes to ``batch_sink``.
 
-        Everything else uses TRL's public API: ``environment_factory`` (the trainer's ``EpisodeContext``),
-        ``TrainerCallback``s (phase stamps per step, extra saves, checkpoint installation).
+        Both module names are swapped only while TRL's own call runs, so no other trainer (and nothing
+        after it) sees them. Everything else uses TRL's public API: ``environment_factory`` (the trainer's
+        ``EpisodeContext``), ``TrainerCallback``s (phase stamps per step, extra saves, checkpoint
+        installation). The probe scores through ``token_logps``, so TRL's private scoring method is named
+        here only.
         """
 
         batch_sink: BatchSink | None = None
         last_rewards: Any = None
         generation_seconds: float = 0.0
 
+        def __init__(
+            self, *args: Any, engine_seed: int | None = None, compact_logprobs: bool = False, **kwargs
+        ):
+            self.compact_logprobs = compact_logprobs
+            engine = getattr(trl_vllm, "LLM", None)  # absent where vLLM is not installed (CPU)
+            if engine_seed is None or engine is None:
+                super().__init__(*args, **kwargs)
+                return
+
+            def seeded(*engine_args: Any, **engine_kwargs: Any) -> Any:
+                engine_kwargs["seed"] = engine_seed + int(engine_kwargs.get("seed") or 0)
+                return engine(*engine_args, **engine_kwargs)
+
+            with _swapped(trl_vllm, "LLM", seeded):
+                super().__init__(*args, **kwargs)
+
         def roll_out(self, inputs: list[dict[str, Any]]) -> tuple[dict[str, Any], list[float]]:
             """One generation batch through TRL's tool loop and scoring (train or eval mode, as the model
             is): TRL's batch output and each rollout's summed reward."""
             output = self._generate_and_score_completions(inputs)
             return output, self.last_rewards.nansum(dim=1).tolist()
+
+        def token_logps(self, model: Any, input_ids: Any, attention_mask: Any, completion_length: int) -> Any:
+            """Per-token log-probabilities of one sequence's last ``completion_length`` tokens, as TRL's loss
+            computes them (the probe's score vectors are their gradients)."""
+            logps, _, _ = self._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, completion_length, batch_size=1
+            )
+            return logps
+
+        def _get_per_token_logps_and_entropies(self, *args, **kwargs):
+            if not self.compact_logprobs:
+                return super()._get_per_token_logps_and_entropies(*args, **kwargs)
+            with _swapped(trl_utils, "_use_triton", lambda device: True):
+                return super()._get_per_token_logps_and_entropies(*args, **kwargs)
 
         def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # noqa: D401
             rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -288,10 +322,6 @@ def build_trainer(
     """The one place that constructs the trainer (train, evaluate, diagnose and probe all come here).
 
     ``episodes``: the context every environment instance of this trainer shares (a fresh one per trainer)."""
-    if settings.get("compact_logprobs"):
-        compact_fused_logprobs()
-    if settings["backend"] == "vllm":
-        install_vllm_seed(vllm_seed(seed) if sampling_seed is None else sampling_seed)
     from paired_rollouts.training.callbacks import SaveAtSteps, StampPhase
 
     cls = _trainer_class()
@@ -301,6 +331,9 @@ def build_trainer(
     extra = sorted(set(settings.get("extra_checkpoint_steps", [])))
     if extra and not evaluation:
         callbacks.append(SaveAtSteps(extra))
+    engine_seed = None
+    if settings["backend"] == "vllm":
+        engine_seed = vllm_seed(seed) if sampling_seed is None else sampling_seed
     return cls(
         model=model,
         reward_funcs=[],
@@ -312,4 +345,6 @@ def build_trainer(
         environment_factory=episodes.new_environment,
         peft_config=peft_config,
         callbacks=callbacks or None,
+        engine_seed=engine_seed,
+        compact_logprobs=bool(settings.get("compact_logprobs")),
     )

@@ -74,12 +74,41 @@ def _outcome_rows(
         )
 
 
-def _h1a_rows(table: TableModel, decision: Doc) -> None:
-    condition = decision.req("condition")
-    block = src.hypothesis(decision, "H1a")
+def _count(k: int, n: int) -> Tex:
+    """``k/n`` (checkpoints, seeds or runs that meet a criterion, of all)."""
+    return Tex(f"{fmt.integer(k)}/{fmt.integer(n)}")
+
+
+def _majority_of(n: int) -> Tex:
+    return Tex(f"$>$ {fmt.integer(n)}/2")
+
+
+def _every_seed_positive(label: str, diffs: list[float | None], rule: Doc) -> tuple:
+    """The criterion row 'every seed pair's difference is positive' (H2a/H2b and H3)."""
+    positive = sum(1 for d in diffs if d is not None and d > 0)
+    return (
+        label,
+        _count(len(diffs), len(diffs)),
+        _count(positive, len(diffs)),
+        "",
+        rule.opt("every_seed_positive"),
+    )
+
+
+def _computed(table: TableModel, decision: Doc, name: str, condition: str) -> Doc | None:
+    """A decision register's block of hypothesis ``name``, or None after one row saying why it is absent."""
+    block = src.hypothesis(decision, name)
     reason = _not_computed(block)
     if reason is not None:
-        _outcome_rows(table, "H1a", condition, [], None, reason)
+        _outcome_rows(table, name, condition, [], None, reason)
+        return None
+    return block
+
+
+def _h1a_rows(table: TableModel, decision: Doc) -> None:
+    condition = decision.req("condition")
+    block = _computed(table, decision, "H1a", condition)
+    if block is None:
         return
     if condition == "C4":
         rule = block.sub("rule")
@@ -130,8 +159,8 @@ def _h1a_rows(table: TableModel, decision: Doc) -> None:
             ),
             (
                 "runs whose groups share seeds as designed",
-                Tex(f"{fmt.integer(n)}/{fmt.integer(n)}"),
-                Tex(f"{fmt.integer(share_ok)}/{fmt.integer(n)}"),
+                _count(n, n),
+                _count(share_ok, n),
                 "",
                 share_ok == n and n > 0,
             ),
@@ -141,14 +170,11 @@ def _h1a_rows(table: TableModel, decision: Doc) -> None:
 
 def _h2_rows(table: TableModel, decision: Doc, name: str) -> None:
     condition = decision.req("condition")
-    block = src.hypothesis(decision, name)
-    reason = _not_computed(block)
-    if reason is not None:
-        _outcome_rows(table, name, condition, [], None, reason)
+    block = _computed(table, decision, name, condition)
+    if block is None:
         return
     rule = block.sub("rule")
     diffs = block.numbers("auc_difference_by_seed")
-    positive = sum(1 for d in diffs if d is not None and d > 0)
     criteria = [
         (
             f"mean AUC difference, paired $-$ independent ({regime_label(str(block.opt('validation_set', default='validation')))})",
@@ -157,13 +183,7 @@ def _h2_rows(table: TableModel, decision: Doc, name: str) -> None:
             fmt.interval(block.req("auc_difference_ci95"), notes=table.notes),
             rule.opt("mean_criterion"),
         ),
-        (
-            "seeds with a positive AUC difference",
-            Tex(f"{fmt.integer(len(diffs))}/{fmt.integer(len(diffs))}"),
-            Tex(f"{fmt.integer(positive)}/{fmt.integer(len(diffs))}"),
-            "",
-            rule.opt("every_seed_positive"),
-        ),
+        _every_seed_positive("seeds with a positive AUC difference", diffs, rule),
         (
             f"final success, paired $-$ independent ({regime_label(str(block.opt('final_set', default='final')))})",
             Tex(f"{GE} 0"),
@@ -177,14 +197,11 @@ def _h2_rows(table: TableModel, decision: Doc, name: str) -> None:
 
 
 def _h3_rows(table: TableModel, decision: Doc) -> None:
-    block = src.hypothesis(decision, "H3")
-    reason = _not_computed(block)
-    if reason is not None:
-        _outcome_rows(table, "H3", "C2", [], None, reason)
+    block = _computed(table, decision, "H3", "C2")
+    if block is None:
         return
     rule = block.sub("rule")
     diffs = block.numbers("difference_by_seed")
-    positive = sum(1 for d in diffs if d is not None and d > 0)
     steps = ", ".join(str(s) for s in block.req("steps"))
     criteria = [
         (
@@ -194,22 +211,14 @@ def _h3_rows(table: TableModel, decision: Doc) -> None:
             fmt.interval(block.req("ci95"), notes=table.notes),
             rule.opt("mean_criterion"),
         ),
-        (
-            "seeds with a positive difference",
-            Tex(f"{fmt.integer(len(diffs))}/{fmt.integer(len(diffs))}"),
-            Tex(f"{fmt.integer(positive)}/{fmt.integer(len(diffs))}"),
-            "",
-            rule.opt("every_seed_positive"),
-        ),
+        _every_seed_positive("seeds with a positive difference", diffs, rule),
     ]
     _outcome_rows(table, "H3", "C2", criteria, _verdict(block), why=block.opt("reason"))
 
 
 def _h5_rows(table: TableModel, decision: Doc) -> None:
-    block = src.hypothesis(decision, "H5")
-    reason = _not_computed(block)
-    if reason is not None:
-        _outcome_rows(table, "H5", "C2", [], None, reason)
+    block = _computed(table, decision, "H5", "C2")
+    if block is None:
         return
     rule = block.sub("rule")
     bound = rule.number("lower_bound_above")
@@ -237,15 +246,15 @@ def _h1b_rows(table: TableModel, probe: Doc) -> None:
     criteria = [
         (
             Tex(f"outcome noise: MC variance paired $<$ independent (\\texttt{{{fmt.escape(trajectory)}}})"),
-            Tex(f"{fmt.integer(n)}/{fmt.integer(n)}"),
-            Tex(f"{fmt.integer(outcome_wins)}/{fmt.integer(n)}"),
+            _count(n, n),
+            _count(outcome_wins, n),
             "",
             verdict.opt("outcome_noise_every_checkpoint"),
         ),
         (
             "transition noise: MC variance paired < resampled independent",
-            Tex(f"$>$ {fmt.integer(n)}/2"),
-            Tex(f"{fmt.integer(transition_wins)}/{fmt.integer(n)}"),
+            _majority_of(n),
+            _count(transition_wins, n),
             "",
             verdict.opt("transition_noise_majority"),
         ),
@@ -291,8 +300,8 @@ def _p13_rows(table: TableModel, probe: Doc) -> None:
         ),
         (
             "transition-noise MC ratio below one",
-            Tex(f"$>$ {fmt.integer(n)}/2"),
-            Tex(f"{fmt.integer(wins)}/{fmt.integer(n)}"),
+            _majority_of(n),
+            _count(wins, n),
             "",
             p13.get("transition_ratio_below_one_majority"),
         ),

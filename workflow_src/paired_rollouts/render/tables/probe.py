@@ -20,6 +20,24 @@ from paired_rollouts.render.tables.model import (
 # ---------------------------------------------------------------- table 5: probe ratios
 
 
+_UNDEFINED, _ABSENT = "ratio undefined", "not in the probe register"
+# Table 5's columns after the step, left to right: where in a checkpoint's summary, whether the register must
+# have it (otherwise the cell says why it is empty), decimals, and the note of an empty cell.
+_RATIO_COLUMNS: tuple[tuple[tuple[str, ...], bool, int, str], ...] = (
+    (("outcome", "lhs_over_rhs"), True, 3, "no successful rollout (R = 0)"),
+    (("outcome", "mean_centered", "ratio_paired_over_independent"), True, 3, _UNDEFINED),
+    (("transition", "mean_centered", "ratio_paired_over_independent"), True, 3, _UNDEFINED),
+    (("transition", "mean_centered", "ratio_paired_over_stratified"), True, 3, _UNDEFINED),
+    (("outcome", "implemented", "ratio_paired_over_independent"), True, 3, _UNDEFINED),
+    (("transition", "implemented", "ratio_paired_over_independent"), True, 3, _UNDEFINED),
+    (("outcome", "mean_centered", "ratio_within_paired_over_independent"), False, 3, _ABSENT),
+    (("transition", "mean_centered", "ratio_within_paired_over_independent"), False, 3, _ABSENT),
+    (("counts", "rho_zero_fraction"), False, 3, "not recorded by the probe"),
+    (("batch_equivalent", "outcome"), False, 2, _ABSENT),
+    (("batch_equivalent", "transition"), False, 2, _ABSENT),
+)
+
+
 def probe_ratios_table(ctx: Context) -> TableModel:
     table = TableModel(
         [
@@ -57,71 +75,10 @@ def probe_ratios_table(ctx: Context) -> TableModel:
         for step in src.probe_steps(probe):
             cp = probe.sub("checkpoints", str(step))
             table.add(
-                [
-                    fmt.integer(step),
-                    fmt.prop(
-                        cp.number("outcome", "lhs_over_rhs"), 3, table.notes, "no successful rollout (R = 0)"
-                    ),
-                    fmt.prop(
-                        cp.number("outcome", "mean_centered", "ratio_paired_over_independent"),
-                        3,
-                        table.notes,
-                        "ratio undefined",
-                    ),
-                    fmt.prop(
-                        cp.number("transition", "mean_centered", "ratio_paired_over_independent"),
-                        3,
-                        table.notes,
-                        "ratio undefined",
-                    ),
-                    fmt.prop(
-                        cp.number("transition", "mean_centered", "ratio_paired_over_stratified"),
-                        3,
-                        table.notes,
-                        "ratio undefined",
-                    ),
-                    fmt.prop(
-                        cp.number("outcome", "implemented", "ratio_paired_over_independent"),
-                        3,
-                        table.notes,
-                        "ratio undefined",
-                    ),
-                    fmt.prop(
-                        cp.number("transition", "implemented", "ratio_paired_over_independent"),
-                        3,
-                        table.notes,
-                        "ratio undefined",
-                    ),
-                    fmt.prop(
-                        _num(cp.opt("outcome", "mean_centered", "ratio_within_paired_over_independent")),
-                        3,
-                        table.notes,
-                        "not in the probe register",
-                    ),
-                    fmt.prop(
-                        _num(cp.opt("transition", "mean_centered", "ratio_within_paired_over_independent")),
-                        3,
-                        table.notes,
-                        "not in the probe register",
-                    ),
-                    fmt.prop(
-                        _num(cp.opt("counts", "rho_zero_fraction")),
-                        3,
-                        table.notes,
-                        "not recorded by the probe",
-                    ),
-                    fmt.prop(
-                        _num(cp.opt("batch_equivalent", "outcome")),
-                        2,
-                        table.notes,
-                        "not in the probe register",
-                    ),
-                    fmt.prop(
-                        _num(cp.opt("batch_equivalent", "transition")),
-                        2,
-                        table.notes,
-                        "not in the probe register",
-                    ),
+                [fmt.integer(step)]
+                + [
+                    fmt.prop(cp.number(*path) if required else _num(cp.opt(*path)), digits, table.notes, why)
+                    for path, required, digits, why in _RATIO_COLUMNS
                 ]
             )
         verdict = probe.sub("verdict")
