@@ -50,8 +50,10 @@ PACKAGE = Path("workflow_src/paired_rollouts")
 # Package modules a sub-package's commands read beyond its own files: settings parsed, paths looked up.
 SHARED_MODULES = {
     "training": ["settings.py"],
-    "surrogate": ["settings.py", "layout.py"],
-    "stats": ["layout.py"],
+    "surrogate": ["settings.py", "layout.py", "records.py"],
+    "stats": ["layout.py", "records.py"],
+    "render": ["records.py"],
+    "calibration": ["records.py"],
 }
 
 
@@ -358,6 +360,18 @@ def c4_decision():
     return [res("decisions/c4.json")]
 
 
+# The curves registers (rules/register.smk): one per condition of tier 1, from its runs' registers.
+CURVE_CONDITIONS = LAYOUT.curve_conditions()
+
+
+def curves_files():
+    return [LAYOUT.curves(c) for c in CURVE_CONDITIONS]
+
+
+def condition_registers(wildcards):
+    return [LAYOUT.register(run) for run in LAYOUT.runs_of(wildcards.curves.upper())]
+
+
 # The files behind each render input key. The render registry (paired_rollouts.render: TABLES, FIGURES)
 # names the keys each table and figure reads; one that reads other files under a key says so below
 # (None: the workflow does not give that optional key).
@@ -367,7 +381,7 @@ RENDER_KEY_FILES = {
     "probe": probe_files,
     "rules": decision_rules_file,
     "published": published_file,
-    "episodes": all_eval_files,
+    "curves": curves_files,
     "group_stats": group_stat_files,
     "luck": all_luck_files,
     "power": lambda: [POWER_FILE],
@@ -379,7 +393,7 @@ RENDER_KEY_OVERRIDES = {
     3: {"decisions": c2_decision},
     4: {"decisions": c4_decision},
     6: {"predictions": lambda: [res("decisions/predictions.json")]},
-    7: {"decisions": c2_decision, "episodes": None},
+    7: {"decisions": c2_decision},
     # the per-step curves of the first C2 seed pair
     9: {
         "registers": lambda: [

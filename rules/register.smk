@@ -1,7 +1,8 @@
 # The per-run register and its ACCEPT/REJECT report input: read at every scale (LLM or surrogate runs
 # write the same files). At surrogate scales a run's register takes well under a second, so one job
 # writes the registers of a chunk of an arm's seeds (the chunks of `LAYOUT.surrogate_jobs()`) in one
-# process: Snakemake's start-up per job would otherwise dominate. LLM scales keep one job per run.
+# process: Snakemake's start-up per job would otherwise dominate. LLM scales keep one job per run. The
+# curves register of each condition averages its runs' registers over the seeds (the curve figures, table 8).
 
 if SURROGATE:
     for _job, _runs in LAYOUT.surrogate_jobs().items():
@@ -56,3 +57,22 @@ else:
         shell:
             "paired-rollouts run-register --run-dir {params.run_dir:q} --results {params.results:q} "
             "--out {output:q} > {log:q} 2>&1"
+
+
+rule curves_register:
+    """One condition's mean curves and final sets per arm, over its runs' registers (docs/records.md 3.2)."""
+    input:
+        registers=condition_registers,
+        code=sources("stats"),
+    output:
+        res("curves/{curves}.json"),
+    log:
+        res("logs/curves_register/{curves}.log"),
+    benchmark:
+        res("benchmarks/curves_register/{curves}.tsv")
+    wildcard_constraints:
+        curves="|".join(CURVE_CONDITIONS) or "none",
+    conda:
+        software_env()
+    shell:
+        "paired-rollouts curves-register --registers {input.registers:q} --out {output:q} > {log:q} 2>&1"

@@ -103,7 +103,8 @@ def predictions_register(
 def synthetic_study(root) -> dict:
     """A small study (C2 and C4, seeds 0 and 1, both arms) whose every register is written by the stats
     stage's own commands from synthetic episode records: completeness, luck share, group statistics,
-    run registers, the C2 and C4 decisions and the predictions register. Returns {input key: [paths]}."""
+    run registers, the conditions' curves registers and the C2 and C4 decisions. Returns {input key:
+    [paths]}."""
     from pathlib import Path
 
     from paired_rollouts.cli import main
@@ -139,11 +140,16 @@ def synthetic_study(root) -> dict:
 
     for run in everyone:
         atomic_write_json(res / "runs" / run / "register.json", build_register(res / "runs" / run, res))
+    for c in runs:
+        registers = [str(res / "runs" / run / "register.json") for run in runs[c]]
+        out = res / "curves" / f"{c.lower()}.json"
+        assert main(["curves-register", "--registers", *registers, "--out", str(out)]) == 0
     return {
         "episodes": sorted(res.glob("evals/*/*.jsonl")),
         "manifests": sorted(res.glob("runs/*/manifest.json")),
         "group_stats": sorted(res.glob("runs/*/group_stats.json")),
         "luck": sorted(res.glob("diagnostics/*/luck-step*.json")),
         "registers": sorted(res.glob("runs/*/register.json")),
+        "curves": sorted(res.glob("curves/*.json")),
         "decisions": [res / "decisions" / "c2.json", res / "decisions" / "c4.json"],
     }

@@ -129,15 +129,17 @@ def _workspace(tmp_path: Path) -> Path:
 
 
 def _surrogate_calibration(path: Path, clean: float, lam: float) -> None:
-    path.write_text(
-        json.dumps(
-            {
-                "targets": [{"target_name": "c4_clean_validation", "achieved": clean}],
-                "luck_share": {"lam": lam, "tasks": 16, "tasks_defined": 16},
-                "estimation": {"eval_tasks": 64, "clean_episodes": 512, "diagnostic_episodes": 1024},
-            }
-        )
+    """A surrogate calibration register in its writer's shape (a tiny surrogate run's, kept as a render
+    fixture; records.read_calibration refuses any other) with the measured values set."""
+    register = json.loads(
+        (REPO / "tests/fixtures/render/results/models/surrogate/calibration.json").read_text()
     )
+    for target in register["targets"]:
+        if target["target_name"] == "c4_clean_validation":
+            target["achieved"] = clean
+    register["luck_share"].update(lam=lam, tasks=16, tasks_defined=16)
+    register["estimation"].update(eval_tasks=64, clean_episodes=512, diagnostic_episodes=1024)
+    path.write_text(json.dumps(register))
 
 
 def _calibrate_surrogate(out: str) -> list[str]:
@@ -172,6 +174,23 @@ def test_surrogate_register_checks_the_registered_bands(tmp_path, monkeypatch, c
     else:
         assert not out.exists()  # nothing partial: the gate's output is absent, so training cannot start
         assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_a_calibration_register_of_another_shape_is_one_line(tmp_path, monkeypatch, capsys):
+    """The gate reads the surrogate's register through records.read_calibration: the old hand-made shape
+    (no knobs, theta or per-target tolerances) is refused, naming the file and the command that writes it."""
+    work = _workspace(tmp_path)
+    monkeypatch.chdir(work)
+    _surrogate_calibration(work / "calibration.json", 0.815, 0.355)
+    register = json.loads((work / "calibration.json").read_text())
+    del register["targets"][0]["tolerance"]
+    (work / "calibration.json").write_text(json.dumps(register))
+    assert main(_calibrate_surrogate("z.json")) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "calibration.json: targets[0]: missing key 'tolerance'" in err
+    assert (
+        "regenerate it with 'paired-rollouts surrogate calibrate'" in err and not (work / "z.json").exists()
+    )
 
 
 def test_gate_refuses_tier_rules_not_covered_by_the_verification(tmp_path, monkeypatch, capsys):

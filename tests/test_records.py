@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from paired_rollouts.cli import main
+from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
-from paired_rollouts.records import read_run_manifest, read_verification
+from paired_rollouts.records import read_curves_register, read_run_manifest, read_verification
 from records_fixtures import run_manifest
 from test_cli_errors import completeness_on_empty_evals
 
@@ -72,3 +74,44 @@ def test_completeness_refuses_the_nested_settings_shape(tmp_path, capsys):
     rc = completeness_on_empty_evals(tmp_path, SHA, json.dumps(nested))
     assert rc == 1 and "unknown keys ['periodic']" in capsys.readouterr().err
     assert not (tmp_path / "c.json").exists()
+
+
+def _run_register(tmp_path, run, curves, final):
+    """A run register with the keys read_run_register types (stats/run_register.py writes more)."""
+    ident = parse_run(run)
+    path = tmp_path / "runs" / run / "register.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = {"run": run, "condition": ident.condition, "arm": ident.arm, "seed": ident.seed}
+    path.write_text(json.dumps({**body, "curves": curves, "auc": {}, "final": final}))
+    return path
+
+
+def test_curves_register_means_over_the_seeds_that_have_each_set(tmp_path, capsys):
+    paths = [
+        _run_register(
+            tmp_path,
+            "c2-paired-s0",
+            {"clean": {"0": 0.5, "4": 0.6, "8": 0.7}},
+            {"clean": 0.6, "challenge": 0.2},
+        ),
+        _run_register(tmp_path, "c2-paired-s1", {"clean": {"0": 0.3, "4": 0.4}}, {"clean": 0.8}),
+        _run_register(tmp_path, "c2-independent-s0", {"at_training": {"0": 0.25}}, {"clean": 0.1}),
+    ]
+    out = tmp_path / "curves" / "c2.json"
+    assert main(["curves-register", "--registers", *map(str, paths), "--out", str(out)]) == 0
+    register = read_curves_register(out)
+    assert register["condition"] == "C2" and set(register["arms"]) == {"paired", "independent"}
+    paired = register["arms"]["paired"]
+    assert paired["runs"] == ["c2-paired-s0", "c2-paired-s1"]
+    assert paired["curves"] == {"clean": {"0": 0.4, "4": 0.5}} and paired["curve_runs"] == {"clean": 2}
+    assert paired["final"] == {"challenge": None, "clean": 0.7}  # s1 has no challenge set: no mean
+    assert register["arms"]["independent"]["curves"] == {"at_training": {"0": 0.25}}
+    assert set(register["registers"]) == {"c2-paired-s0", "c2-paired-s1", "c2-independent-s0"}
+    c4 = _run_register(tmp_path, "c4-paired-s0", {}, {})
+    assert (
+        main(["curves-register", "--registers", str(paths[0]), str(c4), "--out", str(tmp_path / "x.json")])
+        == 1
+    )
+    err = capsys.readouterr().err.strip()
+    assert "several conditions ['C2', 'C4']" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "x.json").exists()

@@ -344,17 +344,118 @@ def test_missing_required_key_is_named_with_its_file(tmp_path):
         tables.render_table(3, {"decisions": [path]}, "stand-in")
 
 
-def test_missing_episode_key_is_named_with_file_and_line(tmp_path):
-    source = INPUTS["episodes"][0]
-    lines = source.read_text().splitlines()
-    record = json.loads(lines[1])
-    del record["true_success"]
-    lines[1] = json.dumps(record)
-    path = tmp_path / "evals" / "c2-paired-s0" / source.name
-    path.parent.mkdir(parents=True)
-    path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(UserError, match=re.escape(f"{path}:2: missing key 'true_success'")):
-        tables.render_table(8, {"episodes": [path]}, "stand-in")
+def _edited_copy(source: Path, tmp_path: Path, edit) -> Path:
+    data = json.loads(source.read_text())
+    edit(data)
+    path = tmp_path / source.parent.name / source.name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _first_row(d):
+    return d["predictions"][0]
+
+
+# (input key, table or figure, edit, the key the one error line names): each register the typed readers
+# of records.py read for render (and for the stats code that reads it back) refuses another shape.
+MALFORMED = [
+    ("group_stats", 10, lambda d: d.pop("G"), "missing key 'G'"),
+    ("group_stats", 10, lambda d: d.update(zero_variance_frac="0.25"), "'zero_variance_frac'"),
+    ("group_stats", 10, lambda d: d["seed_sharing"].update(passes="yes"), "seed_sharing"),
+    ("predictions", 6, lambda d: _first_row(d).update(verdict="passed"), "predictions[0]"),
+    ("predictions", 6, lambda d: d["H4"].pop("decided"), "H4"),
+    ("power", 13, lambda d: d["hypotheses"]["H2a"].pop("power"), "hypotheses.H2a"),
+    ("power", 13, lambda d: d.update(draws=1000.5), "'draws'"),
+    ("calibration", 14, lambda d: d["targets"][0].update(achieved="0.81"), "targets[0]"),
+    ("calibration", 14, lambda d: d["theta"].pop(), "parameter names"),
+    ("curves", 8, lambda d: d["arms"]["paired"]["curves"]["clean"].update(last=0.5), "key 'curves'"),
+    ("curves", 8, lambda d: d["arms"]["paired"].pop("final"), "missing key 'final'"),
+    ("curves", "curves_c2", lambda d: d["arms"]["paired"]["curve_runs"].pop("clean"), "curve_runs"),
+]
+
+
+@pytest.mark.parametrize("key, target, edit, needle", MALFORMED)
+def test_a_malformed_register_is_one_line_naming_the_file_and_key(
+    tmp_path, capsys, key, target, edit, needle
+):
+    path = _edited_copy(INPUTS[key][0], tmp_path, edit)
+    if isinstance(target, int):
+        given = given_for(target)
+        command = ["render", "table", "--number", str(target), "--out", str(tmp_path / "t.tex")]
+    else:
+        given = {k: INPUTS[k] for k in figures.FIGURES[target].keys}
+        command = ["render", "figure", "--name", target, "--out", str(tmp_path / "f.pdf")]
+    given[key] = [path] + [p for p in given[key][1:]]
+    args = [arg for k, paths in given.items() for p in paths for arg in ("--input", f"{k}={p}")]
+    assert cli_main([*command, *args, "--scale", "s"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(path) in err and needle in err, err
+    assert "regenerate it with 'paired-rollouts " in err
+    assert not any(tmp_path.glob("[tf].*"))
+
+
+def test_table8_numbers_equal_the_episode_records(rendered):
+    """Each run's final success (mean over test tasks of the task means) and the arms' means over seeds,
+    recomputed here from the episode records the run and curves registers were built from."""
+    outcomes: dict[str, dict[str, dict[str, list[bool]]]] = {}
+    for path in INPUTS["episodes"]:
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if r["phase"] == "final":
+                by_task = outcomes.setdefault(r["run"], {}).setdefault(r["regime"], {})
+                by_task.setdefault(r["task_id"], []).append(r["true_success"])
+
+    def final(run, regime):
+        tasks = outcomes[run].get(regime)
+        return sum(sum(v) / len(v) for v in tasks.values()) / len(tasks) if tasks else None
+
+    regimes = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge", "at_training"]
+    rows = rows_of(rendered["table8"].read_text())
+    by_label: dict[str, list[str]] = {}
+    means = []
+    for row in rows:
+        if row[0] == "\\textit{mean}":
+            means.append(row)
+        else:
+            by_label[row[0]] = row
+    order = [("c4", "paired"), ("c4", "independent"), ("c2", "paired"), ("c2", "independent")]
+    assert len(means) == len(order)
+    for (condition, arm), mean_row in zip(order, means, strict=True):
+        runs = [f"{condition}-{arm}-s{seed}" for seed in (0, 1)]
+        for k, regime in enumerate(regimes):
+            values = [final(run, regime) for run in runs]
+            for run, value in zip(runs, values, strict=True):
+                cell = by_label["\\texttt{" + run + "}"][1 + k]
+                assert fmt.parse_number(cell) == (None if value is None else pytest.approx(round(value, 3)))
+            expected = None if None in values else sum(values) / len(values)
+            got = fmt.parse_number(mean_row[1 + k])
+            assert got == (None if expected is None else pytest.approx(round(expected, 3))), (arm, regime)
+
+
+def test_curves_register_of_other_runs_is_refused(tmp_path):
+    """A mean over seeds beside single seeds that are not the ones averaged is an error, not a figure."""
+    path = _edited_copy(
+        next(p for p in INPUTS["curves"] if p.stem == "c2"),
+        tmp_path,
+        lambda d: d["arms"]["paired"]["runs"].pop(),
+    )
+    registers = INPUTS["registers"]
+    with pytest.raises(UserError, match="the C2 paired means are over c2-paired-s0 but the run registers"):
+        tables.render_table(8, {"registers": registers, "curves": [path]}, "s")
+    with pytest.raises(UserError, match=re.escape(str(path))):
+        figures.render_figure(
+            "curves_c2", {"registers": registers, "curves": [path]}, "s", tmp_path / "c.pdf"
+        )
+    assert not (tmp_path / "c.pdf").exists()
+
+
+def test_render_reads_no_episode_records():
+    """Every table and figure reads registers only: no --input key takes episode records."""
+    keys = {k for n in tables.TABLES for k in tables.table_inputs(n)}
+    keys |= {k for spec in figures.FIGURES.values() for k in spec.keys}
+    assert "episodes" not in keys
+    assert not hasattr(src, "load_episodes")
 
 
 def test_probe_missing_nested_key(tmp_path):

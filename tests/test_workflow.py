@@ -84,6 +84,7 @@ def test_paper_dag_has_the_papers_job_counts() -> None:
     assert counts["render_document"] == 1
     assert counts["compare"] == 1 and counts["probe_bandit"] == 1 and counts["ledger"] == 1
     assert counts["run_register"] == runs
+    assert counts["curves_register"] == 3  # C0, C2, C4: each condition's means over its seeds
     assert counts["tasks"] == 1 and counts["reference"] == 1 and counts["prereg_verify"] == 1
     # No stand-in model is built for the real model; its snapshot is prepared once.
     assert "tokenizer" not in counts and "warm_start" not in counts

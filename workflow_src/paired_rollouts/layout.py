@@ -133,6 +133,13 @@ class Layout:
     def register(self, run: str) -> str:
         return f"{self.run_dir(run)}/register.json"
 
+    def curve_conditions(self) -> list[str]:
+        """The tier-1 conditions (lower case) that get a curves register: the mean curves of each arm."""
+        return sorted({self.design.run(run).condition.lower() for run in self.runs("study")})
+
+    def curves(self, condition: str) -> str:
+        return self.res(f"curves/{condition}.json")
+
     def checkpoint_dir(self, run: str, step: int) -> str:
         return f"{self.run_dir(run)}/checkpoints/step{int(step):04d}"
 
@@ -260,6 +267,7 @@ class Layout:
             files += [f"{bench}/surrogate/{kind}-{job}.tsv" for job in jobs for kind in ("arm", "stats")]
         # Run registers: one job per chunk of an arm's seeds at surrogate scales, else one per run.
         files += [f"{bench}/run_register/{name}.tsv" for name in (jobs if surrogate else runs)]
+        files += [f"{bench}/curves_register/{c}.tsv" for c in self.curve_conditions()]
         for run in [] if surrogate else runs:
             files += [f"{bench}/{stage}/{run}.tsv" for stage in ("train", "group_stats", "completeness")]
             # One evaluation job per (run, checkpoint) rolls out every regime of that checkpoint.

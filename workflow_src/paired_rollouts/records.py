@@ -1,7 +1,8 @@
 """One strict, typed reader for the records that stages hand each other (docs/records.md section 0).
 
 Every consumer of episode, training-group, run-manifest, completeness, luck-share and pool-manifest
-files reads them through here, so a record with a missing key, a wrong type (``true_success: "false"``,
+files, and of the registers (group statistics, run and curves registers, decisions, predictions, probe,
+power table, surrogate calibration, verification), reads them through here, so a record with a missing key, a wrong type (``true_success: "false"``,
 which ``bool()`` would count as a success) or a NaN is refused with ``file:line`` and the fix, instead of
 silently changing a decision or ending in a traceback.
 """
@@ -124,21 +125,23 @@ def _word(check: Any) -> str:
 
 
 def validate(
-    record: Any, schema: dict[str, Any], where: str, what: str, optional: dict[str, Any] | None = None
+    record: Any,
+    schema: dict[str, Any],
+    where: str,
+    what: str,
+    optional: dict[str, Any] | None = None,
+    fix: str = "regenerate the file",
 ) -> dict[str, Any]:
-    """Check ``record`` against ``schema`` (key -> predicate); UserError naming ``where`` and the key."""
+    """Check ``record`` against ``schema`` (key -> predicate); UserError naming ``where``, the key and
+    ``fix`` (a register's readers name the command that writes it)."""
     if not isinstance(record, dict):
-        raise UserError(f"{where}: a {what} must be a JSON object")
+        tail = "" if fix == "regenerate the file" else f"; {fix}"
+        raise UserError(f"{where}: a {what} must be a JSON object{tail}")
     for key, check in schema.items():
         if key not in record:
-            raise UserError(
-                f"{where}: missing key '{key}' in the {what} (docs/records.md section 0); regenerate the file"
-            )
+            raise UserError(f"{where}: missing key '{key}' in the {what} (docs/records.md section 0); {fix}")
         if not check(record[key]):
-            raise UserError(
-                f"{where}: {what} key '{key}' is {record[key]!r}, expected {_word(check)}; "
-                "regenerate the file"
-            )
+            raise UserError(f"{where}: {what} key '{key}' is {record[key]!r}, expected {_word(check)}; {fix}")
     for key, check in (optional or {}).items():
         if key in record and not check(record[key]):
             raise UserError(f"{where}: {what} key '{key}' is {record[key]!r}, expected {_word(check)}")
@@ -474,4 +477,239 @@ def read_run_register(path: str | Path) -> dict[str, Any]:
     for regime, curve in data["curves"].items():
         if not isinstance(curve, dict) or not all(k.isdigit() and _is_num(v) for k, v in curve.items()):
             raise UserError(f"{path}: curves.{regime} must map steps to finite numbers")
+    return data
+
+
+# ----------------------------------------------------------------------------------------------
+# The registers render shows and the stats code reads back: group statistics, predictions, power
+# table, surrogate calibration and the conditions' curves registers. A register of another shape
+# names its file, the key and the command that rewrites it.
+
+
+def _nullable(check):
+    def test(v: Any) -> bool:
+        return v is None or check(v)
+
+    test.__name__ = f"{_word(check)} or null"
+    return test
+
+
+def _map_of(check):
+    def test(v: Any) -> bool:
+        return isinstance(v, dict) and all(isinstance(k, str) and check(x) for k, x in v.items())
+
+    test.__name__ = f"an object whose values are each {_word(check)}"
+    return test
+
+
+def _steps_of(check):
+    def test(v: Any) -> bool:
+        return isinstance(v, dict) and all(k.isdigit() and check(x) for k, x in v.items())
+
+    test.__name__ = f"an object from step numbers to values that are each {_word(check)}"
+    return test
+
+
+def _typed(data: Any, schema: dict[str, Any], where: str, what: str, command: str) -> dict[str, Any]:
+    """``validate`` with the register's writer named in the fix."""
+    return validate(data, schema, where, what, fix=f"regenerate it with '{command}'")
+
+
+GROUP_STATS = {
+    "run": _is_str,
+    "condition": _is_condition,
+    "arm": _one_of(*ARMS),
+    "seed": _is_int,
+    "groups": _is_int,
+    "rollouts": _is_int,
+    "G": _is_int,
+    "steps": _is_int,
+    "zero_variance_groups": _is_int,
+    "zero_variance_frac": _is_num,
+    "all_correct_groups": _is_int,
+    "spurious_groups": _is_int,
+    "spurious_among_all_correct": _nullable(_is_num),
+    "expected_spurious_rate": _nullable(_is_dict),
+    "seed_sharing": _is_dict,
+    "by_step": _list_of(_is_dict),
+    "defects": _list_of(_is_dict),
+}
+
+
+def read_group_stats(path: str | Path) -> dict[str, Any]:
+    """results/runs/RUN/group_stats.json (stats/groups.py, docs/records.md section 2), typed."""
+    data = read_json(path)
+    where, what, command = str(path), "group statistics", "paired-rollouts group-stats"
+    _typed(data, GROUP_STATS, where, what, command)
+    expected = data["expected_spurious_rate"]
+    if expected is not None:
+        _typed(
+            expected,
+            {"q": _is_num, "G": _is_int, "rate": _is_num},
+            f"{where}: expected_spurious_rate",
+            what,
+            command,
+        )
+    _typed(data["seed_sharing"], {"passes": _nullable(_is_bool)}, f"{where}: seed_sharing", what, command)
+    return data
+
+
+PREDICTION_VERDICTS = ("met", "missed", "not run", "not decided")
+PREDICTIONS = {
+    "predictions": _list_of(_is_dict),
+    "counts": _map_of(_is_int),
+    "H4": _is_dict,
+    "registers": _list_of(_is_str),
+    "probes": _list_of(_is_str),
+}
+PREDICTION_ROW = {
+    "id": _is_str,
+    "statement": _is_str,
+    "confidence": _is_num,
+    "check": _is_str,
+    "verdict": _one_of(*PREDICTION_VERDICTS),
+    "observed": _is_dict,
+}
+
+
+def read_predictions(path: str | Path) -> dict[str, Any]:
+    """results/decisions/predictions.json or decisions/tiers/predictions.json (stats/predictions.py),
+    typed: every row and the H4 block (docs/records.md section 4.1)."""
+    data = read_json(path)
+    where, what, command = str(path), "predictions register", "paired-rollouts predictions"
+    _typed(data, PREDICTIONS, where, what, command)
+    for i, row in enumerate(data["predictions"]):
+        _typed(row, PREDICTION_ROW, f"{where}: predictions[{i}]", what, command)
+    h4 = _typed(
+        data["H4"], {"decided": _is_bool, "passes": _nullable(_is_bool)}, f"{where}: H4", what, command
+    )
+    if h4["decided"]:
+        _typed(
+            h4,
+            {"gap_group": _nullable(_is_num), "gap_none": _nullable(_is_num)},
+            f"{where}: H4",
+            what,
+            command,
+        )
+    return data
+
+
+POWER = {
+    "hypotheses": _is_dict,
+    "full_pairs": _is_int,
+    "pairs": _list_of(_is_int),
+    "draws": _is_int,
+    "seed": _is_int,
+    "bootstrap_resamples": _is_int,
+    "decisions": _map_of(_is_sha256),
+    "rules_sha256": _is_str,
+}
+POWER_ROW = {
+    "condition": _is_condition,
+    "passes_full": _is_bool,
+    "passes_full_recomputed": _is_bool,
+    "seed_pairs": _is_int,
+    "power": _map_of(_is_num),
+    "passes_counted": _map_of(_is_int),
+    "draws": _is_int,
+}
+
+
+def read_power_table(path: str | Path) -> dict[str, Any]:
+    """results/<scale>/decisions/power.json (surrogate/power.py, docs/records.md section 8.3), typed."""
+    data = read_json(path)
+    where, what, command = str(path), "power table", "paired-rollouts surrogate power"
+    _typed(data, POWER, where, what, command)
+    for name, row in data["hypotheses"].items():
+        _typed(row, POWER_ROW, f"{where}: hypotheses.{name}", what, command)
+        if not all(n.isdigit() for n in row["power"]):
+            raise UserError(
+                f"{where}: hypotheses.{name}.power must be keyed by seed-pair counts; regenerate it with "
+                f"'{command}'"
+            )
+    return data
+
+
+CALIBRATION = {
+    "passes": _is_bool,
+    "knobs": _map_of(_is_num),
+    "theta": _list_of(_is_num),
+    "parameter_names": _list_of(_is_str),
+    "targets": _list_of(_is_dict),
+    "luck_share": _is_dict,
+    "iterations": _list_of(_is_dict),
+    "estimation": _is_dict,
+}
+CALIBRATION_TARGET = {
+    "target_name": _is_str,
+    "target": _is_num,
+    "tolerance": _is_num,
+    "achieved": _nullable(_is_num),
+    "difference": _nullable(_is_num),
+    "passes": _is_bool,
+    "source": _is_str,
+}
+CALIBRATION_ESTIMATION = {
+    "eval_tasks": _is_int,
+    "samples": _is_int,
+    "clean_episodes": _is_int,
+    "noisy_episodes": _is_int,
+    "diagnostic_episodes": _is_int,
+}
+
+
+def read_calibration(path: str | Path) -> dict[str, Any]:
+    """results/<scale>/models/surrogate/calibration.json (surrogate/calibration.py, docs/records.md
+    section 8.2), typed; theta has one value per parameter name."""
+    data = read_json(path)
+    where, what, command = str(path), "surrogate calibration register", "paired-rollouts surrogate calibrate"
+    _typed(data, CALIBRATION, where, what, command)
+    for i, row in enumerate(data["targets"]):
+        _typed(row, CALIBRATION_TARGET, f"{where}: targets[{i}]", what, command)
+    _typed(data["estimation"], CALIBRATION_ESTIMATION, f"{where}: estimation", what, command)
+    _typed(
+        data["luck_share"],
+        {"lam": _nullable(_is_num), "tasks": _is_int, "tasks_defined": _is_int},
+        f"{where}: luck_share",
+        what,
+        command,
+    )
+    if len(data["theta"]) != len(data["parameter_names"]):
+        raise UserError(
+            f"{where}: {len(data['theta'])} theta values for {len(data['parameter_names'])} parameter names; "
+            f"regenerate it with '{command}'"
+        )
+    return data
+
+
+CURVES = {
+    "condition": _is_condition,
+    "arms": _is_dict,
+    "registers": _map_of(_is_sha256),
+}
+CURVES_ARM = {
+    "runs": _list_of(_is_str),
+    "curves": _map_of(_steps_of(_is_num)),
+    "curve_runs": _map_of(_is_int),
+    "final": _map_of(_nullable(_is_num)),
+}
+
+
+def read_curves_register(path: str | Path) -> dict[str, Any]:
+    """results/curves/CONDITION.json (stats/condition_curves.py, docs/records.md section 3.2), typed:
+    per arm the runs averaged, the mean curve per periodic set and the mean final success per set."""
+    data = read_json(path)
+    where, what, command = str(path), "curves register", "paired-rollouts curves-register"
+    _typed(data, CURVES, where, what, command)
+    for arm, block in data["arms"].items():
+        if arm not in ARMS:
+            raise UserError(
+                f"{where}: arms.{arm} is not an arm ({', '.join(ARMS)}); regenerate it with '{command}'"
+            )
+        _typed(block, CURVES_ARM, f"{where}: arms.{arm}", what, command)
+        if set(block["curve_runs"]) != set(block["curves"]):
+            raise UserError(
+                f"{where}: arms.{arm}.curve_runs names other sets than arms.{arm}.curves; "
+                f"regenerate it with '{command}'"
+            )
     return data

@@ -186,19 +186,20 @@ def _zero_shot(args: argparse.Namespace) -> int:
 
 def _surrogate(args: argparse.Namespace) -> int:
     from paired_rollouts.calibration.zero_shot import build_register
-    from paired_rollouts.io import read_json, sha256_file
+    from paired_rollouts.io import sha256_file
+    from paired_rollouts.records import read_calibration
 
     calibration, rules = _rules_block(args.rules, args.verification)
-    try:
-        surrogate = read_json(args.calibration)
-        targets = {t["target_name"]: t for t in surrogate["targets"]}
-        clean_value = targets["c4_clean_validation"]["achieved"]
-        estimation = surrogate["estimation"]
-        luck = dict(surrogate["luck_share"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    surrogate = read_calibration(args.calibration)
+    targets = {t["target_name"]: t for t in surrogate["targets"]}
+    if "c4_clean_validation" not in targets:
         raise UserError(
-            f"{args.calibration}: not a surrogate calibration register ({exc}); rerun it"
-        ) from exc
+            f"{args.calibration}: no c4_clean_validation target in the surrogate calibration register; "
+            "regenerate it with 'paired-rollouts surrogate calibrate'"
+        )
+    clean_value = targets["c4_clean_validation"]["achieved"]
+    estimation = surrogate["estimation"]
+    luck = dict(surrogate["luck_share"])
     episodes = int(estimation["clean_episodes"])
     luck.setdefault("ci95", None)  # the surrogate calibration estimates the luck share without an interval
     luck["episodes"] = int(estimation["diagnostic_episodes"])

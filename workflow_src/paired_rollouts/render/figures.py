@@ -63,39 +63,35 @@ def _plt():
 
 def _curves(condition: str) -> Callable[[Any, Inputs, str], None]:
     def draw(fig, inputs: Inputs, scale: str) -> None:
-        runs = src.single_runs(
-            src.load_episodes(inputs.files("episodes"), phases=("periodic",)),
-            f"figure curves_{condition.lower()}",
-        )
+        what = f"figure curves_{condition.lower()}"
+        runs = src.single_runs(inputs.files("registers"), what)
         chosen = [r for r in runs if r.condition in (condition, "C0")]
         if not any(r.condition == condition for r in chosen):
-            raise UserError(
-                f"figure curves_{condition.lower()}: no periodic episode records of condition "
-                f"{condition} among the inputs"
-            )
+            raise UserError(f"{what}: no run register of condition {condition} among the inputs")
+        means = src.arm_means(inputs.files("curves"), chosen, what)
         regimes = [g for g in src.PERIODIC_REGIMES if any(r.curve(g) for r in chosen)]
         axes = fig.subplots(1, len(regimes), sharey=True, squeeze=False)[0]
         for ax, regime in zip(axes, regimes, strict=True):
-            by_arm: dict[str, list[list[tuple[int, float]]]] = defaultdict(list)
+            arms: set[str] = set()
             for run in chosen:
                 curve = run.curve(regime)
                 if not curve:
                     continue
-                by_arm[run.arm].append(curve)
+                arms.add(run.arm)
                 xs, ys = zip(*curve, strict=True)
                 ax.plot(xs, ys, color=ARM_COLORS.get(run.arm, "grey"), lw=0.7, alpha=0.35)
-            for arm, curves in sorted(by_arm.items(), key=lambda kv: src.ARM_ORDER.get(kv[0], 9)):
-                steps = sorted(set.intersection(*(set(s for s, _ in c) for c in curves)))
-                mean = [sum(dict(c)[s] for c in curves) / len(curves) for s in steps]
+            for arm in sorted(arms, key=lambda a: src.ARM_ORDER.get(a, 9)):
+                mean = _arm_mean(means, "C0" if arm == "clean" else condition, arm, regime, what)
                 label = f"{arm} (C0)" if arm == "clean" else arm
+                steps, values = zip(*mean.curves[regime], strict=True)
                 ax.plot(
                     steps,
-                    mean,
+                    values,
                     color=ARM_COLORS.get(arm, "grey"),
                     lw=2,
                     marker="o",
                     ms=3,
-                    label=f"{label}, mean of {len(curves)}",
+                    label=f"{label}, mean of {mean.curve_runs[regime]}",
                 )
             ax.set_title(REGIME_TITLES.get(regime, regime))
             ax.set_xlabel("training step")
@@ -107,6 +103,17 @@ def _curves(condition: str) -> Callable[[Any, Inputs, str], None]:
         fig.suptitle(f"{condition} validation curves (thin: single seeds) -- {scale} scale", fontsize=9)
 
     return draw
+
+
+def _arm_mean(means: dict[tuple[str, str], Any], condition: str, arm: str, regime: str, what: str) -> Any:
+    """The curves register's mean of (condition, arm) on ``regime``; its absence names the file to pass."""
+    mean = means.get((condition, arm))
+    if mean is None or not mean.curves.get(regime):
+        raise UserError(
+            f"{what}: no {regime} mean curve of {condition} {arm} among the curves registers; pass "
+            f"results/curves/{condition.lower()}.json (paired-rollouts curves-register)"
+        )
+    return mean
 
 
 # ---------------------------------------------------------------- luck share
@@ -405,7 +412,8 @@ def _probe_decomposition(fig, inputs: Inputs, scale: str) -> None:
     fig.suptitle(f"Gradient-probe trace decomposition (within / between groups) -- {scale} scale", fontsize=9)
 
 
-_EPISODES = KeySpec("episode records results/evals/RUN/*.jsonl (the condition's runs and the C0 runs)")
+_REGISTERS = KeySpec("run registers results/runs/RUN/register.json (the condition's runs and the C0 runs)")
+_CURVES = KeySpec("curves registers results/curves/CONDITION.json (the condition's and C0's)")
 
 # ---------------------------------------------------------------- surrogate beside the paper
 
@@ -432,32 +440,24 @@ def _surrogate_curves(fig, inputs: Inputs, scale: str) -> None:
     """Three panels (C2 noisy validation, C2 challenge, C4 clean validation): this scale's arm means (solid)
     and the paper's published curves (dashed, hollow markers)."""
     published = _published_curves(inputs.files("published_curves")[0])
-    runs = src.single_runs(
-        src.load_episodes(inputs.files("episodes"), phases=("periodic",)), "figure surrogate_curves"
-    )
+    means = src.arm_means(inputs.files("curves"), [], "figure surrogate_curves")
     panels = published["panels"]
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, panel in zip(axes, panels.values(), strict=True):
         for arm in ("paired", "independent", "clean"):
             color = ARM_COLORS[arm]
-            chosen = [
-                r
-                for r in runs
-                if r.arm == arm
-                and (r.condition == panel["condition"] if arm != "clean" else r.condition == "C0")
-            ]
-            curves = [c for c in (r.curve(panel["regime"]) for r in chosen) if c]
-            if curves:
-                steps = sorted(set.intersection(*(set(s for s, _ in c) for c in curves)))
-                mean = [sum(dict(c)[s] for c in curves) / len(curves) for s in steps]
+            mean = means.get(("C0" if arm == "clean" else panel["condition"], arm))
+            curve = mean.curves.get(panel["regime"]) if mean is not None else None
+            if curve:
+                steps, values = zip(*curve, strict=True)
                 ax.plot(
                     steps,
-                    mean,
+                    values,
                     color=color,
                     lw=1.8,
                     marker="o",
                     ms=3,
-                    label=f"{scale}: {arm}, mean of {len(curves)}",
+                    label=f"{scale}: {arm}, mean of {mean.curve_runs[panel['regime']]}",
                 )
             ax.plot(
                 published["steps"],
@@ -484,14 +484,14 @@ FIGURES: dict[str, FigureSpec] = {
         "curves_c2",
         "Validation curves of the C2 runs (transition noise) and the clean-trained "
         "C0 reference: mean over seeds (thick) and single seeds (thin)",
-        {"episodes": _EPISODES},
+        {"registers": _REGISTERS, "curves": _CURVES},
         _curves("C2"),
     ),
     "curves_c4": FigureSpec(
         "curves_c4",
         "Validation curves of the C4 runs (grader noise) and the clean-trained "
         "C0 reference: mean over seeds (thick) and single seeds (thin)",
-        {"episodes": _EPISODES},
+        {"registers": _REGISTERS, "curves": _CURVES},
         _curves("C4"),
     ),
     "luck_share": FigureSpec(
@@ -520,7 +520,7 @@ FIGURES: dict[str, FigureSpec] = {
         "Learning curves of this scale (mean over seeds per arm, solid) beside the paper's "
         "published curves (Qwen3.5-2B, mean of 3 seeds, dashed): C2 validation under tool faults, C2 recovery "
         "challenge, C4 clean validation; 'clean' is the C0 reference trained without noise",
-        {"episodes": _EPISODES, "published_curves": KeySpec("data/published/curves.yaml", many=False)},
+        {"curves": _CURVES, "published_curves": KeySpec("data/published/curves.yaml", many=False)},
         _surrogate_curves,
     ),
     "final_success": FigureSpec(

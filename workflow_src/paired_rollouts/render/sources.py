@@ -1,10 +1,11 @@
 """Reading the rendering stage's inputs, and every assumption about their shapes, in one place.
 
-The registers are defined in ``docs/records.md`` (luck share, group statistics, decisions, probe, run
-register, run manifest, verification) and ``docs/CONTRACT.md#episode-record``; the typed readers of
-``paired_rollouts.records`` (shared with the stats stage) check their shapes. A missing file or a
-missing required key is a :class:`UserError` that names the file and the key, so a broken upstream
-register is fixed upstream, not papered over in a table. Nothing here searches for synonyms.
+The registers are defined in ``docs/records.md`` (luck share, group statistics, run and curves
+registers, decisions, predictions, probe, power table, calibration, run manifest, verification); the
+typed readers of ``paired_rollouts.records`` (shared with the stats stage) check their shapes. A
+missing file or a missing required key is a :class:`UserError` that names the file and the key, so a
+broken upstream register is fixed upstream, not papered over in a table. Render reads registers only
+(no episode records) and computes no statistics. Nothing here searches for synonyms.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paired_rollouts import io
+from paired_rollouts import records
 from paired_rollouts.errors import UserError
-from paired_rollouts.records import RunManifest, iter_episodes
+from paired_rollouts.records import RunManifest
 
 _ABSENT = object()
 RUN_RE = re.compile(r"^(?P<condition>c\d+)-(?P<arm>[a-z]+)-s(?P<seed>\d+)(?:-(?P<suffix>[a-z0-9_.-]+))?$")
@@ -153,18 +154,12 @@ class Doc:
         return Doc(self.path, self.req(*keys), self.kind, self._dotted(keys))
 
 
-def _load_json(path: Path, kind: str) -> Doc:
-    return Doc(path, io.read_json(path), kind)
-
-
 # ---------------------------------------------------------------- registers (docs/records.md)
 
 
 def load_decision(path: Path) -> Doc:
     """A decision register (records.md section 4): tier 1's (C2, C4) or a registered tier's comparison."""
-    from paired_rollouts.records import read_decision_register
-
-    doc = Doc(path, read_decision_register(path), "decision register")
+    doc = Doc(path, records.read_decision_register(path), "decision register")
     condition = doc.req("condition")
     if condition not in ("C2", "C4") and doc.opt("comparison") is None:
         raise UserError(
@@ -224,9 +219,7 @@ def hypothesis(doc: Doc, name: str) -> Doc | None:
 
 def load_probe(path: Path) -> Doc:
     """A probe register (records.md section 6)."""
-    from paired_rollouts.records import read_probe_register
-
-    doc = Doc(path, read_probe_register(path), "probe register")
+    doc = Doc(path, records.read_probe_register(path), "probe register")
     doc.req("trajectory")
     checkpoints = doc.req("checkpoints")
     if not isinstance(checkpoints, dict) or not checkpoints:
@@ -244,9 +237,7 @@ def probe_steps(doc: Doc) -> list[int]:
 
 def load_luck(path: Path) -> Doc:
     """A luck-share file (records.md section 1), through the typed reader the stats stage uses."""
-    from paired_rollouts.records import read_luck
-
-    doc = Doc(path, read_luck(path), "luck-share file")
+    doc = Doc(path, records.read_luck(path), "luck-share file")
     for key in ("run", "step", "lam", "tasks", "tasks_defined"):
         doc.req(key)
     return doc
@@ -254,27 +245,32 @@ def load_luck(path: Path) -> Doc:
 
 def load_group_stats(path: Path) -> Doc:
     """A training-group statistics file (records.md section 2)."""
-    doc = _load_json(path, "group statistics")
-    for key in (
-        "run",
-        "condition",
-        "arm",
-        "seed",
-        "groups",
-        "G",
-        "zero_variance_frac",
-        "all_correct_groups",
-        "spurious_groups",
-    ):
-        doc.req(key)
-    return doc
+    return Doc(path, records.read_group_stats(path), "group statistics")
 
 
 def load_run_register(path: Path) -> Doc:
     """A per-run register (records.md section 3.1, written by ``paired-rollouts run-register``)."""
-    from paired_rollouts.records import read_run_register
+    return Doc(path, records.read_run_register(path), "run register")
 
-    return Doc(path, read_run_register(path), "run register")
+
+def load_curves(path: Path) -> Doc:
+    """A condition's curves register (records.md section 3.2, ``paired-rollouts curves-register``)."""
+    return Doc(path, records.read_curves_register(path), "curves register")
+
+
+def load_predictions(path: Path) -> Doc:
+    """A predictions register (records.md section 4.1, ``paired-rollouts predictions``)."""
+    return Doc(path, records.read_predictions(path), "predictions register")
+
+
+def load_power(path: Path) -> Doc:
+    """The power table (records.md section 8.3, ``paired-rollouts surrogate power``)."""
+    return Doc(path, records.read_power_table(path), "power table")
+
+
+def load_calibration(path: Path) -> Doc:
+    """The surrogate calibration register (records.md section 8.2, ``paired-rollouts surrogate calibrate``)."""
+    return Doc(path, records.read_calibration(path), "calibration register")
 
 
 def parse_run(name: str) -> tuple[str, str, int, str] | None:
@@ -309,138 +305,108 @@ def manifest_identity(manifest: RunManifest) -> RunId:
     return RunId(manifest.run, manifest.condition.upper(), manifest.arm, manifest.seed)
 
 
-# ---------------------------------------------------------------- episode records (docs/CONTRACT.md#episode-record)
-
-EPISODE_KEYS = (
-    "run",
-    "condition",
-    "arm",
-    "seed",
-    "phase",
-    "step",
-    "regime",
-    "task_id",
-    "schedule_index",
-    "true_success",
-)
+# ---------------------------------------------------------------- run and curves registers
 
 
-@dataclass
-class RunEpisodes:
-    """True-success outcomes of one run, keyed (phase, step, regime) -> task -> [successes]."""
+@dataclass(frozen=True)
+class RunCurves:
+    """One run's curves, AUC and final sets as its run register holds them (stats/run_register.py)."""
 
     run: str
     condition: str
     arm: str
     seed: int
     root: str
-    files: list[Path] = field(default_factory=list)
-    cells: dict[tuple[str, int, str], dict[str, list[bool]]] = field(default_factory=dict)
+    curves: dict[str, dict[int, float]]
+    auc: dict[str, float | None]
+    final: dict[str, float | None]
 
     @property
     def ident(self) -> RunId:
         return RunId(self.run, self.condition, self.arm, self.seed)
 
-    def value(self, phase: str, step: int, regime: str) -> float | None:
-        """Mean over tasks of the task's mean true success (records.md conventions); None if absent."""
-        tasks = self.cells.get((phase, step, regime))
-        if not tasks:
-            return None
-        return sum(sum(v) / len(v) for v in tasks.values()) / len(tasks)
+    def value(self, step: int, regime: str) -> float | None:
+        return self.curves.get(regime, {}).get(step)
 
-    def steps(self, phase: str, regime: str | None = None) -> list[int]:
-        return sorted({s for (p, s, r) in self.cells if p == phase and (regime is None or r == regime)})
+    def steps(self) -> list[int]:
+        return sorted({s for curve in self.curves.values() for s in curve})
 
     def curve(self, regime: str) -> list[tuple[int, float]]:
-        return [
-            (s, v)
-            for s in self.steps("periodic", regime)
-            if (v := self.value("periodic", s, regime)) is not None
-        ]
-
-    def final(self, regime: str) -> float | None:
-        steps = self.steps("final", regime)
-        return self.value("final", steps[-1], regime) if steps else None
-
-    def regimes(self, phase: str) -> list[str]:
-        return sorted({r for (p, _, r) in self.cells if p == phase})
+        return sorted(self.curves.get(regime, {}).items())
 
 
-def _episode_files(path: Path) -> list[Path]:
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*.jsonl"))
-    return [path]
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
-def _root_of(path: Path) -> str:
-    """The results tree an evidence file belongs to (``.../results`` of ``.../results/evals/RUN/x``)."""
-    parts = path.resolve().parts
-    if "evals" in parts:
-        index = len(parts) - 1 - parts[::-1].index("evals")
-        return str(Path(*parts[:index]))
-    return str(path.resolve().parent)
+def run_curves(path: Path) -> RunCurves:
+    """A run register as a :class:`RunCurves`; ``root`` is its results tree (``RESULTS/runs/RUN/register.json``)."""
+    doc = load_run_register(path)
+    return RunCurves(
+        str(doc.req("run")),
+        str(doc.req("condition")).upper(),
+        str(doc.req("arm")),
+        int(doc.req("seed")),
+        str(Path(path).resolve().parent.parent.parent),
+        {regime: {int(k): float(v) for k, v in curve.items()} for regime, curve in doc.req("curves").items()},
+        {regime: _number(v) for regime, v in doc.req("auc").items()},
+        {regime: _number(v) for regime, v in doc.req("final").items()},
+    )
 
 
-def load_episodes(
-    paths: Iterable[Path], phases: Sequence[str] = ("periodic", "final")
-) -> dict[tuple[str, str], RunEpisodes]:
-    """Read episode records (files or folders of ``*.jsonl``) into per-run outcome tables.
-
-    Keyed by (results root, run name): the same run name under two results trees (e.g. a replication
-    on a second accelerator stack) stays two runs. Records of other phases are skipped.
-    """
-    from tqdm import tqdm
-
-    files: list[Path] = []
+def single_runs(paths: Iterable[Path], what: str) -> list[RunCurves]:
+    """The run registers, one per run name, in study order; a run given twice is an error here."""
+    by_name: dict[str, RunCurves] = {}
     for path in paths:
-        if not Path(path).exists():
-            raise UserError(f"{path}: file not found (episode records)")
-        files.extend(_episode_files(Path(path)))
-    runs: dict[tuple[str, str], RunEpisodes] = {}
-    for file in tqdm(files, desc="episode files", unit="file", disable=None, leave=False):
-        root = _root_of(file)
-        # the one typed reader: keys and types of the contract, file:line in every error
-        for number, record in iter_episodes(file):
-            if record["phase"] not in phases:
-                continue
-            run = str(record["run"])
-            entry = runs.get((root, run))
-            if entry is None:
-                entry = runs[(root, run)] = RunEpisodes(
-                    run, str(record["condition"]).upper(), str(record["arm"]), int(record["seed"]), root
-                )
-            elif (entry.condition, entry.arm, entry.seed) != (
-                str(record["condition"]).upper(),
-                str(record["arm"]),
-                int(record["seed"]),
-            ):
-                raise UserError(
-                    f"{file}:{number}: run {run} appears with two identities "
-                    "(condition/arm/seed differ between records)"
-                )
-            if not entry.files or entry.files[-1] != file:
-                entry.files.append(file)
-            cell = entry.cells.setdefault((record["phase"], int(record["step"]), str(record["regime"])), {})
-            success = record["true_success"]
-            if not isinstance(success, bool):
-                raise UserError(
-                    f"{file}:{number}: key 'true_success' should be true/false, found {success!r}"
-                )
-            cell.setdefault(str(record["task_id"]), []).append(success)
-    return runs
-
-
-def single_runs(runs: dict[tuple[str, str], RunEpisodes], what: str) -> list[RunEpisodes]:
-    """One entry per run name, in study order; two results trees with the same run is an error here."""
-    by_name: dict[str, RunEpisodes] = {}
-    for entry in runs.values():
+        entry = run_curves(path)
         if entry.run in by_name:
             raise UserError(
-                f"{what}: run {entry.run} is given from two results trees "
-                f"({by_name[entry.run].root} and {entry.root}); pass one"
+                f"{what}: run {entry.run} is given twice ({by_name[entry.run].root} and {entry.root}); pass one"
             )
         by_name[entry.run] = entry
     return sorted(by_name.values(), key=lambda e: e.ident.order)
+
+
+@dataclass(frozen=True)
+class ArmMeans:
+    """One arm's means over its seeds, as the condition's curves register holds them."""
+
+    condition: str
+    arm: str
+    runs: list[str]
+    curves: dict[str, list[tuple[int, float]]]
+    curve_runs: dict[str, int]
+    final: dict[str, float | None]
+
+
+def arm_means(paths: Iterable[Path], runs: Sequence[RunCurves], what: str) -> dict[tuple[str, str], ArmMeans]:
+    """{(condition, arm): means} of the curves registers. Where run registers of the condition are given
+    too, each arm's averaged runs must be exactly those (else the means and the single seeds shown beside
+    them would disagree)."""
+    out: dict[tuple[str, str], ArmMeans] = {}
+    for path in paths:
+        doc = load_curves(path)
+        condition = str(doc.req("condition")).upper()
+        for arm, block in doc.req("arms").items():
+            key = (condition, arm)
+            if key in out:
+                raise UserError(f"{what}: two curves registers for {condition}; pass one ({path})")
+            given = sorted(r.run for r in runs if (r.condition, r.arm) == key)
+            if any(r.condition == condition for r in runs) and sorted(block["runs"]) != given:
+                raise UserError(
+                    f"{path}: the {condition} {arm} means are over {', '.join(block['runs'])} but the run "
+                    f"registers given for it are {', '.join(given) or 'none'}; rebuild it (curves-register) "
+                    "or pass the matching run registers"
+                )
+            out[key] = ArmMeans(
+                condition,
+                arm,
+                list(block["runs"]),
+                {r: sorted((int(s), float(v)) for s, v in c.items()) for r, c in block["curves"].items()},
+                dict(block["curve_runs"]),
+                {r: _number(v) for r, v in block["final"].items()},
+            )
+    return out
 
 
 # ---------------------------------------------------------------- captions

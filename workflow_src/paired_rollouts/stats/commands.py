@@ -223,6 +223,17 @@ def _run_register(args: argparse.Namespace) -> int:
     return 0
 
 
+def _curves_register(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.stats.condition_curves import build_curves_register
+
+    register = build_curves_register(args.registers)
+    atomic_write_json(args.out, register)
+    arms = ", ".join(f"{arm} ({len(block['runs'])} runs)" for arm, block in register["arms"].items())
+    print(f"{register['condition']}: mean curves and final sets of {arms} -> {args.out}")
+    return 0
+
+
 def _verify_run(args: argparse.Namespace) -> int:
     from paired_rollouts.io import read_json
     from paired_rollouts.stats.run_register import format_report, verify_run
@@ -327,6 +338,16 @@ def register(subparsers) -> None:
         "written to RESULTS/runs/RUN/register.json",
     )
     p.set_defaults(handler=_run_register)
+
+    p = subparsers.add_parser(
+        "curves-register",
+        help="one condition's mean curves and final sets per arm, over its run registers",
+        description="Average the run registers' periodic curves and final sets over each arm's seeds.",
+        epilog="Output shape: docs/records.md section 3.2.",
+    )
+    p.add_argument("--registers", nargs="+", required=True, help="results/runs/RUN/register.json files")
+    p.add_argument("--out", required=True, type=Path, help="results/curves/CONDITION.json")
+    p.set_defaults(handler=_curves_register)
 
     p = subparsers.add_parser(
         "verify-run",

@@ -282,12 +282,21 @@ def _summary(args: argparse.Namespace) -> int:
     """The figures the README quotes, read from a finished study's registers (nothing is recomputed)."""
     import numpy as np
 
-    from paired_rollouts.io import atomic_write_json, read_json
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.records import (
+        read_decision_register,
+        read_luck,
+        read_power_table,
+        read_probe_register,
+    )
     from paired_rollouts.stats.decisions import load_episodes
 
     root = Path(args.results)
     out: dict = {}
-    c2, c4 = read_json(root / "decisions/c2.json"), read_json(root / "decisions/c4.json")
+    c2, c4 = (
+        read_decision_register(root / "decisions/c2.json"),
+        read_decision_register(root / "decisions/c4.json"),
+    )
     evidence = load_episodes([root / "evals" / run for run in c2["runs"] + c4["runs"]])
     curves: dict = {}
     for condition, regime in (("C2", "at_training"), ("C2", "challenge"), ("C4", "clean")):
@@ -315,7 +324,7 @@ def _summary(args: argparse.Namespace) -> int:
     }
     lams = []
     for run in c2["runs"]:
-        luck = read_json(root / "diagnostics" / run / "luck-step0.json")
+        luck = read_luck(root / "diagnostics" / run / "luck-step0.json")
         lams.append({"run": run, "lam": luck["lam"], "ci95": luck["ci95"]})
     out["c2_luck_step0"] = {
         "runs": lams,
@@ -325,7 +334,7 @@ def _summary(args: argparse.Namespace) -> int:
     }
     probe = {}
     for path in sorted((root / "probe").glob("*.json")):
-        reg = read_json(path)
+        reg = read_probe_register(path)
         probe[path.stem] = {
             s: {
                 "lhs_mean": c["outcome"]["lhs_mean"],
@@ -358,7 +367,7 @@ def _summary(args: argparse.Namespace) -> int:
     }
     power = root / "decisions/power.json"
     if power.is_file():
-        out["power"] = {k: v["power"] for k, v in read_json(power)["hypotheses"].items()}
+        out["power"] = {k: v["power"] for k, v in read_power_table(power)["hypotheses"].items()}
     text = json.dumps(out, indent=1, sort_keys=True)
     print(text)
     if args.out:

@@ -40,8 +40,9 @@ def _cached(ev: Any) -> Any:
 
 
 def power_table(args: Any, progress: bool = False) -> dict[str, Any]:
-    from paired_rollouts.io import read_json, sha256_file
+    from paired_rollouts.io import sha256_file
     from paired_rollouts.prereg.rules import DecisionRules, load_rules
+    from paired_rollouts.records import read_completeness, read_decision_register
     from paired_rollouts.stats.decisions import hypothesis_h2, hypothesis_h3, hypothesis_h5, load_episodes
 
     rules = load_rules(args.rules)
@@ -52,7 +53,7 @@ def power_table(args: Any, progress: bool = False) -> dict[str, Any]:
     full_pairs = None
     sources = {}
     for path in args.decisions:
-        register = read_json(path)
+        register = read_decision_register(path)
         condition = register.get("condition")
         pairs_names = register.get("seed_pairs") or []
         if condition not in ("C2", "C4") or not pairs_names:
@@ -62,7 +63,7 @@ def power_table(args: Any, progress: bool = False) -> dict[str, Any]:
         runs = [r for pair in pairs_names for r in pair]
         evidence = load_episodes([root / "evals" / run for run in runs])
         for run in runs:
-            checked = read_json(root / "runs" / run / "complete.json").get("files") or {}
+            checked = read_completeness(root / "runs" / run / "complete.json")["files"]
             for rel, digest in evidence[run].files.items():
                 if checked.get(rel) != digest:
                     raise UserError(f"{root}/{rel}: not the file the completeness check saw; rerun the study")

@@ -1,11 +1,9 @@
-"""Tables of learning outcomes per run: final success under tool faults (8, from the episode
-records) and one seed pair's curves (9, from the run registers)."""
+"""Tables of learning outcomes per run: final success under tool faults (8, from the run registers and
+the conditions' curves registers) and one seed pair's curves (9, from the run registers)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from paired_rollouts.errors import UserError
@@ -20,24 +18,16 @@ from paired_rollouts.render.tables.model import (
     P,
     TableModel,
     _diff,
-    _mean,
-    _num,
     _run_label,
     regime_label,
 )
 
-# ---------------------------------------------------------------- episode-based tables
-
-
-def _episodes(ctx: Context, what: str) -> list[src.RunEpisodes]:
-    runs = src.load_episodes(ctx.inputs.files("episodes"))
-    if not runs:
-        raise UserError(f"{what}: the episode files hold no periodic or final records")
-    return src.single_runs(runs, what)
+# ---------------------------------------------------------------- table 8
 
 
 def fault_robustness_table(ctx: Context) -> TableModel:
-    runs = _episodes(ctx, "table 8")
+    runs = src.single_runs(ctx.inputs.files("registers"), "table 8")
+    arms = src.arm_means(ctx.inputs.files("curves"), runs, "table 8")
     # at_training is the C4 runs' own regime (grader flips at q = 0.10); the other runs are not evaluated there
     regimes = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge", "at_training"]
     table = TableModel(
@@ -46,7 +36,7 @@ def fault_robustness_table(ctx: Context) -> TableModel:
         groups=[(Tex(""), 1), (Tex("Final test success"), len(regimes))],
         size=r"\small",
     )
-    groups: dict[tuple[str, str], list[src.RunEpisodes]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[src.RunCurves]] = defaultdict(list)
     for run in runs:
         groups[(run.condition, run.arm)].append(run)
     order = sorted(
@@ -60,9 +50,14 @@ def fault_robustness_table(ctx: Context) -> TableModel:
         for run in groups[key]:
             table.add(
                 [_run_label(run.run)]
-                + [fmt.prop(run.final(r), 3, table.notes, "not evaluated") for r in regimes]
+                + [fmt.prop(run.final.get(r), 3, table.notes, "not evaluated") for r in regimes]
             )
-        means[key] = {r: _mean([run.final(r) for run in groups[key]]) for r in regimes}
+        if key not in arms:
+            raise UserError(
+                f"table 8: no curves register among the inputs holds the {key[0]} {key[1]} means; pass "
+                f"results/curves/{key[0].lower()}.json"
+            )
+        means[key] = {r: arms[key].final.get(r) for r in regimes}
         table.add(
             [Tex(r"\textit{mean}")]
             + [fmt.prop(means[key][r], 3, table.notes, "not every seed evaluated") for r in regimes]
@@ -88,42 +83,10 @@ def fault_robustness_table(ctx: Context) -> TableModel:
     return table
 
 
-@dataclass(frozen=True)
-class RunCurves:
-    """One run's curves and AUC as its run register holds them (stats/run_register.py computes them)."""
-
-    run: str
-    condition: str
-    arm: str
-    seed: int
-    curves: dict[str, dict[int, float]]
-    auc: dict[str, float | None]
-    final: dict[str, float | None]
-
-    def value(self, step: int, regime: str) -> float | None:
-        return self.curves.get(regime, {}).get(step)
-
-    def steps(self) -> list[int]:
-        return sorted({s for curve in self.curves.values() for s in curve})
-
-
-def _run_curves(path: Path) -> RunCurves:
-    doc = src.load_run_register(path)
-    return RunCurves(
-        str(doc.req("run")),
-        str(doc.req("condition")).upper(),
-        str(doc.req("arm")),
-        int(doc.req("seed")),
-        {regime: {int(k): float(v) for k, v in curve.items()} for regime, curve in doc.req("curves").items()},
-        {regime: _num(v) for regime, v in doc.req("auc").items()},
-        {regime: _num(v) for regime, v in doc.req("final").items()},
-    )
-
-
-def _pick_pair(runs: list[RunCurves], settings: dict[str, Any]) -> tuple[RunCurves, RunCurves]:
+def _pick_pair(runs: list[src.RunCurves], settings: dict[str, Any]) -> tuple[src.RunCurves, src.RunCurves]:
     condition = str(settings.get("condition", "")).upper() or None
     seed = settings.get("seed")
-    candidates: dict[tuple[str, int], dict[str, RunCurves]] = defaultdict(dict)
+    candidates: dict[tuple[str, int], dict[str, src.RunCurves]] = defaultdict(dict)
     for run in runs:
         if run.arm in candidates[(run.condition, run.seed)]:
             raise UserError(
@@ -152,7 +115,7 @@ def _pick_pair(runs: list[RunCurves], settings: dict[str, Any]) -> tuple[RunCurv
 
 
 def seed_pair_curves_table(ctx: Context) -> TableModel:
-    runs = [_run_curves(p) for p in ctx.inputs.files("registers")]
+    runs = [src.run_curves(p) for p in ctx.inputs.files("registers")]
     paired, independent = _pick_pair(runs, ctx.settings)
     regimes = [r for r in src.PERIODIC_REGIMES if paired.curves.get(r) or independent.curves.get(r)]
     headers = [Tex("Step")]

@@ -40,7 +40,7 @@ def _short(value: Any) -> str:
 def _predictions_register_table(ctx: Context) -> TableModel:
     """One row per registered prediction: statement, confidence, the observed numbers and the verdict
     (met, missed, not run, not decided) from the predictions register (stats/predictions.py)."""
-    doc = src._load_json(ctx.inputs.files("predictions")[0], "predictions register")
+    doc = src.load_predictions(ctx.inputs.files("predictions")[0])
     table = TableModel(
         [Tex("ID"), Tex("Prediction"), Tex("Conf."), Tex("Observed"), Tex("Verdict")],
         ["l", r">{\raggedright\arraybackslash}p{5.6cm}", "r", r">{\raggedright\arraybackslash}p{4.6cm}", "l"],

@@ -29,7 +29,6 @@ from paired_rollouts.render.tables.runs import constant_reward_table, cross_stac
 from paired_rollouts.render.tables.surrogate import calibration_table, power_table
 from paired_rollouts.render.tables.tiers import tier_comparisons_table
 
-_EPISODES = KeySpec("episode records: results/evals/RUN/*.jsonl files (or folders)")
 _DECISIONS = KeySpec("decision registers results/decisions/{c2,c4}.json")
 _PROBE = KeySpec("probe registers results/probe/TRAJECTORY.json")
 _PUBLISHED = KeySpec(
@@ -38,6 +37,7 @@ _PUBLISHED = KeySpec(
     many=False,
 )
 _REGISTERS = "run registers results/runs/RUN/register.json"
+_CURVES = KeySpec("curves registers results/curves/CONDITION.json (the arms' means over their seeds)")
 
 TABLES: dict[int, TableSpec] = {
     spec.number: spec
@@ -91,19 +91,13 @@ TABLES: dict[int, TableSpec] = {
         TableSpec(
             7,
             "C2 secondary endpoints",
-            {
-                "decisions": KeySpec("the C2 decision register (its secondary block)"),
-                "episodes": KeySpec(
-                    "accepted for the integrator's convenience; not read (the register holds the numbers)",
-                    required=False,
-                ),
-            },
+            {"decisions": KeySpec("the C2 decision register (its secondary block)")},
             c2_secondary_table,
         ),
         TableSpec(
             8,
             "Policies trained with grader noise (C4) under tool faults",
-            {"episodes": _EPISODES},
+            {"registers": KeySpec(f"{_REGISTERS} (each run's final sets)"), "curves": _CURVES},
             fault_robustness_table,
         ),
         TableSpec(
@@ -210,12 +204,8 @@ def render_table(
 
 
 def used_sources(inputs: Inputs) -> list[Path]:
-    return [
-        p
-        for key, spec in inputs.declared.items()
-        if "not read" not in spec.description
-        for p in inputs.files(key)
-    ]
+    """The files a table's caption names: every input it was given (each one is read)."""
+    return inputs.all_files()
 
 
 def render_model(number: int, model: TableModel, inputs: Inputs, scale: str) -> str:

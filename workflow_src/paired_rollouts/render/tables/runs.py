@@ -11,7 +11,6 @@ from paired_rollouts.render import format as fmt
 from paired_rollouts.render import sources as src
 from paired_rollouts.render.format import Tex
 from paired_rollouts.render.sources import Doc
-from paired_rollouts.render.tables.curves import RunCurves, _run_curves
 from paired_rollouts.render.tables.model import (
     ARM_LABELS,
     NON_PAPER_POOLS,
@@ -214,11 +213,11 @@ def cross_stack_table(ctx: Context) -> TableModel:
             label += f", torch {manifest.versions['torch']}"
         root = str(Path(path).resolve().parent.parent.parent)  # results/runs/RUN/manifest.json -> results
         stacks[(root, manifest.run)] = label
-    registers: dict[tuple[str, str], RunCurves] = {}
+    registers: dict[tuple[str, str], src.RunCurves] = {}
     for path in ctx.inputs.files("registers"):
-        curves = _run_curves(path)
-        registers[(str(Path(path).resolve().parent.parent.parent), curves.run)] = curves
-    by_ident: dict[tuple[str, str, int], list[tuple[str, RunCurves | None, str]]] = defaultdict(list)
+        curves = src.run_curves(path)
+        registers[(curves.root, curves.run)] = curves
+    by_ident: dict[tuple[str, str, int], list[tuple[str, src.RunCurves | None, str]]] = defaultdict(list)
     for (root, run), label in sorted(stacks.items()):
         parsed = src.parse_run(run)
         if parsed is None:

@@ -14,7 +14,7 @@ from paired_rollouts.render.tables.model import (
 
 
 def power_table(ctx: Context) -> TableModel:
-    doc = src._load_json(ctx.inputs.files("power")[0], "power table")
+    doc = src.load_power(ctx.inputs.files("power")[0])
     hyps = doc.req("hypotheses")
     sizes = sorted({int(n) for h in hyps.values() for n in h["power"]})
     table = TableModel(
@@ -46,7 +46,7 @@ def power_table(ctx: Context) -> TableModel:
 
 
 def calibration_table(ctx: Context) -> TableModel:
-    doc = src._load_json(ctx.inputs.files("calibration")[0], "calibration register")
+    doc = src.load_calibration(ctx.inputs.files("calibration")[0])
     table = TableModel(
         [Tex("Target"), Tex("paper"), Tex("tolerance"), Tex("achieved"), Tex("passes")],
         ["l", "r", "r", "r", "c"],

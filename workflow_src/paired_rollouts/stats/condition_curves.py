@@ -1,0 +1,76 @@
+"""The curves register of one condition (``curves-register``): per arm, the mean over its seeds of the
+run registers' periodic curves and final sets.
+
+The learning-curve figures and the fault-robustness table show these means beside each run's own
+values (which stay in its run register, ``stats/run_register.py``), so the render stage averages
+nothing. A mean curve covers the arm's runs that evaluated the set, at the steps they all have; a
+final mean is null unless every run of the arm has the set (docs/records.md section 3.2).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts.design import parse_run
+from paired_rollouts.errors import UserError
+from paired_rollouts.io import sha256_file
+from paired_rollouts.records import ARMS, read_run_register
+
+CURVES_FORMAT = "paired-rollouts-curves/1"
+
+
+def _mean(values: list[float]) -> float:
+    """Full precision, summed in seed order (the order the figures and table 8 averaged in before)."""
+    return sum(values) / len(values)
+
+
+def _order(run: str) -> tuple[int, str]:
+    return (parse_run(run).seed, run)
+
+
+def build_curves_register(paths: Iterable[str | Path]) -> dict[str, Any]:
+    """The content of ``results/curves/{condition}.json`` from the run registers of one condition."""
+    registers = {}
+    for path in paths:
+        data = read_run_register(path)
+        if data["run"] in registers:
+            raise UserError(f"{path}: a second run register of {data['run']}; give each run once")
+        registers[data["run"]] = (str(path), data)
+    if not registers:
+        raise UserError("curves-register: no run register given (--registers results/runs/RUN/register.json)")
+    conditions = sorted({data["condition"] for _, data in registers.values()})
+    if len(conditions) != 1:
+        raise UserError(
+            f"curves-register: run registers of several conditions {conditions}; one register per condition"
+        )
+    by_arm: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for run in sorted(registers, key=_order):
+        by_arm[registers[run][1]["arm"]].append(registers[run][1])
+    arms = {}
+    for arm in sorted(by_arm, key=list(ARMS).index):
+        members = by_arm[arm]
+        curves, curve_runs = {}, {}
+        for regime in sorted({r for m in members for r, c in m["curves"].items() if c}):
+            having = [m["curves"][regime] for m in members if m["curves"].get(regime)]
+            steps = sorted(set.intersection(*(set(c) for c in having)), key=int)
+            curves[regime] = {step: _mean([c[step] for c in having]) for step in steps}
+            curve_runs[regime] = len(having)
+        final = {}
+        for regime in sorted({r for m in members for r in m["final"]}):
+            values = [m["final"].get(regime) for m in members]
+            final[regime] = None if any(v is None for v in values) else _mean(values)
+        arms[arm] = {
+            "runs": [m["run"] for m in members],
+            "curves": curves,
+            "curve_runs": curve_runs,
+            "final": final,
+        }
+    return {
+        "format": CURVES_FORMAT,
+        "condition": conditions[0],
+        "arms": arms,
+        "registers": {run: sha256_file(path) for run, (path, _) in sorted(registers.items())},
+    }
