@@ -56,5 +56,8 @@ rule group_stats:
         res("benchmarks/group_stats/{run}.tsv")
     conda:
         software_env()
+    params:
+        conditions=CONDITIONS_JSON,
     shell:
-        "paired-rollouts group-stats --groups {input.groups:q} --out {output:q} > {log:q} 2>&1"
+        "paired-rollouts group-stats --groups {input.groups:q} --conditions {params.conditions:q} "
+        "--out {output:q} > {log:q} 2>&1"

@@ -60,3 +60,28 @@ def test_group_statistics(tmp_path):
     out = tmp_path / "group_stats.json"
     assert main(["group-stats", "--groups", str(src), "--out", str(out)]) == 0
     assert json.loads(out.read_text())["seed_sharing"]["passes"] is True
+
+
+@pytest.mark.parametrize(
+    "run,q",
+    [("c4-independent-s0", 0.10), ("c3-independent-s1", 0.05), ("c2-independent-s0", None)],
+)
+def test_group_stats_takes_q_from_the_runs_condition(tmp_path, run, q):
+    """The expected spurious rate uses the outcome-noise rate of the run's own condition (the design's,
+    or the config's `conditions:` given with --conditions), never a rate written in the command."""
+    recs = [_group(run, 0, g, [g] * 4, [True] * 4, [1, 1, 1, 1]) for g in range(3)]
+    src = tmp_path / "groups.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    out = tmp_path / "group_stats.json"
+    assert main(["group-stats", "--groups", str(src), "--out", str(out)]) == 0
+    expected = json.loads(out.read_text())["expected_spurious_rate"]
+    if q is None:
+        assert expected is None
+    else:
+        assert expected["q"] == q and expected["rate"] == pytest.approx(spurious_rate_closed_form(q, 4))
+    # a condition the config adds (C5, q = 0.2) is looked up there
+    conditions = json.dumps({"C5": {"p": 0.0, "q": 0.2, "mixture": "default"}})
+    new = [dict(r, run="c5-independent-s0") for r in recs]
+    src.write_text("".join(json.dumps(r) + "\n" for r in new))
+    assert main(["group-stats", "--groups", str(src), "--conditions", conditions, "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["expected_spurious_rate"]["q"] == 0.2

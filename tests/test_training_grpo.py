@@ -163,3 +163,52 @@ def test_checkpoints_of_other_settings_are_set_aside(tmp_path):
     (run_dir / "checkpoints" / "step0004").mkdir(parents=True)
     _set_aside_if_stale(run_dir, state, {"run": "c2-paired-s0", "settings": {"lora_r": 32}})
     assert (run_dir / "checkpoints" / "step0004").is_dir()
+
+
+_SAVE_ADAPTER = """
+import sys
+from pathlib import Path
+import torch
+from peft import LoraConfig, get_peft_model
+from paired_rollouts.training import checkpoints as ckpt
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        for name in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"):
+            setattr(self, name, torch.nn.Linear(4, 4))
+
+torch.manual_seed(0)
+model = get_peft_model(Block(), LoraConfig(r=2, target_modules=["q_proj", "k_proj", "v_proj", "o_proj",
+                                                                  "gate_proj", "up_proj", "down_proj"]))
+out = Path(sys.argv[1])
+model.save_pretrained(str(out / "tmp"))
+target = ckpt.install(out / "tmp", out / "run", 0, kind="initial")
+print((target / "adapter_config.json").read_text())
+"""
+
+
+def test_checkpoint_adapter_config_is_the_same_under_every_hash_seed(tmp_path):
+    """PEFT saves LoRA's target modules as a list in set order, which follows PYTHONHASHSEED (Snakemake
+    jobs each get a random one): an installed checkpoint lists them sorted, so identical runs write
+    identical checkpoint folders and COMPLETE markers."""
+    import os
+    import subprocess
+    import sys
+
+    from paired_rollouts.training import checkpoints as ckpt
+
+    texts = set()
+    for seed in range(3):
+        env = dict(os.environ, PYTHONHASHSEED=str(seed))
+        out = tmp_path / f"seed{seed}"
+        done = subprocess.run(
+            [sys.executable, "-c", _SAVE_ADAPTER, str(out)], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        texts.add(done.stdout)
+        marker = json.loads((out / "run" / "checkpoints" / "step0000" / ckpt.MARKER).read_text())
+        assert "adapter_config.json" in marker["files"]
+    assert len(texts) == 1
+    modules = json.loads(texts.pop())["target_modules"]
+    assert modules == sorted(modules) and len(modules) == 7

@@ -55,13 +55,19 @@ def _luck_share(args: argparse.Namespace) -> int:
 
 
 def _group_stats(args: argparse.Namespace) -> int:
+    from paired_rollouts.design import parse_conditions, parse_run
     from paired_rollouts.io import atomic_write_json, sha256_file
     from paired_rollouts.records import read_groups
     from paired_rollouts.stats.groups import group_statistics
 
-    out = group_statistics(
-        read_groups(args.groups), source=str(args.groups), source_sha256=sha256_file(args.groups), q=args.q
-    )
+    records = read_groups(args.groups)
+    q = None
+    if records and isinstance(records[0].get("run"), str):
+        # the outcome-noise rate of the run's condition (design): the closed-form spurious rate needs q > 0
+        conditions = parse_conditions(args.conditions)
+        condition = conditions.get(parse_run(records[0]["run"], conditions).condition)
+        q = condition.q if condition is not None and condition.q > 0 else None
+    out = group_statistics(records, source=str(args.groups), source_sha256=sha256_file(args.groups), q=q)
     atomic_write_json(args.out, out)
     print(
         f"{out['run']}: {out['groups']} groups, zero-variance {out['zero_variance_frac']:.4f}, "
@@ -278,7 +284,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--groups", required=True, type=Path, help="results/runs/RUN/groups.jsonl")
     p.add_argument("--out", required=True, type=Path, help="results/runs/RUN/group_stats.json")
-    p.add_argument("--q", type=float, default=None, help="outcome-noise rate for the expected spurious rate")
+    A.add_conditions(p)
     p.set_defaults(handler=_group_stats)
 
     from paired_rollouts.stats.completeness import SETTINGS_HELP

@@ -89,14 +89,13 @@ def _stats(args: argparse.Namespace) -> int:
                     files.luck(run, step),
                 ]
             )
-        condition = run.split("-")[0].upper()
-        q = ["--q", "0.1"] if condition == "C4" else []
+        conditions = [] if args.conditions is None else ["--conditions", args.conditions]
         calls.append(
             [
                 "group-stats",
                 "--groups",
                 files.groups(run),
-                *q,
+                *conditions,
                 "--out",
                 files.group_stats(run),
             ]

@@ -12,7 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
-from paired_rollouts.io import atomic_write_json, sha256_file
+from paired_rollouts.io import atomic_write_json, atomic_write_text, sha256_file
 
 MARKER = "COMPLETE"
 STEP_DIR = re.compile(r"^step(\d{4,})$")
@@ -91,8 +91,26 @@ def discard_after(run_dir: str | Path, step: int) -> list[int]:
     return removed
 
 
+# LoraConfig fields that PEFT keeps as sets and saves as lists in set order, which changes with the
+# process's hash seed (PYTHONHASHSEED): written sorted, so that identical runs write identical folders.
+SET_FIELDS = ("target_modules", "exclude_modules")
+
+
+def canonical_adapter_config(folder: Path) -> None:
+    """Rewrite ``adapter_config.json`` with its set-valued fields sorted (PEFT's own format otherwise)."""
+    path = folder / "adapter_config.json"
+    if not path.is_file():
+        return
+    config = json.loads(path.read_text(encoding="utf-8"))
+    for key in SET_FIELDS:
+        if isinstance(config.get(key), list):
+            config[key] = sorted(config[key])
+    atomic_write_text(path, json.dumps(config, indent=2, sort_keys=True))
+
+
 def install(src: Path, run_dir: str | Path, step: int, kind: str = "full") -> Path:
     """Move a freshly saved folder into place, then write the marker (last)."""
+    canonical_adapter_config(src)
     target = step_dir(run_dir, step)
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.exists():
