@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from paired_rollouts.cli import main
@@ -115,3 +116,33 @@ def test_curves_register_means_over_the_seeds_that_have_each_set(tmp_path, capsy
     err = capsys.readouterr().err.strip()
     assert "several conditions ['C2', 'C4']" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "x.json").exists()
+
+
+def test_decision_register_without_the_means_tables_3_and_4_show_is_refused(tmp_path):
+    """A computed H2 block must carry its per-seed final gap and its means over seeds (render computes none)."""
+    from paired_rollouts.records import read_decision_register
+
+    block = {
+        "computed": True,
+        "seeds": [0, 1],
+        **{k: [0.5, 0.25] for k in ("auc_paired", "auc_independent", "auc_difference_by_seed")},
+        **{k: [0.5, 0.25] for k in ("final_paired_by_seed", "final_independent_by_seed")},
+        "final_difference_by_seed": [0.0, 0.0],
+        **{f"{s}_mean": 0.375 for s in ("auc_paired", "auc_independent", "auc_difference")},
+        **{f"final_{s}_mean": 0.375 for s in ("paired", "independent", "difference")},
+    }
+    top = {"condition": "C2", "decided": True, "complete": True, "seeds": [0, 1], "missing": []}
+    path = tmp_path / "c2.json"
+    path.write_text(json.dumps({**top, "H2a": block}))
+    assert read_decision_register(path)["H2a"]["final_difference_by_seed"] == [0.0, 0.0]
+    for edit, needle in (
+        (lambda b: b.pop("final_paired_mean"), "missing key 'H2a.final_paired_mean'"),
+        (lambda b: b.update(final_difference_by_seed=[0.0]), "1 values for 2 seeds"),
+        (lambda b: b.update(auc_paired_mean=None), "key 'H2a.auc_paired_mean' is None"),
+    ):
+        broken = json.loads(json.dumps(block))
+        edit(broken)
+        path.write_text(json.dumps({**top, "H2a": broken}))
+        with pytest.raises(UserError, match=re.escape(needle)) as err:
+            read_decision_register(path)
+        assert str(path) in str(err.value) and "paired-rollouts decide" in str(err.value)

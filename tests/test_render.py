@@ -259,11 +259,17 @@ def test_table3_numbers_equal_the_decision_register(rendered):
             register["auc_difference_by_seed"][i],
             register["final_paired_by_seed"][i],
             register["final_independent_by_seed"][i],
+            register["final_difference_by_seed"][i],
         ]
-        got = [fmt.parse_number(c) for c in cells[1:6]]
+        got = [fmt.parse_number(c) for c in cells[1:7]]
         assert got == pytest.approx([round(v, 3) for v in expected], abs=1e-9)
     mean_row = rows[len(seeds)]
-    assert fmt.parse_number(mean_row[3]) == pytest.approx(round(register["auc_difference_mean"], 3))
+    means = [f"{stat}_mean" for stat in ("auc_paired", "auc_independent", "auc_difference")] + [
+        f"final_{stat}_mean" for stat in ("paired", "independent", "difference")
+    ]
+    assert [fmt.parse_number(c) for c in mean_row[1:7]] == pytest.approx(
+        [round(register[key], 3) for key in means], abs=1e-9
+    )
     ci_row = rows[len(seeds) + 1]
     assert fmt.parse_interval(ci_row[3]) == pytest.approx(
         tuple(round(v, 3) for v in register["auc_difference_ci95"])

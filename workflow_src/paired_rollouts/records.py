@@ -268,10 +268,51 @@ DECISION = {
 }
 
 
+# A computed H2a/H2b block (stats/decisions.py hypothesis_h2): per seed and the means over seeds that
+# tables 3 and 4 show as written.
+H2_BY_SEED = (
+    "auc_paired",
+    "auc_independent",
+    "auc_difference_by_seed",
+    "final_paired_by_seed",
+    "final_independent_by_seed",
+    "final_difference_by_seed",
+)
+H2_MEANS = (
+    "auc_paired_mean",
+    "auc_independent_mean",
+    "auc_difference_mean",
+    "final_paired_mean",
+    "final_independent_mean",
+    "final_difference_mean",
+)
+
+
 def read_decision_register(path: str | Path) -> dict[str, Any]:
-    """results/decisions/{c2,c4}.json or decisions/tiers/NAME.json, typed at the keys consumers judge by."""
+    """results/decisions/{c2,c4}.json or decisions/tiers/NAME.json, typed at the keys consumers judge by;
+    a computed H2a/H2b block has one value per seed in each per-seed list and its means over seeds."""
     data = read_json(path)
     validate(data, DECISION, str(path), "decision register")
+    for name in ("H2a", "H2b"):
+        block = data.get(name)
+        if not isinstance(block, dict) or block.get("computed") is not True:
+            continue
+        fix = "regenerate it with 'paired-rollouts decide'"
+        schema = {"seeds": _list_of(_is_int)}
+        schema.update({key: _list_of(_is_num) for key in H2_BY_SEED})
+        schema.update({key: _is_num for key in H2_MEANS})
+        for key, check in schema.items():
+            if key not in block:
+                raise UserError(f"{path}: missing key '{name}.{key}' in the decision register; {fix}")
+            if not check(block[key]):
+                raise UserError(
+                    f"{path}: key '{name}.{key}' is {block[key]!r}, expected {_word(check)}; {fix}"
+                )
+            if key in H2_BY_SEED and len(block[key]) != len(block["seeds"]):
+                raise UserError(
+                    f"{path}: key '{name}.{key}' has {len(block[key])} values for {len(block['seeds'])} "
+                    f"seeds; {fix}"
+                )
     return data
 
 

@@ -23,7 +23,6 @@ from paired_rollouts.render.tables.model import (
     TableModel,
     _decisions,
     _diff,
-    _mean,
     _not_computed,
     _num,
     _run_label,
@@ -425,17 +424,7 @@ def _primary_table(ctx: Context, condition: str, name: str, with_reference: bool
     auc_p, auc_i = block.numbers("auc_paired"), block.numbers("auc_independent")
     auc_d = block.numbers("auc_difference_by_seed")
     fin_p, fin_i = block.numbers("final_paired_by_seed"), block.numbers("final_independent_by_seed")
-    for key, values in (
-        ("auc_paired", auc_p),
-        ("auc_independent", auc_i),
-        ("auc_difference_by_seed", auc_d),
-        ("final_paired_by_seed", fin_p),
-        ("final_independent_by_seed", fin_i),
-    ):
-        if len(values) != len(seeds):
-            raise UserError(
-                f"{decision.path}: key '{name}.{key}' has {len(values)} values for {len(seeds)} seeds"
-            )
+    fin_d = block.numbers("final_difference_by_seed")  # lengths checked by records.read_decision_register
     ref_auc: dict[int, float | None] = {}
     ref_fin: dict[int, float | None] = {}
     ref_mean_auc = ref_mean_fin = None
@@ -459,22 +448,22 @@ def _primary_table(ctx: Context, condition: str, name: str, with_reference: bool
         cells = [fmt.integer(seed), fmt.prop(auc_p[i]), fmt.prop(auc_i[i]), fmt.signed(auc_d[i])]
         if with_reference:
             cells.append(fmt.prop(ref_auc.get(seed), 3, table.notes, no_ref))
-        cells += [fmt.prop(fin_p[i]), fmt.prop(fin_i[i]), fmt.signed(_diff(fin_p[i], fin_i[i]))]
+        cells += [fmt.prop(fin_p[i]), fmt.prop(fin_i[i]), fmt.signed(fin_d[i])]
         if with_reference:
             cells.append(fmt.prop(ref_fin.get(seed), 3, table.notes, no_ref))
         table.add(cells)
     table.rule()
     cells = [
         Tex("mean"),
-        fmt.prop(_mean(auc_p)),
-        fmt.prop(_mean(auc_i)),
+        fmt.prop(block.number("auc_paired_mean")),
+        fmt.prop(block.number("auc_independent_mean")),
         fmt.signed(block.number("auc_difference_mean")),
     ]
     if with_reference:
         cells.append(fmt.prop(ref_mean_auc, 3, table.notes, no_ref))
     cells += [
-        fmt.prop(_mean(fin_p)),
-        fmt.prop(_mean(fin_i)),
+        fmt.prop(block.number("final_paired_mean")),
+        fmt.prop(block.number("final_independent_mean")),
         fmt.signed(block.number("final_difference_mean")),
     ]
     if with_reference:
