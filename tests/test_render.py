@@ -686,3 +686,24 @@ def test_added_table_content_p13_within_ratios_sw_traces_and_residual(rendered):
     residual = cp["outcome"]["mean_centered"]["identity_residual"]
     mantissa, exponent = f"{residual:.2e}".split("e")
     assert f"${mantissa}\\times 10^{{{int(exponent)}}}$" in t12
+    # table 12's clean success and non-zero share are the probe register's, shown as written
+    for row, step in zip(rows_of(t12), probe["steps"], strict=False):
+        outcome = probe["checkpoints"][str(step)]["outcome"]
+        assert fmt.parse_number(row[5]) == pytest.approx(round(outcome["clean_success"], 3))
+        assert fmt.parse_number(row[7]) == pytest.approx(round(outcome["nonzero_share"], 3))
+
+
+def test_outcome_probe_writes_the_clean_success_and_mixed_group_share():
+    """The probe register's writer derives table 12's shares from the clean groups' success counts."""
+    import numpy as np
+    from paired_rollouts.probe.enumeration import outcome_probe
+
+    rng = np.random.default_rng(3)
+    g, counts = 4, [0, 1, 4, 2, 4]
+    scores = [rng.normal(size=(g, 3)) for _ in counts]
+    success = [np.arange(g) < k for k in counts]
+    rho = [np.ones(g) for _ in counts]
+    out = outcome_probe([s @ s.T for s in scores], success, rho, 4.0, 0.1, scores_by_group=scores)
+    assert out["success_counts"] == counts
+    assert out["clean_success"] == pytest.approx(11 / 20)  # 11 successes of 5 groups x 4
+    assert out["nonzero_share"] == pytest.approx(2 / 5)  # k = 1 and k = 2 are mixed

@@ -325,7 +325,21 @@ def read_probe_register(path: str | Path) -> dict[str, Any]:
     validate(data, PROBE, str(path), "probe register")
     if not isinstance(data.get("verdict"), dict | type(None)):
         raise UserError(f"{path}: 'verdict' is {type(data['verdict']).__name__}, expected an object")
+    for step, checkpoint in data["checkpoints"].items():
+        outcome = checkpoint.get("outcome") if isinstance(checkpoint, dict) else None
+        if not isinstance(outcome, dict):
+            continue
+        for key in PROBE_OUTCOME_SHARES:  # checked when present; table 12 requires them
+            if key in outcome and not _is_num(outcome[key]):
+                raise UserError(
+                    f"{path}: checkpoints.{step}.outcome.{key} is {outcome[key]!r}, expected a finite number; "
+                    "regenerate it with 'paired-rollouts probe checkpoint' and 'probe assemble'"
+                )
     return data
+
+
+# The outcome probe's clean success and share of mixed-outcome groups (probe/enumeration.py success_shares).
+PROBE_OUTCOME_SHARES = ("clean_success", "nonzero_share")
 
 
 # ----------------------------------------------------------------------------------------------

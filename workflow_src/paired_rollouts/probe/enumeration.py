@@ -180,6 +180,15 @@ def _ratio(num: float, den: float) -> float | None:
     return float(num / den) if den != 0 else None
 
 
+def success_shares(counts: list[int], group_size: int) -> dict[str, float]:
+    """The clean rollouts' mean true success and the share of clean groups with mixed outcomes
+    (0 < k < G, the groups whose MC weights are non-zero), from the groups' success counts k."""
+    return {
+        "clean_success": sum(counts) / (group_size * len(counts)),
+        "nonzero_share": sum(1 for k in counts if 0 < k < group_size) / len(counts),
+    }
+
+
 def summarize_outcome(groups: list[OutcomeGroup], vector_gram: np.ndarray, q: float) -> dict[str, Any]:
     """The checkpoint summary of docs/records.md 6.1 (group weights normalised to sum 1)."""
     if not groups:
@@ -206,10 +215,12 @@ def summarize_outcome(groups: list[OutcomeGroup], vector_gram: np.ndarray, q: fl
             "rhs_mean": float(ws @ rhs[sel]),
             "lhs_over_rhs": float(ws @ ratios),
         }
+    size = len(groups[0].ea[OUTCOME_VECTOR_KEYS[0]])
     out: dict[str, Any] = {
         "q": q,
-        "G": len(groups[0].ea[OUTCOME_VECTOR_KEYS[0]]),
+        "G": size,
         "groups": len(groups),
+        **success_shares([g.k for g in groups], size),
         "lhs_mean": lhs_mean,
         "rhs_mean": rhs_mean,
         "lhs_over_rhs": _ratio(lhs_mean, rhs_mean),

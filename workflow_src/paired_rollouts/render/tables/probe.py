@@ -114,10 +114,8 @@ def probe_traces_table(ctx: Context) -> TableModel:
         for step in src.probe_steps(probe):
             cp = probe.sub("checkpoints", str(step))
             out = cp.sub("outcome")
-            g = int(out.number("G") or 0)
-            counts = [int(k) for k in out.req("success_counts")]
-            success = sum(counts) / (g * len(counts)) if counts and g else None
-            nonzero = sum(1 for k in counts if 0 < k < g) / len(counts) if counts and g else None
+            success = out.number("clean_success")
+            nonzero = out.number("nonzero_share")
             rows.append(
                 (
                     str(probe.req("trajectory")),
