@@ -108,6 +108,11 @@ def test_curves_register_means_over_the_seeds_that_have_each_set(tmp_path, capsy
     assert paired["final"] == {"challenge": None, "clean": 0.7}  # s1 has no challenge set: no mean
     assert register["arms"]["independent"]["curves"] == {"at_training": {"0": 0.25}}
     assert set(register["registers"]) == {"c2-paired-s0", "c2-paired-s1", "c2-independent-s0"}
+    # seed 0 is the only seed with both arms: its differences, at the steps and sets both have
+    assert list(register["pairs"]) == ["0"]
+    pair = register["pairs"]["0"]
+    assert (pair["paired"], pair["independent"]) == ("c2-paired-s0", "c2-independent-s0")
+    assert pair["curves_difference"] == {"at_training": {}, "clean": {}}  # no set evaluated by both
     c4 = _run_register(tmp_path, "c4-paired-s0", {}, {})
     assert (
         main(["curves-register", "--registers", str(paths[0]), str(c4), "--out", str(tmp_path / "x.json")])
@@ -146,3 +151,22 @@ def test_decision_register_without_the_means_tables_3_and_4_show_is_refused(tmp_
         with pytest.raises(UserError, match=re.escape(needle)) as err:
             read_decision_register(path)
         assert str(path) in str(err.value) and "paired-rollouts decide" in str(err.value)
+
+
+def test_curves_register_pairs_hold_paired_minus_independent(tmp_path):
+    """Table 9's differences: per seed pair, at the steps both runs evaluated, and of the AUC per set."""
+    a = _run_register(tmp_path, "c2-paired-s3", {"clean": {"0": 0.5, "4": 0.75, "8": 1.0}}, {})
+    b = _run_register(tmp_path, "c2-independent-s3", {"clean": {"0": 0.25, "4": 0.5}}, {})
+    for path, auc in ((a, {"clean": 0.75, "challenge": 0.5}), (b, {"clean": 0.5, "challenge": None})):
+        data = json.loads(path.read_text())
+        path.write_text(json.dumps({**data, "auc": auc}))
+    out = tmp_path / "c2.json"
+    assert main(["curves-register", "--registers", str(a), str(b), "--out", str(out)]) == 0
+    pair = read_curves_register(out)["pairs"]["3"]
+    assert pair["curves_difference"] == {"clean": {"0": 0.25, "4": 0.25}}
+    assert pair["auc_difference"] == {"challenge": None, "clean": 0.25}
+    data = json.loads(out.read_text())
+    data["pairs"]["3"]["auc_difference"]["clean"] = "0.25"
+    out.write_text(json.dumps(data))
+    with pytest.raises(UserError, match=r"pairs\.3.*auc_difference.*curves-register"):
+        read_curves_register(out)

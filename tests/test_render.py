@@ -309,6 +309,12 @@ def test_table9_numbers_equal_the_episode_records(rendered):
             p, i = value("paired", step, regime), value("independent", step, regime)
             assert fmt.parse_number(row[1 + 3 * k]) == pytest.approx(round(p, 3))
             assert fmt.parse_number(row[2 + 3 * k]) == pytest.approx(round(i, 3))
+            assert fmt.parse_number(row[3 + 3 * k]) == pytest.approx(round(p - i, 3), abs=1e-9)
+    # the AUC row's differences are the curves register's, which pairs exactly these two runs
+    c2 = json.loads(next(p for p in INPUTS["curves"] if p.stem == "c2").read_text())["pairs"]["0"]
+    assert (c2["paired"], c2["independent"]) == ("c2-paired-s0", "c2-independent-s0")
+    for k, regime in enumerate(("clean", "at_training", "challenge")):
+        assert fmt.parse_number(rows[-1][3 + 3 * k]) == pytest.approx(round(c2["auc_difference"][regime], 3))
 
 
 def test_table5_ratios_equal_the_probe_register(rendered):

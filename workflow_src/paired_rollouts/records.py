@@ -740,7 +740,15 @@ def read_calibration(path: str | Path) -> dict[str, Any]:
 CURVES = {
     "condition": _is_condition,
     "arms": _is_dict,
+    "pairs": _is_dict,
     "registers": _map_of(_is_sha256),
+}
+# One seed pair of the condition (stats/condition_curves.py seed_pairs): paired - independent.
+CURVES_PAIR = {
+    "paired": _is_str,
+    "independent": _is_str,
+    "curves_difference": _map_of(_steps_of(_is_num)),
+    "auc_difference": _map_of(_nullable(_is_num)),
 }
 CURVES_ARM = {
     "runs": _list_of(_is_str),
@@ -767,4 +775,8 @@ def read_curves_register(path: str | Path) -> dict[str, Any]:
                 f"{where}: arms.{arm}.curve_runs names other sets than arms.{arm}.curves; "
                 f"regenerate it with '{command}'"
             )
+    for seed, pair in data["pairs"].items():
+        if not seed.isdigit():
+            raise UserError(f"{where}: pairs.{seed} is not a seed; regenerate it with '{command}'")
+        _typed(pair, CURVES_PAIR, f"{where}: pairs.{seed}", what, command)
     return data

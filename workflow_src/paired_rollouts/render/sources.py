@@ -409,6 +409,42 @@ def arm_means(paths: Iterable[Path], runs: Sequence[RunCurves], what: str) -> di
     return out
 
 
+@dataclass(frozen=True)
+class PairDifferences:
+    """paired - independent of one seed pair, as the condition's curves register holds them."""
+
+    curves: dict[str, dict[int, float]]
+    auc: dict[str, float | None]
+
+
+def pair_differences(
+    paths: Iterable[Path], paired: RunCurves, independent: RunCurves, what: str
+) -> PairDifferences:
+    """The differences of the seed pair (``paired``, ``independent``) from the curves register of their
+    condition, which must pair exactly these two runs."""
+    for path in paths:
+        doc = load_curves(path)
+        if str(doc.req("condition")).upper() != paired.condition:
+            continue
+        pair = doc.opt("pairs", str(paired.seed))
+        if pair is None:
+            break
+        if (pair["paired"], pair["independent"]) != (paired.run, independent.run):
+            raise UserError(
+                f"{path}: seed {paired.seed} pairs {pair['paired']} with {pair['independent']}, not "
+                f"{paired.run} with {independent.run}; rebuild it (curves-register) or pass the matching "
+                "run registers"
+            )
+        return PairDifferences(
+            {r: {int(k): float(v) for k, v in c.items()} for r, c in pair["curves_difference"].items()},
+            {r: _number(v) for r, v in pair["auc_difference"].items()},
+        )
+    raise UserError(
+        f"{what}: no curves register among the inputs holds the {paired.condition} seed {paired.seed} pair; "
+        f"pass results/curves/{paired.condition.lower()}.json"
+    )
+
+
 # ---------------------------------------------------------------- captions
 
 

@@ -72,5 +72,35 @@ def build_curves_register(paths: Iterable[str | Path]) -> dict[str, Any]:
         "format": CURVES_FORMAT,
         "condition": conditions[0],
         "arms": arms,
+        "pairs": seed_pairs(by_arm),
         "registers": {run: sha256_file(path) for run, (path, _) in sorted(registers.items())},
     }
+
+
+def _difference(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def seed_pairs(by_arm: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Per seed with both a paired and an independent run: the pair's runs and paired - independent of
+    their curves (each periodic set, at the steps both evaluated) and of their AUC per set, from the
+    run registers' numbers as written (table 9 shows them beside the two runs' own values)."""
+    paired = {m["seed"]: m for m in by_arm.get("paired", [])}
+    independent = {m["seed"]: m for m in by_arm.get("independent", [])}
+    out = {}
+    for seed in sorted(set(paired) & set(independent)):
+        a, b = paired[seed], independent[seed]
+        curves = {}
+        for regime in sorted(set(a["curves"]) | set(b["curves"])):
+            ca, cb = a["curves"].get(regime) or {}, b["curves"].get(regime) or {}
+            curves[regime] = {step: ca[step] - cb[step] for step in sorted(set(ca) & set(cb), key=int)}
+        out[str(seed)] = {
+            "paired": a["run"],
+            "independent": b["run"],
+            "curves_difference": curves,
+            "auc_difference": {
+                regime: _difference(a["auc"].get(regime), b["auc"].get(regime))
+                for regime in sorted(set(a["auc"]) | set(b["auc"]))
+            },
+        }
+    return out

@@ -117,6 +117,7 @@ def _pick_pair(runs: list[src.RunCurves], settings: dict[str, Any]) -> tuple[src
 def seed_pair_curves_table(ctx: Context) -> TableModel:
     runs = [src.run_curves(p) for p in ctx.inputs.files("registers")]
     paired, independent = _pick_pair(runs, ctx.settings)
+    delta = src.pair_differences(ctx.inputs.files("curves"), paired, independent, "table 9")
     regimes = [r for r in src.PERIODIC_REGIMES if paired.curves.get(r) or independent.curves.get(r)]
     headers = [Tex("Step")]
     for _ in regimes:
@@ -135,7 +136,7 @@ def seed_pair_curves_table(ctx: Context) -> TableModel:
             cells += [
                 fmt.prop(a, 3, table.notes, "not evaluated"),
                 fmt.prop(b, 3, table.notes, "not evaluated"),
-                fmt.signed(_diff(a, b), 3, table.notes, "not evaluated"),
+                fmt.signed(delta.curves.get(regime, {}).get(step), 3, table.notes, "not evaluated"),
             ]
         table.add(cells)
     table.rule()
@@ -145,7 +146,7 @@ def seed_pair_curves_table(ctx: Context) -> TableModel:
         cells += [
             fmt.prop(a, 3, table.notes, "not evaluated"),
             fmt.prop(b, 3, table.notes, "not evaluated"),
-            fmt.signed(_diff(a, b), 3, table.notes, "not evaluated"),
+            fmt.signed(delta.auc.get(regime), 3, table.notes, "not evaluated"),
         ]
     table.add(cells)
     table.extra_notes.append(

@@ -103,7 +103,12 @@ TABLES: dict[int, TableSpec] = {
         TableSpec(
             9,
             "Validation curves of one seed pair",
-            {"registers": KeySpec(f"{_REGISTERS} of the seed pair")},
+            {
+                "registers": KeySpec(f"{_REGISTERS} of the seed pair"),
+                "curves": KeySpec(
+                    "curves registers results/curves/CONDITION.json (the pair's differences, 'pairs')"
+                ),
+            },
             seed_pair_curves_table,
             settings={
                 "condition": "condition of the pair (default: C2 if present)",
