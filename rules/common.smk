@@ -372,6 +372,10 @@ def condition_registers(wildcards):
     return [LAYOUT.register(run) for run in LAYOUT.runs_of(wildcards.curves.upper())]
 
 
+def condition_group_stats(wildcards):
+    return [LAYOUT.group_stats(run) for run in LAYOUT.runs_of(wildcards.curves.upper())]
+
+
 # The files behind each render input key. The render registry (paired_rollouts.render: TABLES, FIGURES)
 # names the keys each table and figure reads; one that reads other files under a key says so below
 # (None: the workflow does not give that optional key).

@@ -60,9 +60,11 @@ else:
 
 
 rule curves_register:
-    """One condition's mean curves and final sets per arm, over its runs' registers (docs/records.md 3.2)."""
+    """One condition's mean curves and final sets per arm, over its runs' registers, and its runs' group
+    statistics pooled per arm (docs/records.md 3.2)."""
     input:
         registers=condition_registers,
+        group_stats=condition_group_stats,
         code=sources("stats"),
     output:
         res("curves/{curves}.json"),
@@ -75,4 +77,5 @@ rule curves_register:
     conda:
         software_env()
     shell:
-        "paired-rollouts curves-register --registers {input.registers:q} --out {output:q} > {log:q} 2>&1"
+        "paired-rollouts curves-register --registers {input.registers:q} "
+        "--group-stats {input.group_stats:q} --out {output:q} > {log:q} 2>&1"

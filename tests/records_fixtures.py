@@ -142,8 +142,10 @@ def synthetic_study(root) -> dict:
         atomic_write_json(res / "runs" / run / "register.json", build_register(res / "runs" / run, res))
     for c in runs:
         registers = [str(res / "runs" / run / "register.json") for run in runs[c]]
+        stats = [str(res / "runs" / run / "group_stats.json") for run in runs[c]]
         out = res / "curves" / f"{c.lower()}.json"
-        assert main(["curves-register", "--registers", *registers, "--out", str(out)]) == 0
+        command = ["curves-register", "--registers", *registers, "--group-stats", *stats, "--out", str(out)]
+        assert main(command) == 0
     return {
         "episodes": sorted(res.glob("evals/*/*.jsonl")),
         "manifests": sorted(res.glob("runs/*/manifest.json")),

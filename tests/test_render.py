@@ -286,6 +286,37 @@ def test_table10_numbers_equal_group_stats(rendered):
         assert fmt.parse_number(row[3]) == stats["all_correct_groups"]
         assert fmt.parse_number(row[4]) == stats["spurious_groups"]
         assert fmt.parse_number(row[5]) == pytest.approx(round(stats["spurious_among_all_correct"], 3))
+    # pooled rows (C2 paired, C2 independent, C4 paired, C4 independent): sums of the runs' counts
+    pooled = [r for r in rows_of(rendered["table10"].read_text()) if r[0] == "\\textit{pooled}"]
+    runs = [json.loads(p.read_text()) for p in INPUTS["group_stats"]]
+    order = [(c, a) for c in ("C2", "C4") for a in ("paired", "independent")]
+    assert len(pooled) == len(order)
+    for (condition, arm), row in zip(order, pooled, strict=True):
+        members = [r for r in runs if (r["condition"], r["arm"]) == (condition, arm)]
+        groups = sum(r["groups"] for r in members)
+        correct = sum(r["all_correct_groups"] for r in members)
+        spurious = sum(r["spurious_groups"] for r in members)
+        zero = sum(r["zero_variance_groups"] for r in members)
+        assert [fmt.parse_number(c) for c in row[1:5]] == pytest.approx(
+            [groups, round(zero / groups, 3), correct, spurious]
+        )
+        assert fmt.parse_number(row[5]) == (pytest.approx(round(spurious / correct, 3)) if correct else None)
+
+
+def test_table10_pooled_rows_must_pool_the_runs_shown(tmp_path):
+    """A curves register pooled over other runs than the group statistics given is one error line."""
+    c2 = next(p for p in INPUTS["curves"] if p.stem == "c2")
+    data = json.loads(c2.read_text())
+    data["arms"]["paired"]["group_stats"]["runs"] = ["c2-paired-s0"]
+    path = tmp_path / "c2.json"
+    path.write_text(json.dumps(data))
+    given = {"group_stats": INPUTS["group_stats"], "curves": [path]}
+    with pytest.raises(UserError, match="pooled over c2-paired-s0 but the group statistics given"):
+        tables.render_table(10, given, "stand-in")
+    del data["arms"]["paired"]["group_stats"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(UserError, match="built with --group-stats"):
+        tables.render_table(10, given, "stand-in")
 
 
 def test_table9_numbers_equal_the_episode_records(rendered):

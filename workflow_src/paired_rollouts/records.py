@@ -743,6 +743,16 @@ CURVES = {
     "pairs": _is_dict,
     "registers": _map_of(_is_sha256),
 }
+# An arm's group statistics pooled over its runs (stats/groups.py pool_group_stats), when given.
+CURVES_GROUPS = {
+    "runs": _list_of(_is_str),
+    "groups": _is_int,
+    "zero_variance_groups": _is_int,
+    "zero_variance_frac": _nullable(_is_num),
+    "all_correct_groups": _is_int,
+    "spurious_groups": _is_int,
+    "spurious_among_all_correct": _nullable(_is_num),
+}
 # One seed pair of the condition (stats/condition_curves.py seed_pairs): paired - independent.
 CURVES_PAIR = {
     "paired": _is_str,
@@ -770,6 +780,8 @@ def read_curves_register(path: str | Path) -> dict[str, Any]:
                 f"{where}: arms.{arm} is not an arm ({', '.join(ARMS)}); regenerate it with '{command}'"
             )
         _typed(block, CURVES_ARM, f"{where}: arms.{arm}", what, command)
+        if "group_stats" in block:
+            _typed(block["group_stats"], CURVES_GROUPS, f"{where}: arms.{arm}.group_stats", what, command)
         if set(block["curve_runs"]) != set(block["curves"]):
             raise UserError(
                 f"{where}: arms.{arm}.curve_runs names other sets than arms.{arm}.curves; "

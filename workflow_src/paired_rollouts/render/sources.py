@@ -409,6 +409,20 @@ def arm_means(paths: Iterable[Path], runs: Sequence[RunCurves], what: str) -> di
     return out
 
 
+def pooled_groups(paths: Iterable[Path], what: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """{(condition, arm): the arm's group statistics pooled over its runs} of the curves registers."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in paths:
+        doc = load_curves(path)
+        condition = str(doc.req("condition")).upper()
+        for arm, block in doc.req("arms").items():
+            if (condition, arm) in out:
+                raise UserError(f"{what}: two curves registers for {condition}; pass one ({path})")
+            if "group_stats" in block:
+                out[(condition, arm)] = {**block["group_stats"], "path": str(path)}
+    return out
+
+
 @dataclass(frozen=True)
 class PairDifferences:
     """paired - independent of one seed pair, as the condition's curves register holds them."""

@@ -233,7 +233,7 @@ def _curves_register(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json
     from paired_rollouts.stats.condition_curves import build_curves_register
 
-    register = build_curves_register(args.registers)
+    register = build_curves_register(args.registers, args.group_stats or ())
     atomic_write_json(args.out, register)
     arms = ", ".join(f"{arm} ({len(block['runs'])} runs)" for arm, block in register["arms"].items())
     print(f"{register['condition']}: mean curves and final sets of {arms} -> {args.out}")
@@ -352,6 +352,11 @@ def register(subparsers) -> None:
         epilog="Output shape: docs/records.md section 3.2.",
     )
     p.add_argument("--registers", nargs="+", required=True, help="results/runs/RUN/register.json files")
+    p.add_argument(
+        "--group-stats",
+        nargs="+",
+        help="results/runs/RUN/group_stats.json of the same runs (pooled per arm for table 10)",
+    )
     p.add_argument("--out", required=True, type=Path, help="results/curves/CONDITION.json")
     p.set_defaults(handler=_curves_register)
 

@@ -31,8 +31,11 @@ def _order(run: str) -> tuple[int, str]:
     return (parse_run(run).seed, run)
 
 
-def build_curves_register(paths: Iterable[str | Path]) -> dict[str, Any]:
-    """The content of ``results/curves/{condition}.json`` from the run registers of one condition."""
+def build_curves_register(
+    paths: Iterable[str | Path], group_stats: Iterable[str | Path] = ()
+) -> dict[str, Any]:
+    """The content of ``results/curves/{condition}.json`` from the run registers of one condition; with
+    the runs' group statistics, each arm also holds them pooled over its runs (``group_stats``)."""
     registers = {}
     for path in paths:
         data = read_run_register(path)
@@ -68,6 +71,8 @@ def build_curves_register(paths: Iterable[str | Path]) -> dict[str, Any]:
             "curve_runs": curve_runs,
             "final": final,
         }
+    for arm, block in _pooled_groups(group_stats, conditions[0], arms).items():
+        arms[arm]["group_stats"] = block
     return {
         "format": CURVES_FORMAT,
         "condition": conditions[0],
@@ -75,6 +80,34 @@ def build_curves_register(paths: Iterable[str | Path]) -> dict[str, Any]:
         "pairs": seed_pairs(by_arm),
         "registers": {run: sha256_file(path) for run, (path, _) in sorted(registers.items())},
     }
+
+
+def _pooled_groups(
+    paths: Iterable[str | Path], condition: str, arms: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Per arm, the group statistics of exactly the arm's runs, pooled (stats/groups.py)."""
+    from paired_rollouts.records import read_group_stats
+    from paired_rollouts.stats.groups import pool_group_stats
+
+    by_arm: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for path in paths:
+        data = read_group_stats(path)
+        if data["condition"] != condition or data["arm"] not in arms:
+            raise UserError(
+                f"{path}: group statistics of {data['run']}, which has no run register among those given "
+                f"for {condition}; pass the group statistics of the condition's runs"
+            )
+        by_arm[data["arm"]].append(data)
+    out = {}
+    for arm, stats in by_arm.items():
+        pooled = pool_group_stats(stats)
+        if pooled["runs"] != sorted(arms[arm]["runs"]):
+            raise UserError(
+                f"curves-register: group statistics of {', '.join(pooled['runs'])} for the {condition} {arm} "
+                f"runs {', '.join(arms[arm]['runs'])}; give one per run"
+            )
+        out[arm] = pooled
+    return out
 
 
 def _difference(a: float | None, b: float | None) -> float | None:

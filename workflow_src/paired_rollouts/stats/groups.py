@@ -177,3 +177,21 @@ def group_statistics(
         "by_step": [{"step": s, **by_step[s]} for s in steps],
         "defects": defects,
     }
+
+
+def pool_group_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """One arm's group statistics pooled over its runs (table 10's pooled row): the sums of the runs'
+    counts and the shares of those sums (not the mean of the runs' shares)."""
+    groups = sum(s["groups"] for s in stats)
+    zero = sum(s["zero_variance_groups"] for s in stats)
+    correct = sum(s["all_correct_groups"] for s in stats)
+    spurious = sum(s["spurious_groups"] for s in stats)
+    return {
+        "runs": sorted(s["run"] for s in stats),
+        "groups": groups,
+        "zero_variance_groups": zero,
+        "zero_variance_frac": zero / groups if groups else None,
+        "all_correct_groups": correct,
+        "spurious_groups": spurious,
+        "spurious_among_all_correct": spurious / correct if correct else None,
+    }

@@ -118,7 +118,12 @@ TABLES: dict[int, TableSpec] = {
         TableSpec(
             10,
             "Constant-reward groups and spurious variance in training",
-            {"group_stats": KeySpec("results/runs/RUN/group_stats.json")},
+            {
+                "group_stats": KeySpec("results/runs/RUN/group_stats.json"),
+                "curves": KeySpec(
+                    "curves registers results/curves/CONDITION.json (each arm's pooled 'group_stats')"
+                ),
+            },
             constant_reward_table,
         ),
         TableSpec(

@@ -119,6 +119,7 @@ def constant_reward_table(ctx: Context) -> TableModel:
             ).order
         )
     )
+    pools = src.pooled_groups(ctx.inputs.files("curves"), "table 10")
     pooled: dict[tuple[str, str], list[Doc]] = defaultdict(list)
     for doc in docs:
         pooled[(str(doc.req("condition")).upper(), str(doc.req("arm")))].append(doc)
@@ -158,25 +159,29 @@ def constant_reward_table(ctx: Context) -> TableModel:
                 ]
             )
         if len(members) > 1:
-            groups = sum(int(d.req("groups")) for d in members)
-            zero = sum(
-                int(
-                    d.opt("zero_variance_groups")
-                    if d.opt("zero_variance_groups") is not None
-                    else round(float(d.req("zero_variance_frac")) * int(d.req("groups")))
+            block = pools.get(key)
+            runs = sorted(str(d.req("run")) for d in members)
+            if block is None:
+                raise UserError(
+                    f"table 10: no curves register among the inputs holds the {key[0]} {key[1]} pooled group "
+                    f"statistics; pass results/curves/{key[0].lower()}.json built with --group-stats"
                 )
-                for d in members
-            )
-            correct = sum(int(d.req("all_correct_groups")) for d in members)
-            spurious = sum(int(d.req("spurious_groups")) for d in members)
+            if block["runs"] != runs:
+                raise UserError(
+                    f"{block['path']}: the {key[0]} {key[1]} group statistics are pooled over "
+                    f"{', '.join(block['runs'])} but the group statistics given are of {', '.join(runs)}; "
+                    "rebuild it (curves-register --group-stats) or pass the matching files"
+                )
             table.add(
                 [
                     Tex(r"\textit{pooled}"),
-                    fmt.integer(groups),
-                    fmt.prop(zero / groups if groups else None, 3, table.notes, "no groups"),
-                    fmt.integer(correct),
-                    fmt.integer(spurious),
-                    fmt.prop(spurious / correct if correct else None, 3, table.notes, "no all-correct group"),
+                    fmt.integer(block["groups"]),
+                    fmt.prop(_num(block["zero_variance_frac"]), 3, table.notes, "no groups"),
+                    fmt.integer(block["all_correct_groups"]),
+                    fmt.integer(block["spurious_groups"]),
+                    fmt.prop(
+                        _num(block["spurious_among_all_correct"]), 3, table.notes, "no all-correct group"
+                    ),
                     "",
                     "",
                 ]
