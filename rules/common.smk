@@ -376,6 +376,18 @@ def condition_group_stats(wildcards):
     return [LAYOUT.group_stats(run) for run in LAYOUT.runs_of(wildcards.curves.upper())]
 
 
+# Table 8 shows the C4 means minus the C0 and C2 ones: the C4 curves register takes theirs.
+CURVES_COMPARED = {"c4": ["c0", "c2"]}
+
+
+def condition_compared(wildcards):
+    return [LAYOUT.curves(c) for c in CURVES_COMPARED.get(wildcards.curves, []) if c in CURVE_CONDITIONS]
+
+
+def compare_args(wildcards, input):
+    return ["--compare", *input.compare] if input.compare else []
+
+
 # The files behind each render input key. The render registry (paired_rollouts.render: TABLES, FIGURES)
 # names the keys each table and figure reads; one that reads other files under a key says so below
 # (None: the workflow does not give that optional key).

@@ -65,6 +65,7 @@ rule curves_register:
     input:
         registers=condition_registers,
         group_stats=condition_group_stats,
+        compare=condition_compared,
         code=sources("stats"),
     output:
         res("curves/{curves}.json"),
@@ -76,6 +77,8 @@ rule curves_register:
         curves="|".join(CURVE_CONDITIONS) or "none",
     conda:
         software_env()
+    params:
+        compare=compare_args,
     shell:
         "paired-rollouts curves-register --registers {input.registers:q} "
-        "--group-stats {input.group_stats:q} --out {output:q} > {log:q} 2>&1"
+        "--group-stats {input.group_stats:q} {params.compare:q} --out {output:q} > {log:q} 2>&1"

@@ -145,6 +145,8 @@ def synthetic_study(root) -> dict:
         stats = [str(res / "runs" / run / "group_stats.json") for run in runs[c]]
         out = res / "curves" / f"{c.lower()}.json"
         command = ["curves-register", "--registers", *registers, "--group-stats", *stats, "--out", str(out)]
+        if c == "C4":  # table 8's differences of the C4 means to C2's
+            command += ["--compare", str(res / "curves" / "c2.json")]
         assert main(command) == 0
     return {
         "episodes": sorted(res.glob("evals/*/*.jsonl")),

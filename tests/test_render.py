@@ -474,6 +474,27 @@ def test_table8_numbers_equal_the_episode_records(rendered):
             expected = None if None in values else sum(values) / len(values)
             got = fmt.parse_number(mean_row[1 + k])
             assert got == (None if expected is None else pytest.approx(round(expected, 3))), (arm, regime)
+    # the difference rows (C4 arm - C2 arm; no C0 here) are the C4 curves register's, of these means
+    for arm in ("paired", "independent"):
+        row = by_label[f"C4 {arm} $-$ C2 {arm}"]
+        for k, regime in enumerate(regimes):
+            c4, c2 = ([final(f"{c}-{arm}-s{seed}", regime) for seed in (0, 1)] for c in ("c4", "c2"))
+            expected = None if None in c4 + c2 else sum(c4) / 2 - sum(c2) / 2
+            got = fmt.parse_number(row[1 + k])
+            assert got == (None if expected is None else pytest.approx(round(expected, 3), abs=1e-9))
+
+
+def test_table8_differences_must_be_against_the_register_given(tmp_path):
+    """A C4 curves register whose differences were taken against another C2 register is refused."""
+    c2 = next(p for p in INPUTS["curves"] if p.stem == "c2")
+    c4 = next(p for p in INPUTS["curves"] if p.stem == "c4")
+    data = json.loads(c2.read_text())
+    data["arms"]["paired"]["final"]["clean"] = 0.5
+    other = tmp_path / "c2.json"
+    other.write_text(json.dumps(data))
+    given = {"registers": INPUTS["registers"], "curves": [other, c4]}
+    with pytest.raises(UserError, match="sha256 differs"):
+        tables.render_table(8, given, "stand-in")
 
 
 def test_curves_register_of_other_runs_is_refused(tmp_path):

@@ -741,6 +741,7 @@ CURVES = {
     "condition": _is_condition,
     "arms": _is_dict,
     "pairs": _is_dict,
+    "differences": _is_dict,
     "registers": _map_of(_is_sha256),
 }
 # An arm's group statistics pooled over its runs (stats/groups.py pool_group_stats), when given.
@@ -787,6 +788,13 @@ def read_curves_register(path: str | Path) -> dict[str, Any]:
                 f"{where}: arms.{arm}.curve_runs names other sets than arms.{arm}.curves; "
                 f"regenerate it with '{command}'"
             )
+    for name, block in data["differences"].items():
+        here = f"{where}: differences.{name}"
+        if not _is_condition(name):
+            raise UserError(f"{here} is not a condition; regenerate it with '{command}'")
+        _typed(
+            block, {"arms": _map_of(_map_of(_nullable(_is_num))), "sha256": _is_sha256}, here, what, command
+        )
     for seed, pair in data["pairs"].items():
         if not seed.isdigit():
             raise UserError(f"{where}: pairs.{seed} is not a seed; regenerate it with '{command}'")

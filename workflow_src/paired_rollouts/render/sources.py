@@ -423,6 +423,30 @@ def pooled_groups(paths: Iterable[Path], what: str) -> dict[tuple[str, str], dic
     return out
 
 
+def final_differences(
+    paths: Sequence[Path], what: str
+) -> dict[tuple[str, str, str], dict[str, float | None]]:
+    """{(condition, arm, other condition): final mean minus the other's, per set} of the curves
+    registers; each difference must be against the other condition's register given (by sha256)."""
+    from paired_rollouts.io import sha256_file
+
+    docs = {str(load_curves(p).req("condition")).upper(): (p, load_curves(p)) for p in paths}
+    out: dict[tuple[str, str, str], dict[str, float | None]] = {}
+    for condition, (path, doc) in docs.items():
+        for other, block in doc.req("differences").items():
+            given = docs.get(str(other).upper())
+            if given is None:
+                continue
+            if sha256_file(given[0]) != block["sha256"]:
+                raise UserError(
+                    f"{path}: its differences to {other} were taken against another {given[0]} (sha256 "
+                    "differs); rebuild it (curves-register --compare) after the register it compares with"
+                )
+            for arm, values in block["arms"].items():
+                out[(condition, arm, str(other).upper())] = {r: _number(v) for r, v in values.items()}
+    return out
+
+
 @dataclass(frozen=True)
 class PairDifferences:
     """paired - independent of one seed pair, as the condition's curves register holds them."""

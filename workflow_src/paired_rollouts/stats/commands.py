@@ -233,7 +233,7 @@ def _curves_register(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json
     from paired_rollouts.stats.condition_curves import build_curves_register
 
-    register = build_curves_register(args.registers, args.group_stats or ())
+    register = build_curves_register(args.registers, args.group_stats or (), args.compare or ())
     atomic_write_json(args.out, register)
     arms = ", ".join(f"{arm} ({len(block['runs'])} runs)" for arm, block in register["arms"].items())
     print(f"{register['condition']}: mean curves and final sets of {arms} -> {args.out}")
@@ -356,6 +356,11 @@ def register(subparsers) -> None:
         "--group-stats",
         nargs="+",
         help="results/runs/RUN/group_stats.json of the same runs (pooled per arm for table 10)",
+    )
+    p.add_argument(
+        "--compare",
+        nargs="+",
+        help="other conditions' results/curves/CONDITION.json: differences of the final means (table 8)",
     )
     p.add_argument("--out", required=True, type=Path, help="results/curves/CONDITION.json")
     p.set_defaults(handler=_curves_register)

@@ -32,10 +32,11 @@ def _order(run: str) -> tuple[int, str]:
 
 
 def build_curves_register(
-    paths: Iterable[str | Path], group_stats: Iterable[str | Path] = ()
+    paths: Iterable[str | Path], group_stats: Iterable[str | Path] = (), compare: Iterable[str | Path] = ()
 ) -> dict[str, Any]:
     """The content of ``results/curves/{condition}.json`` from the run registers of one condition; with
-    the runs' group statistics, each arm also holds them pooled over its runs (``group_stats``)."""
+    the runs' group statistics, each arm also holds them pooled over its runs (``group_stats``); with
+    other conditions' curves registers, the differences of the final means to theirs (``differences``)."""
     registers = {}
     for path in paths:
         data = read_run_register(path)
@@ -78,6 +79,7 @@ def build_curves_register(
         "condition": conditions[0],
         "arms": arms,
         "pairs": seed_pairs(by_arm),
+        "differences": final_differences(conditions[0], arms, compare),
         "registers": {run: sha256_file(path) for run, (path, _) in sorted(registers.items())},
     }
 
@@ -136,4 +138,31 @@ def seed_pairs(by_arm: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
                 for regime in sorted(set(a["auc"]) | set(b["auc"]))
             },
         }
+    return out
+
+
+def final_differences(condition: str, arms: dict[str, Any], compare: Iterable[str | Path]) -> dict[str, Any]:
+    """Per other condition's curves register: this arm's final mean minus that condition's same arm (or
+    its only arm, C0's clean) per final set, null unless both have the set (table 8's difference rows),
+    with the sha256 of the register compared against."""
+    from paired_rollouts.records import read_curves_register
+
+    out: dict[str, Any] = {}
+    for path in compare:
+        other = read_curves_register(path)
+        name = other["condition"]
+        if name == condition or name in out:
+            raise UserError(f"{path}: compare with each other condition once (this register is {condition})")
+        by_arm = {}
+        for arm, block in arms.items():
+            theirs = other["arms"].get(arm)
+            if theirs is None and len(other["arms"]) == 1:
+                theirs = next(iter(other["arms"].values()))
+            if theirs is None:
+                continue
+            by_arm[arm] = {
+                regime: _difference(block["final"].get(regime), theirs["final"].get(regime))
+                for regime in sorted(set(block["final"]) | set(theirs["final"]))
+            }
+        out[name] = {"arms": by_arm, "sha256": sha256_file(path)}
     return out

@@ -17,7 +17,6 @@ from paired_rollouts.render.tables.model import (
     Context,
     P,
     TableModel,
-    _diff,
     _run_label,
     regime_label,
 )
@@ -62,21 +61,27 @@ def fault_robustness_table(ctx: Context) -> TableModel:
             [Tex(r"\textit{mean}")]
             + [fmt.prop(means[key][r], 3, table.notes, "not every seed evaluated") for r in regimes]
         )
+    differences = src.final_differences(ctx.inputs.files("curves"), "table 8")
     comparisons = []
     for arm in ("paired", "independent"):
         if ("C4", arm) in means:
             if ("C0", "clean") in means:
-                comparisons.append((f"C4 {arm} $-$ C0", ("C4", arm), ("C0", "clean")))
+                comparisons.append((f"C4 {arm} $-$ C0", ("C4", arm, "C0")))
             if ("C2", arm) in means:
-                comparisons.append((f"C4 {arm} $-$ C2 {arm}", ("C4", arm), ("C2", arm)))
+                comparisons.append((f"C4 {arm} $-$ C2 {arm}", ("C4", arm, "C2")))
     if comparisons:
         table.rule()
         table.section("differences of the means")
-        for label, a, b in comparisons:
+        for label, key in comparisons:
+            if key not in differences:
+                raise UserError(
+                    f"table 8: the C4 curves register holds no differences to {key[2]}; rebuild "
+                    f"results/curves/c4.json with curves-register --compare results/curves/{key[2].lower()}.json"
+                )
             table.add(
                 [Tex(label)]
                 + [
-                    fmt.signed(_diff(means[a][r], means[b][r]), 3, table.notes, "not every seed evaluated")
+                    fmt.signed(differences[key].get(r), 3, table.notes, "not every seed evaluated")
                     for r in regimes
                 ]
             )
