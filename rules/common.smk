@@ -415,7 +415,8 @@ RENDER_KEY_OVERRIDES = {
         "registers": lambda: [
             res(f"runs/{study.RunId('C2', arm, SCALE['seeds']['C2'][0]).name}/register.json")
             for arm in ("paired", "independent")
-        ]
+        ],
+        "curves": lambda: [LAYOUT.curves("c2")],  # the pair's differences
     },
     15: {"predictions": lambda: [res("decisions/tiers/predictions.json")]},
     16: {"decisions": lambda: decision_files() + tier_decision_files()},

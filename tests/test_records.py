@@ -133,6 +133,7 @@ def test_decision_register_without_the_means_tables_3_and_4_show_is_refused(tmp_
         **{k: [0.5, 0.25] for k in ("auc_paired", "auc_independent", "auc_difference_by_seed")},
         **{k: [0.5, 0.25] for k in ("final_paired_by_seed", "final_independent_by_seed")},
         "final_difference_by_seed": [0.0, 0.0],
+        "auc_difference_positive_seeds": 2,
         **{f"{s}_mean": 0.375 for s in ("auc_paired", "auc_independent", "auc_difference")},
         **{f"final_{s}_mean": 0.375 for s in ("paired", "independent", "difference")},
     }

@@ -373,6 +373,12 @@ def test_c2_decision_by_hand(study):
     assert h1["luck_share_step0"]["c2-paired-s0"]["lam"] == 1.0
     assert h1["seed_sharing"]["c2-independent-s1"]["groups_sharing_one_seed"] == 0
     assert h1["spurious_rate_independent"] == 1.0 and h1["spurious_rate_paired"] == 0.0
+    # table 2's criterion rows, as written: smallest luck share and lower bound, runs meeting each
+    luck = h1["luck_share_step0"].values()
+    assert h1["luck_share_step0_min"] == min(v["lam"] for v in luck)
+    assert h1["luck_share_step0_lower_min"] == min(v["ci95"][0] for v in luck)
+    assert h1["runs_meeting_luck"] == h1["runs_meeting_sharing"] == 4  # H1a passes: every run meets both
+    assert h2["auc_difference_positive_seeds"] == 2 and h3["difference_positive_seeds"] == 2
     sec = reg["secondary"]
     assert sec["clean_reference"]["runs"] == ["c0-clean-s0"]
     # s0 paired at_training curve .5 .75 1 reaches .617 between steps 0 and 4: 0 + (.117/.25)*4

@@ -290,30 +290,39 @@ H2_MEANS = (
 
 def read_decision_register(path: str | Path) -> dict[str, Any]:
     """results/decisions/{c2,c4}.json or decisions/tiers/NAME.json, typed at the keys consumers judge by;
-    a computed H2a/H2b block has one value per seed in each per-seed list and its means over seeds."""
+    a computed H2a/H2b block has one value per seed in each per-seed list and its means over seeds, a
+    computed C2 H1a or H3 block the counts and minima table 2 shows."""
     data = read_json(path)
     validate(data, DECISION, str(path), "decision register")
     for name in ("H2a", "H2b"):
         block = data.get(name)
         if not isinstance(block, dict) or block.get("computed") is not True:
             continue
-        fix = "regenerate it with 'paired-rollouts decide'"
-        schema = {"seeds": _list_of(_is_int)}
+        schema = {"seeds": _list_of(_is_int), "auc_difference_positive_seeds": _is_int}
         schema.update({key: _list_of(_is_num) for key in H2_BY_SEED})
         schema.update({key: _is_num for key in H2_MEANS})
-        for key, check in schema.items():
-            if key not in block:
-                raise UserError(f"{path}: missing key '{name}.{key}' in the decision register; {fix}")
-            if not check(block[key]):
-                raise UserError(
-                    f"{path}: key '{name}.{key}' is {block[key]!r}, expected {_word(check)}; {fix}"
-                )
-            if key in H2_BY_SEED and len(block[key]) != len(block["seeds"]):
+        _need_keys(path, name, block, schema)
+        for key in H2_BY_SEED:
+            if len(block[key]) != len(block["seeds"]):
                 raise UserError(
                     f"{path}: key '{name}.{key}' has {len(block[key])} values for {len(block['seeds'])} "
-                    f"seeds; {fix}"
+                    "seeds; regenerate it with 'paired-rollouts decide'"
                 )
+    for name, schema in (("H1a", H1A_C2), ("H3", H3_SHOWN)):
+        block = data.get(name)
+        if isinstance(block, dict) and block.get("computed") is True and data["condition"] == "C2":
+            _need_keys(path, name, block, schema)
     return data
+
+
+def _need_keys(path: str | Path, name: str, block: dict[str, Any], schema: dict[str, Any]) -> None:
+    """A decision register's hypothesis block typed at ``schema``; the error names ``name.key``."""
+    fix = "regenerate it with 'paired-rollouts decide'"
+    for key, check in schema.items():
+        if key not in block:
+            raise UserError(f"{path}: missing key '{name}.{key}' in the decision register; {fix}")
+        if not check(block[key]):
+            raise UserError(f"{path}: key '{name}.{key}' is {block[key]!r}, expected {_word(check)}; {fix}")
 
 
 PROBE = {"trajectory": _is_str, "run": _is_str, "checkpoints": _is_dict}
@@ -547,6 +556,16 @@ def _nullable(check):
 
     test.__name__ = f"{_word(check)} or null"
     return test
+
+
+# What table 2 shows of computed H1a (C2) and H3 blocks, as written.
+H1A_C2 = {
+    "luck_share_step0_min": _nullable(_is_num),
+    "luck_share_step0_lower_min": _nullable(_is_num),
+    "runs_meeting_luck": _is_int,
+    "runs_meeting_sharing": _is_int,
+}
+H3_SHOWN = {"difference_by_seed": _list_of(_is_num), "difference_positive_seeds": _is_int}
 
 
 def _map_of(check):

@@ -369,6 +369,7 @@ def hypothesis_h2(
             "auc_paired": auc_p.tolist(),
             "auc_independent": auc_i.tolist(),
             "auc_difference_by_seed": diffs.tolist(),
+            "auc_difference_positive_seeds": int((diffs > 0).sum()),
             "auc_paired_mean": float(auc_p.mean()),
             "auc_independent_mean": float(auc_i.mean()),
             "auc_difference_mean": float(diffs.mean()),
@@ -418,6 +419,7 @@ def hypothesis_h3(pairs, rules: DecisionRules) -> dict[str, Any]:
             "seeds": [p.seed for p, _ in pairs],
             "runs": [[p.run, i.run] for p, i in pairs],
             "difference_by_seed": diffs.tolist(),
+            "difference_positive_seeds": int((diffs > 0).sum()),
             "difference_mean": float(diffs.mean()),
             "ci95": percentile_interval(reps, *rules.interval("h3")),
             "rule": {
@@ -576,9 +578,17 @@ def hypothesis_h1a(
             if reasons:
                 row["reasons"] = reasons
             run_rows[ev.run] = row
+        lams = [v["lam"] for v in luck_out.values() if v is not None and v["lam"] is not None]
+        lows = [v["ci95"][0] for v in luck_out.values() if v is not None and v["ci95"][0] is not None]
         out.update(
             seed_sharing=sharing,
             runs=run_rows,
+            # table 2's criterion rows: the smallest step-0 luck share and lower bound over the runs, and
+            # how many runs meet each criterion
+            luck_share_step0_min=min(lams, default=None),
+            luck_share_step0_lower_min=min(lows, default=None),
+            runs_meeting_luck=sum(1 for r in run_rows.values() if r["luck_criterion"]),
+            runs_meeting_sharing=sum(1 for r in run_rows.values() if r["sharing_criterion"]),
             rule={
                 "lambda_at_least": rules.h1a_c2_lambda_at_least,
                 "lower_bound_above": rules.h1a_c2_lower_bound_above,

@@ -82,9 +82,9 @@ def _majority_of(n: int) -> Tex:
     return Tex(f"$>$ {fmt.integer(n)}/2")
 
 
-def _every_seed_positive(label: str, diffs: list[float | None], rule: Doc) -> tuple:
-    """The criterion row 'every seed pair's difference is positive' (H2a/H2b and H3)."""
-    positive = sum(1 for d in diffs if d is not None and d > 0)
+def _every_seed_positive(label: str, diffs: list[float | None], positive: int, rule: Doc) -> tuple:
+    """The criterion row 'every seed pair's difference is positive' (H2a/H2b and H3): of the seeds
+    shown, how many the register counts positive."""
     return (
         label,
         _count(len(diffs), len(diffs)),
@@ -132,15 +132,12 @@ def _h1a_rows(table: TableModel, decision: Doc) -> None:
         ]
     else:
         rule = block.sub("rule")
-        luck = block.req("luck_share_step0")
         runs = block.req("runs")
-        lams = [v.get("lam") for v in luck.values()] if isinstance(luck, dict) else []
-        lows = [(v.get("ci95") or [None])[0] for v in luck.values()] if isinstance(luck, dict) else []
         n = len(runs) if isinstance(runs, dict) else 0
-        luck_ok = sum(1 for v in runs.values() if v.get("luck_criterion")) if n else 0
-        share_ok = sum(1 for v in runs.values() if v.get("sharing_criterion")) if n else 0
-        lam_min = min((v for v in lams if v is not None), default=None)
-        low_min = min((v for v in lows if v is not None), default=None)
+        luck_ok = int(block.number("runs_meeting_luck"))
+        share_ok = int(block.number("runs_meeting_sharing"))
+        lam_min = block.number("luck_share_step0_min")
+        low_min = block.number("luck_share_step0_lower_min")
         criteria = [
             (
                 "luck share at step 0, smallest over runs",
@@ -182,7 +179,12 @@ def _h2_rows(table: TableModel, decision: Doc, name: str) -> None:
             fmt.interval(block.req("auc_difference_ci95"), notes=table.notes),
             rule.opt("mean_criterion"),
         ),
-        _every_seed_positive("seeds with a positive AUC difference", diffs, rule),
+        _every_seed_positive(
+            "seeds with a positive AUC difference",
+            diffs,
+            int(block.number("auc_difference_positive_seeds")),
+            rule,
+        ),
         (
             f"final success, paired $-$ independent ({regime_label(str(block.opt('final_set', default='final')))})",
             Tex(f"{GE} 0"),
@@ -210,7 +212,9 @@ def _h3_rows(table: TableModel, decision: Doc) -> None:
             fmt.interval(block.req("ci95"), notes=table.notes),
             rule.opt("mean_criterion"),
         ),
-        _every_seed_positive("seeds with a positive difference", diffs, rule),
+        _every_seed_positive(
+            "seeds with a positive difference", diffs, int(block.number("difference_positive_seeds")), rule
+        ),
     ]
     _outcome_rows(table, "H3", "C2", criteria, _verdict(block), why=block.opt("reason"))
 
