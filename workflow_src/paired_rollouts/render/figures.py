@@ -267,17 +267,18 @@ FINAL_TITLES = {
 
 
 def _final_success(fig, inputs: Inputs, scale: str) -> None:
-    """The paper's figure 3: final test success per set, arm and seed (bars: mean over seeds; dots: seeds)."""
+    """The paper's figure 3: final test success per set, arm and seed (bars: the decision register's
+    mean over seeds, ``secondary.arms.ARM.final``; dots: its seeds, ``secondary.final``)."""
     decisions = [src.load_decision(p) for p in inputs.files("decisions")]
     panels = []
     for decision in sorted(decisions, key=lambda d: str(d.req("condition"))):
         final = decision.opt("secondary", "final") or {}
         if final:
-            panels.append((str(decision.req("condition")), final))
+            panels.append((str(decision.req("condition")), final, decision.opt("secondary", "arms") or {}))
     if not panels:
         raise UserError("figure final_success: no decision register with secondary.final values")
     axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
-    for ax, (condition, final) in zip(axes, panels, strict=True):
+    for ax, (condition, final, arm_means) in zip(axes, panels, strict=True):
         by_arm: dict[str, list[dict[str, float]]] = defaultdict(list)
         for run, values in sorted(final.items()):
             parsed = src.parse_run(run)
@@ -292,9 +293,13 @@ def _final_success(fig, inputs: Inputs, scale: str) -> None:
                 if not values:
                     continue
                 x = i - 0.4 + width * (j + 0.5)
+                mean = (arm_means.get(arm) or {}).get("final", {}).get(regime)
+                if mean is None:  # not every seed has the set: dots only
+                    ax.plot([x] * len(values), values, "o", color=ARM_COLORS.get(arm, "grey"), ms=3)
+                    continue
                 ax.bar(
                     x,
-                    sum(values) / len(values),
+                    float(mean),
                     width * 0.9,
                     color=ARM_COLORS.get(arm, "grey"),
                     alpha=0.45,
@@ -372,10 +377,8 @@ def _probe_decomposition(fig, inputs: Inputs, scale: str) -> None:
                 for k, design in enumerate(designs):
                     within = mc.get("trace_var_within", {}).get(design)
                     between = mc.get("trace_var_between", {}).get(design)
-                    total = mc.get("trace_var", {}).get(design)
-                    if within is None or total is None:
+                    if within is None or between is None:
                         continue
-                    between = total - within if between is None else between
                     color = ARM_COLORS["paired" if k == 0 else "independent"]
                     first = design not in seen
                     seen.add(design)
