@@ -82,3 +82,23 @@ rule curves_register:
     shell:
         "paired-rollouts curves-register --registers {input.registers:q} "
         "--group-stats {input.group_stats:q} {params.compare:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule cross_stack:
+    """Runs repeated under a second accelerator stack and their differences (table 11; one results tree
+    holds one stack, so here none is replicated unless manifests of another tree are added by hand)."""
+    input:
+        manifests=lambda wildcards: run_manifests(),
+        registers=lambda wildcards: [res(f"runs/{run}/register.json") for run in RUNS],
+        code=sources("stats"),
+    output:
+        res("cross_stack.json"),
+    log:
+        res("logs/cross_stack.log"),
+    benchmark:
+        res("benchmarks/cross_stack.tsv")
+    conda:
+        software_env()
+    shell:
+        "paired-rollouts cross-stack --manifests {input.manifests:q} --registers {input.registers:q} "
+        "--out {output:q} > {log:q} 2>&1"

@@ -148,7 +148,13 @@ def synthetic_study(root) -> dict:
         if c == "C4":  # table 8's differences of the C4 means to C2's
             command += ["--compare", str(res / "curves" / "c2.json")]
         assert main(command) == 0
+    manifests = sorted(res.glob("runs/*/manifest.json"))
+    registers = sorted(res.glob("runs/*/register.json"))
+    cross = res / "cross_stack.json"
+    command = ["cross-stack", "--manifests", *map(str, manifests), "--registers", *map(str, registers)]
+    assert main([*command, "--out", str(cross)]) == 0
     return {
+        "cross_stack": [cross],
         "episodes": sorted(res.glob("evals/*/*.jsonl")),
         "manifests": sorted(res.glob("runs/*/manifest.json")),
         "group_stats": sorted(res.glob("runs/*/group_stats.json")),

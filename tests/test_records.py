@@ -171,3 +171,18 @@ def test_curves_register_pairs_hold_paired_minus_independent(tmp_path):
     out.write_text(json.dumps(data))
     with pytest.raises(UserError, match=r"pairs\.3.*auc_difference.*curves-register"):
         read_curves_register(out)
+
+
+def test_cross_stack_register_of_another_shape_is_refused(tmp_path):
+    from paired_rollouts.records import read_cross_stack
+
+    run = {"run": "c4-paired-s1", "root": "/r", "stack": "cpu", "register": True, "auc": 0.5, "final": {}}
+    entry = {"condition": "C4", "arm": "paired", "seed": 1, "runs": [run, {**run, "stack": "H100"}]}
+    body = {"manifests": 2, "stacks": ["H100", "cpu"], "replications": [entry]}
+    path = tmp_path / "cross_stack.json"
+    path.write_text(json.dumps(body))
+    assert read_cross_stack(path)["replications"][0]["seed"] == 1
+    entry["difference"] = {"auc": "0.0", "final": {}}
+    path.write_text(json.dumps(body))
+    with pytest.raises(UserError, match=r"replications\[0\]\.difference.*'paired-rollouts cross-stack'"):
+        read_cross_stack(path)

@@ -639,18 +639,22 @@ def test_number_formats():
 
 
 def test_table11_replication_and_not_run(tmp_path):
-    alone = tables.render_table(11, {"manifests": INPUTS["manifests"], "registers": INPUTS["registers"]}, "s")
+    alone = tables.render_table(11, {"cross_stack": INPUTS["cross_stack"]}, "s")
     assert "not run" in alone
     replica = FIX / "replica" / "results"
     other = run_registers(replica, tmp_path / "replica")
-    text = tables.render_table(
-        11,
-        {
-            "manifests": INPUTS["manifests"] + sorted((tmp_path / "replica").glob("runs/*/manifest.json")),
-            "registers": INPUTS["registers"] + other,
-        },
-        "s",
+    manifests = INPUTS["manifests"] + sorted((tmp_path / "replica").glob("runs/*/manifest.json"))
+    register = tmp_path / "cross_stack.json"
+    command = ["cross-stack", "--manifests", *map(str, manifests)]
+    assert (
+        cli_main([*command, "--registers", *map(str, INPUTS["registers"] + other), "--out", str(register)])
+        == 0
     )
+    text = tables.render_table(11, {"cross_stack": [register]}, "s")
+    data = json.loads(register.read_text())
+    assert [(r["condition"], r["arm"], r["seed"]) for r in data["replications"]] == [("C4", "paired", 1)]
+    runs = data["replications"][0]["runs"]
+    assert data["replications"][0]["difference"]["auc"] == pytest.approx(runs[0]["auc"] - runs[1]["auc"])
     rows = rows_of(text)
     assert [r[0] for r in rows] == [
         "\\texttt{c4-paired-s1}",

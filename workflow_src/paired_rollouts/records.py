@@ -819,3 +819,42 @@ def read_curves_register(path: str | Path) -> dict[str, Any]:
             raise UserError(f"{where}: pairs.{seed} is not a seed; regenerate it with '{command}'")
         _typed(pair, CURVES_PAIR, f"{where}: pairs.{seed}", what, command)
     return data
+
+
+CROSS_STACK = {"manifests": _is_int, "stacks": _list_of(_is_str), "replications": _list_of(_is_dict)}
+CROSS_STACK_REPLICATION = {
+    "condition": _is_condition,
+    "arm": _one_of(*ARMS),
+    "seed": _is_int,
+    "runs": _list_of(_is_dict),
+}
+CROSS_STACK_RUN = {
+    "run": _is_str,
+    "root": _is_str,
+    "stack": _is_str,
+    "register": _is_bool,
+    "auc": _nullable(_is_num),
+    "final": _map_of(_nullable(_is_num)),
+}
+
+
+def read_cross_stack(path: str | Path) -> dict[str, Any]:
+    """results/cross_stack.json (stats/cross_stack.py, docs/records.md section 3.3), typed: each
+    replication's runs and, with two runs, their difference."""
+    data = read_json(path)
+    where, what, command = str(path), "cross-stack register", "paired-rollouts cross-stack"
+    _typed(data, CROSS_STACK, where, what, command)
+    for i, entry in enumerate(data["replications"]):
+        here = f"{where}: replications[{i}]"
+        _typed(entry, CROSS_STACK_REPLICATION, here, what, command)
+        for j, run in enumerate(entry["runs"]):
+            _typed(run, CROSS_STACK_RUN, f"{here}.runs[{j}]", what, command)
+        if "difference" in entry:
+            _typed(
+                entry["difference"],
+                {"auc": _nullable(_is_num), "final": _map_of(_nullable(_is_num))},
+                f"{here}.difference",
+                what,
+                command,
+            )
+    return data

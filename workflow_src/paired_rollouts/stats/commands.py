@@ -240,6 +240,19 @@ def _curves_register(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cross_stack(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.stats.cross_stack import build_cross_stack
+
+    register = build_cross_stack(args.manifests, args.registers or ())
+    atomic_write_json(args.out, register)
+    print(
+        f"cross-stack: {len(register['replications'])} replicated run(s) over {len(register['stacks'])} "
+        f"stack(s) -> {args.out}"
+    )
+    return 0
+
+
 def _verify_run(args: argparse.Namespace) -> int:
     from paired_rollouts.io import read_json
     from paired_rollouts.stats.run_register import format_report, verify_run
@@ -364,6 +377,18 @@ def register(subparsers) -> None:
     )
     p.add_argument("--out", required=True, type=Path, help="results/curves/CONDITION.json")
     p.set_defaults(handler=_curves_register)
+
+    p = subparsers.add_parser(
+        "cross-stack",
+        help="runs repeated under a second accelerator stack, and their differences (table 11)",
+        description="Pair the runs with one condition, arm and seed under two stacks (results trees) and "
+        "take the differences of their run registers' AUC and final sets.",
+        epilog="Output shape: docs/records.md section 3.3.",
+    )
+    p.add_argument("--manifests", nargs="+", required=True, help="RESULTS/runs/RUN/manifest.json files")
+    p.add_argument("--registers", nargs="+", help="RESULTS/runs/RUN/register.json files")
+    p.add_argument("--out", required=True, type=Path, help="results/cross_stack.json")
+    p.set_defaults(handler=_cross_stack)
 
     p = subparsers.add_parser(
         "verify-run",

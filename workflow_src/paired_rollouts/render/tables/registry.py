@@ -130,8 +130,10 @@ TABLES: dict[int, TableSpec] = {
             11,
             "Cross-stack replication",
             {
-                "manifests": KeySpec("run manifests (their accelerator/versions identify the stack)"),
-                "registers": KeySpec(f"{_REGISTERS} (AUC and final sets)", required=False),
+                "cross_stack": KeySpec(
+                    "the cross-stack register results/cross_stack.json (paired-rollouts cross-stack)",
+                    many=False,
+                )
             },
             cross_stack_table,
         ),

@@ -4,7 +4,6 @@ cross-stack replication (11)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 
 from paired_rollouts.errors import UserError
 from paired_rollouts.render import format as fmt
@@ -16,7 +15,6 @@ from paired_rollouts.render.tables.model import (
     NON_PAPER_POOLS,
     Context,
     TableModel,
-    _diff,
     _num,
     _run_label,
 )
@@ -208,57 +206,37 @@ def cross_stack_table(ctx: Context) -> TableModel:
         groups=[(Tex(""), 2), (Tex("validation"), 1), (Tex("final test success"), 3)],
         size=r"\small",
     )
-    from paired_rollouts.records import read_run_manifest
+    from paired_rollouts.records import read_cross_stack
 
-    stacks: dict[tuple[str, str], str] = {}
-    for path in ctx.inputs.files("manifests"):
-        manifest = read_run_manifest(path)
-        label = manifest.gpu or manifest.device
-        if "torch" in manifest.versions:
-            label += f", torch {manifest.versions['torch']}"
-        root = str(Path(path).resolve().parent.parent.parent)  # results/runs/RUN/manifest.json -> results
-        stacks[(root, manifest.run)] = label
-    registers: dict[tuple[str, str], src.RunCurves] = {}
-    for path in ctx.inputs.files("registers"):
-        curves = src.run_curves(path)
-        registers[(curves.root, curves.run)] = curves
-    by_ident: dict[tuple[str, str, int], list[tuple[str, src.RunCurves | None, str]]] = defaultdict(list)
-    for (root, run), label in sorted(stacks.items()):
-        parsed = src.parse_run(run)
-        if parsed is None:
-            continue
-        by_ident[parsed[:3]].append((run, registers.get((root, run)), label))
-    replicated = {k: v for k, v in by_ident.items() if len({label for _, _, label in v}) > 1}
-    if not replicated:
-        labels = sorted({label for v in by_ident.values() for _, _, label in v})
+    files = ctx.inputs.files("cross_stack")
+    if len(files) != 1:
+        raise UserError(f"table 11: give one --input cross_stack=PATH (got {len(files)})")
+    register = read_cross_stack(files[0])
+    if not register["replications"]:
+        labels = register["stacks"]
         table.add([Tex(r"\textit{not run}"), fmt.escape("; ".join(labels) or "no manifest"), "", "", "", ""])
         table.extra_notes.append(
             fmt.escape(
-                f"No run of this study was repeated on a second accelerator stack ({len(stacks)} run manifest(s), "
-                f"stack(s): {', '.join(labels) or 'none'}); the comparison is not run at this scale."
+                f"No run of this study was repeated on a second accelerator stack ({register['manifests']} run "
+                f"manifest(s), stack(s): {', '.join(labels) or 'none'}); the comparison is not run at this scale."
             )
         )
         return table
-    for index, (ident, members) in enumerate(sorted(replicated.items())):
+    sets = ("clean", "noisy_p025", "heldout_types")
+    for index, entry in enumerate(register["replications"]):
         if index:
             table.rule()
-        values = []
-        for run, entry, label in members:
-            regime = "at_training" if ident[0] == "C2" else "clean"
-            row = [entry.auc.get(regime) if entry else None] + [
-                entry.final.get(r) if entry else None for r in ("clean", "noisy_p025", "heldout_types")
-            ]
-            values.append(row)
+        for run in entry["runs"]:
+            row = [run["auc"]] + [run["final"].get(r) for r in sets]
             table.add(
-                [_run_label(run), fmt.escape(label)]
-                + [fmt.prop(v, 3, table.notes, "no run register given") for v in row]
+                [_run_label(run["run"]), fmt.escape(run["stack"])]
+                + [fmt.prop(_num(v), 3, table.notes, "no run register given") for v in row]
             )
-        if len(values) == 2:
+        difference = entry.get("difference")
+        if difference is not None:
+            row = [difference["auc"]] + [difference["final"].get(r) for r in sets]
             table.add(
                 [Tex(r"\textit{difference}"), ""]
-                + [
-                    fmt.signed(_diff(a, b), 3, table.notes, "no run register given")
-                    for a, b in zip(values[0], values[1], strict=True)
-                ]
+                + [fmt.signed(_num(v), 3, table.notes, "no run register given") for v in row]
             )
     return table

@@ -1,0 +1,82 @@
+"""The cross-stack replication register (``cross-stack``): runs with one condition, arm and seed under
+two accelerator stacks, each run's AUC and final sets from its run register, and their difference.
+
+A results tree holds one stack, so a replication needs the manifests and run registers of two trees;
+the stack of a run is its manifest's ``hardware.gpu`` (else ``hardware.device``) and torch version.
+Table 11 shows this register as written (docs/records.md section 3.3).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts.design import parse_run
+from paired_rollouts.records import read_run_manifest, read_run_register
+
+CROSS_STACK_FORMAT = "paired-rollouts-cross-stack/1"
+FINAL_SETS = ("clean", "noisy_p025", "heldout_types")
+
+
+def _root(path: str | Path) -> str:
+    """RESULTS of ``RESULTS/runs/RUN/{manifest,register}.json``."""
+    return str(Path(path).resolve().parent.parent.parent)
+
+
+def stack_label(manifest: Any) -> str:
+    label = manifest.gpu or manifest.device
+    if "torch" in manifest.versions:
+        label += f", torch {manifest.versions['torch']}"
+    return label
+
+
+def _difference(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def build_cross_stack(manifests: Iterable[str | Path], registers: Iterable[str | Path]) -> dict[str, Any]:
+    """Per (condition, arm, seed) run under more than one stack: each run's AUC (at training for C2,
+    else clean) and final clean / p=0.25 / held-out success, and with two runs their difference."""
+    stacks: dict[tuple[str, str], str] = {}
+    for path in manifests:
+        manifest = read_run_manifest(path)
+        stacks[(_root(path), manifest.run)] = stack_label(manifest)
+    values: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in registers:
+        data = read_run_register(path)
+        values[(_root(path), data["run"])] = data
+    by_ident: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
+    for (root, run), label in sorted(stacks.items()):
+        ident = parse_run(run)
+        register = values.get((root, run))
+        regime = "at_training" if ident.condition == "C2" else "clean"
+        by_ident[(ident.condition, ident.arm, ident.seed)].append(
+            {
+                "run": run,
+                "root": root,
+                "stack": label,
+                "register": register is not None,
+                "auc": register["auc"].get(regime) if register else None,
+                "final": {r: register["final"].get(r) if register else None for r in FINAL_SETS},
+            }
+        )
+    replications = []
+    for (condition, arm, seed), members in sorted(by_ident.items()):
+        if len({m["stack"] for m in members}) < 2:
+            continue
+        entry: dict[str, Any] = {"condition": condition, "arm": arm, "seed": seed, "runs": members}
+        if len(members) == 2:
+            a, b = members
+            entry["difference"] = {
+                "auc": _difference(a["auc"], b["auc"]),
+                "final": {r: _difference(a["final"][r], b["final"][r]) for r in FINAL_SETS},
+            }
+        replications.append(entry)
+    return {
+        "format": CROSS_STACK_FORMAT,
+        "manifests": len(stacks),
+        "stacks": sorted(set(stacks.values())),
+        "replications": replications,
+    }
