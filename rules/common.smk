@@ -404,7 +404,7 @@ RENDER_KEY_FILES = {
     "calibration": lambda: [CALIBRATION_FILE],
     "published_curves": lambda: [PUBLISHED_CURVES],
     "registers": lambda: [res(f"runs/{run}/register.json") for run in RUNS],
-    "cross_stack": lambda: [res("cross_stack.json")],
+    "cross_stack": lambda: [LAYOUT.cross_stack()],
 }
 RENDER_KEY_OVERRIDES = {
     3: {"decisions": c2_decision},

@@ -92,7 +92,7 @@ rule cross_stack:
         registers=lambda wildcards: [res(f"runs/{run}/register.json") for run in RUNS],
         code=sources("stats"),
     output:
-        res("cross_stack.json"),
+        LAYOUT.cross_stack(),
     log:
         res("logs/cross_stack.log"),
     benchmark:

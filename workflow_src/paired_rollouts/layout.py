@@ -140,6 +140,10 @@ class Layout:
     def curves(self, condition: str) -> str:
         return self.res(f"curves/{condition}.json")
 
+    def cross_stack(self) -> str:
+        """The cross-stack register (table 11) over this results tree's runs."""
+        return self.res("cross_stack.json")
+
     def checkpoint_dir(self, run: str, step: int) -> str:
         return f"{self.run_dir(run)}/checkpoints/step{int(step):04d}"
 
