@@ -183,3 +183,22 @@ def test_power_and_calibration_tables_show_their_registers_numbers() -> None:
     text = tables.render_table(14, {"calibration": [fixtures / "models/surrogate/calibration.json"]}, "x")
     for row in calibration["targets"]:
         assert f"{row['achieved']:.3f}" in text
+
+
+def test_the_arm_job_reads_its_calibration_through_the_typed_reader(tmp_path) -> None:
+    """A full passing register gives its theta; the two-key shape the surrogate benchmark once wrote, and a
+    register that missed a target, are refused with one line naming the file."""
+    from paired_rollouts.surrogate.run import load_calibration
+
+    fixture = Path(__file__).parent / "fixtures/render/results/models/surrogate/calibration.json"
+    register = json.loads(fixture.read_text())
+    assert load_calibration(fixture) == register["theta"]
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps({"passes": True, "theta": register["theta"]}))
+    with pytest.raises(UserError) as info:
+        load_calibration(short)
+    assert str(info.value).startswith(f"{short}: missing key 'knobs'") and "\n" not in str(info.value)
+    missed = tmp_path / "missed.json"
+    missed.write_text(json.dumps({**register, "passes": False}))
+    with pytest.raises(UserError, match=r"missed\.json: the calibration missed a target"):
+        load_calibration(missed)
