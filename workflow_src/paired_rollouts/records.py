@@ -713,3 +713,73 @@ def read_curves_register(path: str | Path) -> dict[str, Any]:
                 f"regenerate it with '{command}'"
             )
     return data
+
+
+# ----------------------------------------------------------------------------------------------
+# The registers that do not depend on the runs (compare reads them beside the run registers): the
+# aligned-scalar bandit and the scripted reference agent.
+
+BANDIT_DESIGNS = _map_of(_is_num)
+BANDIT = {
+    "setup": _is_dict,
+    "contrast_variance": BANDIT_DESIGNS,
+    "trace_var_mean_centered": BANDIT_DESIGNS,
+    "trace_var_implemented": BANDIT_DESIGNS,
+    "expected_update_implemented": BANDIT_DESIGNS,
+    "expected_update_mean_centered": BANDIT_DESIGNS,
+    "lhs": _is_num,
+    "rhs": _is_num,
+    "identity_residual": _is_num,
+    "orthogonal": _list_of(_is_dict),
+}
+
+
+def read_bandit(path: str | Path) -> dict[str, Any]:
+    """results/probe/bandit.json (probe/bandit.py, docs/records.md section 6.4), typed: each quantity
+    for the independent and the paired design."""
+    data = read_json(path)
+    where, what, command = str(path), "bandit register", "paired-rollouts probe bandit"
+    _typed(data, BANDIT, where, what, command)
+    for key, check in BANDIT.items():
+        if check is BANDIT_DESIGNS and set(data[key]) != {"independent", "paired"}:
+            raise UserError(
+                f"{where}: {key} has designs {sorted(data[key])}, expected independent and paired; "
+                f"regenerate it with '{command}'"
+            )
+    return data
+
+
+REFERENCE = {
+    "pools": _is_dict,
+    "schedule_indices": _list_of(_is_int),
+    "conditions": _is_dict,
+    "policies": _list_of(_is_str),
+    "results": _is_dict,
+}
+REFERENCE_CELL = {
+    "episodes": _is_int,
+    "success": _is_num,
+    "exposed_frac": _is_num,
+    "outage_hit_frac": _is_num,
+    "budget_exceeded_frac": _is_num,
+    "mean_calls": _is_num,
+}
+
+
+def read_scripted_reference(path: str | Path) -> dict[str, Any]:
+    """results/reference/scripted_reference.json (agents/reference.py, docs/simulator.md), typed:
+    ``results[pool][condition][policy]`` is a cell of metrics (``{"episodes": 0}`` when empty)."""
+    data = read_json(path)
+    where, what, command = str(path), "scripted reference register", "paired-rollouts reference"
+    _typed(data, REFERENCE, where, what, command)
+    for pool, conditions in data["results"].items():
+        _typed(conditions, {}, f"{where}: results.{pool}", what, command)
+        for condition, policies in conditions.items():
+            here = f"{where}: results.{pool}.{condition}"
+            _typed(policies, {}, here, what, command)
+            for policy, cell in policies.items():
+                at = f"{here}.{policy}"
+                _typed(cell, {"episodes": _is_int}, at, what, command)
+                if cell["episodes"] > 0:
+                    _typed(cell, REFERENCE_CELL, at, what, command)
+    return data
