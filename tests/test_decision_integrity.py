@@ -461,6 +461,23 @@ def test_verify_run_rejects(study, capsys, change):
     assert rc == 3 and out.startswith("c2-paired-s0: REJECT") and needle in out
 
 
+def test_verify_run_reads_the_register_through_its_typed_reader(study, capsys):
+    """verify-run reads register.json through records.read_run_register: a register of another shape is
+    one line naming the file and the key (exit 1), not a report built from whatever it holds."""
+    _register_and_verify(study, "c2-paired-s0", capsys)
+    run_dir = study / "results" / "runs" / "c2-paired-s0"
+    path = run_dir / "register.json"
+    register = json.loads(path.read_text())
+    register["auc"]["at_training"] = "0.75"
+    path.write_text(json.dumps(register))
+    rc = main(["verify-run", "--run-dir", str(run_dir), "--results", str(study / "results")])
+    captured = capsys.readouterr()
+    assert rc == 1 and captured.out == "" and "Traceback" not in captured.err
+    assert captured.err.strip().splitlines() == [
+        f"paired-rollouts verify-run: error: {path}: auc.at_training is '0.75', expected a finite number or null"
+    ]
+
+
 # ------------------------------------------------------------------ the checks agree with the producers
 
 
