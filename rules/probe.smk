@@ -63,7 +63,7 @@ rule probe_verdict:
     input:
         traces=rules.probe.output[0],
         rules=config["decision_rules"],
-        code=sources("probe", "prereg"),
+        code=sources("probe", "prereg", "records.py"),
     output:
         report(
             LAYOUT.probe_file("{trajectory}"),

@@ -368,6 +368,26 @@ def test_probe_verdict_comes_from_the_rules_file(tmp_path, capsys):
         assert verdict["outcome_noise_every_checkpoint"] is (outcome == "strict_majority")
 
 
+@pytest.mark.parametrize("command", ["verdict", "recompute"])
+def test_probe_commands_read_the_traces_through_the_typed_reader(tmp_path, capsys, command):
+    """`probe verdict` and `probe recompute` read the trajectory's register through
+    records.read_probe_register: one of another shape is one line naming the file and the key."""
+    fixture = Path(__file__).parent / "fixtures" / "render" / "results" / "probe"
+    register = json.loads(sorted(fixture.glob("*.json"))[0].read_text())
+    register["run"] = 7
+    traces = tmp_path / "traces.json"
+    traces.write_text(json.dumps(register))
+    rules = Path(__file__).resolve().parents[1] / "prereg" / "decision_rules.yaml"
+    argv = {
+        "verdict": ["--traces", str(traces), "--rules", str(rules), "--out", str(tmp_path / "probe.json")],
+        "recompute": ["--register", str(traces), "--evidence", str(tmp_path)],
+    }[command]
+    assert main(["probe", command, *argv]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{traces}: probe register key 'run' is 7" in err[0], err
+    assert not (tmp_path / "probe.json").exists()
+
+
 # ------------------------------------------------------------------ per-run register and verify-run
 
 

@@ -102,7 +102,8 @@ def test_recompute_cli_and_a_changed_value(tmp_path, capsys, key):
 
 def test_missing_evidence_is_one_line(tmp_path, capsys):
     register = tmp_path / "probe.json"
-    register.write_text(json.dumps({"checkpoints": {"0": {"outcome": {}, "transition": {}}}}))
+    checkpoints = {"0": {"outcome": {}, "transition": {}}}
+    register.write_text(json.dumps({"trajectory": "a", "run": "c2-paired-s0", "checkpoints": checkpoints}))
     assert _recompute(register, [tmp_path / "none.npz"]) == 1
     assert "probe evidence not found" in capsys.readouterr().err
 

@@ -783,3 +783,23 @@ def read_scripted_reference(path: str | Path) -> dict[str, Any]:
                 if cell["episodes"] > 0:
                     _typed(cell, REFERENCE_CELL, at, what, command)
     return data
+
+
+VERIFICATION_FORMAT = "paired-rollouts-prereg-verification/1"
+COVERED = {"path": _is_str, "sha256": _is_sha256, "record": _is_str}
+
+
+def read_covered(path: str | Path) -> tuple[Verification, list[dict[str, Any]]]:
+    """A verification report (``read_verification``) and the documents it covers with their verified
+    bytes (``covered``: path, sha256, record), for the stages that apply amended rules."""
+    verification = read_verification(path)
+    data = read_json(path)
+    where, what, command = str(path), "pre-registration verification", "paired-rollouts prereg verify"
+    if data.get("format") != VERIFICATION_FORMAT:
+        raise UserError(
+            f"{where}: format is {data.get('format')!r}, not {VERIFICATION_FORMAT!r}; rerun '{command}'"
+        )
+    covered = _typed(data, {"covered": _list_of(_is_dict)}, where, what, command)["covered"]
+    for i, entry in enumerate(covered):
+        _typed(entry, COVERED, f"{where}: covered[{i}]", what, command)
+    return verification, covered
