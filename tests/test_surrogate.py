@@ -202,3 +202,30 @@ def test_the_arm_job_reads_its_calibration_through_the_typed_reader(tmp_path) ->
     missed.write_text(json.dumps({**register, "passes": False}))
     with pytest.raises(UserError, match=r"missed\.json: the calibration missed a target"):
         load_calibration(missed)
+
+
+def test_a_surrogate_checkpoint_is_read_through_its_typed_reader(tmp_path) -> None:
+    """The probe reads the arm job's checkpoints through records.read_surrogate_checkpoint: the written
+    theta comes back; an edited theta.json, or one of another shape, is one line naming the file."""
+    from paired_rollouts.surrogate.run import read_checkpoint, write_checkpoint
+
+    theta = np.asarray(cal.theta_from_knobs(cal.START))
+    write_checkpoint(tmp_path, 20, theta, {"t": 20, "m": [0.0], "v": [0.0]})
+    assert read_checkpoint(tmp_path, 20) == theta.tolist()
+    path = tmp_path / "checkpoints/step0020/theta.json"
+    body = json.loads(path.read_text())
+    path.write_text(json.dumps({**body, "theta": body["theta"][:-1]}))
+    with pytest.raises(UserError, match=r"step0020/theta\.json: does not match its COMPLETE marker"):
+        read_checkpoint(tmp_path, 20)
+    marker = tmp_path / "checkpoints/step0020/COMPLETE"
+    from paired_rollouts.io import sha256_file
+
+    marker.write_text(json.dumps({"step": 20, "files": {"theta.json": sha256_file(path)}}))
+    with pytest.raises(UserError) as info:
+        read_checkpoint(tmp_path, 20)
+    assert str(info.value).startswith(f"{path}: step 20 with {len(theta) - 1} values for {len(theta)} par")
+    body["theta"][0] = "0.5"
+    path.write_text(json.dumps(body))
+    marker.write_text(json.dumps({"step": 20, "files": {"theta.json": sha256_file(path)}}))
+    with pytest.raises(UserError, match=r"theta\.json: surrogate checkpoint key 'theta' is \['0\.5'"):
+        read_checkpoint(tmp_path, 20)

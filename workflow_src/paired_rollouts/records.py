@@ -803,3 +803,32 @@ def read_covered(path: str | Path) -> tuple[Verification, list[dict[str, Any]]]:
     for i, entry in enumerate(covered):
         _typed(entry, COVERED, f"{where}: covered[{i}]", what, command)
     return verification, covered
+
+
+SURROGATE_MARKER = {"step": _is_int, "files": _map_of(_is_sha256)}
+SURROGATE_THETA = {
+    "step": _is_int,
+    "theta": _list_of(_is_num),
+    "parameter_names": _list_of(_is_str),
+    "adam": _is_dict,
+}
+
+
+def read_surrogate_checkpoint(folder: str | Path) -> dict[str, Any]:
+    """RUN/checkpoints/stepNNNN/theta.json of a surrogate arm job (surrogate/run.py), typed and checked
+    against its COMPLETE marker (same step, theta.json's sha256), one value per parameter name."""
+    from paired_rollouts.io import sha256_file
+
+    folder = Path(folder)
+    what, command = "surrogate checkpoint", "paired-rollouts surrogate arm"
+    marker = _typed(read_json(folder / "COMPLETE"), SURROGATE_MARKER, f"{folder}/COMPLETE", what, command)
+    where = f"{folder}/theta.json"
+    if marker["files"].get("theta.json") != sha256_file(where):
+        raise UserError(f"{where}: does not match its COMPLETE marker; rerun the surrogate arm job")
+    data = _typed(read_json(where), SURROGATE_THETA, where, what, command)
+    if data["step"] != marker["step"] or len(data["theta"]) != len(data["parameter_names"]):
+        raise UserError(
+            f"{where}: step {data['step']} with {len(data['theta'])} values for "
+            f"{len(data['parameter_names'])} parameter names (marker step {marker['step']}); rerun '{command}'"
+        )
+    return data
