@@ -832,3 +832,32 @@ def read_surrogate_checkpoint(folder: str | Path) -> dict[str, Any]:
             f"{len(data['parameter_names'])} parameter names (marker step {marker['step']}); rerun '{command}'"
         )
     return data
+
+
+ZERO_SHOT_FORMAT = "paired-rollouts-zero-shot-calibration/1"
+ZERO_SHOT = {
+    "format": _one_of(ZERO_SHOT_FORMAT),
+    "model": _is_str,
+    "registered": _is_bool,
+    "bands": _list_of(_is_dict),
+    "status": _one_of("pass", "fail", "not_applicable"),
+    "passes": _nullable(_is_bool),
+}
+ZERO_SHOT_BAND = {
+    "name": _is_str,
+    "target": _nullable(_is_dict),
+    "achieved": _nullable(_is_num),
+    "applies": _is_bool,
+    "status": _one_of("pass", "fail", "not_applicable"),
+}
+
+
+def read_zero_shot(path: str | Path) -> dict[str, Any]:
+    """results/<scale>/calibration/zero_shot.json (calibration/zero_shot.py, docs/prereg.md), typed: the
+    register and each band (its target, what was achieved, whether it applies)."""
+    data = read_json(path)
+    where, what, command = str(path), "zero-shot calibration register", "paired-rollouts calibrate zero-shot"
+    _typed(data, ZERO_SHOT, where, what, command)
+    for i, band in enumerate(data["bands"]):
+        _typed(band, ZERO_SHOT_BAND, f"{where}: bands[{i}]", what, command)
+    return data
