@@ -41,7 +41,7 @@ rule probe:
     """The trajectory's probe traces (every checkpoint), assembled from its checkpoint files."""
     input:
         checkpoints=probe_checkpoint_files,
-        code=sources("probe"),
+        code=sources("probe", "records.py"),
     output:
         res("probe/traces/{trajectory}.json"),
     log:

@@ -120,3 +120,18 @@ def test_schedule_major_evidence(seed):
     _, evidence = _checkpoint(seed)
     seeds = evidence["diag_schedule_seeds"][: K * M]
     assert list(seeds) == sorted(seeds) and len(set(seeds[:M])) == 1
+
+
+def test_assemble_reads_each_checkpoint_through_its_typed_reader(tmp_path, capsys):
+    """`probe assemble` reads every probe checkpoint file through records.read_probe_checkpoint: one
+    without its transition summary is one line naming the file, and no register is written."""
+    from paired_rollouts.cli import main
+
+    path = tmp_path / "step0.json"
+    path.write_text(json.dumps({"run": "c2-paired-s0", "step": 0, "outcome": {}}))
+    out = tmp_path / "traces.json"
+    argv = ["--trajectory", "a", "--run", "c2-paired-s0", "--inputs", str(path), "--settings", "{}"]
+    assert main(["probe", "assemble", *argv, "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{path}: missing key 'transition' in the probe checkpoint" in err[0], err
+    assert not out.exists()

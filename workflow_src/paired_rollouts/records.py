@@ -861,3 +861,14 @@ def read_zero_shot(path: str | Path) -> dict[str, Any]:
     for i, band in enumerate(data["bands"]):
         _typed(band, ZERO_SHOT_BAND, f"{where}: bands[{i}]", what, command)
     return data
+
+
+PROBE_CHECKPOINT = {"run": _is_str, "step": _is_int, "outcome": _is_dict, "transition": _is_dict}
+
+
+def read_probe_checkpoint(path: str | Path) -> dict[str, Any]:
+    """results/probe/TRAJECTORY/stepN.json (probe/scores.py ``probe checkpoint``), typed at the keys the
+    trajectory's register is assembled from."""
+    data = read_json(path)
+    command = "paired-rollouts probe checkpoint"
+    return _typed(data, PROBE_CHECKPOINT, str(path), "probe checkpoint", command)
