@@ -1,7 +1,11 @@
 """Cost of one surrogate run at the surrogate scale's shape, in CPU seconds (wall time on a shared machine
 also counts other people's work).
 
-Run: ``OMP_NUM_THREADS=1 python benchmarks/bench_surrogate.py [--tasks-dir data/tasks] [--runs 2]``.
+Run: ``OMP_NUM_THREADS=1 python benchmarks/bench_surrogate.py [--tasks-dir data/tasks] [--runs 2]
+[--calibration results/surrogate/models/surrogate/calibration.json]``.
+The runs start from a real calibration register: the one given, or one this script fits first with the
+calibration stage's own code (``surrogate calibrate``, a few CPU seconds, printed too), so the arm job
+reads it through the same typed reader as in the study.
 Prints CPU seconds per run (training, evaluation + diagnostics), surrogate episodes per CPU second, and the
 projected wall time of the study's 80 runs on 2 free cores. Budget: the whole surrogate study within
 8 minutes on 2 cores, i.e. about 5 CPU seconds per run for the arm jobs.
@@ -19,7 +23,12 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from paired_rollouts.io import atomic_write_json  # noqa: E402
-from paired_rollouts.surrogate.calibration import START, theta_from_knobs  # noqa: E402
+from paired_rollouts.surrogate.calibration import (  # noqa: E402
+    Estimator,
+    calibrate,
+    check_register,
+    estimator_settings,
+)
 from paired_rollouts.surrogate.run import run_one, run_settings  # noqa: E402
 
 # The surrogate scale's sections as config/config.yaml writes them (no training episode records).
@@ -40,7 +49,7 @@ SHAPE = {
         "samples": 8,
         "steps": {"seed0": [0, 100], "other": [0, 100]},
     },
-    "surrogate": {"train_episodes_seeds": []},
+    "surrogate": {"train_episodes_seeds": [], "calibration_samples": 8},
 }
 RUNS_IN_STUDY = 80
 
@@ -49,11 +58,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks-dir", default="data/tasks")
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--calibration", type=Path, default=None, help="a calibration register to reuse")
     args = parser.parse_args()
     settings = run_settings(SHAPE)
     with tempfile.TemporaryDirectory() as tmp:
-        calibration = Path(tmp) / "calibration.json"
-        atomic_write_json(calibration, {"passes": True, "theta": theta_from_knobs(START)})
+        calibration = args.calibration or Path(tmp) / "calibration.json"
+        if args.calibration is None:
+            began = time.process_time()
+            fit = estimator_settings(SHAPE)
+            register = {**calibrate(Estimator(args.tasks_dir, **fit)), "settings": fit}
+            atomic_write_json(calibration, register)
+            check_register(register, str(calibration))
+            print(f"calibration (surrogate calibrate): {time.process_time() - began:.2f} CPU s")
         per_run = []
         episodes = (
             settings["steps"] * settings["prompts_per_step"] * settings["num_generations"]

@@ -54,6 +54,7 @@ SHARED_MODULES = {
     "stats": ["layout.py", "records.py"],
     "render": ["records.py"],
     "calibration": ["records.py"],
+    "compare": ["records.py"],
 }
 
 

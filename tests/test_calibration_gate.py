@@ -111,14 +111,19 @@ def _workspace(tmp_path: Path) -> Path:
     """tier_rules.yaml and a passing amendment verification report covering it (cwd-relative)."""
     (tmp_path / "prereg").mkdir()
     shutil.copy(REPO / "prereg/tier_rules.yaml", tmp_path / "prereg/tier_rules.yaml")
+    digest = sha256_file(tmp_path / "prereg/tier_rules.yaml")
+    # the report's shape as prereg verify writes it (records.read_covered refuses any other)
     report = {
         "format": "paired-rollouts-prereg-verification/1",
         "passes": True,
+        "imprint": "0" * 64,
+        "documents": [{"path": "prereg/tier_rules.yaml", "sha256": digest, "matches": True}],
+        "records": [],
         "failures": [],
         "covered": [
             {
                 "path": "prereg/tier_rules.yaml",
-                "sha256": sha256_file(tmp_path / "prereg/tier_rules.yaml"),
+                "sha256": digest,
                 "record": "amendments/001",
                 "imprint": "0" * 64,
             }
@@ -250,3 +255,20 @@ def test_cpu_amendment_is_made_and_a_tampered_tier_rules_stops_the_gate(tmp_path
     assert "prereg/tier_rules.yaml" in log and "differs from the frozen" in log
     assert not (work / "results/tiny/prereg/amendment_verification.json").exists()
     assert not (work / "results/tiny/calibration/zero_shot.json").exists()
+
+
+def test_calibrate_check_reads_the_register_through_its_typed_reader(tmp_path, capsys):
+    """`calibrate check` reads zero_shot.json through records.read_zero_shot: a band of another shape is
+    one line naming the file and the key, not a traceback from the table it prints."""
+    register = _register()
+    register["bands"][1]["achieved"] = "0.33"
+    path = tmp_path / "zero_shot.json"
+    path.write_text(json.dumps(register))
+    assert main(["calibrate", "check", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "Traceback" not in captured.err
+    err = captured.err.strip().splitlines()
+    assert (
+        len(err) == 1
+        and f"{path}: bands[1]: zero-shot calibration register key 'achieved' is '0.33'" in err[0]
+    )

@@ -23,6 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "data" / "published" / "paper.yaml"
 TASKS = ROOT / "data" / "tasks"
 C2_RUNS = [f"c2-{arm}-s{s}" for s in range(3) for arm in ("paired", "independent")]
+# The keys every decision register carries beside its hypotheses (records.read_decision_register).
+DECIDED = {"decided": True, "complete": True, "seeds": [0, 1, 2], "missing": []}
 B_STEPS, A_STEPS = [0, 20, 40, 60, 80, 100], [80, 100]
 
 
@@ -114,6 +116,7 @@ def _decision_c2() -> dict:
     }
     return {
         "condition": "C2",
+        **DECIDED,
         "H2a": {
             "auc_paired": auc_p,
             "auc_independent": auc_i,
@@ -171,6 +174,7 @@ def _decision_c4() -> dict:
         }
     return {
         "condition": "C4",
+        **DECIDED,
         "H1a": {
             "spurious_rates": {
                 "independent": {"all_correct_groups": 3726, "spurious": 2080, "rate": 2080 / 3726},
@@ -201,14 +205,16 @@ def _luck(root: Path) -> None:
         "c2-independent-s2": (0.3323, 0.2094),
     }
     step100 = dict(zip(C2_RUNS, [0.4420, 0.4805, 0.5221, 0.5310, 0.4690, 0.4950], strict=True))
+    # the keys of the luck-share record beside lam and its interval (records.read_luck)
+    rest = {"source_sha256": "0" * 64, "defects": [], "per_task": []}
     for run, (lam, lo) in step0.items():
         atomic_write_json(
             root / "diagnostics" / run / "luck-step0.json",
-            {"run": run, "step": 0, "lam": lam, "ci95": [lo, lam + 0.12]},
+            {"run": run, "step": 0, "lam": lam, "ci95": [lo, lam + 0.12], **rest},
         )
         atomic_write_json(
             root / "diagnostics" / run / "luck-step100.json",
-            {"run": run, "step": 100, "lam": step100[run], "ci95": [0.3, 0.6]},
+            {"run": run, "step": 100, "lam": step100[run], "ci95": [0.3, 0.6], **rest},
         )
 
 
@@ -476,6 +482,70 @@ def test_compare_refuses_a_missing_results_root(tmp_path, capsys):
     )
     assert code == 1 and "results root not found" in capsys.readouterr().err
     assert not (tmp_path / "c.json").exists()
+
+
+def _set(path: Path, dotted: str, value) -> None:
+    data = json.loads(path.read_text())
+    *head, last = dotted.split(".")
+    obj = data
+    for part in head:
+        obj = obj[int(part)] if isinstance(obj, list) else obj[part]
+    if value is KeyError:
+        del obj[last]
+    else:
+        obj[last] = value
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    "file, dotted, value, needle",
+    [
+        ("decisions/c2.json", "decided", KeyError, "missing key 'decided' in the decision register"),
+        ("decisions/c4.json", "seeds", "0,1,2", "decision register key 'seeds' is '0,1,2'"),
+        ("probe/a.json", "checkpoints", [], "probe register key 'checkpoints' is []"),
+        ("diagnostics/c2-paired-s0/luck-step0.json", "lam", "0.35", "'lam' is '0.35'"),
+        ("runs/c2-paired-s1/group_stats.json", "G", KeyError, "missing key 'G' in the group statistics"),
+        ("probe/bandit.json", "lhs", "0.05", "bandit register key 'lhs' is '0.05'"),
+        ("probe/bandit.json", "contrast_variance.paired", KeyError, "contrast_variance has designs"),
+        (
+            "reference/scripted_reference.json",
+            "results.test.clean.naive.mean_calls",
+            True,
+            "results.test.clean.naive: scripted reference register key 'mean_calls' is True",
+        ),
+        ("tasks/MANIFEST.json", "pools.train.sha256", "2bbec1c5", "pools.train: pool manifest key 'sha256'"),
+    ],
+)
+def test_a_malformed_register_stops_the_comparison_with_its_readers_line(
+    paper_root, tmp_path, capsys, file, dotted, value, needle
+):
+    """Each register compare reads goes through its records.py reader: a register of another shape is one
+    line naming the file (not "not computed" rows, not a traceback), and no comparison is written."""
+    import shutil
+
+    root, tasks = tmp_path / "r", tmp_path / "tasks"
+    shutil.copytree(paper_root, root)
+    tasks.mkdir()
+    shutil.copy(TASKS / "MANIFEST.json", tasks / "MANIFEST.json")
+    path = (tasks / file.removeprefix("tasks/")) if file.startswith("tasks/") else root / file
+    _set(path, dotted, value)
+    out = tmp_path / "comparison.json"
+    argv = ["compare", "--results", str(root), "--published", str(PAPER), "--tasks-dir", str(tasks)]
+    code = main([*argv, "--scale-name", "paper", "--scale", "paper", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err and not out.exists()
+    assert len(err.strip().splitlines()) == 1 and str(path) in err and needle in err, err
+
+
+def test_a_published_key_on_a_file_without_a_reader_is_refused(tmp_path):
+    raw = yaml.safe_load(PAPER.read_text())
+    raw["entries"][0]["keys"] = ["runs/c2-paired-s0/stray.json:lam"]
+    path = tmp_path / "paper.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(
+        UserError, match=r"entry '[^']+' reads runs/c2-paired-s0/stray\.json, which is no reg"
+    ):
+        compare(load_published(path), Registers(tmp_path), scale="paper", scale_label="paper")
 
 
 # ------------------------------------------------------------------ the cost ledger

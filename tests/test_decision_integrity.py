@@ -368,6 +368,26 @@ def test_probe_verdict_comes_from_the_rules_file(tmp_path, capsys):
         assert verdict["outcome_noise_every_checkpoint"] is (outcome == "strict_majority")
 
 
+@pytest.mark.parametrize("command", ["verdict", "recompute"])
+def test_probe_commands_read_the_traces_through_the_typed_reader(tmp_path, capsys, command):
+    """`probe verdict` and `probe recompute` read the trajectory's register through
+    records.read_probe_register: one of another shape is one line naming the file and the key."""
+    fixture = Path(__file__).parent / "fixtures" / "render" / "results" / "probe"
+    register = json.loads(sorted(fixture.glob("*.json"))[0].read_text())
+    register["run"] = 7
+    traces = tmp_path / "traces.json"
+    traces.write_text(json.dumps(register))
+    rules = Path(__file__).resolve().parents[1] / "prereg" / "decision_rules.yaml"
+    argv = {
+        "verdict": ["--traces", str(traces), "--rules", str(rules), "--out", str(tmp_path / "probe.json")],
+        "recompute": ["--register", str(traces), "--evidence", str(tmp_path)],
+    }[command]
+    assert main(["probe", command, *argv]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{traces}: probe register key 'run' is 7" in err[0], err
+    assert not (tmp_path / "probe.json").exists()
+
+
 # ------------------------------------------------------------------ per-run register and verify-run
 
 
@@ -459,6 +479,23 @@ def test_verify_run_rejects(study, capsys, change):
     rc = main(["verify-run", "--run-dir", str(run_dir), "--results", str(study / "results")])
     out = capsys.readouterr().out
     assert rc == 3 and out.startswith("c2-paired-s0: REJECT") and needle in out
+
+
+def test_verify_run_reads_the_register_through_its_typed_reader(study, capsys):
+    """verify-run reads register.json through records.read_run_register: a register of another shape is
+    one line naming the file and the key (exit 1), not a report built from whatever it holds."""
+    _register_and_verify(study, "c2-paired-s0", capsys)
+    run_dir = study / "results" / "runs" / "c2-paired-s0"
+    path = run_dir / "register.json"
+    register = json.loads(path.read_text())
+    register["auc"]["at_training"] = "0.75"
+    path.write_text(json.dumps(register))
+    rc = main(["verify-run", "--run-dir", str(run_dir), "--results", str(study / "results")])
+    captured = capsys.readouterr()
+    assert rc == 1 and captured.out == "" and "Traceback" not in captured.err
+    assert captured.err.strip().splitlines() == [
+        f"paired-rollouts verify-run: error: {path}: auc.at_training is '0.75', expected a finite number or null"
+    ]
 
 
 # ------------------------------------------------------------------ the checks agree with the producers

@@ -126,8 +126,14 @@ def test_gpu_profiles_require_the_papers_pools(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="not the paper's"):
         layout.require_paper_pools(tmp_path, "h100")
     (tmp_path / "MANIFEST.json").write_text("{")
-    with pytest.raises(UserError, match="unreadable"):
+    with pytest.raises(UserError, match=r"MANIFEST\.json:1: not valid JSON .*restore it"):
         layout.require_paper_pools(tmp_path, "mi300x")
+    # read through records.read_pool_manifest: a manifest of another shape is one line naming the key
+    manifest["pools"]["test"]["sha256"] = 12
+    (tmp_path / "MANIFEST.json").write_text(json.dumps(manifest))
+    with pytest.raises(UserError, match=r"MANIFEST\.json: pools\.test: .*'sha256' is 12") as caught:
+        layout.require_paper_pools(tmp_path, "h100")
+    assert "\n" not in str(caught.value)
 
 
 def test_a_missing_scale_block_names_the_config() -> None:

@@ -223,6 +223,12 @@ def test_amendment_freezes_and_verifies_with_its_own_local_tsa(ws, capsys):
         assert load_tier_rules("prereg/tier_rules.yaml", verification=out)["h4"]["condition"] == "C4"
         with pytest.raises(UserError, match="not covered by a verified freeze record"):
             require_covered(tier1, "prereg/tier_rules.yaml")
+        # the report is read through records.read_covered: an entry of another shape is one line
+        bad = json.loads(out.read_text())
+        bad["covered"][0]["sha256"] = "edited"
+        (ws / "bad.json").write_text(json.dumps(bad))
+        with pytest.raises(UserError, match=r"bad\.json: covered\[0\]: .* key 'sha256' is 'edited'"):
+            require_covered(ws / "bad.json", "prereg/tier_rules.yaml")
         # tampering after the verification is caught by the decision-side check too
         (ws / "prereg/tier_rules.yaml").write_text((ws / "prereg/tier_rules.yaml").read_text() + "# edit\n")
         with pytest.raises(UserError, match="bytes differ from the verified amendments/001"):

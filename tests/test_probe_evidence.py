@@ -102,7 +102,8 @@ def test_recompute_cli_and_a_changed_value(tmp_path, capsys, key):
 
 def test_missing_evidence_is_one_line(tmp_path, capsys):
     register = tmp_path / "probe.json"
-    register.write_text(json.dumps({"checkpoints": {"0": {"outcome": {}, "transition": {}}}}))
+    checkpoints = {"0": {"outcome": {}, "transition": {}}}
+    register.write_text(json.dumps({"trajectory": "a", "run": "c2-paired-s0", "checkpoints": checkpoints}))
     assert _recompute(register, [tmp_path / "none.npz"]) == 1
     assert "probe evidence not found" in capsys.readouterr().err
 
@@ -119,3 +120,18 @@ def test_schedule_major_evidence(seed):
     _, evidence = _checkpoint(seed)
     seeds = evidence["diag_schedule_seeds"][: K * M]
     assert list(seeds) == sorted(seeds) and len(set(seeds[:M])) == 1
+
+
+def test_assemble_reads_each_checkpoint_through_its_typed_reader(tmp_path, capsys):
+    """`probe assemble` reads every probe checkpoint file through records.read_probe_checkpoint: one
+    without its transition summary is one line naming the file, and no register is written."""
+    from paired_rollouts.cli import main
+
+    path = tmp_path / "step0.json"
+    path.write_text(json.dumps({"run": "c2-paired-s0", "step": 0, "outcome": {}}))
+    out = tmp_path / "traces.json"
+    argv = ["--trajectory", "a", "--run", "c2-paired-s0", "--inputs", str(path), "--settings", "{}"]
+    assert main(["probe", "assemble", *argv, "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{path}: missing key 'transition' in the probe checkpoint" in err[0], err
+    assert not out.exists()

@@ -30,6 +30,7 @@ RULES = {
     "group_stats",
     "completeness",
     "run_register",
+    "curves_register",
     "decide",
     "probe_checkpoint",
     "probe",
@@ -60,8 +61,12 @@ CPU_ONLY_RULES = {
     "probe",
     "probe_verdict",
     "run_register",
+    "curves_register",
     "prepare_model",
 }
+# The per-run and per-condition register rules: every profile pins them to one thread (they are many
+# small jobs; without an entry a profile could hand one a whole node's cores).
+REGISTER_RULES = {"group_stats", "completeness", "run_register", "curves_register"}
 EXPECTED = {
     "cpu": ("cpu", "standin"),
     "h100": ("h100", "paper"),
@@ -121,6 +126,7 @@ def test_profile_settings(name: str) -> None:
     assert set(threads) <= RULES, f"{name}: unknown rules in set-threads {sorted(set(threads) - RULES)}"
     assert set(resources) <= RULES, f"{name}: unknown rules in set-resources {sorted(set(resources) - RULES)}"
     assert all(isinstance(v, int) and v >= 1 for v in threads.values())
+    assert {rule: threads.get(rule) for rule in REGISTER_RULES} == dict.fromkeys(REGISTER_RULES, 1), name
 
     # CPU-only rules never ask for a GPU, in any profile.
     for rule in CPU_ONLY_RULES:

@@ -183,3 +183,49 @@ def test_power_and_calibration_tables_show_their_registers_numbers() -> None:
     text = tables.render_table(14, {"calibration": [fixtures / "models/surrogate/calibration.json"]}, "x")
     for row in calibration["targets"]:
         assert f"{row['achieved']:.3f}" in text
+
+
+def test_the_arm_job_reads_its_calibration_through_the_typed_reader(tmp_path) -> None:
+    """A full passing register gives its theta; the two-key shape the surrogate benchmark once wrote, and a
+    register that missed a target, are refused with one line naming the file."""
+    from paired_rollouts.surrogate.run import load_calibration
+
+    fixture = Path(__file__).parent / "fixtures/render/results/models/surrogate/calibration.json"
+    register = json.loads(fixture.read_text())
+    assert load_calibration(fixture) == register["theta"]
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps({"passes": True, "theta": register["theta"]}))
+    with pytest.raises(UserError) as info:
+        load_calibration(short)
+    assert str(info.value).startswith(f"{short}: missing key 'knobs'") and "\n" not in str(info.value)
+    missed = tmp_path / "missed.json"
+    missed.write_text(json.dumps({**register, "passes": False}))
+    with pytest.raises(UserError, match=r"missed\.json: the calibration missed a target"):
+        load_calibration(missed)
+
+
+def test_a_surrogate_checkpoint_is_read_through_its_typed_reader(tmp_path) -> None:
+    """The probe reads the arm job's checkpoints through records.read_surrogate_checkpoint: the written
+    theta comes back; an edited theta.json, or one of another shape, is one line naming the file."""
+    from paired_rollouts.surrogate.run import read_checkpoint, write_checkpoint
+
+    theta = np.asarray(cal.theta_from_knobs(cal.START))
+    write_checkpoint(tmp_path, 20, theta, {"t": 20, "m": [0.0], "v": [0.0]})
+    assert read_checkpoint(tmp_path, 20) == theta.tolist()
+    path = tmp_path / "checkpoints/step0020/theta.json"
+    body = json.loads(path.read_text())
+    path.write_text(json.dumps({**body, "theta": body["theta"][:-1]}))
+    with pytest.raises(UserError, match=r"step0020/theta\.json: does not match its COMPLETE marker"):
+        read_checkpoint(tmp_path, 20)
+    marker = tmp_path / "checkpoints/step0020/COMPLETE"
+    from paired_rollouts.io import sha256_file
+
+    marker.write_text(json.dumps({"step": 20, "files": {"theta.json": sha256_file(path)}}))
+    with pytest.raises(UserError) as info:
+        read_checkpoint(tmp_path, 20)
+    assert str(info.value).startswith(f"{path}: step 20 with {len(theta) - 1} values for {len(theta)} par")
+    body["theta"][0] = "0.5"
+    path.write_text(json.dumps(body))
+    marker.write_text(json.dumps({"step": 20, "files": {"theta.json": sha256_file(path)}}))
+    with pytest.raises(UserError, match=r"theta\.json: surrogate checkpoint key 'theta' is \['0\.5'"):
+        read_checkpoint(tmp_path, 20)

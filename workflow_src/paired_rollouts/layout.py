@@ -9,7 +9,6 @@ jobs) use the same functions, so each path and step set is written once. Built f
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -393,11 +392,12 @@ def require_paper_pools(tasks_dir: str | Path, accelerator: str) -> None:
     if accelerator == "cpu" or not manifest.is_file():
         return
     from paired_rollouts.backoffice.tasks import paper_pools
+    from paired_rollouts.records import read_pool_manifest
 
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UserError(f"{manifest}: unreadable ({exc}); restore it: git checkout -- {manifest}") from None
+        data = read_pool_manifest(manifest).raw
+    except UserError as exc:
+        raise UserError(f"{exc}; restore it: git checkout -- {manifest}") from None
     if not paper_pools(data):
         raise UserError(
             f"{manifest}: the task pools are not the paper's (hashes differ from PAPER_POOL_SHA256); the "

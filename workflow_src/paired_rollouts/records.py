@@ -858,3 +858,162 @@ def read_cross_stack(path: str | Path) -> dict[str, Any]:
                 command,
             )
     return data
+
+
+# ----------------------------------------------------------------------------------------------
+# The registers that do not depend on the runs (compare reads them beside the run registers): the
+# aligned-scalar bandit and the scripted reference agent.
+
+BANDIT_DESIGNS = _map_of(_is_num)
+BANDIT = {
+    "setup": _is_dict,
+    "contrast_variance": BANDIT_DESIGNS,
+    "trace_var_mean_centered": BANDIT_DESIGNS,
+    "trace_var_implemented": BANDIT_DESIGNS,
+    "expected_update_implemented": BANDIT_DESIGNS,
+    "expected_update_mean_centered": BANDIT_DESIGNS,
+    "lhs": _is_num,
+    "rhs": _is_num,
+    "identity_residual": _is_num,
+    "orthogonal": _list_of(_is_dict),
+}
+
+
+def read_bandit(path: str | Path) -> dict[str, Any]:
+    """results/probe/bandit.json (probe/bandit.py, docs/records.md section 6.4), typed: each quantity
+    for the independent and the paired design."""
+    data = read_json(path)
+    where, what, command = str(path), "bandit register", "paired-rollouts probe bandit"
+    _typed(data, BANDIT, where, what, command)
+    for key, check in BANDIT.items():
+        if check is BANDIT_DESIGNS and set(data[key]) != {"independent", "paired"}:
+            raise UserError(
+                f"{where}: {key} has designs {sorted(data[key])}, expected independent and paired; "
+                f"regenerate it with '{command}'"
+            )
+    return data
+
+
+REFERENCE = {
+    "pools": _is_dict,
+    "schedule_indices": _list_of(_is_int),
+    "conditions": _is_dict,
+    "policies": _list_of(_is_str),
+    "results": _is_dict,
+}
+REFERENCE_CELL = {
+    "episodes": _is_int,
+    "success": _is_num,
+    "exposed_frac": _is_num,
+    "outage_hit_frac": _is_num,
+    "budget_exceeded_frac": _is_num,
+    "mean_calls": _is_num,
+}
+
+
+def read_scripted_reference(path: str | Path) -> dict[str, Any]:
+    """results/reference/scripted_reference.json (agents/reference.py, docs/simulator.md), typed:
+    ``results[pool][condition][policy]`` is a cell of metrics (``{"episodes": 0}`` when empty)."""
+    data = read_json(path)
+    where, what, command = str(path), "scripted reference register", "paired-rollouts reference"
+    _typed(data, REFERENCE, where, what, command)
+    for pool, conditions in data["results"].items():
+        _typed(conditions, {}, f"{where}: results.{pool}", what, command)
+        for condition, policies in conditions.items():
+            here = f"{where}: results.{pool}.{condition}"
+            _typed(policies, {}, here, what, command)
+            for policy, cell in policies.items():
+                at = f"{here}.{policy}"
+                _typed(cell, {"episodes": _is_int}, at, what, command)
+                if cell["episodes"] > 0:
+                    _typed(cell, REFERENCE_CELL, at, what, command)
+    return data
+
+
+VERIFICATION_FORMAT = "paired-rollouts-prereg-verification/1"
+COVERED = {"path": _is_str, "sha256": _is_sha256, "record": _is_str}
+
+
+def read_covered(path: str | Path) -> tuple[Verification, list[dict[str, Any]]]:
+    """A verification report (``read_verification``) and the documents it covers with their verified
+    bytes (``covered``: path, sha256, record), for the stages that apply amended rules."""
+    verification = read_verification(path)
+    data = read_json(path)
+    where, what, command = str(path), "pre-registration verification", "paired-rollouts prereg verify"
+    if data.get("format") != VERIFICATION_FORMAT:
+        raise UserError(
+            f"{where}: format is {data.get('format')!r}, not {VERIFICATION_FORMAT!r}; rerun '{command}'"
+        )
+    covered = _typed(data, {"covered": _list_of(_is_dict)}, where, what, command)["covered"]
+    for i, entry in enumerate(covered):
+        _typed(entry, COVERED, f"{where}: covered[{i}]", what, command)
+    return verification, covered
+
+
+SURROGATE_MARKER = {"step": _is_int, "files": _map_of(_is_sha256)}
+SURROGATE_THETA = {
+    "step": _is_int,
+    "theta": _list_of(_is_num),
+    "parameter_names": _list_of(_is_str),
+    "adam": _is_dict,
+}
+
+
+def read_surrogate_checkpoint(folder: str | Path) -> dict[str, Any]:
+    """RUN/checkpoints/stepNNNN/theta.json of a surrogate arm job (surrogate/run.py), typed and checked
+    against its COMPLETE marker (same step, theta.json's sha256), one value per parameter name."""
+    from paired_rollouts.io import sha256_file
+
+    folder = Path(folder)
+    what, command = "surrogate checkpoint", "paired-rollouts surrogate arm"
+    marker = _typed(read_json(folder / "COMPLETE"), SURROGATE_MARKER, f"{folder}/COMPLETE", what, command)
+    where = f"{folder}/theta.json"
+    if marker["files"].get("theta.json") != sha256_file(where):
+        raise UserError(f"{where}: does not match its COMPLETE marker; rerun the surrogate arm job")
+    data = _typed(read_json(where), SURROGATE_THETA, where, what, command)
+    if data["step"] != marker["step"] or len(data["theta"]) != len(data["parameter_names"]):
+        raise UserError(
+            f"{where}: step {data['step']} with {len(data['theta'])} values for "
+            f"{len(data['parameter_names'])} parameter names (marker step {marker['step']}); rerun '{command}'"
+        )
+    return data
+
+
+ZERO_SHOT_FORMAT = "paired-rollouts-zero-shot-calibration/1"
+ZERO_SHOT = {
+    "format": _one_of(ZERO_SHOT_FORMAT),
+    "model": _is_str,
+    "registered": _is_bool,
+    "bands": _list_of(_is_dict),
+    "status": _one_of("pass", "fail", "not_applicable"),
+    "passes": _nullable(_is_bool),
+}
+ZERO_SHOT_BAND = {
+    "name": _is_str,
+    "target": _nullable(_is_dict),
+    "achieved": _nullable(_is_num),
+    "applies": _is_bool,
+    "status": _one_of("pass", "fail", "not_applicable"),
+}
+
+
+def read_zero_shot(path: str | Path) -> dict[str, Any]:
+    """results/<scale>/calibration/zero_shot.json (calibration/zero_shot.py, docs/prereg.md), typed: the
+    register and each band (its target, what was achieved, whether it applies)."""
+    data = read_json(path)
+    where, what, command = str(path), "zero-shot calibration register", "paired-rollouts calibrate zero-shot"
+    _typed(data, ZERO_SHOT, where, what, command)
+    for i, band in enumerate(data["bands"]):
+        _typed(band, ZERO_SHOT_BAND, f"{where}: bands[{i}]", what, command)
+    return data
+
+
+PROBE_CHECKPOINT = {"run": _is_str, "step": _is_int, "outcome": _is_dict, "transition": _is_dict}
+
+
+def read_probe_checkpoint(path: str | Path) -> dict[str, Any]:
+    """results/probe/TRAJECTORY/stepN.json (probe/scores.py ``probe checkpoint``), typed at the keys the
+    trajectory's register is assembled from."""
+    data = read_json(path)
+    command = "paired-rollouts probe checkpoint"
+    return _typed(data, PROBE_CHECKPOINT, str(path), "probe checkpoint", command)

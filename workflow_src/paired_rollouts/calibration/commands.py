@@ -223,17 +223,11 @@ def _surrogate(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from paired_rollouts.calibration.zero_shot import check_register, describe
-    from paired_rollouts.io import read_json
+    from paired_rollouts.records import read_zero_shot
 
-    try:
-        register = read_json(args.register)
-    except (OSError, ValueError) as exc:
-        raise UserError(
-            f"{args.register}: unreadable ({exc}); rerun 'paired-rollouts calibrate zero-shot'"
-        ) from exc
-    if register.get("format") and "bands" in register:
-        for line in describe(register):
-            print(line)
+    register = read_zero_shot(args.register)
+    for line in describe(register):
+        print(line)
     sys.stdout.flush()
     check_register(register, str(args.register))
     return 0

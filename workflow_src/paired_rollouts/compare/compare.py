@@ -2,17 +2,22 @@
 
 Render computes no statistics, and neither does this: each published number names the register key
 that holds it (docs/compare.md), so the comparison only reads, combines (difference, ratio, range over
-runs) and checks the result against the published rounding.
+runs) and checks the result against the published rounding. Every register is loaded through its typed
+reader (records.py) before its paths are walked: a register of another shape stops the comparison with
+the reader's one line naming the file, instead of turning into "not computed" entries.
 """
 
 from __future__ import annotations
 
-import json
 import math
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from paired_rollouts import records
 from paired_rollouts.compare.published import Entry, Published, split_key
+from paired_rollouts.errors import UserError
 
 STATUS = ("reproduced", "differs", "not computed")
 TOL = 1e-9  # float slack on the half-unit bound
@@ -20,6 +25,49 @@ TOL = 1e-9  # float slack on the half-unit bound
 
 class Missing(Exception):
     """A register or a key in it is absent: the number cannot be computed from this results root."""
+
+
+# The register files a published key may name (relative to the results root; tasks/ to the task-pool
+# folder) and the reader each is loaded through; the first pattern that matches the whole name wins.
+READERS: tuple[tuple[re.Pattern[str], Callable[[Path], Any]], ...] = tuple(
+    (re.compile(pattern), reader)
+    for pattern, reader in (
+        (r"decisions/(tiers/)?predictions\.json", records.read_predictions),
+        (r"decisions/power\.json", records.read_power_table),
+        (r"decisions/(tiers/)?[A-Za-z0-9_-]+\.json", records.read_decision_register),
+        (r"diagnostics/[^/]+/luck-step[0-9]+\.json", records.read_luck),
+        (r"probe/bandit\.json", records.read_bandit),
+        (r"probe/[^/]+\.json", records.read_probe_register),
+        (r"reference/scripted_reference\.json", records.read_scripted_reference),
+        (r"runs/[^/]+/group_stats\.json", records.read_group_stats),
+        (r"runs/[^/]+/register\.json", records.read_run_register),
+        (r"runs/[^/]+/complete\.json", records.read_completeness),
+        (r"curves/[^/]+\.json", records.read_curves_register),
+        (r"models/surrogate/calibration\.json", records.read_calibration),
+        (r"tasks/MANIFEST\.json", lambda path: records.read_pool_manifest(path).raw),
+    )
+)
+
+
+def reader_for(file: str) -> Callable[[Path], Any] | None:
+    """The typed reader of a register file named in a published key, or None when it has none."""
+    for pattern, reader in READERS:
+        if pattern.fullmatch(file):
+            return reader
+    return None
+
+
+def check_readers(published: Published) -> None:
+    """Every file a published key names must be a register with a typed reader (no raw JSON walks)."""
+    for e in published.entries:
+        for key in e.keys:
+            for one in key if isinstance(key, tuple | list) else (key,):
+                file, _ = split_key(one)
+                if reader_for(file) is None:
+                    raise UserError(
+                        f"{published.source}: entry {e.id!r} reads {file}, which is no register with a "
+                        "typed reader (compare/compare.py READERS, docs/records.md); name a register key"
+                    )
 
 
 class Registers:
@@ -45,7 +93,10 @@ class Registers:
             if not path.is_file():
                 self._cache[file] = None
             else:
-                self._cache[file] = json.loads(path.read_text(encoding="utf-8"))
+                reader = reader_for(file)
+                if reader is None:
+                    raise UserError(f"{file}: no typed reader for this register (compare/compare.py READERS)")
+                self._cache[file] = reader(path)
                 self.read.add(str(path))
         obj = self._cache[file]
         if obj is None:
@@ -145,6 +196,7 @@ def _clean(x: float) -> float:
 
 def compare(published: Published, regs: Registers, *, scale: str, scale_label: str) -> dict[str, Any]:
     """Build comparison.json (docs/compare.md)."""
+    check_readers(published)
     rows = []
     for e in published.entries:
         row: dict[str, Any] = {

@@ -324,22 +324,15 @@ def require_covered(verification: str | os.PathLike, document: str | os.PathLike
     report_path, doc = Path(verification), Path(document)
     if not report_path.is_file():
         raise UserError(f"{report_path}: verification report not found; run 'paired-rollouts prereg verify'")
-    try:
-        report = read_json(report_path)
-    except (OSError, ValueError) as exc:
-        raise UserError(
-            f"{report_path}: unreadable verification report ({exc}); rerun 'prereg verify'"
-        ) from exc
-    if not isinstance(report, dict) or report.get("format") != "paired-rollouts-prereg-verification/1":
-        raise UserError(
-            f"{report_path}: not a prereg verification report; rerun 'paired-rollouts prereg verify'"
-        )
-    if report.get("passes") is not True or report.get("failures"):
+    from paired_rollouts.records import read_covered
+
+    report, covered = read_covered(report_path)
+    if not report.passes or report.failures:
         raise UserError(f"{report_path}: the verification did not pass; fix what it lists and rerun it")
     rel = doc.as_posix()
     if doc.is_absolute() and doc.resolve().is_relative_to(Path.cwd().resolve()):
         rel = doc.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    entry = next((c for c in report.get("covered", []) if c.get("path") == rel), None)
+    entry = next((c for c in covered if c["path"] == rel), None)
     if entry is None:
         raise UserError(
             f"{report_path}: {rel} is not covered by a verified freeze record; record it with "

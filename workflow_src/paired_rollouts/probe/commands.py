@@ -39,14 +39,13 @@ def _assemble(args: argparse.Namespace) -> int:
 
 
 def _verdict(args: argparse.Namespace) -> int:
-    from paired_rollouts.io import atomic_write_json, read_json, sha256_file
+    from paired_rollouts.io import atomic_write_json, sha256_file
     from paired_rollouts.prereg.rules import load_decision_rules
     from paired_rollouts.probe import apply_h1b_rules
+    from paired_rollouts.records import read_probe_register
 
     rules = load_decision_rules(args.rules)
-    traces = read_json(args.traces)
-    if not isinstance(traces, dict):
-        raise UserError(f"{args.traces}: not a probe register (expected an object)")
+    traces = read_probe_register(args.traces)
     try:
         out = apply_h1b_rules(traces, rules["h1b"], str(args.rules), sha256_file(args.rules))
     except UserError as exc:
@@ -65,12 +64,10 @@ def _verdict(args: argparse.Namespace) -> int:
 
 
 def _recompute(args: argparse.Namespace) -> int:
-    from paired_rollouts.io import read_json
     from paired_rollouts.probe.scores import recompute_register
+    from paired_rollouts.records import read_probe_register
 
-    register = read_json(args.register)
-    if not isinstance(register, dict) or not isinstance(register.get("checkpoints"), dict):
-        raise UserError(f"{args.register}: not a probe register (no 'checkpoints')")
+    register = read_probe_register(args.register)
     rows = recompute_register(register, args.evidence, args.tolerance)
     for row in rows:
         print(

@@ -542,17 +542,18 @@ def probe_checkpoint_cli(args: Any) -> int:
 
 def assemble_cli(args: Any) -> int:
     """``paired-rollouts probe assemble``: the trajectory's register from its per-checkpoint files."""
-    from paired_rollouts.io import atomic_write_json, load_settings, read_json
+    from paired_rollouts.io import atomic_write_json, load_settings
     from paired_rollouts.probe import build_probe_register
+    from paired_rollouts.records import read_probe_checkpoint
     from paired_rollouts.training.settings import resolve
 
     settings = resolve(load_settings(args.settings))
     checkpoints: dict[int, dict[str, Any]] = {}
     for path in args.inputs:
-        data = read_json(path)
-        if data.get("run") != args.run:
+        data = dict(read_probe_checkpoint(path))
+        if data["run"] != args.run:
             raise UserError(
-                f"{path}: a probe checkpoint of run {data.get('run')!r}, not {args.run!r}; "
+                f"{path}: a probe checkpoint of run {data['run']!r}, not {args.run!r}; "
                 "rerun 'paired-rollouts probe checkpoint' for this trajectory"
             )
         step = int(data.pop("step"))

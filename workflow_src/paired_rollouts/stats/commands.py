@@ -254,21 +254,13 @@ def _cross_stack(args: argparse.Namespace) -> int:
 
 
 def _verify_run(args: argparse.Namespace) -> int:
-    from paired_rollouts.io import read_json
+    from paired_rollouts.records import read_run_register
     from paired_rollouts.stats.run_register import format_report, verify_run
 
     accepted, reasons, notes = verify_run(args.run_dir, args.results)
     register_path = Path(args.run_dir) / "register.json"
-    register = read_json(register_path) if register_path.is_file() else None
-    print(
-        format_report(
-            Path(args.run_dir).name,
-            accepted,
-            reasons,
-            notes,
-            register if isinstance(register, dict) else None,
-        )
-    )
+    register = read_run_register(register_path) if register_path.is_file() else None
+    print(format_report(Path(args.run_dir).name, accepted, reasons, notes, register))
     return 0 if accepted else 3
 
 

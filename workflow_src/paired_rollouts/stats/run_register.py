@@ -21,6 +21,7 @@ from paired_rollouts.records import (
     read_completeness,
     read_luck,
     read_run_manifest,
+    read_run_register,
 )
 from paired_rollouts.stats.curves import auc_weights, parse_run_name
 
@@ -168,10 +169,8 @@ def verify_run(run_dir: str | Path, results: str | Path) -> tuple[bool, list[str
         notes.append("the task pools are NOT the paper's (hashes differ from the paper's frozen pools)")
     register = run_dir / "register.json"
     if register.is_file():
-        from paired_rollouts.io import read_json
-
-        data = read_json(register)
-        if not isinstance(data, dict) or data.get("complete_sha256") != sha256_file(complete_path):
+        data = read_run_register(register)
+        if data.get("complete_sha256") != sha256_file(complete_path):
             reasons.append("register.json was not built from this complete.json; rebuild it (run-register)")
     else:
         notes.append("no register.json (paired-rollouts run-register)")

@@ -21,7 +21,8 @@ import numpy as np
 from paired_rollouts import layout
 from paired_rollouts.design import POOLS
 from paired_rollouts.errors import UserError
-from paired_rollouts.io import atomic_write_json, atomic_write_jsonl, jsonl_line, read_json, sha256_file
+from paired_rollouts.io import atomic_write_json, atomic_write_jsonl, jsonl_line, sha256_file
+from paired_rollouts.records import read_calibration, read_surrogate_checkpoint
 from paired_rollouts.settings import Settings
 from paired_rollouts.training.provenance import code_version
 
@@ -81,21 +82,18 @@ def read_checkpoint(run_dir: Path, step: int) -> list[float]:
     marker = folder / "COMPLETE"
     if not marker.is_file():
         raise UserError(f"{folder}: no complete surrogate checkpoint; run the surrogate arm job first")
-    if read_json(marker)["files"]["theta.json"] != sha256_file(folder / "theta.json"):
-        raise UserError(
-            f"{folder}/theta.json: does not match its COMPLETE marker; rerun the surrogate arm job"
-        )
-    return read_json(folder / "theta.json")["theta"]
+    return read_surrogate_checkpoint(folder)["theta"]
 
 
 def load_calibration(path: str | Path) -> list[float]:
+    """theta of a passing calibration register, read through its typed reader (records.py)."""
     source = Path(path)
     if not source.is_file():
         raise UserError(
             f"{source}: calibration register not found; run 'paired-rollouts surrogate calibrate'"
         )
-    data = read_json(source)
-    if data.get("passes") is not True:
+    data = read_calibration(source)
+    if data["passes"] is not True:
         raise UserError(
             f"{source}: the calibration missed a target (passes is not true); fix the calibration"
         )
