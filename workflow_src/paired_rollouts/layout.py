@@ -257,7 +257,7 @@ class Layout:
         surrogate = self.scale["model"]["kind"] == "surrogate"
         runs = self.runs("study")
         files = [f"{bench}/reference.tsv", f"{bench}/prereg_verify.tsv"]
-        files += [f"{bench}/probe/bandit.tsv", f"{bench}/compare.tsv"]
+        files += [f"{bench}/probe/bandit.tsv", f"{bench}/compare.tsv", f"{bench}/cross_stack.tsv"]
         if self.accelerator == "cpu":
             files.append(f"{bench}/prereg_freeze_local.tsv")
         files += self.amendment_benchmark_files()
