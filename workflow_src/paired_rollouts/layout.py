@@ -134,7 +134,7 @@ class Layout:
 
     def curve_conditions(self) -> list[str]:
         """The tier-1 conditions (lower case) that get a curves register: the mean curves of each arm."""
-        return sorted({self.design.run(run).condition.lower() for run in self.runs("study")})
+        return sorted({self.matrix.run(run).condition.lower() for run in self.runs("study")})
 
     def curves(self, condition: str) -> str:
         return self.res(f"curves/{condition}.json")
