@@ -5,6 +5,7 @@ Target: >= 10000 episodes per CPU second with noise on (C2, p = 0.25, recovering
 states and read responses are cached per seed, so the first pass over the tasks (warm-up, not timed) pays
 for generation. The last row drives the same kind of episode through ``EpisodeSession`` (the path the
 trainers use: string responses, the full episode record); it is reported, not held to the target.
+The fates come from the compiled helper when it is built (noise/_fate_draws.c); the first line says which.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from paired_rollouts.agents.scripted import lookup_calls, run_scripted  # noqa: 
 from paired_rollouts.backoffice.tasks import load_pool  # noqa: E402
 from paired_rollouts.episode import EpisodeSession  # noqa: E402
 from paired_rollouts.noise.config import NoiseConfig  # noqa: E402
+from paired_rollouts.noise.schedule import FATE_DRAWS  # noqa: E402
 from paired_rollouts.noise.seeds import eval_schedule_seed  # noqa: E402
 
 TARGET = 10000.0
@@ -84,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         ("noise on  (C2 p=0.25), naive", c2, "naive", "naive"),
         ("C2 p=0.25, EpisodeSession record", c2, "naive", session_naive()),
     ]
+    print(f"fates drawn by: {FATE_DRAWS} (PAIRED_ROLLOUTS_PURE_FATES=1 times the pure path)")
     ok = True
     for label, config, name, policy in rows:
         rate, wall_rate = measure(tasks, config, policy, args.seconds)

@@ -63,7 +63,7 @@ def sources(*modules):
     files = [PACKAGE / "io.py", PACKAGE / "errors.py", PACKAGE / "cli.py"]
     for module in modules:
         path = PACKAGE / module
-        files.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path])
+        files.extend(sorted([*path.rglob("*.py"), *path.rglob("*.c")]) if path.is_dir() else [path])
         files.extend(PACKAGE / shared for shared in SHARED_MODULES.get(module.split("/")[0], []))
     return [str(f) for f in dict.fromkeys(files)]
 

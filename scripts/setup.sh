@@ -10,10 +10,12 @@
 # ("already satisfied") and add CUDA libraries beside it. GPU stacks skip apt (they need no SLURM test
 # cluster) unless PAIRED_ROLLOUTS_SKIP_APT=0 is given, and carry Snakemake themselves.
 #
-# 1. apt: SLURM + munge (the local test cluster), LaTeX (tables PDF), poppler-utils (pdftotext in tests).
+# 1. apt: SLURM + munge (the local test cluster), LaTeX (tables PDF), poppler-utils (pdftotext in tests),
+#    gcc and Python headers (the one C helper).
 #    Skipped for packages already installed; needs root (or sudo) only when something is missing.
 # 2. .venv with `pip install -e .[train,workflow,dev]` (torch==2.13.0 as the CPU build).
-#    Re-run only when pyproject.toml changed since the last successful install (stamp in .venv).
+#    Re-run only when pyproject.toml, setup.py or the C helper changed since the last successful install
+#    (stamp in .venv), or when this checkout lacks the helper's build.
 #
 # Environment: PAIRED_ROLLOUTS_VENV (default .venv), PYTHON (default python3.11 or python3),
 # PAIRED_ROLLOUTS_SKIP_APT=1 to skip step 1, TORCH_CPU_INDEX (the index used for the CPU torch
@@ -45,6 +47,7 @@ APT_PACKAGES=(
   munge slurmctld slurmd slurm-client
   texlive-latex-base texlive-latex-recommended lmodern latexmk
   poppler-utils
+  gcc python3-dev  # builds noise/_fate_draws.c (optional: without them fates are drawn by random.Random)
   chromium  # headless browser: the Snakemake report is checked in it (tests/test_report.py)
 )
 
@@ -112,8 +115,12 @@ install_venv() {
     }
   fi
   stamp=$VENV/.paired-rollouts-installed
-  want=$(sha256sum pyproject.toml | cut -d' ' -f1)
-  if [[ -f $stamp && $(cat "$stamp") == "$want" ]] && "$VENV/bin/python" -c 'import paired_rollouts' 2>/dev/null; then
+  want=$(cat pyproject.toml setup.py workflow_src/paired_rollouts/noise/_fate_draws.c | sha256sum | cut -d' ' -f1)
+  # The editable install builds noise/_fate_draws.c into the checkout: a fresh clone beside an existing
+  # venv has no build yet (without a C compiler the package draws fates with random.Random instead).
+  local compiled='import paired_rollouts'
+  if command -v cc >/dev/null || command -v gcc >/dev/null; then compiled='import paired_rollouts.noise._fate_draws'; fi
+  if [[ -f $stamp && $(cat "$stamp") == "$want" ]] && "$VENV/bin/python" -c "$compiled" 2>/dev/null; then
     say "venv up to date ($VENV)"
     return 0
   fi

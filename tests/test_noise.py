@@ -422,3 +422,65 @@ def test_paired_siblings_share_draws_independent_do_not(sim_pools: dict) -> None
         same += x == y
         differ += x != y
     assert differ >= 15  # at p = 0.25 most episodes meet a fault somewhere
+
+
+def test_compiled_fate_draws_equal_random_random() -> None:
+    """The C helper (noise/_fate_draws.c) is built by the install and draws exactly what
+    ``random.Random(n)`` draws: u, and after u < p the retry index, dropped field and type draw."""
+    from paired_rollouts.noise import schedule
+
+    try:
+        from paired_rollouts.noise._fate_draws import fault_draws
+    except ImportError:
+        pytest.fail("noise/_fate_draws.c is not built: run bash scripts/setup.sh (pip install -e .)")
+    assert schedule.FATE_DRAWS.startswith("compiled")
+    rng = random.Random(20261201)
+    seeds = [0, 1, 2**31, 2**32 - 1, 2**32, 2**64 - 1] + [rng.getrandbits(64) for _ in range(100_000)]
+    seeds += [rng.getrandbits(32) for _ in range(2000)]  # one-word keys
+    for p in (0.25, 1.0):
+        compiled = [fault_draws(n, p) for n in seeds]
+        assert compiled == [schedule._pure_draws(n, p) for n in seeds]
+    faulted = [d for d in compiled if d is not None]
+    assert {d[0] for d in faulted} == {0, 1, 2, 3} and len(faulted) == len(seeds)
+    with pytest.raises(OverflowError):
+        fault_draws(2**64, 0.5)
+    with pytest.raises(TypeError):
+        fault_draws(1, "0.5")
+
+
+FATE_LISTING = """
+import json
+from paired_rollouts.noise import schedule as s
+from paired_rollouts.noise.config import NoiseConfig
+tools = [t for t in s.APPLICABLE_TYPES if s.APPLICABLE_TYPES[t]]
+out = {"path": s.FATE_DRAWS, "fates": [], "flips": []}
+for seed in range(200):
+    sched = s.NoiseSchedule(seed * 7919, NoiseConfig.transition(0.25))
+    for tool in tools:
+        for k in range(3):
+            out["fates"].append(sched.fate(tool, '{"order_id":"O%04d"}' % seed, k))
+    out["flips"].append(s.NoiseSchedule(seed, NoiseConfig.outcome(0.1)).outcome_flip())
+print(json.dumps(out))
+"""
+
+
+def test_pure_path_draws_the_same_fates(tmp_path) -> None:
+    """``PAIRED_ROLLOUTS_PURE_FATES=1`` (or a machine without a C compiler) gives the same fates and flips."""
+    import os
+    import subprocess
+    import sys
+
+    def listing(**env: str) -> dict:
+        run = subprocess.run(
+            [sys.executable, "-c", FATE_LISTING],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return json.loads(run.stdout)
+
+    compiled, pure = listing(PAIRED_ROLLOUTS_PURE_FATES="0"), listing(PAIRED_ROLLOUTS_PURE_FATES="1")
+    assert compiled["path"].startswith("compiled") and pure["path"] == "random.Random"
+    assert compiled["fates"] == pure["fates"] and compiled["flips"] == pure["flips"]
+    assert sum(f is not None for f in pure["fates"]) > 1000 and 0 < sum(pure["flips"]) < 200

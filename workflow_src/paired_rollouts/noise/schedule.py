@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import _random
 import json
+import os
 import random
 import struct
 import threading
@@ -158,36 +159,73 @@ def _fate_tables(config: NoiseConfig) -> dict[str, _FateTable]:
     return tables
 
 
-def _draw_fault(rng: random.Random, table: _FateTable) -> Fate:
-    """The draws after u, as ``choice(RETRY_AFTER_CHOICES)``, ``randrange(0, 1000000)`` and
-    ``choices(types, cum_weights=...)[0]`` make them (CPython's ``random.py``), without their calls:
-    rejection sampling on ``getrandbits`` and one bisection of the cumulative weights."""
+def _draws_after_u(rng: random.Random) -> tuple[int, int, float]:
+    """(retry index, dropped, type draw): what ``choice(RETRY_AFTER_CHOICES)``, ``randrange(0, 1000000)``
+    and ``choices(types, cum_weights=...)`` draw after u (CPython's ``random.py``), without their calls:
+    rejection sampling on ``getrandbits``, then the ``random()`` that ``choices`` bisects with."""
     getrandbits = rng.getrandbits
     r = getrandbits(3)  # _randbelow(4): 4 .bit_length() == 3
     while r >= 4:
         r = getrandbits(3)
-    retry_after = RETRY_AFTER_CHOICES[r]
     dropped = getrandbits(20)  # _randbelow(1000000): 1000000 .bit_length() == 20
     while dropped >= 1000000:
         dropped = getrandbits(20)
+    return r, dropped, rng.random()
+
+
+def _fault(draws: tuple[int, int, float], table: _FateTable) -> Fate:
+    retry_index, dropped, v = draws
     cum = table.cum_weights
-    kind = table.types[_bisect(cum, rng.random() * (cum[-1] + 0.0), 0, len(cum) - 1)]
-    return Fate(kind, retry_after, dropped)
+    kind = table.types[_bisect(cum, v * (cum[-1] + 0.0), 0, len(cum) - 1)]
+    return Fate(kind, RETRY_AFTER_CHOICES[retry_index], dropped)
 
 
 def _inline_draws_agree() -> bool:
-    """Does ``_draw_fault`` give what the ``random`` methods give on this Python? (checked once)"""
+    """Do ``_draws_after_u`` and ``_fault`` give what the ``random`` methods give on this Python?"""
     table = _FateTable(("a", "b", "c", "d", "e"), [0.45, 0.6, 0.7, 0.85, 1.0])
     for seed in range(64):
         rng = random.Random(seed)
-        expect = Fate(0, rng.choice(RETRY_AFTER_CHOICES), rng.randrange(0, 1000000))
+        expect = Fate("", rng.choice(RETRY_AFTER_CHOICES), rng.randrange(0, 1000000))
         expect = expect._replace(kind=rng.choices(table.types, cum_weights=table.cum_weights)[0])
-        if _draw_fault(random.Random(seed), table) != expect:
+        if _fault(_draws_after_u(random.Random(seed)), table) != expect:
             return False
     return True
 
 
 _INLINE_DRAWS = _inline_draws_agree()
+
+
+def _pure_draws(n: int, p: float) -> tuple[int, int, float] | None:
+    """What ``_fate_draws.fault_draws(n, p)`` returns, drawn with ``random.Random(n)``."""
+    rng = random.Random(n)
+    return None if rng.random() >= p else _draws_after_u(rng)
+
+
+def _compiled_draws_agree(fault_draws: Any) -> bool:
+    """Does the compiled helper draw what ``random.Random`` draws on this Python? (checked once, on
+    one- and two-word keys, both sides of p, and every retry index)"""
+    seeds = (0, 1, 2**32 - 1, 2**32, 2**64 - 1, *range(2, 34), *(derive_seed("check", i) for i in range(96)))
+    return all(fault_draws(n, p) == _pure_draws(n, p) for n in seeds for p in (0.25, 1.0))
+
+
+def _load_compiled_draws() -> Any:
+    """``_fate_draws.fault_draws`` when it is built and agrees with CPython, else None (the pure path).
+
+    ``PAIRED_ROLLOUTS_PURE_FATES=1`` switches it off (to audit or time the pure path): the fates are the
+    same either way, only slower.
+    """
+    if os.environ.get("PAIRED_ROLLOUTS_PURE_FATES", "") not in ("", "0") or not _INLINE_DRAWS:
+        return None
+    try:
+        from paired_rollouts.noise._fate_draws import fault_draws
+    except ImportError:  # installed where no C compiler was found: the pure path
+        return None
+    return fault_draws if _compiled_draws_agree(fault_draws) else None
+
+
+_COMPILED_DRAWS = _load_compiled_draws()
+#: which path draws the fates in this process, for benchmarks and logs
+FATE_DRAWS = "compiled (noise/_fate_draws.c)" if _COMPILED_DRAWS is not None else "random.Random"
 
 
 class NoiseSchedule:
@@ -209,28 +247,41 @@ class NoiseSchedule:
         """The fault of the k-th call (0-based) of ``tool`` on ``event``, or None.
 
         Draws ``Random(derive_seed(seed, "event", tool, event, k))``: u, retry_after, dropped, then the
-        type. A per-thread generator is reseeded in place (the state a new one would have); when u >= p
-        the later draws cannot matter and are skipped.
+        type; when u >= p the later draws cannot matter and are skipped. The compiled helper makes the
+        same draws without seeding a whole generator; without it a per-thread generator is reseeded in
+        place (the state a new one would have).
         """
         table = self._tables.get(tool)
         if table is None:  # no fault type can hit ``tool``; a challenge config (p = 0) has no tables
             return _CHALLENGE_FATE if self._challenge and k == 0 and tool in _WRITE_SET else None
+        n = _first_u64(_sha256(f"{self._prefix}{tool}|{event}|{k}".encode()).digest())[0]
+        if _COMPILED_DRAWS is not None:
+            draws = _COMPILED_DRAWS(n, self._p)
+            if draws is None:
+                return None
+            if draws is not NotImplemented:
+                return _fault(draws, table)
         try:
             rng = _THREAD.rng
         except AttributeError:
             rng = _THREAD.rng = random.Random(0)
-        _reseed(rng, _first_u64(_sha256(f"{self._prefix}{tool}|{event}|{k}".encode()).digest())[0])
+        _reseed(rng, n)
         if rng.random() >= self._p:
             return None
         if not _INLINE_DRAWS:
             retry_after = rng.choice(RETRY_AFTER_CHOICES)
             dropped = rng.randrange(0, 1000000)
             return Fate(rng.choices(table.types, cum_weights=table.cum_weights)[0], retry_after, dropped)
-        return _draw_fault(rng, table)
+        return _fault(_draws_after_u(rng), table)
 
     def outcome_flip(self) -> bool:
         """One draw per episode: does the grader report a true success as a failure?"""
         q = self.config.q
         if self.config.is_clean or q <= 0:
             return False
-        return random.Random(derive_seed(self.seed, "outcome")).random() < q
+        n = derive_seed(self.seed, "outcome")
+        if _COMPILED_DRAWS is not None:
+            draws = _COMPILED_DRAWS(n, q)  # None exactly when Random(n).random() >= q
+            if draws is not NotImplemented:
+                return draws is not None
+        return random.Random(n).random() < q
