@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 from paired_rollouts.agents.scripted import run_scripted
 from paired_rollouts.backoffice.world import World
 from paired_rollouts.errors import UserError
+from paired_rollouts.noise import schedule
 from paired_rollouts.noise.config import NO_OUTAGE_WEIGHTS, NoiseConfig
 from paired_rollouts.noise.noisy_api import NoisyToolAPI
 from paired_rollouts.noise.schedule import APPLICABLE_TYPES, Fate, NoiseSchedule, event_key
@@ -427,8 +431,6 @@ def test_paired_siblings_share_draws_independent_do_not(sim_pools: dict) -> None
 def test_compiled_fate_draws_equal_random_random() -> None:
     """The C helper (noise/_fate_draws.c) is built by the install and draws exactly what
     ``random.Random(n)`` draws: u, and after u < p the retry index, dropped field and type draw."""
-    from paired_rollouts.noise import schedule
-
     try:
         from paired_rollouts.noise._fate_draws import fault_draws
     except ImportError:
@@ -448,6 +450,16 @@ def test_compiled_fate_draws_equal_random_random() -> None:
         fault_draws(1, "0.5")
 
 
+def test_fate_by_random_methods_equals_the_inlined_draws() -> None:
+    """The fallback for a Python whose ``random`` methods draw otherwise gives, here, the same fates."""
+    table = schedule._fate_tables(C2)["get_order"]
+    for n in [derive_seed("methods", i) for i in range(2000)]:
+        draws = schedule._pure_draws(n, 0.25)
+        assert schedule._fate_by_methods(n, 0.25, table) == (
+            None if draws is None else schedule._fault(draws, table)
+        )
+
+
 FATE_LISTING = """
 import json
 from paired_rollouts.noise import schedule as s
@@ -464,11 +476,8 @@ print(json.dumps(out))
 """
 
 
-def test_pure_path_draws_the_same_fates(tmp_path) -> None:
+def test_pure_path_draws_the_same_fates() -> None:
     """``PAIRED_ROLLOUTS_PURE_FATES=1`` (or a machine without a C compiler) gives the same fates and flips."""
-    import os
-    import subprocess
-    import sys
 
     def listing(**env: str) -> dict:
         run = subprocess.run(

@@ -196,9 +196,24 @@ _INLINE_DRAWS = _inline_draws_agree()
 
 
 def _pure_draws(n: int, p: float) -> tuple[int, int, float] | None:
-    """What ``_fate_draws.fault_draws(n, p)`` returns, drawn with ``random.Random(n)``."""
-    rng = random.Random(n)
+    """What ``_fate_draws.fault_draws(n, p)`` returns, drawn with ``random.Random``: a per-thread generator
+    reseeded in place (the state ``Random(n)`` would have) instead of one built per call."""
+    try:
+        rng = _THREAD.rng
+    except AttributeError:
+        rng = _THREAD.rng = random.Random(0)
+    _reseed(rng, n)
     return None if rng.random() >= p else _draws_after_u(rng)
+
+
+def _fate_by_methods(n: int, p: float, table: _FateTable) -> Fate | None:
+    """The fate drawn with ``random``'s own methods: the path of a Python where the inlined draws differ."""
+    rng = random.Random(n)
+    if rng.random() >= p:
+        return None
+    retry_after = rng.choice(RETRY_AFTER_CHOICES)
+    dropped = rng.randrange(0, 1000000)
+    return Fate(rng.choices(table.types, cum_weights=table.cum_weights)[0], retry_after, dropped)
 
 
 def _compiled_draws_agree(fault_draws: Any) -> bool:
@@ -255,24 +270,12 @@ class NoiseSchedule:
         if table is None:  # no fault type can hit ``tool``; a challenge config (p = 0) has no tables
             return _CHALLENGE_FATE if self._challenge and k == 0 and tool in _WRITE_SET else None
         n = _first_u64(_sha256(f"{self._prefix}{tool}|{event}|{k}".encode()).digest())[0]
-        if _COMPILED_DRAWS is not None:
-            draws = _COMPILED_DRAWS(n, self._p)
-            if draws is None:
-                return None
-            if draws is not NotImplemented:
-                return _fault(draws, table)
-        try:
-            rng = _THREAD.rng
-        except AttributeError:
-            rng = _THREAD.rng = random.Random(0)
-        _reseed(rng, n)
-        if rng.random() >= self._p:
-            return None
-        if not _INLINE_DRAWS:
-            retry_after = rng.choice(RETRY_AFTER_CHOICES)
-            dropped = rng.randrange(0, 1000000)
-            return Fate(rng.choices(table.types, cum_weights=table.cum_weights)[0], retry_after, dropped)
-        return _fault(_draws_after_u(rng), table)
+        draws = _COMPILED_DRAWS(n, self._p) if _COMPILED_DRAWS is not None else NotImplemented
+        if draws is NotImplemented:
+            if not _INLINE_DRAWS:
+                return _fate_by_methods(n, self._p, table)
+            draws = _pure_draws(n, self._p)
+        return None if draws is None else _fault(draws, table)
 
     def outcome_flip(self) -> bool:
         """One draw per episode: does the grader report a true success as a failure?"""
@@ -280,8 +283,6 @@ class NoiseSchedule:
         if self.config.is_clean or q <= 0:
             return False
         n = derive_seed(self.seed, "outcome")
-        if _COMPILED_DRAWS is not None:
-            draws = _COMPILED_DRAWS(n, q)  # None exactly when Random(n).random() >= q
-            if draws is not NotImplemented:
-                return draws is not None
-        return random.Random(n).random() < q
+        draws = _COMPILED_DRAWS(n, q) if _COMPILED_DRAWS is not None else NotImplemented
+        # None exactly when Random(n).random() >= q
+        return random.Random(n).random() < q if draws is NotImplemented else draws is not None
