@@ -116,11 +116,12 @@ install_venv() {
   fi
   stamp=$VENV/.paired-rollouts-installed
   want=$(cat pyproject.toml setup.py workflow_src/paired_rollouts/noise/_fate_draws.c | sha256sum | cut -d' ' -f1)
-  # The editable install builds noise/_fate_draws.c into the checkout: a fresh clone beside an existing
-  # venv has no build yet (without a C compiler the package draws fates with random.Random instead).
-  local compiled='import paired_rollouts'
-  if command -v cc >/dev/null || command -v gcc >/dev/null; then compiled='import paired_rollouts.noise._fate_draws'; fi
-  if [[ -f $stamp && $(cat "$stamp") == "$want" ]] && "$VENV/bin/python" -c "$compiled" 2>/dev/null; then
+  # The editable install builds noise/_fate_draws.c into the checkout (a fresh clone beside an existing
+  # venv has no build yet). Where the build failed the stamp says so ("pure": fates by random.Random),
+  # so the install is not retried on every run.
+  local probe='import paired_rollouts.noise._fate_draws'
+  [[ -f $stamp && $(cat "$stamp") == "$want pure" ]] && probe='import paired_rollouts'
+  if [[ -f $stamp && $(cut -d' ' -f1 "$stamp") == "$want" ]] && "$VENV/bin/python" -c "$probe" 2>/dev/null; then
     say "venv up to date ($VENV)"
     return 0
   fi
@@ -151,7 +152,12 @@ if bad:
 if torch.version.cuda is not None:
     print(f"[setup] warning: torch {torch.__version__} is a CUDA build; the CPU build is expected", file=sys.stderr)
 PY
-  echo "$want" >"$stamp"
+  if "$VENV/bin/python" -c 'import paired_rollouts.noise._fate_draws' 2>/dev/null; then
+    echo "$want" >"$stamp"
+  else
+    say "noise/_fate_draws.c was not built (no C compiler or Python headers): fates are drawn by random.Random, same numbers, slower"
+    echo "$want pure" >"$stamp"
+  fi
   say "venv ready ($VENV)"
 }
 
