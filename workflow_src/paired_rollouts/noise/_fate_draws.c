@@ -7,7 +7,7 @@
  * before the first output. Here the constant part is computed once, and only the outputs a fate reads
  * are twisted: output i needs words i, i + 1 and i + 397, none of them rewritten by the twist while
  * i < 227. Every number equals CPython's: noise/schedule.py checks that on import (and draws with
- * random.Random when it does not hold), and tests/test_noise.py compares the two on 100,000 seeds.
+ * random.Random when it does not hold), and tests/test_noise.py compares the two on 102,006 seeds.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
