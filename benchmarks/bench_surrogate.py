@@ -23,13 +23,14 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from paired_rollouts.io import atomic_write_json  # noqa: E402
+from paired_rollouts.settings import Settings  # noqa: E402
 from paired_rollouts.surrogate.calibration import (  # noqa: E402
     Estimator,
     calibrate,
     check_register,
     estimator_settings,
 )
-from paired_rollouts.surrogate.run import run_one, run_settings  # noqa: E402
+from paired_rollouts.surrogate.run import run_one  # noqa: E402
 
 # The surrogate scale's sections as config/config.yaml writes them (no training episode records).
 SHAPE = {
@@ -60,7 +61,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--calibration", type=Path, default=None, help="a calibration register to reuse")
     args = parser.parse_args()
-    settings = run_settings(SHAPE)
+    settings = Settings.parse(SHAPE)
+    training, evaluation = settings.training, settings.evaluation
     with tempfile.TemporaryDirectory() as tmp:
         calibration = args.calibration or Path(tmp) / "calibration.json"
         if args.calibration is None:
@@ -72,9 +74,9 @@ def main() -> int:
             print(f"calibration (surrogate calibrate): {time.process_time() - began:.2f} CPU s")
         per_run = []
         episodes = (
-            settings["steps"] * settings["prompts_per_step"] * settings["num_generations"]
-            + 6 * settings["eval_tasks"] * 5
-            + settings["final_tasks"] * 17
+            training.steps * training.generation_batch
+            + 6 * evaluation.eval_tasks * 5
+            + evaluation.final_tasks * 17
             + 2 * 16 * 8 * 8
         )
         for k in range(args.runs):
@@ -89,7 +91,7 @@ def main() -> int:
             per_run.append(time.process_time() - began)
     mean = sum(per_run) / len(per_run)
     print(
-        f"surrogate run ({settings['steps']} steps x {settings['prompts_per_step']} x {settings['num_generations']}"
+        f"surrogate run ({training.steps} steps x {training.prompts_per_step} x {training.num_generations}"
         f" + evaluations + diagnostics, {episodes} episodes): {mean:.2f} CPU s per run "
         f"({episodes / mean:.0f} episodes per CPU second); {RUNS_IN_STUDY} runs on 2 free cores: "
         f"{RUNS_IN_STUDY * mean / 2 / 60:.1f} min for the arm jobs"

@@ -27,25 +27,26 @@ def main() -> None:
 
     from paired_rollouts.evaluation.evaluate import evaluation_rows, roll_rows
     from paired_rollouts.evaluation.rollout import PolicyRunner
+    from paired_rollouts.settings import Settings
     from paired_rollouts.training import checkpoints as ckpt
     from paired_rollouts.training.grpo import run_training
-    from paired_rollouts.training.settings import resolve
 
     work = Path(tempfile.mkdtemp(prefix="bench-training-"))
-    raw = {"steps": args.steps, "checkpoint_every": args.steps, **json.loads(args.settings)}
+    settings = Settings.parse(
+        {"steps": args.steps, "checkpoint_every": args.steps, **json.loads(args.settings)}
+    )
     (work / "verification.json").write_text('{"verified": true}')
     manifest = run_training(
         "c2-paired-s0",
         args.tasks_dir,
         args.model_dir,
         str(work / "verification.json"),
-        raw,
+        settings,
         str(work / "run"),
     )
     steps = manifest["timings"][1:] or manifest["timings"]  # the first step includes warm-up
     for key in ("seconds", "generation_seconds", "passes_seconds"):
         print(f"train {key}/step: median {statistics.median(t[key] for t in steps):.2f}")
-    settings = resolve(raw)
     runner = PolicyRunner(
         args.model_dir, ckpt.step_dir(work / "run", args.steps), settings, args.tasks_dir, 0
     )
@@ -61,7 +62,7 @@ def main() -> None:
         phase="periodic",
         step=args.steps,
         regime="clean",
-        batch=settings["eval_batch"],
+        batch=settings.evaluation.eval_batch,
         progress=False,
     )
     seconds = time.perf_counter() - began

@@ -28,11 +28,14 @@ rule probe_checkpoint:
         software_env()
     params:
         tasks_dir=tasks_dir_of,
+        run=probe_run,
+        conditions=CONDITIONS_JSON,
         run_dir=probe_run_dir,
         model=model_dir_param,
         settings=probe_settings,
     shell:
-        "paired-rollouts probe checkpoint --run-dir {params.run_dir:q} --step {wildcards.step:q} "
+        "paired-rollouts probe checkpoint --run {params.run:q} --conditions {params.conditions:q} "
+        "--run-dir {params.run_dir:q} --step {wildcards.step:q} "
         "--model-dir {params.model:q} --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
         "--evidence {output.evidence:q} --out {output.summary:q} > {log:q} 2>&1"
 

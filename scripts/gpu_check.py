@@ -178,7 +178,7 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
 
         config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
         paper = stage_settings(config, "paper", "h100", "training", "evaluation", "diagnostics", "probe")
-        s = Settings.parse(paper).flat(("training", "evaluation", "diagnostics", "probe"))
+        s = Settings.parse(paper).manifest_dict(("training", "evaluation", "diagnostics", "probe"))
         s.update(
             {
                 "eval_batch": 64,
@@ -207,6 +207,7 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
 def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
     """Runs in its own process: ``run_training`` with timers on weight sync and generated tokens."""
     import torch
+    from paired_rollouts.settings import Settings
     from paired_rollouts.training.grpo import run_training
 
     sync: list[float] = []
@@ -239,12 +240,13 @@ def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
         return original_register(self, trainer, inputs, output, *args)
 
     Register.__call__ = counted
-    if settings["device"] == "cuda":
+    typed = Settings.parse(settings)
+    if typed.stack.device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     verification = work / "verification.json"
     verification.write_text(json.dumps({"passes": True, "note": "gpu_check: no protocol, a smoke run"}))
     manifest = run_training(
-        RUN, tasks_dir, str(work / "prepared"), str(verification), settings, str(work / "runs" / RUN)
+        RUN, tasks_dir, str(work / "prepared"), str(verification), typed, str(work / "runs" / RUN)
     )
     generation = sum(t["generation_seconds"] for t in manifest["timings"])
     result = {
@@ -392,6 +394,8 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
             + [
                 "probe",
                 "checkpoint",
+                "--run",
+                RUN,
                 "--run-dir",
                 str(work / "runs" / RUN),
                 "--step",
@@ -443,6 +447,7 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
 def verify(work: Path, stages: dict[str, Any], settings: dict[str, Any]) -> dict[str, bool]:
     """Each stage ran and left outputs of the expected shape (so a green report means the path works)."""
     from paired_rollouts.evaluation.evaluate import PERIODIC
+    from paired_rollouts.settings import Settings
 
     checks = {
         f"{name}_exit_0": stages.get(name, {}).get("rc") == 0
@@ -454,9 +459,10 @@ def verify(work: Path, stages: dict[str, Any], settings: dict[str, Any]) -> dict
         0,
         STEPS,
     ]
-    if settings["backend"] == "vllm":
+    typed = Settings.parse(settings)
+    if typed.stack.backend == "vllm":
         checks["weights_synced_to_vllm"] = train.get("weight_syncs", 0) >= STEPS
-    expected = {r: settings["eval_tasks"] * len(k) for r, k in PERIODIC.items()}
+    expected = {r: typed.evaluation.eval_tasks * len(k) for r, k in PERIODIC.items()}
     for regime, n in expected.items():
         path = work / "evals" / f"periodic-step{STEPS}-{regime}.jsonl"
         checks[f"evaluation_{regime}"] = path.is_file() and len(path.read_text().splitlines()) == n

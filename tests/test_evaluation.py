@@ -31,9 +31,9 @@ CONTRACT_KEYS = {
 
 
 def _settings(**extra):
-    from paired_rollouts.training.settings import resolve
+    from paired_rollouts.settings import Settings
 
-    return resolve(
+    return Settings.from_manifest(
         {
             "task_filter": "all",
             "eval_tasks": 3,
@@ -95,6 +95,39 @@ def test_diagnostic_pool_choice(sim_tasks_dir, sim_pools):
         diagnostic_tasks(str(sim_tasks_dir), standin, 999)
 
 
+def test_the_luck_share_diagnostic_runs_at_the_configs_p(sim_tasks_dir):
+    """The diagnostic's tool-fault rate is config/config.yaml's diagnostics.p: editing it there moves every
+    diagnostic row's noise (each run keeps its own fault mixture) and no evaluation set's."""
+    from pathlib import Path
+
+    import yaml
+    from paired_rollouts.design import PAPER_CONDITIONS
+    from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows
+    from paired_rollouts.settings import Settings, stage_settings
+
+    repo = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((repo / "config/config.yaml").read_text())
+    config["scales"].update(yaml.safe_load((repo / ".test/config/config.yaml").read_text())["scales"])
+
+    def noises(condition: str) -> tuple[list[dict], dict]:
+        settings = Settings.parse(stage_settings(config, "tiny", "cpu", "evaluation", "diagnostics"))
+        diag = diagnostic_rows(str(sim_tasks_dir), PAPER_CONDITIONS[condition], 0, settings)
+        at_training = evaluation_rows(str(sim_tasks_dir), "periodic", "at_training", condition, settings)
+        return [json.loads(r["noise"]) for r in diag], json.loads(at_training[0]["noise"])
+
+    assert config["study"]["diagnostics"]["p"] == 0.25  # the paper's
+    (paper, *_), c2_at_training = noises("C2")
+    config["study"]["diagnostics"]["p"] = 0.4
+    for condition in ("C2", "C2r", "C4"):
+        diag, at_training = noises(condition)
+        want = PAPER_CONDITIONS[condition].diagnostic_noise(0.4).to_json()
+        assert {json.dumps(n, sort_keys=True) for n in diag} == {json.dumps(json.loads(want), sort_keys=True)}
+        assert diag[0]["p"] == 0.4 and diag[0]["mode"] == "paired"
+    assert paper["p"] == 0.25 and noises("C2")[1] == c2_at_training  # the evaluation sets do not move
+    c2r = json.loads(PAPER_CONDITIONS["C2r"].diagnostic_noise(0.4).to_json())
+    assert c2r != json.loads(PAPER_CONDITIONS["C2"].diagnostic_noise(0.4).to_json())  # its own mixture
+
+
 def test_completeness_expects_the_tasks_the_diagnostic_rolls_out(sim_tasks_dir):
     """The completeness check and the rollout stages select the same tasks (one shared definition)."""
     from paired_rollouts.evaluation.evaluate import diagnostic_tasks
@@ -118,7 +151,7 @@ def test_rollout_records(tmp_path, sim_tasks_dir, sim_pools):
     import peft
 
     s = _settings(lora_r=2, lora_alpha=4)
-    peft.get_peft_model(model, lora_config(s)).save_pretrained(tmp_path / "ck")
+    peft.get_peft_model(model, lora_config(s.training)).save_pretrained(tmp_path / "ck")
     ckpt.install(tmp_path / "ck", tmp_path / "run", 0, kind="initial")
     runner = PolicyRunner(
         str(tmp_path / "model"), ckpt.step_dir(tmp_path / "run", 0), s, str(sim_tasks_dir), 1
@@ -168,11 +201,12 @@ def test_one_engine_for_all_regimes_writes_the_bytes_of_one_process_per_regime(
 
     model, tokenizer = tiny_standin(sim_pools, folder=tmp_path / "model")
     s = _settings(lora_r=2, lora_alpha=4, eval_tasks=2, eval_batch=4)
-    peft.get_peft_model(model, lora_config(s)).save_pretrained(tmp_path / "ck")
+    peft.get_peft_model(model, lora_config(s.training)).save_pretrained(tmp_path / "ck")
     ckpt.install(tmp_path / "ck", tmp_path / "run", 0, kind="initial")
+    flat = s.manifest_dict()
     settings = json.dumps(
         {
-            k: s[k]
+            k: flat[k]
             for k in (
                 "task_filter",
                 "eval_tasks",

@@ -65,10 +65,11 @@ def test_surrogate_jobs_are_chunks_of_eight_seeds() -> None:
 
 
 def test_the_surrogate_commands_read_their_sections_as_written() -> None:
-    """The arm's flat view comes from the config's sections; the calibration's step-0 sets are the
-    package's, whatever the run shape; a misspelt key names itself."""
+    """The arm's manifest records the config's sections under the manifests' names; the calibration's
+    step-0 sets are the package's, whatever the run shape; a misspelt key names itself."""
+    from paired_rollouts.settings import Settings
     from paired_rollouts.surrogate.calibration import estimator_settings
-    from paired_rollouts.surrogate.run import run_settings
+    from paired_rollouts.surrogate.run import manifest_settings
 
     config = _config()
     given = stage_settings(
@@ -82,7 +83,7 @@ def test_the_surrogate_commands_read_their_sections_as_written() -> None:
         training={"extra_checkpoint_steps": []},
         diagnostics={"steps": config["scales"]["surrogate"]["diagnostics"]["steps"]},
     )
-    flat = run_settings(json.loads(json.dumps(given)))
+    flat = manifest_settings(Settings.parse(json.loads(json.dumps(given))))
     assert flat["diag_pool"] == "diagnostic" and flat["diag_schedules"] == 8 and flat["eval_batch"] == 64
     assert flat["diagnostic_steps"] == {"seed0": [0, 100], "other": [0, 100]}
     assert flat["train_episodes_seeds"] == [0] and flat["learning_rate"] == 0.05
@@ -97,7 +98,7 @@ def test_the_surrogate_commands_read_their_sections_as_written() -> None:
         "samples": 8,
     }
     with pytest.raises(UserError, match="surrogate: unknown key"):
-        run_settings({"surrogate": {"train_episode_seeds": [0]}})
+        Settings.parse({"surrogate": {"train_episode_seeds": [0]}})
 
 
 @pytest.mark.parametrize(

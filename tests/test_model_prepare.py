@@ -134,9 +134,9 @@ def test_training_refuses_a_vision_language_folder(tmp_path: Path) -> None:
     source = tmp_path / "vl"
     _vl_snapshot(source, True)
     with pytest.raises(UserError, match="model prepare"):
-        check_model(str(source), {"device": "cuda"})
+        check_model(str(source))
     with pytest.raises(UserError, match="model prepare"):
-        check_model("Qwen/Qwen3.5-2B", {"device": "cuda"})  # a hub id is the VL snapshot: prepare it first
+        check_model("Qwen/Qwen3.5-2B")  # a hub id is the VL snapshot: prepare it first
 
 
 def test_text_only_source_is_kept_and_output_is_deterministic(tmp_path: Path) -> None:

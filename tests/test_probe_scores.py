@@ -3,17 +3,33 @@ unchanged, and the statistics engineer's summaries fed with consistent Grams (MC
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from tiny_qwen35 import tiny_standin
 
+SETTINGS = {
+    "task_filter": "all",
+    "max_completion_length": 48,
+    "max_tool_calling_iterations": 1,
+    "probe_clean_tasks": 2,
+    "probe_clean_rollouts": 3,
+    "probe_diag_tasks": 2,
+    "probe_schedules": 2,
+    "probe_samples": 2,
+    "probe_resamples": 3,
+    "eval_batch": 8,
+}
+
 
 @pytest.fixture(scope="module")
-def runner(tmp_path_factory, sim_tasks_dir, sim_pools):
+def standin_run(tmp_path_factory, sim_pools) -> Path:
+    """A tiny stand-in (``model/``) and a run folder with its step-0 checkpoint (``run/``: a folder name
+    that is no run name)."""
     import peft
-    from paired_rollouts.evaluation.rollout import PolicyRunner
     from paired_rollouts.training import checkpoints as ckpt
-    from paired_rollouts.training.settings import resolve
 
     folder = tmp_path_factory.mktemp("probe")
     model, tokenizer = tiny_standin(sim_pools, folder=folder / "model")
@@ -26,23 +42,19 @@ def runner(tmp_path_factory, sim_tasks_dir, sim_pools):
     tmp = folder / "run" / "checkpoints" / ".tmp"
     lora.save_pretrained(tmp)
     ckpt.install(tmp, folder / "run", 0, kind="initial")
-    settings = resolve(
-        {
-            "task_filter": "all",
-            "max_completion_length": 48,
-            "max_tool_calling_iterations": 1,
-            "probe_clean_tasks": 2,
-            "probe_clean_rollouts": 3,
-            "probe_diag_tasks": 2,
-            "probe_schedules": 2,
-            "probe_samples": 2,
-            "probe_resamples": 3,
-            "eval_batch": 8,
-        }
-    )
+    return folder
+
+
+@pytest.fixture(scope="module")
+def runner(standin_run, sim_tasks_dir):
+    from paired_rollouts.evaluation.rollout import PolicyRunner
+    from paired_rollouts.settings import Settings
+    from paired_rollouts.training import checkpoints as ckpt
+
+    settings = Settings.from_manifest(SETTINGS)
     r = PolicyRunner(
-        str(folder / "model"),
-        ckpt.step_dir(folder / "run", 0),
+        str(standin_run / "model"),
+        ckpt.step_dir(standin_run / "run", 0),
         settings,
         str(sim_tasks_dir),
         0,
@@ -111,3 +123,47 @@ def test_scores_match_autograd(runner):
     model.zero_grad(set_to_none=True)
     assert np.allclose(manual, scores[0], rtol=1e-3, atol=1e-5)
     assert counts[0] == float(mask.sum())
+
+
+def test_probe_command_takes_the_run_and_the_design_from_its_arguments(
+    standin_run, sim_tasks_dir, tmp_path, monkeypatch
+):
+    """``probe checkpoint`` probes the run named by --run under the design of --conditions: a condition the
+    user added (C5, not the paper's) and a run folder whose name is no run name."""
+    from paired_rollouts.cli import main
+    from paired_rollouts.probe import scores
+
+    probed = []
+    original = scores.probe_checkpoint
+
+    def spy(runner, **kwargs):
+        probed.append({k: kwargs[k] for k in ("run", "condition", "seed", "step")})
+        return original(runner, **kwargs)
+
+    monkeypatch.setattr(scores, "probe_checkpoint", spy)
+    conditions = {"C0": {"p": 0.0, "q": 0.0}, "C5": {"p": 0.15, "q": 0.0}}
+    out = tmp_path / "step0.json"
+    argv = [
+        "probe",
+        "checkpoint",
+        "--run",
+        "c5-paired-s3",
+        "--run-dir",
+        str(standin_run / "run"),
+        "--step",
+        "0",
+        "--model-dir",
+        str(standin_run / "model"),
+        "--tasks-dir",
+        str(sim_tasks_dir),
+        "--settings",
+        json.dumps(SETTINGS),
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 1 and not out.exists() and not probed  # the paper's design has no C5
+    assert main([*argv, "--conditions", json.dumps(conditions)]) == 0
+    assert probed == [{"run": "c5-paired-s3", "condition": "C5", "seed": 3, "step": 0}]
+    result = json.loads(out.read_text())
+    assert (result["run"], result["step"]) == ("c5-paired-s3", 0)
+    assert result["counts"]["clean_rollouts"] == 6 and result["counts"]["diagnostic_rollouts"] == 8

@@ -143,10 +143,10 @@ class _FakeRunner:
 
 def _peak_bytes(monkeypatch, sim_tasks_dir, groups: int) -> int:
     from paired_rollouts.probe import scores
-    from paired_rollouts.training.settings import resolve
+    from paired_rollouts.settings import Settings
 
     monkeypatch.setattr(scores, "ScoreEngine", _FakeEngine)
-    settings = resolve(
+    settings = Settings.from_manifest(
         {
             "task_filter": "all",
             "probe_clean_tasks": groups,

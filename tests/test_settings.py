@@ -1,20 +1,24 @@
-"""The settings have one source: config/config.yaml, parsed by paired_rollouts.settings. The schema's
-descriptions and defaults, the dataclasses' help and defaults and `paired-rollouts train --help` say the
-same; no default contradicts the embedded scale; each job gets its sections as written."""
+"""The settings have one source: config/config.yaml, parsed by paired_rollouts.settings. The settings part
+of config/schema.json is generated from the dataclasses (and checked here against the committed file), so
+the schema's descriptions, defaults and bounds, the dataclasses' checks and `paired-rollouts train --help`
+say the same; no default contradicts the embedded scale; each job gets its sections as written; manifests
+keep their names."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from paired_rollouts import settings as S
 from paired_rollouts.cli import main
+from paired_rollouts.config_check import check_config
 from paired_rollouts.errors import UserError
-from paired_rollouts.training.settings import recorded, resolve
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((REPO / "config/schema.json").read_text())
@@ -26,8 +30,28 @@ def _default(f: dataclasses.Field):
     return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
 
+def _schema_check(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts/settings_schema.py"), *argv], capture_output=True, text=True
+    )
+
+
+def test_the_committed_schema_is_the_generated_one(tmp_path) -> None:
+    """config/schema.json's settings part is what the dataclasses generate; an edit by hand is caught."""
+    assert _schema_check("--check").returncode == 0
+    edited = copy.deepcopy(SCHEMA)
+    edited["$defs"]["training"]["properties"]["steps"]["minimum"] = 0
+    copy_of_schema = tmp_path / "schema.json"
+    copy_of_schema.write_text(json.dumps(edited, indent=2) + "\n")
+    result = _schema_check("--check", "--schema", str(copy_of_schema))
+    assert result.returncode == 1 and "differs from the dataclasses" in result.stderr
+    assert _schema_check("--schema", str(copy_of_schema)).returncode == 0  # regenerates it
+    assert json.loads(copy_of_schema.read_text()) == SCHEMA
+
+
 @pytest.mark.parametrize("section", sorted(S.SECTIONS))
-def test_schema_and_dataclass_say_the_same(section: str) -> None:
+def test_each_key_is_described_once(section: str) -> None:
+    """Every field of a section is a schema property with its help as description and its default."""
     schema = SCHEMA["$defs"][section]["properties"]
     fields = {f.name: f for f in dataclasses.fields(S.SECTIONS[section])}
     assert set(schema) == set(fields), f"{section}: schema and dataclass keys differ"
@@ -35,6 +59,45 @@ def test_schema_and_dataclass_say_the_same(section: str) -> None:
         assert schema[name]["description"] == f.metadata["help"], (section, name)
         if _default(f) is not None:
             assert schema[name]["default"] == _default(f), (section, name)
+
+
+def _full_config() -> dict:
+    config = copy.deepcopy(CONFIG)
+    config["scales"].update(copy.deepcopy(TEST_CONFIG["scales"]))
+    config.update(accelerator="cpu", scale="tiny")  # a profile's keys
+    return config
+
+
+@pytest.mark.parametrize(
+    ("scale", "section", "key", "value"),
+    [
+        ("tiny", "training", "learnig_rate", 1e-3),  # unknown key
+        ("tiny", "training", "steps", "6"),  # type
+        ("tiny", "training", "num_generations", 1),  # minimum
+        ("tiny", "training", "lora_dropout", 1.0),  # exclusive maximum
+        ("tiny", "training", "extra_checkpoint_steps", [0]),  # item minimum
+        ("tiny", "evaluation", "eval_tasks", 301),  # maximum
+        ("tiny", "diagnostics", "pool", "train"),  # enum
+        ("tiny", "diagnostics", "p", 1.5),  # the luck-share diagnostic's rate
+        ("tiny", "model", "vocab_size", 255),  # minimum
+        ("paper", "model", "name_or_path", "../weights"),  # path pattern
+        ("tiny", "probe", "trajectories", {"a": {"run": "c2-paired-s0", "steps": []}}),  # steplist minItems
+    ],
+)
+def test_the_schema_and_the_dataclasses_refuse_the_same_values(scale, section, key, value) -> None:
+    """As strict as before the schema was generated: an unknown key, a wrong type, a value out of range or
+    a path outside the pattern fails the config check, naming the key; the dataclasses refuse what they
+    check (a command given settings outside the workflow is held to the same bounds)."""
+    config = _full_config()
+    config["scales"][scale][section][key] = value
+    with pytest.raises(UserError, match=rf"^config/config.yaml: scales\.{scale}\.{section}\b") as refused:
+        check_config(config, REPO / "config/schema.json", "config/config.yaml")
+    assert key in str(refused.value)
+    if key not in ("trajectories", "name_or_path"):  # shapes only the config schema knows
+        accelerator = "h100" if scale == "paper" else "cpu"
+        with pytest.raises(UserError, match=key):
+            S.Settings.parse(S.stage_settings(config, scale, accelerator, section))
+    check_config(_full_config(), REPO / "config/schema.json", "config/config.yaml")  # unedited: passes
 
 
 def test_no_default_contradicts_the_embedded_scale() -> None:
@@ -82,17 +145,33 @@ def test_a_job_gets_its_sections_as_written() -> None:
     )
 
 
-def test_the_flat_view_keeps_the_manifests_names() -> None:
-    flat = resolve(S.stage_settings(CONFIG, "standin", "cpu", *S.SECTIONS))
-    assert flat["diag_pool"] == "validation" and flat["probe_clean_tasks"] == 4 and flat["eval_batch"] == 32
-    assert flat["probe_diag_tasks"] == 2 and flat["warm_start_steps"] == 900
-    # a run manifest records the sections the train job was given, in the order it always had
-    train = recorded(S.stage_settings(CONFIG, "standin", "cpu", "stack", "training"))
-    assert list(train) == [k for k in S.FLAT_ORDER if S.FLAT_SOURCE[k][0] in ("", "stack", "training")]
-    assert "eval_tasks" not in train and "profile" not in train
-    # and what a manifest recorded is accepted back (the flat form)
-    assert recorded(train) == resolve(train)
-    assert resolve(train)["steps"] == 6
+# The settings a train job's manifest records (the names manifests have always had).
+TRAIN_MANIFEST_KEYS = {
+    "task_filter", "device", "dtype", "backend", "gradient_checkpointing", "steps", "prompts_per_step",
+    "num_generations", "micro_batch", "checkpoint_every", "extra_checkpoint_steps", "learning_rate",
+    "loss_type", "scale_rewards", "beta", "lora_r", "lora_alpha", "lora_dropout", "max_tool_calling_iterations",
+    "max_completion_length", "temperature", "vllm_gpu_memory_utilization", "vllm_max_model_length",
+    "vllm_importance_sampling_correction", "train_episodes", "compact_logprobs",
+}  # fmt: skip
+
+
+def test_manifests_keep_their_names() -> None:
+    """manifest_dict writes the flat names manifests record; from_manifest reads them back."""
+    every = S.Settings.parse(S.stage_settings(CONFIG, "standin", "cpu", *S.SECTIONS)).manifest_dict()
+    assert (
+        every["diag_pool"] == "validation" and every["probe_clean_tasks"] == 4 and every["eval_batch"] == 32
+    )
+    assert every["probe_diag_tasks"] == 2 and every["warm_start_steps"] == 900
+    # a run manifest records the sections the train job was given
+    given = S.Settings.parse(S.stage_settings(CONFIG, "standin", "cpu", "stack", "training"))
+    train = given.manifest_dict()
+    assert set(train) == TRAIN_MANIFEST_KEYS
+    # and what a manifest recorded is accepted back (the flat form), the rest at its defaults
+    back = S.Settings.from_manifest(train)
+    assert back.manifest_dict(("stack", "training")) == train and back.training.steps == 6
+    assert S.Settings.parse(train) == back
+    with pytest.raises(UserError, match="unknown settings key.*probe_clean"):
+        S.Settings.from_manifest({"probe_clean": 4})
 
 
 @pytest.mark.parametrize(

@@ -142,6 +142,7 @@ def test_paired_groups_share_one_resolved_seed_and_independent_rollouts_do_not()
 
 def test_a_trained_policy_beats_its_initial_one_on_the_challenge_set(validation: list[dict]) -> None:
     from paired_rollouts.evaluation.evaluate import evaluation_rows
+    from paired_rollouts.settings import Settings
     from paired_rollouts.surrogate.rollout import SurrogateRunner
     from paired_rollouts.surrogate.trainer import Adam, train_step
 
@@ -159,7 +160,7 @@ def test_a_trained_policy_beats_its_initial_one_on_the_challenge_set(validation:
             seed=0,
         )
         theta = adam.step(theta, grad)
-    settings = {"eval_tasks": 32, "final_tasks": 0, "task_filter": "all"}
+    settings = Settings.from_manifest({"eval_tasks": 32, "task_filter": "all"})
     challenge = evaluation_rows(str(TASKS), "periodic", "challenge", "C2", settings)
 
     def success(vector: np.ndarray) -> float:

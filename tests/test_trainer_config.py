@@ -11,9 +11,8 @@ import pytest
 pytest.importorskip("trl")
 
 import yaml  # noqa: E402
-from paired_rollouts.settings import scale_block  # noqa: E402
+from paired_rollouts.settings import Settings, scale_block  # noqa: E402
 from paired_rollouts.training import trainer as T  # noqa: E402
-from paired_rollouts.training.settings import resolve  # noqa: E402
 
 # The paper scale's training section (config/config.yaml) on a CUDA/vLLM stack (float32: no GPU here).
 _CONFIG = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
@@ -24,7 +23,7 @@ GPU_LIKE = {
 
 
 def test_update_shape_is_explicit_and_recorded(tmp_path) -> None:
-    args = T.grpo_args(resolve(GPU_LIKE), tmp_path, 0)
+    args = T.grpo_args(Settings.parse(GPU_LIKE), tmp_path, 0)
     config = T.trainer_configuration(args)
     assert set(config) == set(T.TRAINER_CONFIG_KEYS)
     json.dumps(config)  # plain JSON values
@@ -38,7 +37,7 @@ def test_update_shape_is_explicit_and_recorded(tmp_path) -> None:
 
 
 def test_probe_builds_keep_the_importance_sampling_ratio(tmp_path) -> None:
-    settings = resolve(GPU_LIKE)
+    settings = Settings.parse(GPU_LIKE)
     assert T.grpo_args(settings, tmp_path, 0).vllm_importance_sampling_correction is True
     assert T.grpo_args(settings, tmp_path, 0, evaluation=True).vllm_importance_sampling_correction is False
     probe = T.grpo_args(settings, tmp_path, 0, evaluation=True, importance_sampling=True)
@@ -57,7 +56,7 @@ def test_probe_runner_asks_for_the_ratio(monkeypatch, tmp_path) -> None:
 
     monkeypatch.setattr(T, "build_trainer", fake_build)
     monkeypatch.setattr(rollout, "check_checkpoint", lambda p: p)
-    monkeypatch.setattr("paired_rollouts.training.inputs.check_model", lambda d, s: d)
+    monkeypatch.setattr("paired_rollouts.training.inputs.check_model", lambda d: d)
     monkeypatch.setattr("paired_rollouts.training.model.load_causal_lm", lambda *a, **k: object())
     monkeypatch.setattr("peft.PeftModel.from_pretrained", lambda base, folder, is_trainable: base)
     monkeypatch.setattr("transformers.AutoTokenizer.from_pretrained", lambda p: object())
@@ -66,7 +65,7 @@ def test_probe_runner_asks_for_the_ratio(monkeypatch, tmp_path) -> None:
     )
     for trainable in (True, False):
         with pytest.raises(RuntimeError, match="stop"):
-            rollout.PolicyRunner("m", tmp_path, resolve({}), "t", 0, trainable=trainable)
+            rollout.PolicyRunner("m", tmp_path, Settings(), "t", 0, trainable=trainable)
         assert seen["importance_sampling"] is trainable
 
 

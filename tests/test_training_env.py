@@ -194,23 +194,23 @@ def test_rows_same_tasks_across_arms(sim_pools):
     ],
 )
 def test_bad_settings_refused(raw, fragment):
-    from paired_rollouts.training.settings import resolve
+    from paired_rollouts.settings import Settings
 
     with pytest.raises(UserError, match=fragment):
-        resolve(raw)
+        Settings.parse(raw)
 
 
 def test_paper_settings():
     """The paper scale of config/config.yaml, with the h100 stack, is the paper's setup."""
     import yaml
-    from paired_rollouts.settings import stage_settings
-    from paired_rollouts.training.settings import resolve
+    from paired_rollouts.settings import Settings, stage_settings
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
-    s = resolve(stage_settings(config, "paper", "h100", "stack", "training"))
-    assert (s["steps"], s["prompts_per_step"], s["num_generations"]) == (100, 24, 8)
-    assert s["backend"] == "vllm" and s["dtype"] == "bfloat16" and s["learning_rate"] == 1e-5
-    assert (s["max_tool_calling_iterations"], s["max_completion_length"]) == (24, 6144)
+    s = Settings.parse(stage_settings(config, "paper", "h100", "stack", "training"))
+    training, stack = s.training, s.stack
+    assert (training.steps, training.prompts_per_step, training.num_generations) == (100, 24, 8)
+    assert stack.backend == "vllm" and stack.dtype == "bfloat16" and training.learning_rate == 1e-5
+    assert (training.max_tool_calling_iterations, training.max_completion_length) == (24, 6144)
 
 
 @pytest.mark.parametrize(
@@ -229,17 +229,18 @@ def test_bad_run_names(name, fragment):
 
 
 def test_train_refuses_without_verification(tmp_path, sim_tasks_dir):
+    from paired_rollouts.settings import Settings
     from paired_rollouts.training.grpo import run_training
 
     missing = tmp_path / "verification.json"
     with pytest.raises(UserError, match="prereg verify"):
         run_training(
-            "c2-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), {}, str(tmp_path / "run")
+            "c2-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), Settings(), str(tmp_path / "run")
         )
     missing.write_text(json.dumps({"passes": False}))
     with pytest.raises(UserError, match="not verified"):
         run_training(
-            "c2-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), {}, str(tmp_path / "run")
+            "c2-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), Settings(), str(tmp_path / "run")
         )
     missing.write_text(json.dumps({"passes": True}))
     with pytest.raises(UserError, match="model-dir"):
@@ -248,10 +249,10 @@ def test_train_refuses_without_verification(tmp_path, sim_tasks_dir):
             str(sim_tasks_dir),
             str(tmp_path / "nope"),
             str(missing),
-            {},
+            Settings(),
             str(tmp_path / "run"),
         )
     with pytest.raises(UserError, match="unknown condition"):
         run_training(
-            "c7-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), {}, str(tmp_path / "run")
+            "c7-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), Settings(), str(tmp_path / "run")
         )

@@ -27,16 +27,16 @@ SETTINGS = {
 
 @pytest.fixture(scope="module")
 def standin(tmp_path_factory, sim_pools):
-    from paired_rollouts.training.settings import resolve
+    from paired_rollouts.settings import Settings
     from paired_rollouts.training.warmstart import build_tokenizer, save_standin, warm_start
 
     folder = tmp_path_factory.mktemp("standin")
     tasks = sim_pools["train"][:30]
     tokenizer = build_tokenizer(tasks, 12, 400)
-    settings = resolve(
+    settings = Settings.from_manifest(
         {"warm_start_steps": 1, "warm_start_tasks": 4, "warm_start_batch": 2, "task_filter": "all"}
     )
-    model, report = warm_start(tokenizer, tasks, settings, progress=False)
+    model, report = warm_start(tokenizer, tasks, settings.model, progress=False)
     save_standin(model, tokenizer, folder, report)
     verification = folder / "verification.json"
     verification.write_text(json.dumps({"passes": True}))
@@ -59,11 +59,12 @@ def alternating_rewards(monkeypatch):
 
 
 def _train(run, standin, tasks_dir, out, **extra):
+    from paired_rollouts.settings import Settings
     from paired_rollouts.training.grpo import run_training
 
     folder, verification = standin
     return run_training(
-        run, str(tasks_dir), str(folder), str(verification), dict(SETTINGS), str(out), **extra
+        run, str(tasks_dir), str(folder), str(verification), Settings.parse(SETTINGS), str(out), **extra
     )
 
 

@@ -12,13 +12,13 @@ from tiny_qwen35 import tiny_standin
 @pytest.fixture(scope="module")
 def trainer(tmp_path_factory, sim_tasks_dir, sim_pools):
     import datasets
+    from paired_rollouts.settings import Settings
     from paired_rollouts.training.environment import EpisodeContext
     from paired_rollouts.training.rows import build_rows
-    from paired_rollouts.training.settings import resolve
     from paired_rollouts.training.trainer import build_trainer
 
     model, tokenizer = tiny_standin(sim_pools, 8)
-    settings = resolve(
+    settings = Settings.from_manifest(
         {
             "steps": 1,
             "prompts_per_step": 1,

@@ -64,10 +64,10 @@ def test_relabelled_transcript_stays_consistent(tokenizer, sim_pools):
 
 
 def test_warm_start_reports_its_copy_accuracy(tokenizer, sim_pools):
-    from paired_rollouts.training.settings import resolve
+    from paired_rollouts.settings import Settings
     from paired_rollouts.training.warmstart import warm_start
 
-    settings = resolve(
+    settings = Settings.from_manifest(
         {
             "warm_start_steps": 2,
             "warm_start_tasks": 4,
@@ -76,7 +76,7 @@ def test_warm_start_reports_its_copy_accuracy(tokenizer, sim_pools):
             "task_filter": "simple_id",
         }
     )
-    _, report = warm_start(tokenizer, sim_pools["train"][:40], settings, progress=False)
+    _, report = warm_start(tokenizer, sim_pools["train"][:40], settings.model, progress=False)
     assert report["short_steps"] == 1 and report["check_transcripts"] == 32
     assert 0.0 <= report["copied_atom_accuracy"] <= 1.0
     assert 0.0 <= report["token_accuracy"] <= 1.0

@@ -101,13 +101,13 @@ class Condition:
             return NoiseConfig.transition(DIAGNOSTIC_P)
         return self.noise("paired")
 
-    def diagnostic_noise(self) -> Any:
-        """The luck-share diagnostic: p = 0.25 under the run's own transition mixture (the default mixture
-        for outcome-noise and clean runs, labelled as a transition probe)."""
+    def diagnostic_noise(self, p: float) -> Any:
+        """The luck-share diagnostic: p (the config's diagnostics.p) under the run's own transition mixture
+        (the default mixture for outcome-noise and clean runs, labelled as a transition probe)."""
         from paired_rollouts.noise.config import NoiseConfig
 
         weights = self.weights() if self.kind == "transition" else None
-        return NoiseConfig.transition(DIAGNOSTIC_P, "paired", weights)
+        return NoiseConfig.transition(p, "paired", weights)
 
     def needs_at_training_final(self) -> bool:
         """True when the training noise is none of the standard final regimes (C3, C4, C2r): the final
@@ -171,7 +171,7 @@ def regime_noise(regime: str, condition: Condition) -> Any:
     if regime == "heldout_types":
         return NoiseConfig.heldout_types(0.25)
     if regime == "diag":
-        return condition.diagnostic_noise()
+        return condition.diagnostic_noise(DIAGNOSTIC_P)
     raise UserError(f"--regime {regime!r}: unknown; use one of {', '.join(REGIMES)}")
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from paired_rollouts import cli_args as A
 from paired_rollouts.errors import UserError
+from paired_rollouts.settings import Settings
 
 # The arm and seed the step-0 sets are rolled out under: schedules of evaluation and diagnostic sets do
 # not depend on the arm, and seed 0 is the first seed of every design (the same sets as the runs' step 0).
@@ -90,7 +91,7 @@ def _finish(register: dict, out: Path) -> int:
     return 0
 
 
-def initial_adapter(model_dir: str, settings: dict, folder: Path, seed: int) -> Path:
+def initial_adapter(model_dir: str, settings: Settings, folder: Path, seed: int) -> Path:
     """A zero-initialised LoRA adapter (lora_B = 0): the base model's function, in checkpoint layout."""
     import torch
     from peft import get_peft_model
@@ -102,7 +103,7 @@ def initial_adapter(model_dir: str, settings: dict, folder: Path, seed: int) -> 
 
     set_seed(seed)
     model = get_peft_model(
-        load_causal_lm(check_model(model_dir, settings), settings["dtype"]), lora_config(settings)
+        load_causal_lm(check_model(model_dir), settings.stack.dtype), lora_config(settings.training)
     )
     for name, parameter in model.named_parameters():
         if "lora_B" in name and torch.count_nonzero(parameter).item():
@@ -120,10 +121,10 @@ def _zero_shot(args: argparse.Namespace) -> int:
     from paired_rollouts.evaluation.rollout import PolicyRunner
     from paired_rollouts.io import atomic_write_jsonl, load_settings, sha256_file
     from paired_rollouts.stats.luck_share import luck_share_file
-    from paired_rollouts.training import settings as S
 
     calibration, rules = _rules_block(args.rules, args.verification)
-    settings = S.resolve(load_settings(args.settings))
+    settings = Settings.parse(load_settings(args.settings))
+    diagnostics = settings.diagnostics
     clean_rows = evaluation_rows(args.tasks_dir, "periodic", "clean", CONDITION, settings)
     diag_rows = diagnostic_rows(args.tasks_dir, CONDITION, SEED, settings)
     with tempfile.TemporaryDirectory(prefix="paired-rollouts-zero-shot-") as tmp:
@@ -136,7 +137,7 @@ def _zero_shot(args: argparse.Namespace) -> int:
                 "arm": ARM,
                 "seed": SEED,
                 "step": 0,
-                "batch": settings["eval_batch"],
+                "batch": settings.evaluation.eval_batch,
             }
             runner.restart_episodes()
             clean = roll_rows(runner, clean_rows, phase="periodic", regime="clean", **common)
@@ -158,9 +159,9 @@ def _zero_shot(args: argparse.Namespace) -> int:
         source_sha256=sha256_file(diag_path),
         resamples=args.resamples,
         seed=LUCK_SEED,
-        schedules=settings["diag_schedules"],
-        samples=settings["diag_samples"],
-        tasks=settings["diag_tasks"],
+        schedules=diagnostics.schedules,
+        samples=diagnostics.samples,
+        tasks=diagnostics.tasks,
     )
     luck["episodes"] = len(diag)
     register = build_register(
@@ -177,7 +178,7 @@ def _zero_shot(args: argparse.Namespace) -> int:
             "clean": {"file": str(clean_path), "sha256": sha256_file(clean_path)},
             "diagnostic": {"file": str(diag_path), "sha256": sha256_file(diag_path)},
             "model_dir": args.model_dir,
-            "diagnostic_pool": settings["diag_pool"],
+            "diagnostic_pool": diagnostics.pool,
             "bootstrap": {"resamples": args.resamples, "seed": LUCK_SEED},
         },
     )

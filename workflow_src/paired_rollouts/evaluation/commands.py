@@ -8,7 +8,7 @@ from pathlib import Path
 
 from paired_rollouts import cli_args as A
 from paired_rollouts.io import atomic_write_jsonl, load_settings
-from paired_rollouts.training import settings as S
+from paired_rollouts.settings import Settings, help_text
 
 _SECTIONS = ("stack", "training", "evaluation", "diagnostics")
 
@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "clean, noisy_p010, noisy_p025, heldout_types with schedules 1-4, challenge 1, at_training for C4). "
         "Schedules are paired and identical across arms and checkpoints. Several regimes may be given "
         "comma-separated; then --out must contain {regime}.",
-        epilog=S.epilog(_SECTIONS),
+        epilog=help_text(_SECTIONS),
         formatter_class=fmt,
     )
     _common(p)
@@ -44,10 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "diagnose",
         help="luck-share diagnostic episodes of a checkpoint (K schedules x M samples per task)",
-        description="Roll out checkpoint step N on the first diag_tasks diagnostic tasks x diag_schedules "
-        "schedules (diagnostic_seed(run_seed, task, k), k = 0..K-1) x diag_samples samples under p = 0.25 "
-        "transition noise (default mixture, paired). Records have phase 'diagnostic' and regime 'diag'.",
-        epilog=S.epilog(_SECTIONS),
+        description="Roll out checkpoint step N on the first diagnostics.tasks tasks of diagnostics.pool x "
+        "diagnostics.schedules schedules (diagnostic_seed(run_seed, task, k), k = 0..K-1) x "
+        "diagnostics.samples samples under "
+        "diagnostics.p transition noise (the run's own fault mixture, paired). Records have phase 'diagnostic' and regime 'diag'.",
+        epilog=help_text(_SECTIONS),
         formatter_class=fmt,
     )
     _common(p)
@@ -67,12 +68,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     A.add_conditions(p)
 
 
-def _identity(args: argparse.Namespace) -> tuple[dict, dict, tuple[str, str, int]]:
-    """The job's resolved settings, the design's conditions and the run's (condition name, arm, seed)."""
+def _identity(args: argparse.Namespace) -> tuple[Settings, dict, tuple[str, str, int]]:
+    """The job's settings, the design's conditions and the run's (condition name, arm, seed)."""
     from paired_rollouts.design import parse_conditions
     from paired_rollouts.training.rows import parse_run
 
-    settings = S.resolve(load_settings(args.settings))
+    settings = Settings.parse(load_settings(args.settings))
     conditions = parse_conditions(args.conditions)
     return settings, conditions, parse_run(args.run, conditions)
 
@@ -92,7 +93,7 @@ def _roll(runner, rows, args, settings, identity, phase: str, regime: str) -> li
         phase=phase,
         step=args.step,
         regime=regime,
-        batch=settings["eval_batch"],
+        batch=settings.evaluation.eval_batch,
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from paired_rollouts import design
 from paired_rollouts.errors import UserError
+from paired_rollouts.settings import Settings
 
 REGIMES = design.EVALUATION_REGIMES
 PHASES = ("periodic", "final")
@@ -43,12 +44,17 @@ def final_regimes(condition: str | design.Condition) -> tuple[str, ...]:
 
 
 def _rows(
-    tasks: list[dict], regime: str, condition: str, indices: tuple[int, ...], seed_of: Any, samples: int = 1
+    tasks: list[dict],
+    noise: Any,
+    condition: design.Condition,
+    indices: tuple[int, ...],
+    seed_of: Any,
+    samples: int = 1,
 ) -> list[dict[str, Any]]:
     from paired_rollouts.backoffice.tasks import budget_for
     from paired_rollouts.training import chat
 
-    noise = regime_noise(regime, condition).to_json()
+    noise_json = noise.to_json()
     rows = []
     for task in tasks:
         for k in indices:
@@ -60,8 +66,8 @@ def _rows(
                         "schedule_seed": seed_of(task["task_id"], k),
                         "schedule_index": k,
                         "sample": m,
-                        "noise": noise,
-                        "condition": as_condition(condition).name,
+                        "noise": noise_json,
+                        "condition": condition.name,
                         "budget": budget_for(task),
                         "row_index": len(rows),
                     }
@@ -70,9 +76,9 @@ def _rows(
 
 
 def evaluation_rows(
-    tasks_dir: str, phase: str, regime: str, condition: str, settings: dict[str, Any]
+    tasks_dir: str, phase: str, regime: str, condition: str | design.Condition, settings: Settings
 ) -> list[dict]:
-    from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.backoffice.tasks import load_pool, select_tasks
     from paired_rollouts.noise.seeds import eval_schedule_seed
 
     if phase not in PHASES:
@@ -80,35 +86,40 @@ def evaluation_rows(
     table = PERIODIC if phase == "periodic" else FINAL
     if regime not in table:
         raise UserError(f"--regime {regime!r} is not a {phase} set; {phase} sets are {', '.join(table)}")
-    n = settings["eval_tasks"] if phase == "periodic" else settings["final_tasks"]
-    from paired_rollouts.training.settings import filter_tasks
+    evaluation = settings.evaluation
+    n = evaluation.eval_tasks if phase == "periodic" else evaluation.final_tasks
+    tasks = select_tasks(load_pool(Path(tasks_dir) / f"{POOL[phase]}.jsonl"), settings.task_filter)[:n]
+    spec = as_condition(condition)
+    return _rows(tasks, regime_noise(regime, spec), spec, table[regime], eval_schedule_seed)
 
-    tasks = filter_tasks(load_pool(Path(tasks_dir) / f"{POOL[phase]}.jsonl"), settings["task_filter"])[:n]
-    return _rows(tasks, regime, condition, table[regime], eval_schedule_seed)
 
-
-def diagnostic_tasks(tasks_dir: str, settings: dict[str, Any], count: int) -> list[dict]:
+def diagnostic_tasks(tasks_dir: str, settings: Settings, count: int) -> list[dict]:
     """The first ``count`` tasks of the luck-share pool: the paper's fixed diagnostic pool (never filtered),
-    or, at stand-in scale, the run's task selection of another pool (``diag_pool``), because the 16
+    or, at stand-in scale, the run's task selection of another pool (``diagnostics.pool``), because the 16
     diagnostic tasks all carry several requests and a tiny stand-in solves none of them."""
     from paired_rollouts.backoffice.tasks import first_selected, load_pool
 
-    path = Path(tasks_dir) / f"{settings['diag_pool']}.jsonl"
-    return first_selected(load_pool(path), settings["diag_pool"], count, settings["task_filter"], path)
+    pool = settings.diagnostics.pool
+    path = Path(tasks_dir) / f"{pool}.jsonl"
+    return first_selected(load_pool(path), pool, count, settings.task_filter, path)
 
 
-def diagnostic_rows(tasks_dir: str, condition: str, run_seed: int, settings: dict[str, Any]) -> list[dict]:
+def diagnostic_rows(
+    tasks_dir: str, condition: str | design.Condition, run_seed: int, settings: Settings
+) -> list[dict]:
+    """K schedules x M samples of the first diagnostic tasks, under the diagnostic's noise at
+    ``diagnostics.p`` (the run's own fault mixture)."""
     from paired_rollouts.noise.seeds import diagnostic_seed
 
-    tasks = diagnostic_tasks(tasks_dir, settings, settings["diag_tasks"])
-    indices = tuple(range(settings["diag_schedules"]))
+    diagnostics = settings.diagnostics
+    spec = as_condition(condition)
     return _rows(
-        tasks,
-        "diag",
-        condition,
-        indices,
+        diagnostic_tasks(tasks_dir, settings, diagnostics.tasks),
+        spec.diagnostic_noise(diagnostics.p),
+        spec,
+        tuple(range(diagnostics.schedules)),
         lambda t, k: diagnostic_seed(run_seed, t, k),
-        samples=settings["diag_samples"],
+        samples=diagnostics.samples,
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.settings import Settings
 
 
 def check_checkpoint(path: str | Path) -> Path:
@@ -38,7 +39,7 @@ class PolicyRunner:
         self,
         model_dir: str,
         checkpoint: str | Path,
-        settings: dict[str, Any],
+        settings: Settings,
         tasks_dir: str,
         seed: int,
         *,
@@ -55,12 +56,12 @@ class PolicyRunner:
         from paired_rollouts.training.trainer import build_trainer
 
         self.settings = settings
-        model_path = check_model(model_dir, settings)
+        model_path = check_model(model_dir)
         folder = check_checkpoint(checkpoint)
         set_seed(seed)
-        torch.use_deterministic_algorithms(settings["device"] == "cpu", warn_only=True)
+        torch.use_deterministic_algorithms(settings.stack.device == "cpu", warn_only=True)
         tokenizer = AutoTokenizer.from_pretrained(model_path)
-        base = load_causal_lm(model_path, settings["dtype"])
+        base = load_causal_lm(model_path, settings.stack.dtype)
         model = PeftModel.from_pretrained(base, str(folder), is_trainable=trainable)
         self.episodes = EpisodeContext.from_pools(tasks_dir, phase="eval")
         dummy = datasets.Dataset.from_list(

@@ -114,7 +114,9 @@ def register(subparsers) -> None:
         "One checkpoint per process: one generation engine per process.",
         epilog="Output shape: docs/records.md section 6 (one entry of 'checkpoints', plus run, step).",
     )
-    p.add_argument("--run-dir", required=True, type=Path, help="results/runs/RUN (checkpoints)")
+    A.add_run(p, "the run probed, e.g. c2-paired-s0 (its condition and seed choose the groups' schedules)")
+    A.add_conditions(p)
+    p.add_argument("--run-dir", required=True, type=Path, help="results/runs/RUN (its checkpoints)")
     p.add_argument("--step", required=True, type=int, help="checkpoint step, e.g. 80")
     p.add_argument("--model-dir", required=True, type=Path, help="results/models/MODEL (base weights)")
     A.add_tasks_dir(p, type=Path)

@@ -1,10 +1,11 @@
 """What the probe rolls out at a checkpoint: the same groups for the LLM (``probe.scores``) and the
 surrogate (``surrogate.probe``), so both scales probe one design.
 
-Clean groups: the first ``probe_clean_tasks`` validation tasks after ``task_filter``, each ``probe_clean_rollouts``
-rollouts on its first evaluation schedule, without noise. Diagnostic groups: the first ``probe_diag_tasks``
-tasks of the diagnostic pool, ``probe_schedules`` (K) diagnostic schedules x ``probe_samples`` (M) rollouts
-each, under transition noise ``probe_p``; rows are schedule-major."""
+Clean groups: the first ``probe.clean_tasks`` validation tasks after ``task_filter``, each
+``probe.clean_rollouts`` rollouts on its first evaluation schedule, without noise. Diagnostic groups: the
+first ``probe.diagnostic_tasks`` tasks of the diagnostic pool (``diagnostics.pool``), ``probe.schedules`` (K)
+diagnostic schedules x ``probe.samples`` (M) rollouts each, under transition noise ``probe.p``; rows are
+schedule-major."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from paired_rollouts.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -23,26 +26,25 @@ class ProbeGroup:
 
 def probe_groups(
     tasks_dir: str | Path,
-    settings: dict[str, Any],
+    settings: Settings,
     condition: str,
     seed: int,
     prompt: Callable[[dict[str, Any]], Any] | None = None,
 ) -> tuple[list[ProbeGroup], list[ProbeGroup]]:
     """The clean groups and the diagnostic groups of a run's checkpoint (``seed``: the run's seed). With
     ``prompt`` each row starts with ``prompt(task)`` (the LLM's chat messages)."""
-    from paired_rollouts.backoffice.tasks import budget_for, load_pool
+    from paired_rollouts.backoffice.tasks import budget_for, load_pool, select_tasks
     from paired_rollouts.evaluation.evaluate import diagnostic_tasks
     from paired_rollouts.noise.config import NoiseConfig
     from paired_rollouts.noise.seeds import diagnostic_seed, eval_schedule_seed
-    from paired_rollouts.training.settings import filter_tasks
 
-    G, K, M = settings["probe_clean_rollouts"], settings["probe_schedules"], settings["probe_samples"]
-    clean_tasks = filter_tasks(load_pool(Path(tasks_dir) / "validation.jsonl"), settings["task_filter"])[
-        : settings["probe_clean_tasks"]
-    ]
-    diag_tasks = diagnostic_tasks(tasks_dir, settings, settings["probe_diag_tasks"])
+    probe = settings.probe
+    G, K, M = probe.clean_rollouts, probe.schedules, probe.samples
+    validation = select_tasks(load_pool(Path(tasks_dir) / "validation.jsonl"), settings.task_filter)
+    clean_tasks = validation[: probe.clean_tasks]
+    diag_tasks = diagnostic_tasks(tasks_dir, settings, probe.diagnostic_tasks)
     clean_noise = NoiseConfig.clean().to_json()
-    diag_noise = NoiseConfig.transition(settings["probe_p"]).to_json()
+    diag_noise = NoiseConfig.transition(probe.p).to_json()
 
     def group(kind: str, task: dict[str, Any], noise: str, seeds: list[int]) -> ProbeGroup:
         rows = [

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.settings import Settings
 
 
 class ScoreEngine:
@@ -366,7 +367,7 @@ def probe_checkpoint(
     seed: int,
     step: int,
     tasks_dir: str,
-    settings: dict[str, Any],
+    settings: Settings,
     evidence_out: dict | None = None,
 ) -> dict[str, Any]:
     """Capture clean and diagnostic rollouts at one checkpoint, score them, summarise both noise kinds.
@@ -374,7 +375,6 @@ def probe_checkpoint(
     Each group (a clean task's G rollouts, a diagnostic task's K x M) is rolled out, scored and folded
     into ``StreamingProbe`` before the next one: peak memory is one group's scores plus the vectors.
     ``evidence_out`` (if given) receives the checkpoint's evidence for ``probe recompute``."""
-    from paired_rollouts.noise.seeds import derive_seed
     from paired_rollouts.probe import probe_rng_seed
     from paired_rollouts.probe.groups import probe_groups
     from paired_rollouts.training import chat
@@ -382,7 +382,7 @@ def probe_checkpoint(
     engine = ScoreEngine(runner)
     start_print = engine.fingerprint()
     began = time.perf_counter()
-    K, M = settings["probe_schedules"], settings["probe_samples"]
+    probe, training = settings.probe, settings.training
     clean_groups, diag_groups = probe_groups(
         tasks_dir, settings, condition, seed, prompt=chat.prompt_messages
     )
@@ -390,37 +390,20 @@ def probe_checkpoint(
     def capture(
         rows: list[dict], phase: str, tag: str
     ) -> tuple[list[dict], np.ndarray, np.ndarray, np.ndarray]:
-        """One group: its records, scores (n x P fp32, one buffer), masked token counts and IS ratios."""
-        records, counts, rho = [], [], []
-        scores: np.ndarray | None = None
-        batch = settings["eval_batch"]
-        for b in range(0, len(rows), batch):
-            chunk = rows[b : b + batch]
-            sampling_seed = derive_seed("probe", seed, step, tag, b) % (2**31)
-            recs, output = runner.rollout(chunk, phase, sampling_seed)
-            s, c = engine.scores(output)
-            if scores is None:
-                scores = np.empty((len(rows), s.shape[1]), dtype=np.float32)
-            scores[b : b + len(chunk)] = s
-            del s
-            ratio = output.get("importance_sampling_ratio")
-            rho += [1.0] * len(chunk) if ratio is None else _sequence_ratio(ratio, len(chunk))
-            records += recs
-            counts.append(c)
-        return records, scores, np.concatenate(counts), np.asarray(rho, dtype=float)
+        return _capture(runner, engine, rows, phase, (seed, step, tag), settings.evaluation.eval_batch)
 
     stream: StreamingProbe | None = None
 
     def started() -> StreamingProbe:
         nonlocal stream
-        if stream is None:
+        if stream is None:  # the vectors' size is known after the first scores
             stream = StreamingProbe(
                 engine.size,
-                settings["probe_q"],
-                K,
-                M,
-                settings["probe_resamples"],
-                probe_rng_seed(settings["probe_seed"], step),
+                probe.q,
+                probe.schedules,
+                probe.samples,
+                probe.resamples,
+                probe_rng_seed(probe.seed, step),
             )
         return stream
 
@@ -447,10 +430,10 @@ def probe_checkpoint(
         del s
     stream = started()
     t_ref, outcome_summary, transition_summary = stream.summaries(
-        settings["prompts_per_step"], settings["num_generations"]
+        training.prompts_per_step, training.num_generations
     )
     if evidence_out is not None:
-        evidence_out.update(stream.evidence(settings["prompts_per_step"], settings["num_generations"]))
+        evidence_out.update(stream.evidence(training.prompts_per_step, training.num_generations))
 
     end_print = engine.fingerprint()
     if end_print != start_print:
@@ -472,6 +455,31 @@ def probe_checkpoint(
         "outcome": outcome_summary,
         "transition": transition_summary,
     }
+
+
+def _capture(
+    runner: Any, engine: ScoreEngine, rows: list[dict], phase: str, key: tuple, batch: int
+) -> tuple[list[dict], np.ndarray, np.ndarray, np.ndarray]:
+    """One group rolled out in batches of ``batch`` (each batch's sampling seed from ``key``, the run seed,
+    step and group tag, and its offset): its records, scores (n x P fp32, one buffer), masked token counts
+    and IS ratios."""
+    from paired_rollouts.noise.seeds import derive_seed
+
+    records, counts, rho = [], [], []
+    scores: np.ndarray | None = None
+    for b in range(0, len(rows), batch):
+        chunk = rows[b : b + batch]
+        recs, output = runner.rollout(chunk, phase, derive_seed("probe", *key, b) % (2**31))
+        s, c = engine.scores(output)
+        if scores is None:
+            scores = np.empty((len(rows), s.shape[1]), dtype=np.float32)
+        scores[b : b + len(chunk)] = s
+        del s
+        ratio = output.get("importance_sampling_ratio")
+        rho += [1.0] * len(chunk) if ratio is None else _sequence_ratio(ratio, len(chunk))
+        records += recs
+        counts.append(c)
+    return records, scores, np.concatenate(counts), np.asarray(rho, dtype=float)
 
 
 def _sequence_ratio(ratio: Any, n: int) -> list[float]:
@@ -503,26 +511,26 @@ def _vector_gram(vectors: dict[str, np.ndarray], keys: tuple[str, ...]) -> np.nd
 
 def probe_checkpoint_cli(args: Any) -> int:
     """``paired-rollouts probe checkpoint``: one checkpoint in its own process (one generation engine)."""
+    from paired_rollouts.design import parse_conditions, parse_run
     from paired_rollouts.evaluation.rollout import PolicyRunner
     from paired_rollouts.io import atomic_write_json, load_settings
     from paired_rollouts.training import checkpoints as ckpt
-    from paired_rollouts.training.rows import parse_run
-    from paired_rollouts.training.settings import resolve
 
-    settings = resolve(load_settings(args.settings))
-    run_dir = Path(args.run_dir)
-    condition, _arm, seed = parse_run(run_dir.name)
-    folder = ckpt.step_dir(run_dir, args.step)
+    settings = Settings.parse(load_settings(args.settings))
+    ident = parse_run(args.run, parse_conditions(args.conditions))
+    folder = ckpt.step_dir(Path(args.run_dir), args.step)
     if not folder.is_dir():
         raise UserError(f"{folder}: checkpoint not found; train the run to step {args.step} first")
-    runner = PolicyRunner(str(args.model_dir), folder, settings, str(args.tasks_dir), seed, trainable=True)
+    runner = PolicyRunner(
+        str(args.model_dir), folder, settings, str(args.tasks_dir), ident.seed, trainable=True
+    )
     try:
         evidence: dict[str, np.ndarray] = {}
         result = probe_checkpoint(
             runner,
-            run=run_dir.name,
-            condition=condition,
-            seed=seed,
+            run=args.run,
+            condition=ident.condition,
+            seed=ident.seed,
             step=args.step,
             tasks_dir=str(args.tasks_dir),
             settings=settings,
@@ -532,9 +540,9 @@ def probe_checkpoint_cli(args: Any) -> int:
         runner.close()
     if args.evidence:
         save_evidence(Path(args.evidence), dict(evidence, step=np.array(args.step, dtype=np.int64)))
-    atomic_write_json(args.out, _plain(dict(result, run=run_dir.name, step=args.step)))
+    atomic_write_json(args.out, _plain(dict(result, run=args.run, step=args.step)))
     print(
-        f"probe {run_dir.name} step {args.step}: P={result['P']} "
+        f"probe {args.run} step {args.step}: P={result['P']} "
         f"outcome ratio {result['outcome']['mean_centered']['ratio_paired_over_independent']}"
     )
     return 0
@@ -545,9 +553,8 @@ def assemble_cli(args: Any) -> int:
     from paired_rollouts.io import atomic_write_json, load_settings
     from paired_rollouts.probe import build_probe_register
     from paired_rollouts.records import read_probe_checkpoint
-    from paired_rollouts.training.settings import resolve
 
-    settings = resolve(load_settings(args.settings))
+    settings = Settings.parse(load_settings(args.settings))
     checkpoints: dict[int, dict[str, Any]] = {}
     for path in args.inputs:
         data = dict(read_probe_checkpoint(path))
@@ -565,7 +572,7 @@ def assemble_cli(args: Any) -> int:
         args.trajectory,
         args.run,
         checkpoints,
-        settings={k: settings[k] for k in settings if k.startswith("probe_") or k == "task_filter"},
+        settings=settings.manifest_dict(("probe",)),
     )
     atomic_write_json(args.out, _plain(register))
     return 0

@@ -35,7 +35,8 @@ KNOBS = ("mistake", "recover", "recover_write", "reread")
 START = {"mistake": -3.15, "recover": -1.0, "recover_write": 1.0, "reread": -0.32}
 SKIP_READ = -3.0  # fixed: skipping a lookup is rare for the paper's agent
 # The calibration always estimates on the paper's step-0 sets, whatever the run shape (the targets are
-# defined there): the first 64 validation tasks, and the 16-task diagnostic pool with K = 8 x M = 8.
+# defined there): the first 64 validation tasks, and the 16-task diagnostic pool with K = 8 x M = 8, as
+# the register records them (the manifests' names: Settings.from_manifest reads them).
 STEP0_SETS: dict[str, Any] = {
     "eval_tasks": 64,
     "diag_pool": "diagnostic",
@@ -95,30 +96,20 @@ def theta_from_knobs(knobs: dict[str, float]) -> list[float]:
 class Estimator:
     """Step-0 quantities of a parameter vector on the run's own evaluation sets, with fixed policy draws."""
 
-    def __init__(
-        self,
-        tasks_dir: str,
-        *,
-        eval_tasks: int,
-        samples: int,
-        diag_pool: str,
-        diag_tasks: int,
-        diag_schedules: int,
-        diag_samples: int,
-        task_filter: str = "all",
-    ) -> None:
-        from paired_rollouts.backoffice.tasks import load_pool
-        from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows
+    def __init__(self, tasks_dir: str, *, samples: int, task_filter: str = "all", **sets: Any) -> None:
+        """``sets``: eval_tasks, diag_pool, diag_tasks, diag_schedules, diag_samples (STEP0_SETS in the
+        workflow); the diagnostic noise is the paper's p = 0.25, where the luck-share target is defined."""
+        import dataclasses
 
-        settings = {
-            "eval_tasks": eval_tasks,
-            "final_tasks": 0,
-            "task_filter": task_filter,
-            "diag_pool": diag_pool,
-            "diag_tasks": diag_tasks,
-            "diag_schedules": diag_schedules,
-            "diag_samples": diag_samples,
-        }
+        from paired_rollouts.backoffice.tasks import load_pool
+        from paired_rollouts.design import DIAGNOSTIC_P
+        from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows
+        from paired_rollouts.settings import Settings
+
+        settings = Settings.from_manifest({"task_filter": task_filter, **sets}, "calibration sets")
+        settings = dataclasses.replace(
+            settings, diagnostics=dataclasses.replace(settings.diagnostics, p=DIAGNOSTIC_P)
+        )
         self.tasks = {
             t["task_id"]: t
             for name in ("validation", "diagnostic")
@@ -129,7 +120,7 @@ class Estimator:
         self.challenge = evaluation_rows(tasks_dir, "periodic", "challenge", "C2", settings)
         self.diag = diagnostic_rows(tasks_dir, "C2", 0, settings)
         self.samples = samples
-        self.K, self.M = diag_schedules, diag_samples
+        self.K, self.M = settings.diagnostics.schedules, settings.diagnostics.samples
 
     def _play(self, theta: list[float], rows: list[dict], tag: str, samples: int) -> list[dict]:
         from paired_rollouts.noise.seeds import derive_seed

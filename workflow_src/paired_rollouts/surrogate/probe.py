@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from paired_rollouts.settings import Settings
+
 
 def probe_checkpoint(
     theta: list[float],
@@ -20,7 +22,7 @@ def probe_checkpoint(
     seed: int,
     step: int,
     tasks_dir: str,
-    settings: dict[str, Any],
+    settings: Settings,
     tasks_by_id: dict[str, dict],
 ) -> dict[str, Any]:
     from paired_rollouts.noise.seeds import derive_seed
@@ -38,7 +40,8 @@ def probe_checkpoint(
     from paired_rollouts.surrogate.rollout import SurrogateRunner
 
     runner = SurrogateRunner(theta, tasks_by_id)
-    K, M = settings["probe_schedules"], settings["probe_samples"]
+    probe, training = settings.probe, settings.training
+    K, M = probe.schedules, probe.samples
     clean_groups, diag_groups = probe_groups(tasks_dir, settings, condition, seed)
 
     def capture(group: ProbeGroup) -> tuple[list[dict], np.ndarray, np.ndarray]:
@@ -50,9 +53,9 @@ def probe_checkpoint(
     clean = [capture(g) for g in clean_groups]
     diag = [capture(g) for g in diag_groups]
     counts = np.concatenate([c for *_, c in clean + diag])
-    t_ref = t_ref_from_tokens(counts, settings["prompts_per_step"], settings["num_generations"])
+    t_ref = t_ref_from_tokens(counts, training.prompts_per_step, training.num_generations)
 
-    outcome = OutcomeProbe(settings["probe_q"], t_ref)
+    outcome = OutcomeProbe(probe.q, t_ref)
     vectors = {k: np.zeros(P) for k in OUTCOME_VECTOR_KEYS}
     for (records, s, _), group in zip(clean, clean_groups, strict=True):
         coeffs = outcome.add_group(
@@ -65,9 +68,7 @@ def probe_checkpoint(
             vectors[key] += np.asarray(c, dtype=np.float64) @ s
     outcome_summary = outcome.summary(_gram(vectors, OUTCOME_VECTOR_KEYS))
 
-    transition = TransitionProbe(
-        K, M, settings["probe_resamples"], t_ref, probe_rng_seed(settings["probe_seed"], step)
-    )
+    transition = TransitionProbe(K, M, probe.resamples, t_ref, probe_rng_seed(probe.seed, step))
     vectors = {k: np.zeros(P) for k in TRANSITION_VECTOR_KEYS}
     for (records, s, _), group in zip(diag, diag_groups, strict=True):
         seeds = [r["schedule_seed"] for r in records]

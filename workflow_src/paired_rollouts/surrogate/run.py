@@ -23,42 +23,42 @@ from paired_rollouts.design import POOLS
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import atomic_write_json, atomic_write_jsonl, jsonl_line, sha256_file
 from paired_rollouts.records import read_calibration, read_surrogate_checkpoint
-from paired_rollouts.settings import Settings
+from paired_rollouts.settings import Settings, TrainingSettings
 from paired_rollouts.training.provenance import code_version
 
 # The sections of the scale block a surrogate run reads (its --settings, as written in the config).
 SECTIONS = ("training", "evaluation", "diagnostics", "surrogate")
+# What its manifest records under "settings": the settings a surrogate run reads, by their manifest names.
+MANIFEST_SETTINGS = (
+    "task_filter",
+    "steps",
+    "prompts_per_step",
+    "num_generations",
+    "checkpoint_every",
+    "learning_rate",
+    "extra_checkpoint_steps",
+    "eval_tasks",
+    "final_tasks",
+    "eval_batch",
+    "diag_pool",
+    "diag_tasks",
+    "diag_schedules",
+    "diag_samples",
+    "diagnostic_steps",
+    "train_episodes_seeds",
+)
 
 
-def run_settings(raw: dict[str, Any] | None, where: str = "--settings") -> dict[str, Any]:
-    """The flat view a run reads and its manifest records, parsed from the sections as written in
-    config/config.yaml (paired_rollouts.settings: unknown keys and wrong types name the key)."""
-    settings = Settings.parse(raw, where)
-    training, evaluation, diagnostics = settings.training, settings.evaluation, settings.diagnostics
-    return {
-        "steps": training.steps,
-        "prompts_per_step": training.prompts_per_step,
-        "num_generations": training.num_generations,
-        "checkpoint_every": training.checkpoint_every,
-        "learning_rate": training.learning_rate,
-        "eval_tasks": evaluation.eval_tasks,
-        "final_tasks": evaluation.final_tasks,
-        "eval_batch": evaluation.eval_batch,
-        "diag_pool": diagnostics.pool,
-        "diag_tasks": diagnostics.tasks,
-        "diag_schedules": diagnostics.schedules,
-        "diag_samples": diagnostics.samples,
-        "task_filter": settings.task_filter,
-        "diagnostic_steps": diagnostics.steps,
-        "train_episodes_seeds": settings.surrogate.train_episodes_seeds,
-        "extra_checkpoint_steps": training.extra_checkpoint_steps,
-    }
+def manifest_settings(settings: Settings) -> dict[str, Any]:
+    """The run manifest's ``settings`` (the names every manifest records, Settings.manifest_dict)."""
+    recorded = settings.manifest_dict(SECTIONS)
+    return {name: recorded[name] for name in MANIFEST_SETTINGS}
 
 
-def checkpoint_steps(settings: dict[str, Any]) -> list[int]:
-    steps = settings["steps"]
-    extra = {s for s in settings["extra_checkpoint_steps"] if s <= steps}
-    return sorted(set(layout.periodic_steps(steps, settings["checkpoint_every"])) | extra)
+def checkpoint_steps(training: TrainingSettings) -> list[int]:
+    """The periodic checkpoints and the extra ones the workflow asks for (diagnostic and probe steps)."""
+    extra = {s for s in training.extra_checkpoint_steps if s <= training.steps}
+    return sorted(set(layout.periodic_steps(training.steps, training.checkpoint_every)) | extra)
 
 
 def write_checkpoint(run_dir: Path, step: int, theta: np.ndarray, adam: dict[str, Any]) -> None:
@@ -105,12 +105,12 @@ def run_one(
     *,
     tasks_dir: str,
     calibration: str,
-    settings: dict[str, Any],
+    settings: Settings,
     results: str,
     conditions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train, evaluate and diagnose one run; returns the manifest."""
-    from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.backoffice.tasks import load_pool, select_tasks
     from paired_rollouts.design import PAPER_CONDITIONS, PERIODIC_REGIMES
     from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows, final_regimes, roll_rows
     from paired_rollouts.surrogate.policy import parameter_names
@@ -119,7 +119,6 @@ def run_one(
     from paired_rollouts.training.inputs import check_pools
     from paired_rollouts.training.register import episode_record
     from paired_rollouts.training.rows import build_rows, run_id, training_noise
-    from paired_rollouts.training.settings import filter_tasks
 
     began = time.perf_counter()
     conditions = conditions if conditions is not None else dict(PAPER_CONDITIONS)
@@ -130,16 +129,18 @@ def run_one(
     theta0 = np.asarray(load_calibration(calibration), dtype=np.float64)
     files = layout.Layout(str(Path(results)))
     run_dir = Path(files.run_dir(run))
-    steps, P_, G = settings["steps"], settings["prompts_per_step"], settings["num_generations"]
+    training = settings.training
+    steps, P_, G = training.steps, training.prompts_per_step, training.num_generations
+    keeps_episodes = seed in settings.surrogate.train_episodes_seeds
     pools = {name: load_pool(Path(tasks_dir) / f"{name}.jsonl") for name in POOLS}
     tasks_by_id = {t["task_id"]: t for pool in pools.values() for t in pool}
-    train_tasks = filter_tasks(pools["train"], settings["task_filter"])
+    train_tasks = select_tasks(pools["train"], settings.task_filter)
     rows = build_rows(train_tasks, condition, arm, seed, steps, P_, conditions)
     meta = {"run": run, "condition": condition, "arm": arm, "seed": seed}
 
     theta = theta0.copy()
-    adam = Adam(lr=settings["learning_rate"])
-    saves = checkpoint_steps(settings)
+    adam = Adam(lr=training.learning_rate)
+    saves = checkpoint_steps(training)
     thetas: dict[int, list[float]] = {}
     groups_lines, episode_lines, timings = [], [], []
     if 0 in saves:
@@ -180,7 +181,7 @@ def run_one(
                     }
                 )
             )
-            if seed in settings["train_episodes_seeds"]:
+            if keeps_episodes:
                 for k, r in enumerate(recs):
                     rec = episode_record(
                         r,
@@ -207,20 +208,20 @@ def run_one(
             }
         )
     atomic_write_jsonl_lines(run_dir / "groups.jsonl", groups_lines)
-    if seed in settings["train_episodes_seeds"]:
+    if keeps_episodes:
         atomic_write_jsonl_lines(run_dir / "train_episodes.jsonl", episode_lines)
     train_seconds = time.perf_counter() - began
 
     # -- evaluations and diagnostics of the saved checkpoints ------------------------------------------
     t1 = time.perf_counter()
-    batch = settings["eval_batch"]
+    batch = settings.evaluation.eval_batch
     plan = [
         ("periodic", s, r, files.eval_file(run, "periodic", s, r))
-        for s in layout.periodic_steps(steps, settings["checkpoint_every"])
+        for s in layout.periodic_steps(steps, training.checkpoint_every)
         for r in PERIODIC_REGIMES
     ]
     plan += [("final", steps, r, files.eval_file(run, "final", steps, r)) for r in final_regimes(spec)]
-    diag_steps = layout.diagnostic_steps_of(settings["diagnostic_steps"], seed)
+    diag_steps = layout.diagnostic_steps_of(settings.diagnostics.steps, seed)
     plan += [("diagnostic", s, "diag", files.diagnostic_episodes(run, s)) for s in diag_steps]
     for phase, step, regime, out in plan:
         if phase == "diagnostic":
@@ -253,7 +254,7 @@ def run_one(
             "calibration": str(calibration),
             "calibration_sha256": sha256_file(calibration),
         },
-        "settings": settings,
+        "settings": manifest_settings(settings),
         "noise": json.loads(training_noise(condition, arm, conditions).to_json()),
         "seeds": {"run_seed": seed, "trainer_seed": seed, "data_seed": seed},
         "pools_sha256": pool_hashes,

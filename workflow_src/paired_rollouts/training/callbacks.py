@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from transformers import TrainerCallback
 
@@ -43,9 +43,9 @@ class SaveAtSteps(TrainerCallback):
 class StepTimings(TrainerCallback):
     """Per-step timings into the manifest; generation time as the register saw it (one batch per step)."""
 
-    def __init__(self, manifest: Manifest, settings: dict[str, Any], register: Register) -> None:
+    def __init__(self, manifest: Manifest, device: str, register: Register) -> None:
         self.manifest = manifest
-        self.settings = settings
+        self.device = device
         self.register = register
         self.start = 0.0
         self.gen_before = 0.0
@@ -67,7 +67,7 @@ class StepTimings(TrainerCallback):
             }
         )
         self.manifest.data["steps_completed"] = state.global_step
-        self.manifest.data["peak_memory"] = peak_memory(self.settings)
+        self.manifest.data["peak_memory"] = peak_memory(self.device)
 
 
 class CheckpointInstaller(TrainerCallback):

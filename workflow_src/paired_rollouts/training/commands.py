@@ -8,7 +8,7 @@ from pathlib import Path
 from paired_rollouts import cli_args as A
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import load_settings
-from paired_rollouts.training import settings as S
+from paired_rollouts.settings import Settings, help_text
 
 _STANDIN_SECTIONS = ("model",)
 _TRAIN_SECTIONS = ("stack", "training")
@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="train the stand-in's offline byte-level BPE tokenizer (CPU profile)",
         description="Train a small byte-level BPE on rendered scripted-reference transcripts of train tasks and "
         "attach TRL's bundled Qwen3.5 chat template, so TRL parses the stand-in's tool calls like Qwen3.5's.",
-        epilog=S.epilog(_STANDIN_SECTIONS),
+        epilog=help_text(_STANDIN_SECTIONS),
         formatter_class=fmt,
     )
     A.add_tasks_dir(p)
@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "from a policy that calls tools and copies ids and values from the request (a curriculum without the "
         "tool schemas first, fresh relabelling of every id and value per batch: docs/training.md). Saves model "
         "+ tokenizer and warm_start.json (loss, teacher-forced copied-token accuracy).",
-        epilog=S.epilog(_STANDIN_SECTIONS),
+        epilog=help_text(_STANDIN_SECTIONS),
         formatter_class=fmt,
     )
     p.add_argument("--tokenizer", required=True, help="folder written by 'paired-rollouts tokenizer'")
@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "their manifest. Writes checkpoints/step{N:04d}/ (step 0 = initial LoRA), groups.jsonl, "
         "train_episodes.jsonl and manifest.json under --out-dir. Started again after a kill, it resumes from "
         "the last COMPLETE checkpoint and ends with the same registers.",
-        epilog=S.epilog(_TRAIN_SECTIONS),
+        epilog=help_text(_TRAIN_SECTIONS),
         formatter_class=fmt,
     )
     A.add_run(p)
@@ -83,17 +83,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     prepare.register(subparsers)
 
 
-def _standin_settings(args: argparse.Namespace) -> dict:
-    return S.resolve(load_settings(args.settings))
+def _train_tasks(args: argparse.Namespace, settings: Settings) -> list[dict]:
+    """The training pool after the scale's task selection (what the warm start renders transcripts of)."""
+    from paired_rollouts.backoffice.tasks import load_pool, select_tasks
+
+    return select_tasks(load_pool(Path(args.tasks_dir) / "train.jsonl"), settings.task_filter)
 
 
 def _tokenizer(args: argparse.Namespace) -> int:
-    from paired_rollouts.backoffice.tasks import load_pool
     from paired_rollouts.training.warmstart import build_tokenizer
 
-    settings = _standin_settings(args)
-    tasks = S.filter_tasks(load_pool(Path(args.tasks_dir) / "train.jsonl"), settings["task_filter"])
-    tokenizer = build_tokenizer(tasks, settings["warm_start_tasks"], settings["vocab_size"], args.seed)
+    settings = Settings.parse(load_settings(args.settings))
+    model = settings.model
+    tokenizer = build_tokenizer(
+        _train_tasks(args, settings), model.warm_start_tasks, model.vocab_size, args.seed
+    )
     Path(args.out).mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(args.out)
     print(f"tokenizer: {len(tokenizer)} tokens -> {args.out}")
@@ -101,11 +105,10 @@ def _tokenizer(args: argparse.Namespace) -> int:
 
 
 def _warm_start(args: argparse.Namespace) -> int:
-    from paired_rollouts.backoffice.tasks import load_pool
     from paired_rollouts.training.tokenizer import load_tokenizer
     from paired_rollouts.training.warmstart import save_standin, warm_start
 
-    settings = _standin_settings(args)
+    settings = Settings.parse(load_settings(args.settings))
     if args.threads > 0:
         import torch
 
@@ -113,8 +116,7 @@ def _warm_start(args: argparse.Namespace) -> int:
     if not (Path(args.tokenizer) / "tokenizer.json").is_file():
         raise UserError(f"{args.tokenizer}: no tokenizer.json; run 'paired-rollouts tokenizer' first")
     tokenizer = load_tokenizer(args.tokenizer)
-    tasks = S.filter_tasks(load_pool(Path(args.tasks_dir) / "train.jsonl"), settings["task_filter"])
-    model, report = warm_start(tokenizer, tasks, settings, seed=args.seed)
+    model, report = warm_start(tokenizer, _train_tasks(args, settings), settings.model, seed=args.seed)
     save_standin(model, tokenizer, args.out, report)
     print(f"warm start: loss {report['loss_first']:.3f} -> {report['loss_last']:.3f}; saved {args.out}")
     return 0
@@ -129,7 +131,7 @@ def _train(args: argparse.Namespace) -> int:
         args.tasks_dir,
         args.model_dir,
         args.verification,
-        load_settings(args.settings),
+        Settings.parse(load_settings(args.settings)),
         args.out_dir,
         stop_after=args.stop_after,
         conditions=parse_conditions(args.conditions),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from paired_rollouts.io import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
+from paired_rollouts.settings import Settings
 from paired_rollouts.training import checkpoints as ckpt
 from paired_rollouts.training.inputs import check_model, check_pools, check_verification
 from paired_rollouts.training.provenance import (
@@ -36,7 +37,6 @@ from paired_rollouts.training.provenance import (
 )
 from paired_rollouts.training.register import GROUPS, TRAIN_EPISODES, Register
 from paired_rollouts.training.rows import build_rows, parse_run, training_noise
-from paired_rollouts.training.settings import filter_tasks, recorded, resolve
 
 log = logging.getLogger(__name__)
 
@@ -49,20 +49,17 @@ def run_training(
     tasks_dir: str,
     model_dir: str,
     verification: str,
-    settings_raw: dict[str, Any],
+    settings: Settings,
     out_dir: str,
     stop_after: int | None = None,
     conditions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train one run (or resume it). ``stop_after`` ends the job after that many steps (tests: a 'kill').
     ``conditions``: the design's conditions (default: the paper's)."""
-    settings = resolve(settings_raw)
-    # the manifest records the sections the job was given (config/config.yaml), not defaults of others
-    given = recorded(settings_raw)
     condition, arm, seed = parse_run(run, conditions)
     check_verification(verification)
     pool_hashes = check_pools(tasks_dir)
-    model_path = check_model(model_dir, settings)
+    model_path = check_model(model_dir)
 
     import torch
     from transformers import AutoTokenizer, set_seed
@@ -74,46 +71,43 @@ def run_training(
 
     run_dir = Path(out_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    steps, P, G = settings["steps"], settings["prompts_per_step"], settings["num_generations"]
+    training = settings.training
     # Working registers live in state/ and are published to the run folder only at the end: Snakemake
     # deletes a job's declared outputs (groups.jsonl, manifest.json) before it retries the job, and the
     # retry must still find the rows of the steps it resumes after.
     state_dir = run_dir / STATE
-    _set_aside_if_stale(run_dir, state_dir, {"run": run, "settings": given})
+    _set_aside_if_stale(run_dir, state_dir, {"run": run, "settings": settings.manifest_dict()})
 
     # -- where to start ---------------------------------------------------------------------------
     last = ckpt.last_complete(run_dir)
     ckpt.discard_after(run_dir, last if last is not None else -1)
     start_step = last or 0
     previous = read_json(state_dir / MANIFEST) if (state_dir / MANIFEST).is_file() else {}
-    if start_step >= steps:
+    if start_step >= training.steps:
         log.info("%s: already trained to step %d", run, start_step)
         _publish(state_dir, run_dir)
         return previous
 
     meta = {"run": run, "condition": condition, "arm": arm, "seed": seed}
-    register = Register(state_dir, meta, G, P, settings["train_episodes"])
+    register = Register(
+        state_dir, meta, training.num_generations, training.prompts_per_step, training.train_episodes
+    )
     register.truncate(start_step)
     if start_step == 0:
         for name in (GROUPS, TRAIN_EPISODES):
             atomic_write_text(state_dir / name, "")
     manifest = Manifest(
         state_dir / MANIFEST,
-        {
-            **attempt_manifest(
-                meta, settings, model_path, pool_hashes, previous, start_step, run_dir, conditions
-            ),
-            "settings": given,
-        },
+        attempt_manifest(meta, settings, model_path, pool_hashes, previous, start_step, run_dir, conditions),
     )
     manifest.save()
 
     # -- data, model, environment ---------------------------------------------------------------
     set_seed(seed)
-    torch.use_deterministic_algorithms(settings["device"] == "cpu", warn_only=True)
+    torch.use_deterministic_algorithms(settings.stack.device == "cpu", warn_only=True)
     dataset = training_dataset(tasks_dir, settings, condition, arm, seed, conditions)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    model = load_causal_lm(model_path, settings["dtype"])
+    model = load_causal_lm(model_path, settings.stack.dtype)
     episodes = EpisodeContext.from_pools(
         tasks_dir,
         phase="train",
@@ -125,7 +119,7 @@ def run_training(
     if hf_dir.exists():
         shutil.rmtree(hf_dir)
     callbacks = [
-        StepTimings(manifest, settings, register),
+        StepTimings(manifest, settings.stack.device, register),
         CheckpointInstaller(manifest, hf_dir, run_dir, stop_after),
     ]
     trainer = build_trainer(
@@ -136,7 +130,7 @@ def run_training(
         hf_dir,
         seed,
         episodes,
-        peft_config=lora_config(settings),
+        peft_config=lora_config(training),
         callbacks=callbacks,
     )
     trainer.batch_sink = register
@@ -153,11 +147,11 @@ def run_training(
         manifest.data["status"] = "failed"
         manifest.save()
         raise
-    finished = trainer.state.global_step >= steps
+    finished = trainer.state.global_step >= training.steps
     manifest.data["attempts"][-1].update(status="complete" if finished else "stopped", ended=now())
     manifest.data["status"] = "complete" if finished else "stopped"
     manifest.data["steps_completed"] = trainer.state.global_step
-    manifest.data["peak_memory"] = peak_memory(settings)
+    manifest.data["peak_memory"] = peak_memory(settings.stack.device)
     manifest.save()
     shutil.rmtree(hf_dir, ignore_errors=True)
     _publish(state_dir, run_dir)
@@ -166,7 +160,7 @@ def run_training(
 
 def attempt_manifest(
     meta: dict[str, Any],
-    settings: dict[str, Any],
+    settings: Settings,
     model_path: str,
     pool_hashes: dict[str, str],
     previous: dict[str, Any],
@@ -175,7 +169,8 @@ def attempt_manifest(
     conditions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest an attempt starts with: the run's identity and provenance, the earlier attempts and the
-    timings of the steps it resumes after (``previous``: the last attempt's manifest)."""
+    timings of the steps it resumes after (``previous``: the last attempt's manifest). The settings are
+    recorded under their manifest names, the sections the job was given (config/config.yaml) only."""
     from paired_rollouts.training.trainer import vllm_seed
 
     seed = meta["seed"]
@@ -183,20 +178,20 @@ def attempt_manifest(
     return {
         **meta,
         "status": "running",
-        "settings": settings,
+        "settings": settings.manifest_dict(),
         "noise": json.loads(training_noise(meta["condition"], meta["arm"], conditions).to_json()),
         "seeds": {
             "run_seed": seed,
             "trainer_seed": seed,
             "data_seed": seed,
-            "vllm_seed": vllm_seed(seed) if settings["backend"] == "vllm" else None,
+            "vllm_seed": vllm_seed(seed) if settings.stack.backend == "vllm" else None,
         },
         "model": {"path": model_path},
         "pools_sha256": pool_hashes,
         "versions": versions(),
         "git": git_info(),
         "code": code_version(),
-        "hardware": hardware(settings),
+        "hardware": hardware(settings.stack.device),
         "attempts": attempts
         + [
             {
@@ -217,7 +212,7 @@ def attempt_manifest(
 
 def training_dataset(
     tasks_dir: str,
-    settings: dict[str, Any],
+    settings: Settings,
     condition: str,
     arm: str,
     seed: int,
@@ -226,11 +221,12 @@ def training_dataset(
     """The run's dataset: one row per (step, group) over the selected training tasks (``rows.build_rows``)."""
     import datasets
 
-    from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.backoffice.tasks import load_pool, select_tasks
 
-    train_tasks = filter_tasks(load_pool(Path(tasks_dir) / "train.jsonl"), settings["task_filter"])
+    train_tasks = select_tasks(load_pool(Path(tasks_dir) / "train.jsonl"), settings.task_filter)
+    training = settings.training
     rows = build_rows(
-        train_tasks, condition, arm, seed, settings["steps"], settings["prompts_per_step"], conditions
+        train_tasks, condition, arm, seed, training.steps, training.prompts_per_step, conditions
     )
     return datasets.Dataset.from_list(rows)
 

@@ -41,7 +41,7 @@ def check_pools(tasks_dir: str | Path) -> dict[str, str]:
     return hashes
 
 
-def check_model(model_dir: str, settings: dict[str, Any]) -> str:
+def check_model(model_dir: str) -> str:
     """A local text-only model folder with its tokenizer (the stand-in, or a prepared Qwen3.5 snapshot)."""
     path = Path(model_dir)
     if not path.exists():

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.settings import TrainingSettings
 
 # The stand-in: every 4th layer full attention, like the real model; ~0.5 M parameters at hidden 96.
 STANDIN_DEFAULTS: dict[str, Any] = {
@@ -100,13 +101,13 @@ def load_causal_lm(model_path: str, dtype: str, attn_implementation: str | None 
     return AutoModelForCausalLM.from_pretrained(model_path, **kwargs)
 
 
-def lora_config(settings: dict[str, Any]) -> Any:
+def lora_config(training: TrainingSettings) -> Any:
     from peft import LoraConfig
 
     return LoraConfig(
-        r=settings["lora_r"],
-        lora_alpha=settings["lora_alpha"],
-        lora_dropout=settings["lora_dropout"],
+        r=training.lora_r,
+        lora_alpha=training.lora_alpha,
+        lora_dropout=training.lora_dropout,
         target_modules="all-linear",
         task_type="CAUSAL_LM",
     )

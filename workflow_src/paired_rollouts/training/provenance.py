@@ -76,7 +76,7 @@ def code_version() -> dict[str, str]:
     return {"version": paired_rollouts.__version__, "sources_sha256": digest.hexdigest()}
 
 
-def hardware(settings: dict[str, Any]) -> dict[str, Any]:
+def hardware(device: str) -> dict[str, Any]:
     import torch
 
     info: dict[str, Any] = {
@@ -84,21 +84,21 @@ def hardware(settings: dict[str, Any]) -> dict[str, Any]:
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
-        "device": settings["device"],
+        "device": device,
     }
-    if settings["device"] == "cuda" and torch.cuda.is_available():
+    if device == "cuda" and torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
         info["gpu_memory_bytes"] = torch.cuda.get_device_properties(0).total_memory
     return info
 
 
-def peak_memory(settings: dict[str, Any]) -> dict[str, Any]:
+def peak_memory(device: str) -> dict[str, Any]:
     import resource
 
     import torch
 
     out: dict[str, Any] = {"host_max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
-    if settings["device"] == "cuda" and torch.cuda.is_available():
+    if device == "cuda" and torch.cuda.is_available():
         out["gpu_max_allocated_bytes"] = torch.cuda.max_memory_allocated()
         out["gpu_max_reserved_bytes"] = torch.cuda.max_memory_reserved()
     return out

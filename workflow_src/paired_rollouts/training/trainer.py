@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from paired_rollouts.settings import Settings
     from paired_rollouts.training.environment import EpisodeContext
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -141,40 +142,38 @@ def _swapped(module: Any, name: str, value: Any) -> Iterator[None]:
 
 
 def grpo_args(
-    settings: dict[str, Any],
+    settings: Settings,
     output_dir: str | Path,
     seed: int,
     *,
     evaluation: bool = False,
     importance_sampling: bool = False,
 ) -> Any:
-    """GRPOConfig from resolved settings: one optimizer step per generation batch (docs/training.md#paper-scale-settings).
+    """GRPOConfig from the settings: one optimizer step per generation batch (docs/training.md#paper-scale-settings).
 
     ``importance_sampling``: keep TRL's vLLM IS correction in an evaluation build (the probe's implemented
     estimator uses the trainer's ratio rho); plain evaluations switch it off (it costs a forward pass)."""
     from trl import GRPOConfig
 
-    g = settings["num_generations"]
-    gen_batch = settings["prompts_per_step"] * g
-    micro = settings["micro_batch"]
-    cuda = settings["device"] == "cuda"
-    use_vllm = settings["backend"] == "vllm"
+    training, stack = settings.training, settings.stack
+    cuda = stack.device == "cuda"
+    use_vllm = stack.backend == "vllm"
     kwargs: dict[str, Any] = dict(
         output_dir=str(output_dir),
-        max_steps=settings["steps"],
-        per_device_train_batch_size=micro,
-        gradient_accumulation_steps=gen_batch // micro,
-        generation_batch_size=gen_batch,
-        num_generations=g,
+        max_steps=training.steps,
+        per_device_train_batch_size=training.micro_batch,
+        gradient_accumulation_steps=training.generation_batch // training.micro_batch,
+        generation_batch_size=training.generation_batch,
+        num_generations=training.num_generations,
         num_generations_eval=1,
-        per_device_eval_batch_size=settings["eval_batch"],
-        learning_rate=settings["learning_rate"],
-        temperature=settings["temperature"],
-        loss_type=settings["loss_type"],
-        scale_rewards=settings["scale_rewards"],
-        beta=settings["beta"],
-        max_completion_length=settings["max_completion_length"],
-        max_tool_calling_iterations=settings["max_tool_calling_iterations"],
+        per_device_eval_batch_size=settings.evaluation.eval_batch,
+        learning_rate=training.learning_rate,
+        temperature=training.temperature,
+        loss_type=training.loss_type,
+        scale_rewards=training.scale_rewards,
+        beta=training.beta,
+        max_completion_length=training.max_completion_length,
+        max_tool_calling_iterations=training.max_tool_calling_iterations,
         chat_template_kwargs={"enable_thinking": False},
         seed=seed,
         data_seed=seed,
@@ -182,13 +181,13 @@ def grpo_args(
         report_to="none",
         logging_steps=1,
         save_strategy="no" if evaluation else "steps",
-        save_steps=settings["checkpoint_every"],
+        save_steps=training.checkpoint_every,
         save_total_limit=None,
         save_only_model=False,
-        bf16=cuda and settings["dtype"] == "bfloat16",
+        bf16=cuda and stack.dtype == "bfloat16",
         fp16=False,
         use_cpu=not cuda,
-        gradient_checkpointing=settings["gradient_checkpointing"] and not evaluation,
+        gradient_checkpointing=stack.gradient_checkpointing and not evaluation,
         use_vllm=use_vllm,
         dataloader_num_workers=0,
         disable_tqdm=evaluation,
@@ -197,11 +196,11 @@ def grpo_args(
     if use_vllm:
         kwargs.update(
             vllm_mode="colocate",
-            vllm_gpu_memory_utilization=settings["vllm_gpu_memory_utilization"],
-            vllm_max_model_length=settings["vllm_max_model_length"],
+            vllm_gpu_memory_utilization=training.vllm_gpu_memory_utilization,
+            vllm_max_model_length=training.vllm_max_model_length,
             # In a plain evaluation nothing is trained, so the IS correction would only cost an extra pass;
             # the probe keeps it (its implemented estimator weights each rollout by the trainer's rho).
-            vllm_importance_sampling_correction=settings["vllm_importance_sampling_correction"]
+            vllm_importance_sampling_correction=training.vllm_importance_sampling_correction
             and (importance_sampling or not evaluation),
         )
     return GRPOConfig(**kwargs)
@@ -307,7 +306,7 @@ def _trainer_class() -> type:
 def build_trainer(
     model: Any,
     tokenizer: Any,
-    settings: dict[str, Any],
+    settings: Settings,
     dataset: Any,
     output_dir: str | Path,
     seed: int,
@@ -328,11 +327,11 @@ def build_trainer(
     callbacks = list(callbacks or [])
     if not evaluation:
         callbacks.insert(0, StampPhase(episodes))
-    extra = sorted(set(settings.get("extra_checkpoint_steps", [])))
+    extra = sorted(settings.training.extra_checkpoint_steps)
     if extra and not evaluation:
         callbacks.append(SaveAtSteps(extra))
     engine_seed = None
-    if settings["backend"] == "vllm":
+    if settings.stack.backend == "vllm":
         engine_seed = vllm_seed(seed) if sampling_seed is None else sampling_seed
     return cls(
         model=model,
@@ -346,5 +345,5 @@ def build_trainer(
         peft_config=peft_config,
         callbacks=callbacks or None,
         engine_seed=engine_seed,
-        compact_logprobs=bool(settings.get("compact_logprobs")),
+        compact_logprobs=settings.training.compact_logprobs,
     )

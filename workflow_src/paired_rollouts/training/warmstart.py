@@ -16,6 +16,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from paired_rollouts.settings import ModelSettings
 from paired_rollouts.training import chat
 
 log = logging.getLogger(__name__)
@@ -276,7 +277,7 @@ def _batch_tensors(picked: list[tuple[list[int], list[int]]], pad: int, table: A
 def warm_start(
     tokenizer: Any,
     tasks: list[dict[str, Any]],
-    settings: dict[str, Any],
+    settings: ModelSettings,
     seed: int = 0,
     progress: bool = True,
 ) -> tuple[Any, dict[str, Any]]:
@@ -298,13 +299,13 @@ def warm_start(
 
     set_seed(seed)
     overrides = {
-        "hidden_size": settings["hidden_size"],
-        "num_hidden_layers": settings["num_layers"],
-        "full_attention_interval": settings["full_attention_interval"],
+        "hidden_size": settings.hidden_size,
+        "num_hidden_layers": settings.num_layers,
+        "full_attention_interval": settings.full_attention_interval,
     }
-    if settings["hidden_size"] < 96:
+    if settings.hidden_size < 96:
         overrides.update(
-            intermediate_size=4 * settings["hidden_size"],
+            intermediate_size=4 * settings.hidden_size,
             head_dim=16,
             linear_key_head_dim=16,
             linear_value_head_dim=16,
@@ -313,15 +314,15 @@ def warm_start(
     model = build_random_model(config, seed)
     _init_atom_embeddings(model, tokenizer, seed)
     tools = tool_functions()
-    pairs = transcript_tasks(tasks, settings["warm_start_tasks"], seed + 1)
+    pairs = transcript_tasks(tasks, settings.warm_start_tasks, seed + 1)
     transcripts = [scripted_transcript(t, n, s) for t, n, s in pairs]
     encoded = [encode_transcript(tokenizer, m, tools) for m in transcripts]
-    steps = settings["warm_start_steps"]
-    short_steps = int(round(settings["warm_start_short_frac"] * steps))
+    steps = settings.warm_start_steps
+    short_steps = int(round(settings.warm_start_short_frac * steps))
     short = [encode_transcript(tokenizer, m, []) for m in transcripts] if short_steps else encoded
     lengths = [len(ids) for ids, _ in encoded]
-    batch = settings["warm_start_batch"]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=settings["warm_start_lr"], weight_decay=0.0)
+    batch = settings.warm_start_batch
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.warm_start_lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min(1.0, (s + 1) / 10) * max(0.05, 1 - s / max(1, steps))
     )
