@@ -49,9 +49,10 @@ PACKAGE = Path("workflow_src/paired_rollouts")
 
 # Package modules a sub-package's commands read beyond its own files: settings parsed, paths looked up.
 SHARED_MODULES = {
-    "training": ["settings.py"],
-    "surrogate": ["settings.py", "layout.py", "records.py"],
-    "stats": ["layout.py", "records.py"],
+    "training": ["settings.py", "settings_fields.py"],
+    "surrogate": ["settings.py", "settings_fields.py", "layout.py", "records.py"],
+    "stats": ["settings.py", "settings_fields.py", "layout.py", "records.py"],
+    "probe": ["settings.py", "settings_fields.py"],
     "render": ["records.py"],
     "calibration": ["records.py"],
     "compare": ["records.py"],
@@ -142,10 +143,12 @@ def probe_settings(wildcards):
     return stage_settings("stack", "training", "evaluation", "diagnostics", "probe")
 
 
-def completeness_scale():
-    """What the completeness check derives a run's expected evidence from (with the run's name)."""
-    sections = ("task_filter", "training", "evaluation", "diagnostics")
-    return json.dumps({key: SCALE[key] for key in sections}, sort_keys=True, separators=(",", ":"))
+def completeness_settings():
+    """What the completeness check derives a run's expected evidence from (with the run's name): the
+    training, evaluation and diagnostics sections, with the diagnosed steps."""
+    return stage_settings(
+        "training", "evaluation", "diagnostics", diagnostics={"steps": SCALE["diagnostics"]["steps"]}
+    )
 
 
 # ---------------------------------------------------------------- per-run input functions -----------

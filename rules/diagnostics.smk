@@ -70,11 +70,11 @@ rule completeness:
     conda:
         software_env()
     params:
-        scale_block=completeness_scale(),
+        settings=completeness_settings(),
         conditions=CONDITIONS_JSON,
         evals_dir=LAYOUT.eval_dir("{run}"),
         diagnostics_dir=LAYOUT.diagnostics_dir("{run}"),
     shell:
-        "paired-rollouts completeness --run {wildcards.run:q} --scale-block {params.scale_block:q} --conditions {params.conditions:q} "
+        "paired-rollouts completeness --run {wildcards.run:q} --settings {params.settings:q} --conditions {params.conditions:q} "
         "--evals-dir {params.evals_dir:q} --diagnostics {params.diagnostics_dir:q} --groups {input.groups:q} --run-manifest {input.run_manifest:q} "
         "--luck {input.luck:q} --pool-manifest {input.pool_manifest:q} --strict --out {output:q} > {log:q} 2>&1"

@@ -78,13 +78,13 @@ for _job, _runs in LAYOUT.surrogate_jobs().items():
             software_env()
         params:
             runs=_runs,
-            scale_block=completeness_scale(),
+            settings=completeness_settings(),
             conditions=CONDITIONS_JSON,
             tasks_dir=pool_manifest_dir_of,
             results=results_root_of,
             resamples=SCALE["diagnostics"]["resamples"],
         shell:
-            "paired-rollouts surrogate stats --runs {params.runs:q} --scale-block {params.scale_block:q} --conditions {params.conditions:q} "
+            "paired-rollouts surrogate stats --runs {params.runs:q} --settings {params.settings:q} --conditions {params.conditions:q} "
             "--tasks-dir {params.tasks_dir:q} --results {params.results:q} --resamples {params.resamples:q} "
             "> {log:q} 2>&1"
 
@@ -105,11 +105,14 @@ rule surrogate_probe:
         software_env()
     params:
         tasks_dir=tasks_dir_of,
+        run=probe_run,
+        conditions=CONDITIONS_JSON,
         run_dir=probe_run_dir,
         steps=probe_steps,
         settings=stage_settings("training", "diagnostics", "probe"),
     shell:
-        "paired-rollouts surrogate probe --trajectory {wildcards.trajectory:q} --run-dir {params.run_dir:q} "
+        "paired-rollouts surrogate probe --trajectory {wildcards.trajectory:q} --run {params.run:q} "
+        "--conditions {params.conditions:q} --run-dir {params.run_dir:q} "
         "--steps {params.steps:q} --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
         "--out {output:q} > {log:q} 2>&1"
 

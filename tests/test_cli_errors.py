@@ -14,10 +14,10 @@ def _err(capsys) -> str:
     return err
 
 
-def completeness_on_empty_evals(folder, validation_sha256: str, settings: str) -> int:
+def completeness_on_empty_evals(folder, validation_sha256: str, expected: str) -> int:
     """``completeness`` of c2-paired-s0 on an empty evals folder, against a pool manifest listing only the
-    validation pool (with that digest) and ``settings`` (JSON text): the exit code; the record would be
-    folder/c.json."""
+    validation pool (with that digest) and the ``expected`` evidence (JSON text): the exit code; the record
+    would be folder/c.json."""
     manifest = folder / "MANIFEST.json"
     manifest.write_text(json.dumps({"pools": {"validation": {"sha256": validation_sha256}}}))
     return main(
@@ -25,8 +25,8 @@ def completeness_on_empty_evals(folder, validation_sha256: str, settings: str) -
             "completeness",
             "--run",
             "c2-paired-s0",
-            "--settings",
-            settings,
+            "--expected",
+            expected,
             "--evals",
             str(folder),
             "--manifest",
@@ -93,10 +93,10 @@ def test_malformed_settings_file(tmp_path, text, suffix, needle):
 
 @pytest.mark.parametrize("bad", [2.5, "2", True, None])
 def test_non_integer_completeness_settings(tmp_path, capsys, bad):
-    settings = {"periodic_steps": [0], "periodic_regimes": {"clean": [1]}, "eval_tasks": bad}
-    rc = completeness_on_empty_evals(tmp_path, "0" * 64, json.dumps(settings))
+    periodic = {"steps": [0], "pool": "validation", "tasks": bad, "regimes": {"clean": [1]}}
+    rc = completeness_on_empty_evals(tmp_path, "0" * 64, json.dumps({"periodic": periodic}))
     err = _err(capsys)
-    assert rc == 1 and "'eval_tasks'" in err and "expected an integer" in err
+    assert rc == 1 and "'periodic.tasks'" in err and "expected an integer" in err
     assert not (tmp_path / "c.json").exists()
 
 

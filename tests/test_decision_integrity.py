@@ -109,8 +109,10 @@ def test_unknown_regime_error_line(study, capsys):
             str(study / "data" / "tasks" / "MANIFEST.json"),
             "--out",
             str(study / "x.json"),
-            "--settings",
-            json.dumps({"periodic_steps": [4], "periodic_regimes": {"clean": [1, 2]}, "eval_tasks": 2}),
+            "--expected",
+            json.dumps(
+                {"periodic": {"steps": [4], "pool": "validation", "tasks": 2, "regimes": {"clean": [1, 2]}}}
+            ),
         ]
     )
     err = capsys.readouterr().err
@@ -505,19 +507,31 @@ def test_records_from_the_real_row_builders_pass_completeness(sim_tasks_dir, tmp
     """The identity checks (design seeds, training rows) accept exactly what the evaluation, diagnostic
     and training row builders produce on the real pools, and reject one record moved off its row."""
     from paired_rollouts.evaluation.evaluate import FINAL, PERIODIC, diagnostic_rows, evaluation_rows
-    from paired_rollouts.stats.completeness import check_run
+    from paired_rollouts.settings import Settings
+    from paired_rollouts.stats.completeness import ExpectedEvidence, check_run
     from paired_rollouts.training.rows import build_rows
 
     run, cond, arm, seed = "c2-paired-s1", "C2", "paired", 1
-    base = {
-        "task_filter": "simple_id",
-        "eval_tasks": 2,
-        "final_tasks": 2,
-        "diag_pool": "validation",
-        "diag_tasks": 2,
-        "diag_schedules": 3,
-        "diag_samples": 2,
-    }
+    base = Settings.parse(
+        {
+            "task_filter": "simple_id",
+            "training": {
+                "steps": 2,
+                "checkpoint_every": 2,
+                "prompts_per_step": 2,
+                "num_generations": 4,
+                "micro_batch": 8,
+            },
+            "evaluation": {"eval_tasks": 2, "final_tasks": 2},
+            "diagnostics": {
+                "pool": "validation",
+                "tasks": 2,
+                "schedules": 3,
+                "samples": 2,
+                "steps": {"seed0": [0], "other": [0]},
+            },
+        }
+    )
 
     def episode(row, phase, step, regime):
         return _episode(
@@ -574,32 +588,13 @@ def test_records_from_the_real_row_builders_pass_completeness(sim_tasks_dir, tmp
     (tmp_path / "manifest.json").write_text(
         json.dumps(run_manifest(run, {k: v["sha256"] for k, v in manifest["pools"].items()}, code="x"))
     )
-    settings = {
-        "run": run,
-        "task_filter": "simple_id",
-        "periodic_steps": [0, 2],
-        "periodic_regimes": {regime: list(k) for regime, k in PERIODIC.items()},
-        "final_step": 2,
-        "final_regimes": {
-            regime: list(FINAL[regime])
-            for regime in ("clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge")
-        },
-        "eval_tasks": 2,
-        "final_tasks": 2,
-        "training_steps": 2,
-        "prompts_per_step": 2,
-        "num_generations": 4,
-        "diagnostic_steps": [0],
-        "diagnostic_pool": "validation",
-        "diagnostic_tasks": 2,
-        "diagnostic_schedules": 3,
-        "diagnostic_samples": 2,
-    }
+    # what the workflow's completeness job derives from these settings and the run's name
+    expected = ExpectedEvidence.of_run(run, base)
 
     def check():
         return check_run(
             run,
-            settings,
+            expected,
             evals_dir=evals,
             diagnostics_dir=diags,
             groups_path=tmp_path / "groups.jsonl",
@@ -610,6 +605,8 @@ def test_records_from_the_real_row_builders_pass_completeness(sim_tasks_dir, tmp
     out = check()
     assert out["complete"], (out["missing"], out["defects"])
     assert out["paper_pools"] is True
+    assert out["episodes_expected"] == 2 * (2 * 2 + 2 * 2 + 2 * 1) + (4 * 2 * 4 + 2 * 1) + 2 * 3 * 2
+    assert ExpectedEvidence.from_record(out["settings"]) == expected  # complete.json records what it expected
     groups[1]["task_id"], groups[2]["task_id"] = groups[2]["task_id"], groups[1]["task_id"]
     _write_rows(tmp_path / "groups.jsonl", groups)
     out = check()
@@ -619,3 +616,37 @@ def test_records_from_the_real_row_builders_pass_completeness(sim_tasks_dir, tmp
 def _write_rows(path: Path, rows) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+
+
+@pytest.mark.parametrize(
+    ("run", "episodes"),
+    [
+        ("c2-paired-s0", 27_592),
+        ("c0-clean-s0", 27_592),
+        ("c2-independent-s1", 26_568),
+        ("c4-paired-s0", 28_392),
+    ],
+)
+def test_paper_runs_expect_the_documented_episodes(run, episodes):
+    """The evidence a paper-scale run must hold, derived from config/config.yaml and the design as the
+    completeness job derives it, has docs/analysis.md's episode totals, training rollouts included (C4 adds
+    its at-training final set)."""
+    import yaml
+    from paired_rollouts.settings import Settings, stage_settings
+    from paired_rollouts.stats.completeness import ExpectedEvidence
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
+    steps = config["scales"]["paper"]["diagnostics"]["steps"]
+    settings = stage_settings(
+        config, "paper", "h100", "training", "evaluation", "diagnostics", diagnostics={"steps": steps}
+    )
+    expected = ExpectedEvidence.of_run(run, Settings.parse(settings))
+    periodic, final, diag = expected.periodic, expected.final, expected.diagnostic
+    count = len(periodic.steps) * periodic.tasks * sum(map(len, periodic.regimes.values()))
+    count += final.tasks * sum(map(len, final.regimes.values()))
+    count += len(diag.steps) * diag.tasks * diag.schedules * diag.samples
+    training = expected.training
+    assert (training.steps, training.prompts, training.generations) == (100, 24, 8)
+    assert (
+        count + training.steps * training.prompts * training.generations == episodes
+    )  # with the training rollouts

@@ -70,10 +70,13 @@ def test_verification_token_without_its_verdicts_is_refused(tmp_path):
         read_verification(path)
 
 
-def test_completeness_refuses_the_nested_settings_shape(tmp_path, capsys):
-    nested = {"periodic": {"steps": [0], "pool": "validation", "tasks": 2, "regimes": {"clean": [1]}}}
-    rc = completeness_on_empty_evals(tmp_path, SHA, json.dumps(nested))
-    assert rc == 1 and "unknown keys ['periodic']" in capsys.readouterr().err
+def test_completeness_refuses_the_old_flat_evidence_shape(tmp_path, capsys):
+    flat = {"periodic_steps": [0], "periodic_regimes": {"clean": [1]}, "eval_tasks": 2}
+    rc = completeness_on_empty_evals(tmp_path, SHA, json.dumps(flat))
+    assert (
+        rc == 1
+        and "unknown keys ['eval_tasks', 'periodic_regimes', 'periodic_steps']" in capsys.readouterr().err
+    )
     assert not (tmp_path / "c.json").exists()
 
 

@@ -27,21 +27,21 @@ def _rules_text() -> str:
     return yaml.safe_dump(data)
 
 
-SETTINGS = {  # the flat form stats.completeness.expected_evidence writes
-    "periodic_steps": [0, 4, 8],
-    "eval_tasks": 2,
-    "periodic_regimes": {"clean": [1, 2], "at_training": [1, 2], "challenge": [1]},
-    "final_step": 8,
-    "final_tasks": 2,
-    "final_regimes": {"clean": [1, 2], "noisy_p025": [1, 2], "heldout_types": [1, 2], "challenge": [1]},
-    "diagnostic_steps": [0],
-    "diagnostic_pool": "diagnostic",
-    "diagnostic_tasks": 2,
-    "diagnostic_schedules": 4,
-    "diagnostic_samples": 4,
-    "training_steps": 2,
-    "prompts_per_step": 2,
-    "num_generations": 4,
+EXPECTED = {  # the hand-built study's evidence spelled out, as complete.json records it (--expected)
+    "periodic": {
+        "steps": [0, 4, 8],
+        "pool": "validation",
+        "tasks": 2,
+        "regimes": {"clean": [1, 2], "at_training": [1, 2], "challenge": [1]},
+    },
+    "final": {
+        "step": 8,
+        "pool": "test",
+        "tasks": 2,
+        "regimes": {"clean": [1, 2], "noisy_p025": [1, 2], "heldout_types": [1, 2], "challenge": [1]},
+    },
+    "diagnostic": {"steps": [0], "pool": "diagnostic", "tasks": 2, "schedules": 4, "samples": 4},
+    "training": {"steps": 2, "prompts": 2, "generations": 4},
 }
 V0, V1 = "validation-00000", "validation-00001"
 T0, T1 = "test-00000", "test-00001"
@@ -128,7 +128,7 @@ def make_run(root: Path, cond: str, arm: str, seed: int, pools, lam_high=True, s
     ev = root / "results" / "evals" / run
     key = (arm, seed)
     for step in (0, 4, 8):
-        for regime, idxs in SETTINGS["periodic_regimes"].items():
+        for regime, idxs in EXPECTED["periodic"]["regimes"].items():
             rows = []
             for t, task in enumerate((V0, V1)):
                 for j, index in enumerate(idxs):
@@ -154,7 +154,7 @@ def make_run(root: Path, cond: str, arm: str, seed: int, pools, lam_high=True, s
                         )
                     )
             _write(ev / f"periodic-step{step}-{regime}.jsonl", rows)
-    for regime, idxs in SETTINGS["final_regimes"].items():
+    for regime, idxs in EXPECTED["final"]["regimes"].items():
         rows = []
         for t, task in enumerate((T0, T1)):
             for j, index in enumerate(idxs):
@@ -251,8 +251,8 @@ def completeness(root: Path, run: str, strict: bool = False, rc_expected: int = 
             "completeness",
             "--run",
             run,
-            "--settings",
-            json.dumps(SETTINGS),
+            "--expected",
+            json.dumps(EXPECTED),
             "--evals",
             str(res / "evals" / run),
             "--diagnostics",
@@ -487,33 +487,29 @@ def test_h3_step_mapping():
     assert np.isclose(h3_steps([50], grid, [0, 4, 8, 12])[0], 4)  # tie at 6 -> earlier step
 
 
-def test_flat_settings_and_rule_flags(study):
-    """The flat evidence object and flag names that rules/*.smk use are accepted."""
+def test_spelled_out_evidence_and_rule_flags(study):
+    """Expected evidence spelled out (a phase left out is not checked) and the flag names rules/*.smk use
+    are accepted; the old flat object and regimes as a list of names are refused with one line."""
     root, runs = study
     res = root / "results"
     run = "c2-paired-s0"
-    flat = {
+    expected = {
         "run": run,
-        "periodic_steps": [0, 4, 8],
-        "periodic_regimes": {"clean": [1, 2], "at_training": [1, 2], "challenge": [1]},
-        "final_step": 8,
-        "final_regimes": {"clean": [1, 2], "noisy_p025": [1, 2], "heldout_types": [1, 2], "challenge": [1]},
-        "eval_tasks": 2,
-        "final_tasks": 2,
-        "training_steps": 2,
-        "prompts_per_step": 2,
-        "num_generations": 4,
-        "diagnostic_steps": [0],
+        "periodic": EXPECTED["periodic"],
+        "final": EXPECTED["final"],
+        "diagnostic": {**EXPECTED["diagnostic"], "tasks": None},
+        "training": EXPECTED["training"],
     }
-    out = root / "flat.json"
-    assert (
-        main(
+    out = root / "spelled.json"
+
+    def completeness(evidence: dict) -> int:
+        return main(
             [
                 "completeness",
                 "--run",
                 run,
                 "--expected",
-                json.dumps(flat),
+                json.dumps(evidence),
                 "--evals-dir",
                 str(res / "evals" / run),
                 "--groups",
@@ -526,16 +522,20 @@ def test_flat_settings_and_rule_flags(study):
                 str(out),
             ]
         )
-        == 0
-    )
+
+    assert completeness(expected) == 0
     data = json.loads(out.read_text())
     assert data["complete"] and data["skipped"] and data["episodes_expected"] == 44
+    assert data["settings"] == expected
     # regimes have one shape, the mapping regime -> schedule indices: a list of names is refused
     from paired_rollouts.errors import UserError
-    from paired_rollouts.stats.completeness import normalize_settings
+    from paired_rollouts.stats.completeness import ExpectedEvidence
 
+    periodic = {**EXPECTED["periodic"], "regimes": ["clean", "at_training", "challenge"]}
     with pytest.raises(UserError, match="give a mapping regime -> schedule indices"):
-        normalize_settings({**flat, "periodic_regimes": ["clean", "at_training", "challenge"]})
+        ExpectedEvidence.from_record({**expected, "periodic": periodic})
+    with pytest.raises(UserError, match=r"unknown keys \['eval_tasks', 'periodic_steps'\]"):
+        ExpectedEvidence.from_record({"periodic_steps": [0, 4, 8], "eval_tasks": 2})
     c2 = [r for r in runs if r.startswith("c2")]
     reg = decide(root, "C2", c2, extra=["--reference-episodes", str(res / "evals" / "c0-clean-s0")])
     assert reg["secondary"]["clean_reference"]["runs"] == ["c0-clean-s0"]

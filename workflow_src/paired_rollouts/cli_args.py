@@ -12,10 +12,6 @@ Parser = argparse.ArgumentParser | argparse._ArgumentGroup
 SETTINGS_HELP = "inline JSON or @file"
 TASKS_DIR_HELP = "data/tasks: the frozen task pools and their MANIFEST.json"
 CONDITIONS_HELP = "the design's conditions (config/config.yaml `conditions:`); default: the paper's"
-SCALE_BLOCK_HELP = (
-    "the scale block (config/config.yaml scales.<scale>: task_filter, training, evaluation, diagnostics): "
-    "the expected evidence follows from it and the run's name"
-)
 
 
 def add_settings(parser: Parser, help: str = SETTINGS_HELP, *, required: bool = False) -> None:
@@ -38,13 +34,6 @@ def add_tasks_dir(
 def add_conditions(parser: Parser, help: str = CONDITIONS_HELP) -> None:
     """``--conditions``: the design's conditions as JSON (``design.parse_conditions``; default the paper's)."""
     parser.add_argument("--conditions", default=None, metavar="JSON", help=help)
-
-
-def add_scale_block(parser: Parser, help: str = SCALE_BLOCK_HELP, *, required: bool = False) -> None:
-    """``--scale-block``: one scale of config/config.yaml, from which a run's expected evidence follows."""
-    parser.add_argument(
-        "--scale-block", dest="scale_block", required=required, default=None, metavar="JSON", help=help
-    )
 
 
 def add_run(parser: Parser, help: str = "run name, e.g. c2-paired-s0") -> None:

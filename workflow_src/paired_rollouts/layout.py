@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from paired_rollouts import design as study
 from paired_rollouts.errors import UserError
@@ -403,3 +403,64 @@ def require_paper_pools(tasks_dir: str | Path, accelerator: str) -> None:
             f"{manifest}: the task pools are not the paper's (hashes differ from PAPER_POOL_SHA256); the "
             f"{accelerator} profile runs only the paper's pools: git checkout -- {tasks_dir}"
         )
+
+
+# ---------------------------------------------------------------- one run's files, by run-relative key --
+# A run's evidence lies in three folders (evals/RUN, diagnostics/RUN, runs/RUN); complete.json lists it
+# under keys relative to the run ("evals/periodic-step0-clean.jsonl", "diagnostics/luck-step0.json",
+# "groups.jsonl"), and decide and the run register find the files again through the same keys.
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """One run's files: the key of each (class methods and constants) and where a key lies (``path``)."""
+
+    evals: Path
+    diagnostics: Path
+    run_dir: Path
+
+    EVALS: ClassVar[str] = "evals"
+    DIAGNOSTICS: ClassVar[str] = "diagnostics"
+    GROUPS: ClassVar[str] = "groups.jsonl"
+    TRAIN_EPISODES: ClassVar[str] = "train_episodes.jsonl"
+    MANIFEST: ClassVar[str] = "manifest.json"
+    GROUP_STATS: ClassVar[str] = "group_stats.json"
+    COMPLETE: ClassVar[str] = "complete.json"
+    REGISTER: ClassVar[str] = "register.json"
+
+    @classmethod
+    def under(cls, root: str | Path, run: str) -> RunFiles:
+        """The run's folders in a results root: evals/RUN, diagnostics/RUN and runs/RUN."""
+        base = Path(root)
+        return cls(base / cls.EVALS / run, base / cls.DIAGNOSTICS / run, base / "runs" / run)
+
+    @classmethod
+    def eval_file(cls, phase: str, step: int, regime: str) -> str:
+        """One evaluation set at one checkpoint (phase periodic or final)."""
+        return cls.key(cls.EVALS, f"{phase}-step{int(step)}-{regime}.jsonl")
+
+    @classmethod
+    def diagnostic_episodes(cls, step: int) -> str:
+        return cls.key(cls.DIAGNOSTICS, f"diag-step{int(step)}.jsonl")
+
+    @classmethod
+    def luck(cls, step: int) -> str:
+        return cls.key(cls.DIAGNOSTICS, f"luck-step{int(step)}.json")
+
+    @classmethod
+    def key(cls, folder: str, name: str) -> str:
+        """The key of the file ``name`` (a path below the folder) in the run's ``folder``: evals or
+        diagnostics."""
+        return f"{folder}/{name}"
+
+    @classmethod
+    def name(cls, key: str) -> str:
+        """A key's path below its folder (evals/x.jsonl -> x.jsonl; a run-folder key is its own name)."""
+        top, _, rest = key.partition("/")
+        return rest if top in (cls.EVALS, cls.DIAGNOSTICS) else key
+
+    def path(self, key: str) -> Path:
+        """Where the file of a run-relative key lies."""
+        top = key.partition("/")[0]
+        folder = {self.EVALS: self.evals, self.DIAGNOSTICS: self.diagnostics}.get(top, self.run_dir)
+        return folder / self.name(key)

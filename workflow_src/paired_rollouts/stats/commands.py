@@ -77,13 +77,16 @@ def _group_stats(args: argparse.Namespace) -> int:
 
 
 def _completeness(args: argparse.Namespace) -> int:
+    from paired_rollouts.design import parse_conditions
     from paired_rollouts.io import atomic_write_json, load_settings
-    from paired_rollouts.stats.completeness import check_run, expected_evidence
+    from paired_rollouts.settings import Settings
+    from paired_rollouts.stats.completeness import ExpectedEvidence, check_run
 
-    if args.scale_block is not None:
-        expected = expected_evidence(args.run, load_settings(args.scale_block), args.conditions)
+    if args.settings is not None:
+        settings = Settings.parse(load_settings(args.settings))
+        expected = ExpectedEvidence.of_run(args.run, settings, parse_conditions(args.conditions))
     else:
-        expected = load_settings(args.settings)
+        expected = ExpectedEvidence.from_record(load_settings(args.expected))
     out = check_run(
         args.run,
         expected,
@@ -292,27 +295,29 @@ def register(subparsers) -> None:
     A.add_conditions(p)
     p.set_defaults(handler=_group_stats)
 
-    from paired_rollouts.stats.completeness import SETTINGS_HELP
+    from paired_rollouts.stats.completeness import EXPECTED_HELP
 
     p = subparsers.add_parser(
         "completeness",
         help="check that a run's evidence is complete and consistent",
         description="Compare a run's episode files, diagnostic files, training groups and manifests "
         "with the evidence its design calls for; writes complete.json.",
-        epilog=SETTINGS_HELP + "\nOutput shape: docs/records.md section 3.",
+        epilog=EXPECTED_HELP + "\nOutput shape: docs/records.md section 3.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     A.add_run(p)
     expected = p.add_mutually_exclusive_group(required=True)
-    A.add_scale_block(expected)
-    expected.add_argument(
-        "--settings",
-        "--expected",
-        dest="settings",
-        default=None,
-        help="expected evidence spelled out (the forms below): inline JSON or @file.json",
+    A.add_settings(
+        expected,
+        "the scale's task_filter, training, evaluation and diagnostics sections (with the diagnosed "
+        f"steps), from which the expected evidence follows: {A.SETTINGS_HELP}",
     )
-    A.add_conditions(p, f"with --scale-block: {A.CONDITIONS_HELP}")
+    expected.add_argument(
+        "--expected",
+        default=None,
+        help="the expected evidence spelled out (the form below): inline JSON or @file",
+    )
+    A.add_conditions(p, f"with --settings: {A.CONDITIONS_HELP}")
     p.add_argument("--evals", "--evals-dir", dest="evals", required=True, type=Path, help="results/evals/RUN")
     p.add_argument("--diagnostics", type=Path, default=None, help="results/diagnostics/RUN")
     p.add_argument("--groups", type=Path, default=None, help="results/runs/RUN/groups.jsonl")

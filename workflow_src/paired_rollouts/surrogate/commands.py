@@ -10,9 +10,6 @@ from pathlib import Path
 from paired_rollouts import cli_args as A
 from paired_rollouts.errors import UserError
 
-# The sections of the scale block the exact probe reads (its --settings, as written in the config).
-PROBE_SECTIONS = ("training", "diagnostics", "probe")
-
 
 def _calibrate(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json, load_settings
@@ -38,9 +35,10 @@ def _calibrate(args: argparse.Namespace) -> int:
 def _arm(args: argparse.Namespace) -> int:
     from paired_rollouts.design import parse_conditions
     from paired_rollouts.io import load_settings
-    from paired_rollouts.surrogate.run import run_one, run_settings
+    from paired_rollouts.settings import Settings
+    from paired_rollouts.surrogate.run import run_one
 
-    settings = run_settings(load_settings(args.settings))
+    settings = Settings.parse(load_settings(args.settings))
     conditions = parse_conditions(args.conditions)
     for run in args.runs:
         began = time.perf_counter()
@@ -62,51 +60,43 @@ def _arm(args: argparse.Namespace) -> int:
 def _stats(args: argparse.Namespace) -> int:
     """The per-run statistics commands, each called in this process with the arguments its rule would pass."""
     from paired_rollouts import cli
+    from paired_rollouts.design import parse_run
     from paired_rollouts.io import load_settings
-    from paired_rollouts.layout import Layout
-    from paired_rollouts.stats.completeness import expected_evidence
+    from paired_rollouts.layout import Layout, diagnostic_steps_of
+    from paired_rollouts.settings import Settings
 
-    scale = load_settings(args.scale_block)
+    settings = Settings.parse(load_settings(args.settings))
+    design = [] if args.conditions is None else ["--conditions", args.conditions]
     files = Layout(str(Path(args.results)))
     for run in args.runs:
-        ev = expected_evidence(run, scale, args.conditions)
-        calls = []
-        for step in ev["diagnostic_steps"]:
-            calls.append(
-                [
-                    "luck-share",
-                    "--episodes",
-                    files.diagnostic_episodes(run, step),
-                    "--resamples",
-                    str(args.resamples),
-                    "--schedules",
-                    str(ev["diagnostic_schedules"]),
-                    "--samples",
-                    str(ev["diagnostic_samples"]),
-                    "--tasks",
-                    str(ev["diagnostic_tasks"]),
-                    "--out",
-                    files.luck(run, step),
-                ]
-            )
-        conditions = [] if args.conditions is None else ["--conditions", args.conditions]
-        calls.append(
+        diagnosed = diagnostic_steps_of(settings.diagnostics.steps, parse_run(run).seed)
+        calls = [
             [
-                "group-stats",
-                "--groups",
-                files.groups(run),
-                *conditions,
+                "luck-share",
+                "--episodes",
+                files.diagnostic_episodes(run, step),
+                "--resamples",
+                str(args.resamples),
+                "--schedules",
+                str(settings.diagnostics.schedules),
+                "--samples",
+                str(settings.diagnostics.samples),
+                "--tasks",
+                str(settings.diagnostics.tasks),
                 "--out",
-                files.group_stats(run),
+                files.luck(run, step),
             ]
-        )
+            for step in diagnosed
+        ]
+        calls.append(["group-stats", "--groups", files.groups(run), *design, "--out", files.group_stats(run)])
         calls.append(
             [
                 "completeness",
                 "--run",
                 run,
-                "--expected",
-                json.dumps(ev, sort_keys=True),
+                "--settings",
+                args.settings,
+                *design,
                 "--evals-dir",
                 files.eval_dir(run),
                 "--diagnostics",
@@ -116,7 +106,7 @@ def _stats(args: argparse.Namespace) -> int:
                 "--run-manifest",
                 files.manifest(run),
                 "--luck",
-                *(files.luck(run, step) for step in ev["diagnostic_steps"]),
+                *(files.luck(run, step) for step in diagnosed),
                 "--strict",
                 "--pool-manifest",
                 str(Path(args.tasks_dir) / "MANIFEST.json"),
@@ -135,18 +125,16 @@ def _stats(args: argparse.Namespace) -> int:
 
 def _probe(args: argparse.Namespace) -> int:
     from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.design import parse_conditions, parse_run
     from paired_rollouts.io import atomic_write_json, load_settings
     from paired_rollouts.probe import build_probe_register
     from paired_rollouts.probe.scores import _plain
     from paired_rollouts.settings import Settings
     from paired_rollouts.surrogate.probe import probe_checkpoint
     from paired_rollouts.surrogate.run import read_checkpoint
-    from paired_rollouts.training.rows import parse_run
 
-    settings = Settings.parse(load_settings(args.settings)).flat(PROBE_SECTIONS)
-    run_dir = Path(args.run_dir)
-    run = run_dir.name
-    condition, _, seed = parse_run(run)
+    settings = Settings.parse(load_settings(args.settings))
+    ident = parse_run(args.run, parse_conditions(args.conditions))
     tasks = {
         t["task_id"]: t
         for name in ("validation", "diagnostic", "test")
@@ -156,9 +144,9 @@ def _probe(args: argparse.Namespace) -> int:
     for step in args.steps:
         began = time.perf_counter()
         checkpoints[step] = probe_checkpoint(
-            read_checkpoint(run_dir, step),
-            condition=condition,
-            seed=seed,
+            read_checkpoint(Path(args.run_dir), step),
+            condition=ident.condition,
+            seed=ident.seed,
             step=step,
             tasks_dir=args.tasks_dir,
             settings=settings,
@@ -171,10 +159,7 @@ def _probe(args: argparse.Namespace) -> int:
             f"{o['mean_centered']['ratio_paired_over_independent']}"
         )
     register = build_probe_register(
-        args.trajectory,
-        run,
-        checkpoints,
-        settings={k: settings[k] for k in settings if k.startswith("probe_") or k == "task_filter"},
+        args.trajectory, args.run, checkpoints, settings=settings.manifest_dict(("probe",))
     )
     atomic_write_json(args.out, _plain(register))
     return 0
@@ -234,10 +219,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("stats", help="luck-share, group-stats and completeness of runs, in one process")
     p.add_argument("--runs", required=True, nargs="+", help="run names, e.g. c2-paired-s0 c2-independent-s0")
-    A.add_scale_block(
+    A.add_settings(
         p,
-        "the scale block (task_filter, training, evaluation, diagnostics): each run's expected "
-        "evidence follows from it and the run's name (paired-rollouts completeness --scale-block)",
+        "the scale's task_filter, training, evaluation and diagnostics sections (with the diagnosed steps): "
+        "each run's expected evidence follows from them and the run's name (paired-rollouts completeness "
+        f"--settings): {A.SETTINGS_HELP}",
         required=True,
     )
     A.add_conditions(p)
@@ -250,7 +236,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("probe", help="exact gradient-covariance probe of surrogate checkpoints")
     p.add_argument("--trajectory", required=True, help="trajectory name")
-    p.add_argument("--run-dir", required=True, help="results/<scale>/runs/RUN (checkpoints)")
+    A.add_run(p, "the run probed, e.g. c2-paired-s0 (its condition and seed choose the groups' schedules)")
+    A.add_conditions(p)
+    p.add_argument("--run-dir", required=True, help="results/<scale>/runs/RUN (its checkpoints)")
     p.add_argument("--steps", required=True, nargs="+", type=int, help="checkpoint steps, e.g. 0 40 80")
     A.add_tasks_dir(p)
     A.add_settings(p, f"probe design: {A.SETTINGS_HELP}", required=True)
