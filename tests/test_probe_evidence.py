@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from paired_rollouts.cli import main
 from paired_rollouts.probe import build_probe_register
-from paired_rollouts.probe.scores import (
-    StreamingProbe,
-    _plain,
+from paired_rollouts.probe.evidence import (
     load_evidence,
     max_difference,
+    plain,
     recompute_probe,
     save_evidence,
 )
+from paired_rollouts.probe.scores import StreamingProbe
 
 K, M, G, P = 3, 4, 4, 40
 
@@ -56,7 +56,7 @@ def test_recompute_reproduces_the_summaries():
     payload, evidence = _checkpoint(0)
     t_ref, outcome, transition = recompute_probe(evidence)
     diff, where = max_difference(
-        _plain(payload), _plain({"t_ref": t_ref, "outcome": outcome, "transition": transition})
+        plain(payload), plain({"t_ref": t_ref, "outcome": outcome, "transition": transition})
     )
     assert diff <= 1e-6, where
     # The evidence holds no score vector: its size does not grow with P.
@@ -70,7 +70,7 @@ def _write(tmp_path):
         files.append(tmp_path / "evidence" / "a" / f"step{step}.npz")
         save_evidence(files[-1], dict(evidence, step=np.array(step)))
     register = tmp_path / "probe.json"
-    register.write_text(json.dumps(_plain(build_probe_register("a", "c2-paired-s0", checkpoints))))
+    register.write_text(json.dumps(plain(build_probe_register("a", "c2-paired-s0", checkpoints))))
     return register, files
 
 

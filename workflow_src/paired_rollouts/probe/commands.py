@@ -64,7 +64,7 @@ def _verdict(args: argparse.Namespace) -> int:
 
 
 def _recompute(args: argparse.Namespace) -> int:
-    from paired_rollouts.probe.scores import recompute_register
+    from paired_rollouts.probe.evidence import recompute_register
     from paired_rollouts.records import read_probe_register
 
     register = read_probe_register(args.register)

@@ -128,7 +128,7 @@ def _probe(args: argparse.Namespace) -> int:
     from paired_rollouts.design import parse_conditions, parse_run
     from paired_rollouts.io import atomic_write_json, load_settings
     from paired_rollouts.probe import build_probe_register
-    from paired_rollouts.probe.scores import _plain
+    from paired_rollouts.probe.evidence import plain
     from paired_rollouts.settings import Settings
     from paired_rollouts.surrogate.probe import probe_checkpoint
     from paired_rollouts.surrogate.run import read_checkpoint
@@ -161,7 +161,7 @@ def _probe(args: argparse.Namespace) -> int:
     register = build_probe_register(
         args.trajectory, args.run, checkpoints, settings=settings.manifest_dict(("probe",))
     )
-    atomic_write_json(args.out, _plain(register))
+    atomic_write_json(args.out, plain(register))
     return 0
 
 
