@@ -397,15 +397,15 @@ class _Checker:
         """A luck-share file must be derived from the very diagnostic file checked here."""
         data = read_luck(path)
         self.files[rel] = sha256_file(path)
-        if data["run"] != self.run or data["step"] != step:
+        if data.run != self.run or data.step != step:
             self._defect(
                 kind="identity",
                 path=rel,
-                problem=f"luck-share file of {data['run']} step {data['step']}, expected {self.run} step {step}",
+                problem=f"luck-share file of {data.run} step {data.step}, expected {self.run} step {step}",
             )
         if diag_rel not in self.files:
             self._defect(kind="luck", path=rel, problem=f"{diag_rel} was not checked")
-        elif data["source_sha256"] != self.files[diag_rel]:
+        elif data.source_sha256 != self.files[diag_rel]:
             self._defect(
                 kind="luck", path=rel, problem=f"source_sha256 differs from {diag_rel}; rerun luck-share"
             )
@@ -572,11 +572,11 @@ def check_run(
     luck_steps: dict[int, Path] = {}
     for path in luck_paths or []:
         data = read_luck(path)
-        if data["step"] in luck_steps:
+        if data.step in luck_steps:
             raise UserError(
-                f"{path}: a second luck-share file for step {data['step']} (first {luck_steps[data['step']]})"
+                f"{path}: a second luck-share file for step {data.step} (first {luck_steps[data.step]})"
             )
-        luck_steps[data["step"]] = Path(path)
+        luck_steps[data.step] = Path(path)
     diag_steps = [int(x) for x in (diag or {}).get("steps") or []] if not skipped else []
     for step in sorted(luck_steps):
         if step not in diag_steps:
