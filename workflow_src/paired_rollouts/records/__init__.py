@@ -48,6 +48,7 @@ from paired_rollouts.records.decisions import (
     AucGap,
     ChallengeGap,
     DecisionRegister,
+    H1a,
     H1aOutcome,
     H1aTransition,
     HeldoutGap,
@@ -100,7 +101,6 @@ from paired_rollouts.records.runs import (
     read_run_manifest,
     read_run_register,
 )
-from paired_rollouts.records.schema import validate
 
 __all__ = [
     "EPISODE",
@@ -121,6 +121,7 @@ __all__ = [
     "DecisionRegister",
     "FinalDifferences",
     "GroupStats",
+    "H1a",
     "H4",
     "H1aOutcome",
     "H1aTransition",
@@ -176,5 +177,4 @@ __all__ = [
     "read_surrogate_checkpoint",
     "read_verification",
     "read_zero_shot",
-    "validate",
 ]

@@ -15,7 +15,6 @@ from paired_rollouts import design
 from paired_rollouts.errors import UserError
 from paired_rollouts.records.schema import (
     At,
-    Check,
     by_name,
     each,
     is_bool,
@@ -103,16 +102,29 @@ _LUCK_BY_RUN = map_of(nullable(is_dict))
 
 
 @dataclass(frozen=True, kw_only=True)
-class H1aTransition:
-    """H1a under tool faults (C2): every run's step-0 luck share and seed sharing meet the rule."""
+class Hypothesis:
+    """What every hypothesis block holds: whether it could be computed, its verdict (true or false when
+    decided, null on partial evidence; a tier's measurements have none) and why it is not decided."""
 
     computed: bool = key(is_bool)
     passes: bool | None = key(nullable(is_bool), default=None)
     reason: str | None = key(is_text, default=None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class H1a(Hypothesis):
+    """H1a: each run's step-0 luck share and each arm's spurious rate among all-correct training groups."""
+
     luck_share_step0: dict[str, Step0Luck | None] = key(_LUCK_BY_RUN, read=_step0_luck, when="computed")
     spurious_rate_paired: float | None = key(nullable(is_num), when="computed")
     spurious_rate_independent: float | None = key(nullable(is_num), when="computed")
     runs: dict[str, dict[str, Any]] = key(map_of(is_dict), when="computed")
+
+
+@dataclass(frozen=True, kw_only=True)
+class H1aTransition(H1a):
+    """H1a under tool faults (C2): every run's step-0 luck share and seed sharing meet the rule."""
+
     runs_meeting_luck: int = key(is_int, when="computed")
     runs_meeting_sharing: int = key(is_int, when="computed")
     luck_share_step0_min: float | None = key(nullable(is_num), when="computed")
@@ -121,20 +133,13 @@ class H1aTransition:
 
 
 @dataclass(frozen=True, kw_only=True)
-class H1aOutcome:
+class H1aOutcome(H1a):
     """H1a under grader flips (C4): the independent arm's spurious rate meets the closed form, the
     paired arm's stays near zero."""
 
-    computed: bool = key(is_bool)
-    passes: bool | None = key(nullable(is_bool), default=None)
-    reason: str | None = key(is_text, default=None)
-    luck_share_step0: dict[str, Step0Luck | None] = key(_LUCK_BY_RUN, read=_step0_luck, when="computed")
-    spurious_rate_paired: float | None = key(nullable(is_num), when="computed")
-    spurious_rate_independent: float | None = key(nullable(is_num), when="computed")
     expected_independent_rate: float = key(is_num, when="computed")
     q: float = key(is_num, when="computed")
     group_size: int = key(is_int, name="G", when="computed")
-    runs: dict[str, dict[str, Any]] = key(map_of(is_dict), when="computed")
     rule: SpuriousRule = key(is_dict, read=one(SpuriousRule), when="computed")
 
 
@@ -150,13 +155,10 @@ SEEDWISE = list_of(is_num)
 
 
 @dataclass(frozen=True, kw_only=True)
-class AucGap:
+class AucGap(Hypothesis):
     """The H2 statistic: paired minus independent validation AUC and final success, seed by seed, with
     means over seeds (H2a, H2b; a tier comparison's ``auc_gap``, measured without a verdict)."""
 
-    computed: bool = key(is_bool)
-    passes: bool | None = key(nullable(is_bool), default=None)
-    reason: str | None = key(is_text, default=None)
     validation_set: str = key(is_str, when="computed")
     final_set: str = key(is_str, when="computed")
     tasks: int = key(is_int, when="computed")
@@ -205,12 +207,9 @@ class H3Rule:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ChallengeGap:
+class ChallengeGap(Hypothesis):
     """H3: paired minus independent challenge success at the rule's steps (a tier's ``challenge_gap``)."""
 
-    computed: bool = key(is_bool)
-    passes: bool | None = key(nullable(is_bool), default=None)
-    reason: str | None = key(is_text, default=None)
     steps: list[int] = key(list_of(is_int), when="computed")
     seeds: list[int] = key(list_of(is_int), when="computed")
     difference_by_seed: list[float] = key(SEEDWISE, when="computed")
@@ -226,21 +225,15 @@ class H5Rule:
 
 
 @dataclass(frozen=True, kw_only=True)
-class HeldoutGap:
+class HeldoutGap(Hypothesis):
     """H5: paired minus independent final success on held-out fault types, with its 90 % interval (a
     tier's ``heldout``)."""
 
-    computed: bool = key(is_bool)
-    passes: bool | None = key(nullable(is_bool), default=None)
-    reason: str | None = key(is_text, default=None)
     difference_by_seed: list[float] = key(SEEDWISE, when="computed")
     difference_mean: float = key(is_num, when="computed")
     difference_ci90: list[float | None] = key(INTERVAL, when="computed")
     ci90_lower: float | None = key(nullable(is_num), when="computed")
     rule: H5Rule = key(is_dict, read=one(H5Rule), when="computed")
-
-
-Hypothesis = H1aTransition | H1aOutcome | AucGap | ChallengeGap | HeldoutGap
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -330,7 +323,7 @@ class DecisionRegister:
     comparison: str | None = key(is_str, default=None)
     treatment: str | None = key(one_of(*design.ARMS), default=None)
     control: str | None = key(one_of(*design.ARMS), default=None)
-    h1a: H1aTransition | H1aOutcome | None = key(is_dict, name="H1a", default=None)
+    h1a: H1a | None = key(is_dict, name="H1a", default=None)
     h2a: AucGap | None = _hypothesis(AucGap, "H2a")
     h2b: AucGap | None = _hypothesis(AucGap, "H2b")
     h3: ChallengeGap | None = _hypothesis(ChallengeGap, "H3")
@@ -446,10 +439,6 @@ def read_predictions(path: str | Path) -> Predictions:
 
 
 # ---------------------------------------------------------------- power table
-
-
-def _counts(check: Check) -> Check:
-    return map_of(check)
 
 
 @dataclass(frozen=True, kw_only=True)
