@@ -58,10 +58,6 @@ def is_sha256(v: Any) -> bool:
     return isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v)
 
 
-def is_any(v: Any) -> bool:
-    return True
-
-
 TYPE_WORDS: dict[Check, str] = {
     is_int: "an integer",
     is_num: "a finite number",
