@@ -12,9 +12,10 @@ import time
 
 import numpy as np
 from paired_rollouts.prereg.rules import load_decision_rules, rules_from_dict
-from paired_rollouts.records import PoolManifest
+from paired_rollouts.records import Completeness, LuckShare, PoolManifest
+from paired_rollouts.records.schema import At, parse
 from paired_rollouts.stats.bootstrap import paired_bootstrap
-from paired_rollouts.stats.decisions import RunEvidence, decide
+from paired_rollouts.stats.decisions import LuckFile, RunEvidence, decide
 
 STEPS = [0, 20, 40, 60, 80, 100]
 
@@ -85,23 +86,32 @@ def main() -> None:
         ]
         for r in runs
     }
+    lams = {r: [float(x) for x in rng.uniform(0.1, 0.6, 16)] for r in runs}
     luck = {
-        f"{r}@0": (
-            "synthetic",
-            {
-                "run": r,
-                "step": 0,
-                "defects": [],
-                "_sha256": "a" * 64,
-                "per_task": [{"lam": float(x)} for x in rng.uniform(0.1, 0.6, 16)],
-            },
+        (r, 0): LuckFile(
+            parse(
+                LuckShare,
+                {
+                    "run": r,
+                    "step": 0,
+                    "source_sha256": "b" * 64,
+                    "lam": float(np.mean(lams[r])),
+                    "ci95": [None, None],
+                    "tasks": 16,
+                    "tasks_defined": 16,
+                    "defects": [],
+                    "per_task": [{"lam": x} for x in lams[r]],
+                },
+                At("synthetic", "luck-share record"),
+            ),
+            "a" * 64,
         )
         for r in runs
     }
     # every run admitted: a passing completeness record that lists the luck file it was given
     complete = {
-        r: (
-            "synthetic",
+        r: parse(
+            Completeness,
             {
                 "run": r,
                 "complete": True,
@@ -111,6 +121,7 @@ def main() -> None:
                 "task_pools": {"validation": {"sha256": "0" * 64}},
                 "files": {"diagnostics/luck-step0.json": "a" * 64},
             },
+            At("synthetic", "completeness record"),
         )
         for r in runs
     }
@@ -119,8 +130,8 @@ def main() -> None:
     )  # the paper's frozen rules (run from the repo root)
     raw = {**paper, "bootstrap": {**paper["bootstrap"], "resamples": args.resamples}}
     rules = rules_from_dict(raw)
-    manifest = PoolManifest(
-        "synthetic", {"pools": {"validation": {"sha256": "0" * 64}}}, {"validation": "0" * 64}
+    manifest = parse(
+        PoolManifest, {"pools": {"validation": {"sha256": "0" * 64}}}, At("synthetic", "pool manifest")
     )
     times = []
     for _ in range(args.repeat):

@@ -50,22 +50,23 @@ PACKAGE = Path("workflow_src/paired_rollouts")
 # Package modules a sub-package's commands read beyond its own files: settings parsed, paths looked up.
 SHARED_MODULES = {
     "training": ["settings.py", "settings_fields.py"],
-    "surrogate": ["settings.py", "settings_fields.py", "layout.py", "records.py"],
-    "stats": ["settings.py", "settings_fields.py", "layout.py", "records.py"],
+    "surrogate": ["settings.py", "settings_fields.py", "layout.py", "records"],
+    "stats": ["settings.py", "settings_fields.py", "layout.py", "records"],
     "probe": ["settings.py", "settings_fields.py"],
-    "render": ["records.py"],
-    "calibration": ["records.py"],
-    "compare": ["records.py"],
+    "render": ["records"],
+    "calibration": ["records"],
+    "compare": ["records"],
 }
 
 
 def sources(*modules):
-    """The package files a stage executes: whole sub-packages ('noise') or single modules ('episode.py')."""
+    """The package files a stage executes: whole sub-packages ('noise', 'records') or single modules
+    ('episode.py'), with the shared ones each reads."""
     files = [PACKAGE / "io.py", PACKAGE / "errors.py", PACKAGE / "cli.py"]
     for module in modules:
-        path = PACKAGE / module
-        files.extend(sorted([*path.rglob("*.py"), *path.rglob("*.c")]) if path.is_dir() else [path])
-        files.extend(PACKAGE / shared for shared in SHARED_MODULES.get(module.split("/")[0], []))
+        for name in (module, *SHARED_MODULES.get(module.split("/")[0], [])):
+            path = PACKAGE / name
+            files.extend(sorted([*path.rglob("*.py"), *path.rglob("*.c")]) if path.is_dir() else [path])
     return [str(f) for f in dict.fromkeys(files)]
 
 

@@ -44,7 +44,7 @@ rule probe:
     """The trajectory's probe traces (every checkpoint), assembled from its checkpoint files."""
     input:
         checkpoints=probe_checkpoint_files,
-        code=sources("probe", "records.py"),
+        code=sources("probe", "records"),
     output:
         res("probe/traces/{trajectory}.json"),
     log:
@@ -66,7 +66,7 @@ rule probe_verdict:
     input:
         traces=rules.probe.output[0],
         rules=config["decision_rules"],
-        code=sources("probe", "prereg", "records.py"),
+        code=sources("probe", "prereg", "records"),
     output:
         report(
             LAYOUT.probe_file("{trajectory}"),

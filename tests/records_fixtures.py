@@ -40,6 +40,87 @@ def run_manifest(
     }
 
 
+def decision_register(condition: str = "C2", seeds=(0, 1), **blocks: Any) -> dict[str, Any]:
+    """A decision register in the shape ``paired-rollouts decide`` writes, with every key beside the
+    hypothesis ``blocks`` given (H1a, H2a, ..., secondary); an empty secondary block unless given."""
+    secondary = {
+        "threshold": 0.5,
+        "threshold_curve": "at_training",
+        "steps": [],
+        "steps_to_threshold": {},
+        "steps_to_threshold_by_arm": {},
+        "auc": {},
+        "final": {},
+        "recovery_success": {},
+        "exposure": {},
+        "arms": {},
+        "curves": {},
+        "clean_reference": None,
+    }
+    key = condition.lower()
+    pairs = [[f"{key}-paired-s{s}", f"{key}-independent-s{s}"] for s in seeds]
+    return {
+        "condition": condition,
+        "runs": [run for pair in pairs for run in pair],
+        "seeds": list(seeds),
+        "design_seeds": list(seeds),
+        "seed_pairs": pairs,
+        "bootstrap": {"resamples": 1000, "seed": 20260911},
+        "pool_sha256": {},
+        "paper_pools": True,
+        "rules_source": "prereg/decision_rules.yaml",
+        "rules_sha256": "0" * 64,
+        "acceptance": {},
+        "missing": [],
+        "ignored_runs": [],
+        "complete": True,
+        "decided": True,
+        **blocks,
+        "secondary": {**secondary, **blocks.get("secondary", {})},
+    }
+
+
+def auc_gap_block(name: str, seeds, auc_paired, auc_independent, final_paired, final_independent) -> dict:
+    """A computed H2 block (H2a, H2b) as ``stats.decisions.hypothesis_h2`` writes it, from its per-seed
+    values; the means and differences computed here as there (rounded to 4 decimals)."""
+
+    def mean(values):
+        return round(sum(values) / len(values), 4)
+
+    auc_d = [round(p - i, 4) for p, i in zip(auc_paired, auc_independent, strict=True)]
+    fin_d = [round(p - i, 4) for p, i in zip(final_paired, final_independent, strict=True)]
+    return {
+        "hypothesis": name,
+        "computed": True,
+        "passes": False,
+        "validation_set": "at_training",
+        "final_set": "noisy_p025",
+        "tasks": 64,
+        "final_tasks": 200,
+        "seeds": list(seeds),
+        "auc_paired": list(auc_paired),
+        "auc_independent": list(auc_independent),
+        "auc_difference_by_seed": auc_d,
+        "auc_difference_positive_seeds": sum(d > 0 for d in auc_d),
+        "auc_paired_mean": mean(auc_paired),
+        "auc_independent_mean": mean(auc_independent),
+        "auc_difference_mean": mean(auc_d),
+        "auc_difference_ci95": [None, None],
+        "final_paired_by_seed": list(final_paired),
+        "final_independent_by_seed": list(final_independent),
+        "final_difference_by_seed": fin_d,
+        "final_paired_mean": mean(final_paired),
+        "final_independent_mean": mean(final_independent),
+        "final_difference_mean": mean(fin_d),
+        "rule": {
+            "mean_at_least": 0.03,
+            "mean_criterion": False,
+            "every_seed_positive": False,
+            "final_direction": False,
+        },
+    }
+
+
 def run_registers(results, out) -> list:
     """Run registers of every run under ``results/evals``, built by the stats stage's own
     ``build_register`` (so a renamed register key fails the render tests), written to ``out/runs/RUN``

@@ -18,13 +18,13 @@ from paired_rollouts.compare.compare import Registers, compare
 from paired_rollouts.compare.published import load_published
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import atomic_write_json
+from records_fixtures import auc_gap_block, decision_register
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "data" / "published" / "paper.yaml"
 TASKS = ROOT / "data" / "tasks"
 C2_RUNS = [f"c2-{arm}-s{s}" for s in range(3) for arm in ("paired", "independent")]
-# The keys every decision register carries beside its hypotheses (records.read_decision_register).
-DECIDED = {"decided": True, "complete": True, "seeds": [0, 1, 2], "missing": []}
+SEEDS = (0, 1, 2)
 B_STEPS, A_STEPS = [0, 20, 40, 60, 80, 100], [80, 100]
 
 
@@ -106,6 +106,7 @@ def _decision_c2() -> dict:
     }
     arms = {
         arm: {
+            "auc": {},
             "final": finals[arm],
             "curve": {
                 reg: {str(s): v / 100 for s, v in zip(B_STEPS, vals, strict=True)}
@@ -114,30 +115,43 @@ def _decision_c2() -> dict:
         }
         for arm in finals
     }
-    return {
-        "condition": "C2",
-        **DECIDED,
-        "H2a": {
-            "auc_paired": auc_p,
-            "auc_independent": auc_i,
+    return decision_register(
+        "C2",
+        SEEDS,
+        H2a={
+            **auc_gap_block("H2a", SEEDS, auc_p, auc_i, fin_p, fin_i),
             "auc_difference_by_seed": diffs,
             "auc_difference_mean": round(sum(diffs) / 3, 4),
             "auc_difference_ci95": [-0.0039, 0.0779],
-            "final_paired_by_seed": fin_p,
-            "final_independent_by_seed": fin_i,
             "final_difference_mean": round((sum(fin_p) - sum(fin_i)) / 3, 4),
         },
-        "H3": {
-            "difference_by_seed": [0.0729, 0.0156, 0.0729],
+        H3={
+            **_computed("H3", [0.0729, 0.0156, 0.0729]),
+            "difference_positive_seeds": 3,
             "difference_mean": 0.0538,
             "ci95": [-0.0104, 0.1215],
+            "steps": [40, 60, 80],
+            "rule": {"mean_at_least": 0.05, "mean_criterion": True, "every_seed_positive": True},
         },
-        "H5": {
-            "difference_by_seed": [0.0063, 0.01, 0.0525],
+        H5={
+            **_computed("H5", [0.0063, 0.01, 0.0525]),
             "difference_mean": 0.0229,
             "difference_ci90": [-0.0037, 0.0525],
+            "ci90_lower": -0.0037,
+            "rule": {"lower_bound_above": -0.03},
         },
-        "secondary": {"arms": arms},
+        secondary={"arms": arms},
+    )
+
+
+def _computed(name: str, by_seed: list[float]) -> dict:
+    """A computed, decided hypothesis block with its per-seed differences (the numbers added beside)."""
+    return {
+        "hypothesis": name,
+        "computed": True,
+        "passes": True,
+        "seeds": list(SEEDS),
+        "difference_by_seed": by_seed,
     }
 
 
@@ -169,30 +183,45 @@ def _decision_c4() -> dict:
             members = [final_runs[f"c4-{arm}-s{s}"]["at_training"] for s in range(3)]
             final["at_training"] = round(sum(members) / 3, 4)
         arms[arm] = {
+            "auc": {},
             "final": final,
             "curve": {"clean": {str(s): v / 100 for s, v in zip(B_STEPS, vals, strict=True)}},
         }
-    return {
-        "condition": "C4",
-        **DECIDED,
-        "H1a": {
+    rule = {
+        "independent_within": 0.07,
+        "independent_criterion": True,
+        "paired_at_most": 0.02,
+        "paired_criterion": True,
+    }
+    return decision_register(
+        "C4",
+        SEEDS,
+        H1a={
+            "hypothesis": "H1a",
+            "computed": True,
+            "passes": True,
+            "luck_share_step0": {},
             "spurious_rates": {
                 "independent": {"all_correct_groups": 3726, "spurious": 2080, "rate": 2080 / 3726},
                 "paired": {"all_correct_groups": 3989, "spurious": 0, "rate": 0.0},
-            }
+            },
+            "spurious_rate_paired": 0.0,
+            "spurious_rate_independent": 2080 / 3726,
+            "expected_independent_rate": 0.5695,
+            "q": 0.1,
+            "G": 8,
+            "runs": {},
+            "rule": rule,
         },
-        "H2b": {
-            "auc_paired": auc_p,
-            "auc_independent": auc_i,
+        H2b={
+            **auc_gap_block("H2b", SEEDS, auc_p, auc_i, fin_p, fin_i),
             "auc_difference_by_seed": diffs,
             "auc_difference_mean": round(sum(diffs) / 3, 4),
             "auc_difference_ci95": [-0.0286, 0.0326],
-            "final_paired_by_seed": fin_p,
-            "final_independent_by_seed": fin_i,
             "final_difference_mean": round((sum(fin_p) - sum(fin_i)) / 3, 4),
         },
-        "secondary": {"arms": arms, "final": final_runs},
-    }
+        secondary={"arms": arms, "final": final_runs},
+    )
 
 
 def _luck(root: Path) -> None:
@@ -206,7 +235,7 @@ def _luck(root: Path) -> None:
     }
     step100 = dict(zip(C2_RUNS, [0.4420, 0.4805, 0.5221, 0.5310, 0.4690, 0.4950], strict=True))
     # the keys of the luck-share record beside lam and its interval (records.read_luck)
-    rest = {"source_sha256": "0" * 64, "defects": [], "per_task": []}
+    rest = {"source_sha256": "0" * 64, "defects": [], "per_task": [], "tasks": 16, "tasks_defined": 16}
     for run, (lam, lo) in step0.items():
         atomic_write_json(
             root / "diagnostics" / run / "luck-step0.json",
@@ -216,6 +245,17 @@ def _luck(root: Path) -> None:
             root / "diagnostics" / run / "luck-step100.json",
             {"run": run, "step": 100, "lam": step100[run], "ci95": [0.3, 0.6], **rest},
         )
+
+
+# The keys of the probe register's outcome summary and verdict beside the ones the paper's numbers name
+# (records.read_probe_register), at neutral values.
+PROBE_OUTCOME = {"q": 0.1, "rhs_mean": 1.0, "clean_success": 0.5, "nonzero_share": 0.5}
+PROBE_VERDICT = {
+    "passes": True,
+    "outcome_noise_every_checkpoint": True,
+    "transition_noise_majority": True,
+    "ratios_by_step": {},
+}
 
 
 def _probe(root: Path) -> None:
@@ -253,11 +293,13 @@ def _probe(root: Path) -> None:
                 "step": step,
                 "counts": {"rho_zero_fraction": rho0[c]},
                 "outcome": {
+                    **PROBE_OUTCOME,
+                    "lhs_mean": lr[c],
                     "lhs_over_rhs": lr[c],
                     "mean_centered": {
                         "ratio_paired_over_independent": 1 - out_red[c] / 100,
                         "ratio_within_paired_over_independent": 1 - removed[c],
-                        "trace_var": {"independent": ti},
+                        "trace_var": {"independent": ti, "paired": (1 - out_red[c] / 100) * ti},
                         "trace_var_within": {"independent": mask[c] * ti},
                         "identity_residual": 1.2e-11,
                     },
@@ -266,11 +308,13 @@ def _probe(root: Path) -> None:
                 "transition": {
                     "mean_centered": {
                         "ratio_paired_over_independent": 1 - tr_red[c] / 100,
+                        "ratio_paired_over_stratified": 1 - tr_red[c] / 100,
                         "trace_var": {"independent_resampled": tt},
                         "trace_var_within": {"independent_resampled": within_t[c] * tt},
                     },
                     "implemented": {
-                        "ratio_paired_over_independent": 1.044 if (traj, step) == ("b", 40) else 0.7
+                        "ratio_paired_over_independent": 1.044 if (traj, step) == ("b", 40) else 0.7,
+                        "ratio_paired_over_stratified": 0.7,
                     },
                 },
             }
@@ -281,7 +325,10 @@ def _probe(root: Path) -> None:
                 "run": run,
                 "steps": steps,
                 "checkpoints": checkpoints,
-                "verdict": {"passes": True},
+                "verdict": {
+                    **PROBE_VERDICT,
+                    **dict.fromkeys(("checkpoints", "outcome_wins", "transition_wins"), len(steps)),
+                },
             },
         )
 

@@ -219,7 +219,7 @@ def test_amendment_freezes_and_verifies_with_its_own_local_tsa(ws, capsys):
 
     os.chdir(ws)
     try:
-        assert require_covered(out, "prereg/tier_rules.yaml")["record"] == "amendments/001"
+        assert require_covered(out, "prereg/tier_rules.yaml").record == "amendments/001"
         assert load_tier_rules("prereg/tier_rules.yaml", verification=out)["h4"]["condition"] == "C4"
         with pytest.raises(UserError, match="not covered by a verified freeze record"):
             require_covered(tier1, "prereg/tier_rules.yaml")

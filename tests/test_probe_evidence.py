@@ -101,9 +101,7 @@ def test_recompute_cli_and_a_changed_value(tmp_path, capsys, key):
 
 
 def test_missing_evidence_is_one_line(tmp_path, capsys):
-    register = tmp_path / "probe.json"
-    checkpoints = {"0": {"outcome": {}, "transition": {}}}
-    register.write_text(json.dumps({"trajectory": "a", "run": "c2-paired-s0", "checkpoints": checkpoints}))
+    register, _ = _write(tmp_path)  # the register as its writer writes it (records.read_probe_register)
     assert _recompute(register, [tmp_path / "none.npz"]) == 1
     assert "probe evidence not found" in capsys.readouterr().err
 

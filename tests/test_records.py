@@ -86,7 +86,8 @@ def _run_register(tmp_path, run, curves, final):
     path = tmp_path / "runs" / run / "register.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     body = {"run": run, "condition": ident.condition, "arm": ident.arm, "seed": ident.seed}
-    path.write_text(json.dumps({**body, "curves": curves, "auc": {}, "final": final}))
+    lineage = {"complete_sha256": SHA, "luck_share": {}, "attempts": [], "checkpoints": []}
+    path.write_text(json.dumps({**body, "curves": curves, "auc": {}, "final": final, **lineage}))
     return path
 
 
@@ -104,18 +105,18 @@ def test_curves_register_means_over_the_seeds_that_have_each_set(tmp_path, capsy
     out = tmp_path / "curves" / "c2.json"
     assert main(["curves-register", "--registers", *map(str, paths), "--out", str(out)]) == 0
     register = read_curves_register(out)
-    assert register["condition"] == "C2" and set(register["arms"]) == {"paired", "independent"}
-    paired = register["arms"]["paired"]
-    assert paired["runs"] == ["c2-paired-s0", "c2-paired-s1"]
-    assert paired["curves"] == {"clean": {"0": 0.4, "4": 0.5}} and paired["curve_runs"] == {"clean": 2}
-    assert paired["final"] == {"challenge": None, "clean": 0.7}  # s1 has no challenge set: no mean
-    assert register["arms"]["independent"]["curves"] == {"at_training": {"0": 0.25}}
-    assert set(register["registers"]) == {"c2-paired-s0", "c2-paired-s1", "c2-independent-s0"}
+    assert register.condition == "C2" and set(register.arms) == {"paired", "independent"}
+    paired = register.arms["paired"]
+    assert paired.runs == ["c2-paired-s0", "c2-paired-s1"]
+    assert paired.curves == {"clean": {0: 0.4, 4: 0.5}} and paired.curve_runs == {"clean": 2}
+    assert paired.final == {"challenge": None, "clean": 0.7}  # s1 has no challenge set: no mean
+    assert register.arms["independent"].curves == {"at_training": {0: 0.25}}
+    assert set(register.registers) == {"c2-paired-s0", "c2-paired-s1", "c2-independent-s0"}
     # seed 0 is the only seed with both arms: its differences, at the steps and sets both have
-    assert list(register["pairs"]) == ["0"]
-    pair = register["pairs"]["0"]
-    assert (pair["paired"], pair["independent"]) == ("c2-paired-s0", "c2-independent-s0")
-    assert pair["curves_difference"] == {"at_training": {}, "clean": {}}  # no set evaluated by both
+    assert list(register.pairs) == [0]
+    pair = register.pairs[0]
+    assert (pair.paired, pair.independent) == ("c2-paired-s0", "c2-independent-s0")
+    assert pair.curves_difference == {"at_training": {}, "clean": {}}  # no set evaluated by both
     c4 = _run_register(tmp_path, "c4-paired-s0", {}, {})
     assert (
         main(["curves-register", "--registers", str(paths[0]), str(c4), "--out", str(tmp_path / "x.json")])
@@ -129,21 +130,13 @@ def test_curves_register_means_over_the_seeds_that_have_each_set(tmp_path, capsy
 def test_decision_register_without_the_means_tables_3_and_4_show_is_refused(tmp_path):
     """A computed H2 block must carry its per-seed final gap and its means over seeds (render computes none)."""
     from paired_rollouts.records import read_decision_register
+    from records_fixtures import auc_gap_block, decision_register
 
-    block = {
-        "computed": True,
-        "seeds": [0, 1],
-        **{k: [0.5, 0.25] for k in ("auc_paired", "auc_independent", "auc_difference_by_seed")},
-        **{k: [0.5, 0.25] for k in ("final_paired_by_seed", "final_independent_by_seed")},
-        "final_difference_by_seed": [0.0, 0.0],
-        "auc_difference_positive_seeds": 2,
-        **{f"{s}_mean": 0.375 for s in ("auc_paired", "auc_independent", "auc_difference")},
-        **{f"final_{s}_mean": 0.375 for s in ("paired", "independent", "difference")},
-    }
-    top = {"condition": "C2", "decided": True, "complete": True, "seeds": [0, 1], "missing": []}
+    block = auc_gap_block("H2a", [0, 1], [0.5, 0.25], [0.5, 0.25], [0.5, 0.25], [0.5, 0.25])
+    top = decision_register("C2")
     path = tmp_path / "c2.json"
     path.write_text(json.dumps({**top, "H2a": block}))
-    assert read_decision_register(path)["H2a"]["final_difference_by_seed"] == [0.0, 0.0]
+    assert read_decision_register(path).h2a.final_difference_by_seed == [0.0, 0.0]
     for edit, needle in (
         (lambda b: b.pop("final_paired_mean"), "missing key 'H2a.final_paired_mean'"),
         (lambda b: b.update(final_difference_by_seed=[0.0]), "1 values for 2 seeds"),
@@ -166,9 +159,9 @@ def test_curves_register_pairs_hold_paired_minus_independent(tmp_path):
         path.write_text(json.dumps({**data, "auc": auc}))
     out = tmp_path / "c2.json"
     assert main(["curves-register", "--registers", str(a), str(b), "--out", str(out)]) == 0
-    pair = read_curves_register(out)["pairs"]["3"]
-    assert pair["curves_difference"] == {"clean": {"0": 0.25, "4": 0.25}}
-    assert pair["auc_difference"] == {"challenge": None, "clean": 0.25}
+    pair = read_curves_register(out).pairs[3]
+    assert pair.curves_difference == {"clean": {0: 0.25, 4: 0.25}}
+    assert pair.auc_difference == {"challenge": None, "clean": 0.25}
     data = json.loads(out.read_text())
     data["pairs"]["3"]["auc_difference"]["clean"] = "0.25"
     out.write_text(json.dumps(data))
@@ -184,7 +177,7 @@ def test_cross_stack_register_of_another_shape_is_refused(tmp_path):
     body = {"manifests": 2, "stacks": ["H100", "cpu"], "replications": [entry]}
     path = tmp_path / "cross_stack.json"
     path.write_text(json.dumps(body))
-    assert read_cross_stack(path)["replications"][0]["seed"] == 1
+    assert read_cross_stack(path).replications[0].seed == 1
     entry["difference"] = {"auc": "0.0", "final": {}}
     path.write_text(json.dumps(body))
     with pytest.raises(UserError, match=r"replications\[0\]\.difference.*'paired-rollouts cross-stack'"):

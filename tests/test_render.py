@@ -769,3 +769,71 @@ def test_outcome_probe_writes_the_clean_success_and_mixed_group_share():
     assert out["success_counts"] == counts
     assert out["clean_success"] == pytest.approx(11 / 20)  # 11 successes of 5 groups x 4
     assert out["nonzero_share"] == pytest.approx(2 / 5)  # k = 1 and k = 2 are mixed
+
+
+# ---------------------------------------------------------------- registered tiers render under their own names
+
+# Two registered tiers' decision registers as `paired-rollouts decide --comparison` wrote them at the
+# tiny_surrogate scale (copied from a tiny_surrogate run): blocking arms and an unscaled reward.
+TIERS = RES / "decisions" / "tiers"
+
+
+def _sections(text: str) -> list[str]:
+    """The section rows of a rendered table (\\multicolumn{N}{@{}l}{\\textit{...}})."""
+    return re.findall(r"\\multicolumn\{\d+\}\{@\{\}l\}\{\\textit\{(.*?)\}\}", text)
+
+
+def test_a_tier_registers_runs_render_under_their_own_arms():
+    """Table 7 given a tier's C2 register (c2-blocking): its runs c2-blocking_paired-s0, ... are shown
+    under their own arms, in the design's order (they used to fall into one 'other' section)."""
+    text = tables.render_table(7, {"decisions": [TIERS / "c2-blocking.json"]}, "s")
+    assert _sections(text) == ["clean (C0)", "blocking", "blocking\\_paired"]
+    rows = [r[0] for r in rows_of(text)]
+    label = "\\texttt{{{}}}".format
+    blocking = rows.index(label("c2-blocking-s0"))
+    paired = rows.index(label("c2-blocking\\_paired-s0"))
+    assert rows[blocking + 1] == label("c2-blocking-s1")
+    assert rows[paired + 1] == label("c2-blocking\\_paired-s1")
+    assert blocking < paired and "other" not in text
+
+
+def _figure_text(pdf: Path) -> list[str]:
+    """The text lines of a figure PDF (titles, legend labels, tick labels)."""
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) not installed")
+    result = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True)
+    return [line.strip() for line in result.stdout.splitlines() if line.strip()]
+
+
+def test_final_success_draws_every_tier_run_under_its_arm(tmp_path):
+    """Figure final_success draws a tier register's runs under their arms (c4-paired-scale_none-s0 is a
+    paired run, c2-blocking_paired-s1 a blocking_paired one); none is dropped."""
+    from paired_rollouts.records import read_decision_register
+
+    given = {"decisions": [TIERS / "c4-scale_none.json"]}
+    figures.render_figure("final_success", given, "s", tmp_path / "f.pdf")
+    lines = _figure_text(tmp_path / "f.pdf")
+    assert {"paired", "independent", "clean (C0)"} <= set(lines)  # the legend: every arm has a bar
+    scale_none = figures.final_by_arm(read_decision_register(TIERS / "c4-scale_none.json"))
+    assert list(scale_none) == ["paired", "independent", "clean"]
+    assert [len(v) for v in scale_none.values()] == [2, 2, 1]
+    blocking = figures.final_by_arm(read_decision_register(TIERS / "c2-blocking.json"))
+    assert list(blocking) == ["clean", "blocking", "blocking_paired"]
+
+
+def test_luck_share_figure_shows_a_tier_condition_in_its_own_panel(tmp_path):
+    """Luck-share files of a tier's runs (c2r-paired-s0, ...) are drawn in a C2r panel after the tier-1
+    conditions (they used to share a panel titled '?')."""
+    from test_stats_decisions import luck, make_pools, make_run
+
+    pools = make_pools(tmp_path)
+    runs = [make_run(tmp_path, "C2r", arm, 0, pools) for arm in ("paired", "independent")]
+    for run in runs:
+        luck(tmp_path, run)
+    files = sorted(tmp_path.glob("results/diagnostics/*/luck-step0.json")) + INPUTS["luck"]
+    figures.render_figure("luck_share", {"luck": files}, "s", tmp_path / "luck.pdf")
+    lines = _figure_text(tmp_path / "luck.pdf")
+    assert [t for t in lines if t in ("C2", "C4", "C2r", "?")] == ["C2", "C4", "C2r"]  # the panel titles
+    series = figures.luck_series(files)
+    assert list(series) == ["C2", "C4", "C2r"]
+    assert list(series["C2r"]) == ["c2r-independent-s0", "c2r-paired-s0"]

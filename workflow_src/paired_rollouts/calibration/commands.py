@@ -192,25 +192,29 @@ def _surrogate(args: argparse.Namespace) -> int:
 
     calibration, rules = _rules_block(args.rules, args.verification)
     surrogate = read_calibration(args.calibration)
-    targets = {t["target_name"]: t for t in surrogate["targets"]}
-    if "c4_clean_validation" not in targets:
+    clean = surrogate.target("c4_clean_validation")
+    if clean is None:
         raise UserError(
             f"{args.calibration}: no c4_clean_validation target in the surrogate calibration register; "
             "regenerate it with 'paired-rollouts surrogate calibrate'"
         )
-    clean_value = targets["c4_clean_validation"]["achieved"]
-    estimation = surrogate["estimation"]
-    luck = dict(surrogate["luck_share"])
-    episodes = int(estimation["clean_episodes"])
-    luck.setdefault("ci95", None)  # the surrogate calibration estimates the luck share without an interval
-    luck["episodes"] = int(estimation["diagnostic_episodes"])
+    clean_value = clean.achieved
+    estimation = surrogate.estimation
+    episodes = estimation.clean_episodes
+    luck = {
+        "lam": surrogate.luck_share.lam,
+        "tasks": surrogate.luck_share.tasks,
+        "tasks_defined": surrogate.luck_share.tasks_defined,
+        "ci95": None,  # the surrogate calibration estimates the luck share without an interval
+        "episodes": estimation.diagnostic_episodes,
+    }
     register = build_register(
         calibration,
         args.model,
         {
             "successes": clean_value * episodes if clean_value is not None else 0,
             "episodes": episodes,
-            "tasks": int(estimation["eval_tasks"]),
+            "tasks": estimation.eval_tasks,
         },
         luck,
         rules=rules,
@@ -226,7 +230,7 @@ def _check(args: argparse.Namespace) -> int:
     from paired_rollouts.calibration.zero_shot import check_register, describe
     from paired_rollouts.records import read_zero_shot
 
-    register = read_zero_shot(args.register)
+    register = read_zero_shot(args.register).raw  # judged by the gate's own checks, as the writer's output is
     for line in describe(register):
         print(line)
     sys.stdout.flush()

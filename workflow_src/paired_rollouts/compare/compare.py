@@ -3,8 +3,10 @@
 Render computes no statistics, and neither does this: each published number names the register key
 that holds it (docs/compare.md), so the comparison only reads, combines (difference, ratio, range over
 runs) and checks the result against the published rounding. Every register is loaded through its typed
-reader (records.py) before its paths are walked: a register of another shape stops the comparison with
-the reader's one line naming the file, instead of turning into "not computed" entries.
+reader (paired_rollouts.records) before its paths are walked: a register of another shape stops the
+comparison with the reader's one line naming the file, instead of turning into "not computed" entries.
+A published key names the register's JSON keys (docs/records.md), so the walk goes through the typed
+record's ``raw``, the register as written and checked.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ READERS: tuple[tuple[re.Pattern[str], Callable[[Path], Any]], ...] = tuple(
         (r"runs/[^/]+/complete\.json", records.read_completeness),
         (r"curves/[^/]+\.json", records.read_curves_register),
         (r"models/surrogate/calibration\.json", records.read_calibration),
-        (r"tasks/MANIFEST\.json", lambda path: records.read_pool_manifest(path).raw),
+        (r"tasks/MANIFEST\.json", records.read_pool_manifest),
     )
 )
 
@@ -86,8 +88,8 @@ class Registers:
             return self.tasks_dir / file[len("tasks/") :]
         return self.root / file
 
-    def get(self, key: str) -> Any:
-        file, parts = split_key(key)
+    def _register(self, file: str) -> Any:
+        """The register ``file`` as written (checked by its typed reader), None when it is absent."""
         if file not in self._cache:
             path = self.path_of(file)
             if not path.is_file():
@@ -96,33 +98,61 @@ class Registers:
                 reader = reader_for(file)
                 if reader is None:
                     raise UserError(f"{file}: no typed reader for this register (compare/compare.py READERS)")
-                self._cache[file] = reader(path)
+                self._cache[file] = reader(path).raw
                 self.read.add(str(path))
-        obj = self._cache[file]
+        return self._cache[file]
+
+    def get(self, key: str) -> Any:
+        file, parts = split_key(key)
+        obj = self._register(file)
         if obj is None:
             raise Missing(f"{file} is not in this results root")
         for i, part in enumerate(parts):
-            if isinstance(obj, list):
-                if not part.isdigit() or int(part) >= len(obj):
-                    where = ".".join(parts[:i]) or "(top)"
-                    raise Missing(f"{file}: {where} has {len(obj)} item(s), no item {part}")
-                obj = obj[int(part)]
-            elif isinstance(obj, dict):
-                if part not in obj:
-                    where = ".".join(parts[:i]) or "(top)"
-                    raise Missing(f"{file}: {where} has no key {part!r}")
-                obj = obj[part]
-            else:
-                raise Missing(f"{file}: {'.'.join(parts[:i])} is a value, not an object")
+            obj = _step(obj, part, file, parts[:i])
         if obj is None:
             raise Missing(f"{file}: {'.'.join(parts)} is null (undefined at this scale)")
         return obj
+
+
+def _step(obj: Any, part: str, file: str, above: list[str]) -> Any:
+    """One step of a key's path: an item of a list or a key of an object (Missing when absent)."""
+    where = ".".join(above) or "(top)"
+    if isinstance(obj, list):
+        if not part.isdigit() or int(part) >= len(obj):
+            raise Missing(f"{file}: {where} has {len(obj)} item(s), no item {part}")
+        return obj[int(part)]
+    if isinstance(obj, dict):
+        if part not in obj:
+            raise Missing(f"{file}: {where} has no key {part!r}")
+        return obj[part]
+    raise Missing(f"{file}: {'.'.join(above)} is a value, not an object")
 
 
 def _num(x: Any, key: str) -> float:
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise Missing(f"{key} is not a number ({type(x).__name__})")
     return float(x)
+
+
+def _range(values: list[float]) -> list[float]:
+    return [min(values), max(values)]
+
+
+# How each op combines the keys' values ``v`` into the published number, at the published scale ``s``.
+OPS: dict[str, Callable[[list[float], float], Any]] = {
+    "value": lambda v, s: v[0] * s,
+    "difference": lambda v, s: (v[0] - v[1]) * s,
+    "ratio": lambda v, s: v[0] / v[1] * s,
+    "one_minus": lambda v, s: (1.0 - v[0]) * s,
+    "one_minus_ratio": lambda v, s: (1.0 - v[0] / v[1]) * s,
+    "difference_times": lambda v, s: (v[0] - v[1]) * 0.1 * 0.9 * s,
+    "mean": lambda v, s: sum(v) / len(v) * s,
+    "min_above": lambda v, s: min(v) * s,
+    "max_abs_at_most": lambda v, s: max(abs(x) for x in v) * s,
+    "count_below_one": lambda v, s: sum(x < 1.0 for x in v),
+    "range": lambda v, s: [min(v) * s, max(v) * s],
+    "range_one_minus": lambda v, s: _range([(1.0 - x) * s for x in v]),
+}
 
 
 def reproduce(entry: Entry, regs: Registers) -> Any:
@@ -133,33 +163,9 @@ def reproduce(entry: Entry, regs: Registers) -> Any:
     if op == "range_ratio":
         vals = [_num(regs.get(a), a) / _num(regs.get(b), b) for a, b in keys]
         return [min(vals) * s, max(vals) * s]
-    vals = [_num(regs.get(k), k) for k in keys]
-    if op == "value":
-        return vals[0] * s
-    if op == "difference":
-        return (vals[0] - vals[1]) * s
-    if op == "ratio":
-        return vals[0] / vals[1] * s
-    if op == "one_minus":
-        return (1.0 - vals[0]) * s
-    if op == "one_minus_ratio":
-        return (1.0 - vals[0] / vals[1]) * s
-    if op == "difference_times":
-        return (vals[0] - vals[1]) * 0.1 * 0.9 * s
-    if op == "mean":
-        return sum(vals) / len(vals) * s
-    if op == "min_above":
-        return min(vals) * s
-    if op == "max_abs_at_most":
-        return max(abs(v) for v in vals) * s
-    if op == "count_below_one":
-        return sum(v < 1.0 for v in vals)
-    if op == "range":
-        return [min(vals) * s, max(vals) * s]
-    if op == "range_one_minus":
-        one = [(1.0 - v) * s for v in vals]
-        return [min(one), max(one)]
-    raise AssertionError(op)
+    if op not in OPS:
+        raise AssertionError(op)
+    return OPS[op]([_num(regs.get(k), k) for k in keys], s)
 
 
 def _within(rep: float, pub: float, rounding: float) -> bool:

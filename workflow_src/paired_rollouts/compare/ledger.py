@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import csv
 import math
-import re
 from pathlib import Path
 from typing import Any
 
+from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
 
 GPU_STAGES = ("train", "evaluate", "diagnose", "probe")
-RUN_RE = re.compile(r"\b(c\d+-(?:paired|independent|clean)-s\d+)\b")
 COLUMNS = ("s", "max_rss", "cpu_time")
 
 
@@ -42,11 +41,20 @@ def read_benchmark(path: Path) -> dict[str, float]:
     return out
 
 
+def _run_of(parts: tuple[str, ...]) -> str | None:
+    """The run a benchmark path names in one of its folders or its file name (design.parse_run)."""
+    for part in parts:
+        try:
+            return parse_run(part).name
+        except UserError:
+            continue
+    return None
+
+
 def _stage_and_run(path: Path, root: Path) -> tuple[str, str | None]:
-    rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
-    stage = rel.split("/", 1)[0].removesuffix(".tsv")
-    match = RUN_RE.search(rel)
-    return stage, (match.group(1) if match else None)
+    rel = path.relative_to(root) if path.is_relative_to(root) else Path(path.name)
+    stage = rel.parts[0].removesuffix(".tsv")
+    return stage, _run_of(rel.with_suffix("").parts)
 
 
 def _total(rows: list[dict[str, float]], gpu: bool) -> dict[str, Any]:

@@ -14,6 +14,19 @@ from typing import Any
 import yaml
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.records.schema import (
+    At,
+    by_name,
+    is_condition,
+    is_dict,
+    is_int,
+    is_num,
+    is_str,
+    key,
+    list_of,
+    map_of,
+    parse,
+)
 
 # op -> (how many keys, whether each key is a [numerator, denominator] pair, kind of published value)
 OPS: dict[str, tuple[str, bool, str]] = {
@@ -79,10 +92,8 @@ def split_key(key: str) -> tuple[str, list[str]]:
     return m["file"], m["path"].split(".")
 
 
-def _entry(raw: Any, where: str) -> Entry:
-    if not isinstance(raw, dict):
-        raise UserError(f"{where}: an entry must be a mapping")
-    name = f"{where} (id {raw.get('id')!r})"
+def _check_fields(raw: dict[str, Any], name: str) -> None:
+    """The entry's fields: exactly the known ones, an id, non-empty prose, a known op and unit."""
     unknown = set(raw) - FIELDS
     missing = REQUIRED - set(raw)
     if unknown or missing:
@@ -95,13 +106,15 @@ def _entry(raw: Any, where: str) -> Entry:
     for field in ("where", "printed"):
         if not isinstance(raw[field], str) or not raw[field].strip():
             raise UserError(f"{name}: {field!r} must be a non-empty string")
-    op = raw["op"]
-    if op not in OPS:
-        raise UserError(f"{name}: op {op!r} is not one of {sorted(OPS)}")
+    if raw["op"] not in OPS:
+        raise UserError(f"{name}: op {raw['op']!r} is not one of {sorted(OPS)}")
     if raw["unit"] not in UNITS:
         raise UserError(f"{name}: unit {raw['unit']!r} is not one of {sorted(UNITS)}")
-    arity, pairs, kind = OPS[op]
-    keys = raw["keys"]
+
+
+def _check_keys(keys: Any, op: str, name: str) -> None:
+    """As many register keys as the op takes (pairs for a ratio of ranges), each FILE.json:DOTTED.PATH."""
+    arity, pairs, _ = OPS[op]
     if not isinstance(keys, list) or not keys:
         raise UserError(f"{name}: keys must be a non-empty list")
     want = {"one": 1, "two": 2}.get(arity)
@@ -115,7 +128,22 @@ def _entry(raw: Any, where: str) -> Entry:
             split_key(k) if isinstance(k, str) else split_key(repr(k))
         except ValueError as exc:
             raise UserError(f"{name}: {exc}") from None
-    value, rounding, unit = raw["value"], raw["rounding"], raw["unit"]
+
+
+def _check_number(value: Any, rounding: Any, kind: str, name: str) -> None:
+    """A published number (or [low, high]) and the unit of its last printed digit."""
+    if not isinstance(rounding, (int, float)) or isinstance(rounding, bool) or rounding <= 0:
+        raise UserError(f"{name}: rounding must be a positive number (the unit of the last printed digit)")
+    numbers = value if kind == "range" else [value]
+    if kind == "range" and not (isinstance(value, list) and len(value) == 2 and value[0] <= value[1]):
+        raise UserError(f"{name}: a range value is [low, high]")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+        raise UserError(f"{name}: value must be numeric")
+
+
+def _check_value(raw: dict[str, Any], name: str) -> None:
+    """The published value in its unit: a sha256, a verdict, an order of magnitude or a rounded number."""
+    value, rounding, unit, op = raw["value"], raw["rounding"], raw["unit"], raw["op"]
     if unit == "sha256":
         if not (isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value)) or rounding is not None:
             raise UserError(f"{name}: a sha256 value is 64 hex digits with rounding null")
@@ -126,15 +154,16 @@ def _entry(raw: Any, where: str) -> Entry:
         if not isinstance(value, (int, float)) or rounding is not None:
             raise UserError(f"{name}: an order of magnitude is a number with rounding null")
     else:
-        if not isinstance(rounding, (int, float)) or isinstance(rounding, bool) or rounding <= 0:
-            raise UserError(
-                f"{name}: rounding must be a positive number (the unit of the last printed digit)"
-            )
-        numbers = value if kind == "range" else [value]
-        if kind == "range" and not (isinstance(value, list) and len(value) == 2 and value[0] <= value[1]):
-            raise UserError(f"{name}: a range value is [low, high]")
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
-            raise UserError(f"{name}: value must be numeric")
+        _check_number(value, rounding, OPS[op][2], name)
+
+
+def _entry(raw: Any, where: str) -> Entry:
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: an entry must be a mapping")
+    name = f"{where} (id {raw.get('id')!r})"
+    _check_fields(raw, name)
+    _check_keys(raw["keys"], raw["op"], name)
+    _check_value(raw, name)
     scale = raw.get("scale", 1)
     if not isinstance(scale, (int, float)) or isinstance(scale, bool) or scale == 0:
         raise UserError(f"{name}: scale must be a non-zero number")
@@ -145,11 +174,11 @@ def _entry(raw: Any, where: str) -> Entry:
         id=raw["id"],
         where=raw["where"],
         printed=raw["printed"],
-        value=value,
-        rounding=rounding,
-        unit=unit,
-        op=op,
-        keys=tuple(tuple(k) if isinstance(k, list) else k for k in keys),
+        value=raw["value"],
+        rounding=raw["rounding"],
+        unit=raw["unit"],
+        op=raw["op"],
+        keys=tuple(tuple(k) if isinstance(k, list) else k for k in raw["keys"]),
         scale=float(scale),
         note=note,
     )
@@ -186,3 +215,50 @@ def load_published(path: str | Path) -> Published:
             raise UserError(f"{path}: id {e.id!r} appears twice")
         seen.add(e.id)
     return Published(study=str(raw["study"]), budget=dict(budget), entries=tuple(entries), source=str(path))
+
+
+# ---------------------------------------------------------------- the published learning curves
+
+CURVE_ARMS = ("paired", "independent", "clean")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CurvePanel:
+    """One published curve panel: a condition's validation set, true success in % per step and arm."""
+
+    title: str = key(is_str)
+    condition: str = key(is_condition)
+    regime: str = key(is_str)
+    paired: list[float] = key(list_of(is_num))
+    independent: list[float] = key(list_of(is_num))
+    clean: list[float] = key(list_of(is_num))
+
+    def arm(self, name: str) -> list[float]:
+        return getattr(self, name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublishedCurves:
+    """data/published/curves.yaml: the paper's learning curves (the blog post's tables)."""
+
+    path: str
+    steps: list[int] = key(list_of(is_int))
+    panels: dict[str, CurvePanel] = key(map_of(is_dict), read=by_name(CurvePanel))
+
+    def _check(self, at: At) -> None:
+        for name, panel in self.panels.items():
+            for arm in CURVE_ARMS:
+                if len(panel.arm(arm)) != len(self.steps):
+                    raise at.error(
+                        f"panel {name}: {arm} has {len(panel.arm(arm))} points, steps {len(self.steps)}"
+                    )
+
+
+def load_published_curves(path: str | Path) -> PublishedCurves:
+    """Read and check the published curves file; a defect is one UserError naming the file and the key."""
+    at = At(str(path), "published-curves file", "see data/published/curves.yaml")
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise at.error(f"not a published-curves file ({exc})") from None
+    return parse(PublishedCurves, raw, at)

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import read_json, sha256_bytes
 from paired_rollouts.prereg import freeze as fz
 from paired_rollouts.prereg import tsp
+
+if TYPE_CHECKING:
+    from paired_rollouts.records import Covered
 
 REFREEZE = "restore the file from version control; if it is truly lost, make a new freeze or amendment"
 # A freeze needs two independent witnesses (freeze refuses fewer); verification counts verified tokens.
@@ -314,7 +318,7 @@ def run_verification(
     }
 
 
-def require_covered(verification: str | os.PathLike, document: str | os.PathLike) -> dict:
+def require_covered(verification: str | os.PathLike, document: str | os.PathLike) -> Covered:
     """Refuse (UserError) unless ``document`` is covered, with its current bytes, by a verified record.
 
     ``verification`` is a report written by ``prereg verify`` (only passing reports are written; a
@@ -332,15 +336,15 @@ def require_covered(verification: str | os.PathLike, document: str | os.PathLike
     rel = doc.as_posix()
     if doc.is_absolute() and doc.resolve().is_relative_to(Path.cwd().resolve()):
         rel = doc.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    entry = next((c for c in covered if c["path"] == rel), None)
+    entry = next((c for c in covered if c.path == rel), None)
     if entry is None:
         raise UserError(
             f"{report_path}: {rel} is not covered by a verified freeze record; record it with "
             "'paired-rollouts prereg amend' and verify again (docs/prereg.md#amendments)"
         )
-    if not doc.is_file() or sha256_bytes(doc.read_bytes()) != entry["sha256"]:
+    if not doc.is_file() or sha256_bytes(doc.read_bytes()) != entry.sha256:
         raise UserError(
-            f"{rel}: its bytes differ from the verified {entry['record']} record ({report_path}); restore the "
+            f"{rel}: its bytes differ from the verified {entry.record} record ({report_path}); restore the "
             "amended file (git checkout) or record the change with another amendment"
         )
-    return dict(entry)
+    return entry

@@ -45,7 +45,7 @@ def _verdict(args: argparse.Namespace) -> int:
     from paired_rollouts.records import read_probe_register
 
     rules = load_decision_rules(args.rules)
-    traces = read_probe_register(args.traces)
+    traces = read_probe_register(args.traces).raw  # rewritten whole, with a new verdict
     try:
         out = apply_h1b_rules(traces, rules["h1b"], str(args.rules), sha256_file(args.rules))
     except UserError as exc:
@@ -67,7 +67,7 @@ def _recompute(args: argparse.Namespace) -> int:
     from paired_rollouts.probe.evidence import recompute_register
     from paired_rollouts.records import read_probe_register
 
-    register = read_probe_register(args.register)
+    register = read_probe_register(args.register).raw  # every checkpoint's numbers, recomputed whole
     rows = recompute_register(register, args.evidence, args.tolerance)
     for row in rows:
         print(

@@ -422,17 +422,15 @@ def assemble_cli(args: Any) -> int:
     settings = Settings.parse(load_settings(args.settings))
     checkpoints: dict[int, dict[str, Any]] = {}
     for path in args.inputs:
-        data = dict(read_probe_checkpoint(path))
-        if data["run"] != args.run:
+        checkpoint = read_probe_checkpoint(path)
+        if checkpoint.run != args.run:
             raise UserError(
-                f"{path}: a probe checkpoint of run {data['run']!r}, not {args.run!r}; "
+                f"{path}: a probe checkpoint of run {checkpoint.run!r}, not {args.run!r}; "
                 "rerun 'paired-rollouts probe checkpoint' for this trajectory"
             )
-        step = int(data.pop("step"))
-        data.pop("run")
-        if step in checkpoints:
-            raise UserError(f"{path}: step {step} given twice")
-        checkpoints[step] = data
+        if checkpoint.step in checkpoints:
+            raise UserError(f"{path}: step {checkpoint.step} given twice")
+        checkpoints[checkpoint.step] = checkpoint.summary
     register = build_probe_register(
         args.trajectory,
         args.run,

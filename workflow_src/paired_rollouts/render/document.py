@@ -13,12 +13,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from paired_rollouts import io
+from paired_rollouts import io, records
 from paired_rollouts.errors import UserError
-from paired_rollouts.records import Verification, read_verification
+from paired_rollouts.records import HYPOTHESES, Cost, Verification
 from paired_rollouts.render import figures as figs
 from paired_rollouts.render import format as fmt
 from paired_rollouts.render import sources as src
@@ -44,14 +45,14 @@ def _token_rows(verification: Verification) -> list[dict[str, Tex]]:
 
 
 def verification_context(path: Path) -> dict[str, Any]:
-    verification = read_verification(path)
+    verification = records.read_verification(path)
     documents = []
     for entry in verification.documents:
-        status = "(matches)" if entry["matches"] else "(CHANGED since the freeze)"
+        status = "(matches)" if entry.matches else "(CHANGED since the freeze)"
         documents.append(
             {
-                "path": fmt.escape(entry["path"]),
-                "sha": fmt.escape(entry["sha256"][:16]),
+                "path": fmt.escape(entry.path),
+                "sha": fmt.escape(entry.sha256[:16]),
                 "status": fmt.escape(status),
             }
         )
@@ -94,31 +95,23 @@ def comparison_context(path: Path | None) -> dict[str, Any]:
     """The summary page: N of M published numbers reproduced, by family, and whether a mismatch is expected."""
     if path is None:
         return {"comparison": None}
-    data = io.read_json(path)
-    try:
-        entries, summary = data["entries"], data["summary"]
-    except (KeyError, TypeError):
-        raise UserError(
-            f"{path}: not a comparison.json (no 'entries'/'summary'); run `paired-rollouts compare`"
-        ) from None
-    by: dict[str, dict[str, int]] = {}
-    for row in entries:
-        family = str(row["id"]).split(".")[0]
-        counts = by.setdefault(family, {"entries": 0, "reproduced": 0, "differs": 0, "not computed": 0})
-        counts["entries"] += 1
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    comparison = records.read_comparison(path)
+    by: dict[str, Counter[str]] = {}
+    for number in comparison.entries:
+        by.setdefault(number.family, Counter())[number.status] += 1
     rows = [
         {
-            "label": fmt.escape(FAMILIES.get(f, f)),
-            "entries": fmt.integer(c["entries"]),
-            "reproduced": fmt.integer(c["reproduced"]),
-            "differs": fmt.integer(c["differs"]),
-            "missing": fmt.integer(c["not computed"]),
+            "label": fmt.escape(FAMILIES.get(family, family)),
+            "entries": fmt.integer(counts.total()),
+            "reproduced": fmt.integer(counts["reproduced"]),
+            "differs": fmt.integer(counts["differs"]),
+            "missing": fmt.integer(counts["not computed"]),
         }
-        for f, c in by.items()
+        for family, counts in by.items()
     ]
-    expected = bool(data.get("mismatch_expected"))
-    label = str(data.get("scale_label", data.get("scale", "?")))
+    summary = comparison.summary
+    expected = comparison.mismatch_expected
+    label = comparison.scale_label
     note = (
         f"This document was made at {label} scale: its runs are not the paper's (another model, fewer runs, "
         "steps and tasks), so a mismatch with the published numbers is expected and says nothing about the "
@@ -131,11 +124,10 @@ def comparison_context(path: Path | None) -> dict[str, Any]:
     return {
         "comparison": {
             "headline": fmt.escape(
-                f"{summary['reproduced']} of {summary['entries']} published numbers reproduced "
-                "within rounding"
+                f"{summary.reproduced} of {summary.entries} published numbers reproduced within rounding"
             ),
             "detail": fmt.escape(
-                f"{summary['differs']} differ; {summary['not computed']} cannot be computed from "
+                f"{summary.differs} differ; {summary.not_computed} cannot be computed from "
                 "this results root (their reasons are in the comparison file)."
             ),
             "note": fmt.escape(note),
@@ -152,42 +144,36 @@ def _duration(seconds: float | None) -> Tex:
     return fmt.escape(f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}")
 
 
-def ledger_rows(ledger: dict[str, Any]) -> tuple[list[dict[str, Tex]], list[dict[str, Tex]], dict[str, Tex]]:
-    """Stage rows, run rows and the total row of the cost ledger, formatted for LaTeX or HTML."""
-
-    def row(label: str, t: dict[str, Any]) -> dict[str, Tex]:
-        return {
-            "label": fmt.escape(label),
-            "jobs": fmt.integer(t["jobs"]),
-            "wall": _duration(t["wall_s"]),
-            "cpu": _duration(t["cpu_s"]),
-            "rss": fmt.escape(f"{t['peak_rss_mb']:.0f}") if t.get("peak_rss_mb") is not None else Tex("---"),
-            "gpu": fmt.escape(f"{t['gpu_hours']:.2f}") if t.get("gpu_hours") is not None else Tex("---"),
-        }
-
-    stages = [row(name, t) for name, t in ledger["stages"].items()]
-    runs = [row(name, t) for name, t in ledger["runs"].items()]
-    return stages, runs, row("all jobs", ledger["total"])
+def _cost_row(label: str, cost: Cost) -> dict[str, Tex]:
+    """One row of the cost ledger, formatted for LaTeX or HTML."""
+    return {
+        "label": fmt.escape(label),
+        "jobs": fmt.integer(cost.jobs),
+        "wall": _duration(cost.wall_s),
+        "cpu": _duration(cost.cpu_s),
+        "rss": fmt.escape(f"{cost.peak_rss_mb:.0f}") if cost.peak_rss_mb is not None else Tex("---"),
+        "gpu": fmt.escape(f"{cost.gpu_hours:.2f}") if cost.gpu_hours is not None else Tex("---"),
+    }
 
 
 def ledger_context(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {"ledger": None}
-    data = io.read_json(path)
-    if not isinstance(data, dict) or "stages" not in data or "total" not in data:
-        raise UserError(f"{path}: not a ledger.json (no 'stages'/'total'); run `paired-rollouts ledger`")
-    stages, runs, total = ledger_rows(data)
-    budget = data.get("published_budget") or {}
-    gpu = data.get("gpu_hours_per_run")
+    ledger = records.read_ledger(path)
+    stages = [_cost_row(name, cost) for name, cost in ledger.stages.items()]
+    runs = [_cost_row(name, cost) for name, cost in ledger.runs.items()]
+    total = _cost_row("all jobs", ledger.total)
+    budget = ledger.published_budget
+    gpu = ledger.gpu_hours_per_run
     this = (
-        f"This run ({data['accelerator']}): {gpu:.2f} GPU-hours per training run, over "
-        f"{data.get('runs_in_study')} runs."
+        f"This run ({ledger.accelerator}): {gpu:.2f} GPU-hours per training run, over "
+        f"{ledger.runs_in_study} runs."
         if gpu is not None
-        else f"This run used no GPU ({data['accelerator']} profile): the ledger has no GPU-hours."
+        else f"This run used no GPU ({ledger.accelerator} profile): the ledger has no GPU-hours."
     )
     paper = (
-        f"Published budget: about {budget.get('episodes_per_run', '?'):,} episodes and "
-        f"{budget.get('gpu_hours_per_run', '?')} GPU-hours per run on {budget.get('accelerator', '?')}."
+        f"Published budget: about {budget.episodes_per_run:,} episodes and "
+        f"{budget.gpu_hours_per_run} GPU-hours per run on {budget.accelerator}."
         if budget
         else "No published budget given."
     )
@@ -272,19 +258,16 @@ def study_status(decisions: list[Path]) -> str:
     """'' when every decision register decided every hypothesis on the whole design, else the notice
     the title page carries (the study is incomplete: no hypothesis is decided on partial evidence)."""
     problems = []
-    for path in decisions:
-        doc = src.load_decision(Path(path))
+    for register in src.decisions(decisions):
         undecided = [
             name
-            for name in ("H1a", "H2a", "H2b", "H3", "H5")
-            if isinstance(doc.opt(name), dict) and doc.opt(name, "passes") is None
+            for name in HYPOTHESES
+            if register.hypothesis(name) is not None and register.hypothesis(name).passes is None
         ]
-        if doc.opt("complete") is not True or undecided:
-            pairs = len(doc.opt("seed_pairs") or [])
-            design = doc.opt("design_seeds")
-            of = f" of {len(design)}" if isinstance(design, list) else ""
+        if register.complete is not True or undecided:
+            of = f" of {len(register.design_seeds)}" if register.design_seeds is not None else ""
             problems.append(
-                f"{doc.req('condition')}: {pairs}{of} seed pairs admitted"
+                f"{register.condition}: {len(register.seed_pairs)}{of} seed pairs admitted"
                 + (f", {', '.join(undecided)} not decided" if undecided else "")
             )
     if not problems:

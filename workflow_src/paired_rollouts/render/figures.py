@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paired_rollouts import io
+from paired_rollouts import design, io, records
 from paired_rollouts.errors import UserError
+from paired_rollouts.records import DecisionRegister
 from paired_rollouts.render import sources as src
 from paired_rollouts.render.sources import Inputs, KeySpec
 
@@ -69,7 +70,7 @@ def _curves(condition: str) -> Callable[[Any, Inputs, str], None]:
         if not any(r.condition == condition for r in chosen):
             raise UserError(f"{what}: no run register of condition {condition} among the inputs")
         means = src.arm_means(inputs.files("curves"), chosen, what)
-        regimes = [g for g in src.PERIODIC_REGIMES if any(r.curve(g) for r in chosen)]
+        regimes = [g for g in design.PERIODIC_REGIMES if any(r.curve(g) for r in chosen)]
         axes = fig.subplots(1, len(regimes), sharey=True, squeeze=False)[0]
         for ax, regime in zip(axes, regimes, strict=True):
             arms: set[str] = set()
@@ -80,10 +81,10 @@ def _curves(condition: str) -> Callable[[Any, Inputs, str], None]:
                 arms.add(run.arm)
                 xs, ys = zip(*curve, strict=True)
                 ax.plot(xs, ys, color=ARM_COLORS.get(run.arm, "grey"), lw=0.7, alpha=0.35)
-            for arm in sorted(arms, key=lambda a: src.ARM_ORDER.get(a, 9)):
+            for arm in sorted(arms, key=src.arm_rank):
                 mean = _arm_mean(means, "C0" if arm == "clean" else condition, arm, regime, what)
                 label = f"{arm} (C0)" if arm == "clean" else arm
-                steps, values = zip(*mean.curves[regime], strict=True)
+                steps, values = zip(*mean.curve(regime), strict=True)
                 ax.plot(
                     steps,
                     values,
@@ -119,27 +120,28 @@ def _arm_mean(means: dict[tuple[str, str], Any], condition: str, arm: str, regim
 # ---------------------------------------------------------------- luck share
 
 
+def luck_series(paths: list[Path]) -> dict[str, dict[str, list[tuple[int, float, list]]]]:
+    """{condition: {run: [(step, lam, ci95)]}} of the luck-share files with a luck share, conditions in
+    the study's order and each condition's runs by name (tier runs under their own conditions)."""
+    by_run: dict[str, list[tuple[int, float, list]]] = defaultdict(list)
+    for record in (records.read_luck(p) for p in paths):
+        if record.lam is not None:
+            by_run[record.run].append((record.step, float(record.lam), record.ci95))
+    by_condition: dict[str, dict[str, list[tuple[int, float, list]]]] = defaultdict(dict)
+    for run in sorted(by_run):
+        by_condition[design.parse_run(run).condition][run] = sorted(by_run[run])
+    return {c: by_condition[c] for c in sorted(by_condition, key=src.condition_rank)}
+
+
 def _luck_share(fig, inputs: Inputs, scale: str) -> None:
-    docs = [src.load_luck(p) for p in inputs.files("luck")]
-    if not docs:
+    files = inputs.files("luck")
+    if not files:
         raise UserError("figure luck_share: no --input luck=PATH given")
-    series: dict[str, list[tuple[int, float, list]]] = defaultdict(list)
-    for doc in docs:
-        lam = doc.number("lam")
-        if lam is None:
-            continue
-        ci = doc.opt("ci95") or [None, None]
-        series[str(doc.req("run"))].append((int(doc.req("step")), lam, ci))
-    conditions = sorted(
-        {(src.parse_run(r) or ("?",))[0] for r in series}, key=lambda c: src.CONDITION_ORDER.get(c, 9)
-    )
-    axes = fig.subplots(1, max(1, len(conditions)), sharey=True, squeeze=False)[0]
-    for ax, condition in zip(axes, conditions, strict=False):
-        runs = sorted(r for r in series if (src.parse_run(r) or ("?",))[0] == condition)
-        for index, run in enumerate(runs):
-            parsed = src.parse_run(run)
-            arm = parsed[1] if parsed else "?"
-            points = sorted(series[run])
+    series = luck_series(files)
+    axes = fig.subplots(1, max(1, len(series)), sharey=True, squeeze=False)[0]
+    for ax, (condition, runs) in zip(axes, series.items(), strict=False):
+        for index, (run, points) in enumerate(runs.items()):
+            arm = design.parse_run(run).arm
             offset = (index - (len(runs) - 1) / 2) * 0.6
             xs = [s + offset for s, _, _ in points]
             ys = [v for _, v, _ in points]
@@ -174,23 +176,22 @@ def spurious_rate(q: float, g: int) -> float:
 
 
 def _spurious(fig, inputs: Inputs, scale: str) -> None:
-    docs = [src.load_group_stats(p) for p in inputs.files("group_stats")]
-    if not docs:
+    stats = [records.read_group_stats(p) for p in inputs.files("group_stats")]
+    if not stats:
         raise UserError("figure spurious_variance: no --input group_stats=PATH given")
     ax = fig.subplots()
-    sizes = sorted({int(d.req("G")) for d in docs})
+    sizes = sorted({one.group_size for one in stats})
     qs = [i / 200 for i in range(0, 101)]
     for g in sizes:
         ax.plot(qs, [spurious_rate(q, g) for q in qs], color="black", lw=1, label=f"$1-(1-q)^G-q^G$, G={g}")
     seen = set()
-    for doc in docs:
-        rate = doc.opt("spurious_among_all_correct")
+    for one in stats:
+        rate = one.spurious_among_all_correct
         if rate is None:
             continue
-        expected = doc.opt("expected_spurious_rate")
-        q = expected.get("q") if isinstance(expected, dict) else None
-        q = 0.0 if q is None else float(q)  # no --q given to group-stats: no outcome noise in training
-        arm = str(doc.req("arm"))
+        expected = one.expected_spurious_rate
+        q = 0.0 if expected is None else float(expected.q)  # no outcome noise in training: no expected rate
+        arm = one.arm
         label = arm if arm not in seen else None
         seen.add(arm)
         ax.scatter(
@@ -215,9 +216,7 @@ def _spurious(fig, inputs: Inputs, scale: str) -> None:
 
 
 def _probe_ratios(fig, inputs: Inputs, scale: str) -> None:
-    probes = sorted(
-        (src.load_probe(p) for p in inputs.files("probe")), key=lambda d: str(d.req("trajectory"))
-    )
+    probes = src.probes(inputs.files("probe"))
     if not probes:
         raise UserError("figure probe_ratios: no --input probe=PATH given")
     axes = fig.subplots(1, 2, sharey=True)
@@ -227,13 +226,12 @@ def _probe_ratios(fig, inputs: Inputs, scale: str) -> None:
         (axes[1], "implemented", "SW (reported)"),
     ):
         for index, probe in enumerate(probes):
-            steps = src.probe_steps(probe)
             for noise, color in (("outcome", "#1b6ca8"), ("transition", "#d1495b")):
-                ys = [
-                    probe.opt("checkpoints", str(s), noise, estimator, "ratio_paired_over_independent")
-                    for s in steps
+                points = [
+                    (step, float(y))
+                    for step, checkpoint in probe.checkpoints.items()
+                    if (y := checkpoint.estimator(noise, estimator).ratio_paired_over_independent) is not None
                 ]
-                points = [(s, float(y)) for s, y in zip(steps, ys, strict=True) if y is not None]
                 if points:
                     xs, vs = zip(*points, strict=True)
                     ax.plot(
@@ -244,7 +242,7 @@ def _probe_ratios(fig, inputs: Inputs, scale: str) -> None:
                         ms=3,
                         lw=1,
                         ls="-" if index == 0 else "--",
-                        label=f"{noise}, {probe.req('trajectory')}",
+                        label=f"{noise}, {probe.trajectory}",
                     )
         ax.axhline(1.0, color="black", lw=0.6)
         ax.set_title(title)
@@ -255,7 +253,9 @@ def _probe_ratios(fig, inputs: Inputs, scale: str) -> None:
     fig.suptitle(f"Gradient-probe variance ratios (below 1: pairing helps) -- {scale} scale", fontsize=9)
 
 
-FINAL_SETS = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge", "at_training"]
+# The final sets in the order the figure shows them (at_training: the set of a condition whose noise is
+# none of the standard ones, design.final_regimes).
+FINAL_SETS = (*design.FINAL_REGIMES, "at_training")
 FINAL_TITLES = {
     "clean": "clean",
     "noisy_p010": "p=0.10",
@@ -266,37 +266,29 @@ FINAL_TITLES = {
 }
 
 
-def _final_success(fig, inputs: Inputs, scale: str) -> None:
-    """The paper's figure 3: final test success per set, arm and seed (bars: the decision register's
-    mean over seeds, ``secondary.arms.ARM.final``; dots: its seeds, ``secondary.final``)."""
-    decisions = [src.load_decision(p) for p in inputs.files("decisions")]
-    panels = []
-    for decision in sorted(decisions, key=lambda d: str(d.req("condition"))):
-        final = decision.opt("secondary", "final") or {}
-        if final:
-            panels.append((str(decision.req("condition")), final, decision.opt("secondary", "arms") or {}))
-    if not panels:
-        raise UserError("figure final_success: no decision register with secondary.final values")
-    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
-    for ax, (condition, final, arm_means) in zip(axes, panels, strict=True):
-        by_arm: dict[str, list[dict[str, float]]] = defaultdict(list)
-        for run, values in sorted(final.items()):
-            parsed = src.parse_run(run)
-            if parsed is not None and isinstance(values, dict):
-                by_arm[parsed[1]].append({k: float(v) for k, v in values.items() if v is not None})
-        sets = [g for g in FINAL_SETS if any(g in v for runs in by_arm.values() for v in runs)]
-        arms = sorted(by_arm, key=lambda a: src.ARM_ORDER.get(a, 9))
-        width = 0.8 / max(len(arms), 1)
-        for j, arm in enumerate(arms):
-            for i, regime in enumerate(sets):
-                values = [v[regime] for v in by_arm[arm] if regime in v]
-                if not values:
-                    continue
-                x = i - 0.4 + width * (j + 0.5)
-                mean = (arm_means.get(arm) or {}).get("final", {}).get(regime)
-                if mean is None:  # not every seed has the set: dots only
-                    ax.plot([x] * len(values), values, "o", color=ARM_COLORS.get(arm, "grey"), ms=3)
-                    continue
+def final_by_arm(decision: DecisionRegister) -> dict[str, list[dict[str, float]]]:
+    """{arm: each run's final success per set} of a decision register's secondary block, arms in design
+    order (a tier's runs under their own arms)."""
+    by_arm: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for run, values in sorted(decision.secondary.final.items()):
+        by_arm[design.parse_run(run).arm].append({k: float(v) for k, v in values.items() if v is not None})
+    return {arm: by_arm[arm] for arm in sorted(by_arm, key=src.arm_rank)}
+
+
+def _final_panel(ax: Any, decision: DecisionRegister) -> None:
+    """One condition's panel: per set and arm, the mean over seeds (bar) and each seed (dots)."""
+    by_arm = final_by_arm(decision)
+    sets = [g for g in FINAL_SETS if any(g in v for runs in by_arm.values() for v in runs)]
+    width = 0.8 / max(len(by_arm), 1)
+    for j, (arm, runs) in enumerate(by_arm.items()):
+        means = decision.secondary.arms.get(arm)
+        for i, regime in enumerate(sets):
+            values = [v[regime] for v in runs if regime in v]
+            if not values:
+                continue
+            x = i - 0.4 + width * (j + 0.5)
+            mean = means.final.get(regime) if means is not None else None
+            if mean is not None:  # not every seed has the set: dots only
                 ax.bar(
                     x,
                     float(mean),
@@ -305,54 +297,69 @@ def _final_success(fig, inputs: Inputs, scale: str) -> None:
                     alpha=0.45,
                     label=(f"{arm} (C0)" if arm == "clean" else arm) if i == 0 else None,
                 )
-                ax.plot([x] * len(values), values, "o", color=ARM_COLORS.get(arm, "grey"), ms=3)
-        ax.set_xticks(range(len(sets)), [FINAL_TITLES.get(g, g) for g in sets], rotation=30)
-        ax.set_title(f"{condition}-trained policies")
-        ax.grid(axis="y", alpha=0.3, lw=0.5)
+            ax.plot([x] * len(values), values, "o", color=ARM_COLORS.get(arm, "grey"), ms=3)
+    ax.set_xticks(range(len(sets)), [FINAL_TITLES.get(g, g) for g in sets], rotation=30)
+    ax.set_title(f"{decision.condition}-trained policies")
+    ax.grid(axis="y", alpha=0.3, lw=0.5)
+
+
+def _final_success(fig, inputs: Inputs, scale: str) -> None:
+    """The paper's figure 3: final test success per set, arm and seed (bars: the decision register's
+    mean over seeds, ``secondary.arms.ARM.final``; dots: its seeds, ``secondary.final``)."""
+    panels = [
+        d
+        for d in sorted(src.decisions(inputs.files("decisions")), key=lambda d: d.condition)
+        if d.secondary.final
+    ]
+    if not panels:
+        raise UserError("figure final_success: no decision register with secondary.final values")
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+    for ax, decision in zip(axes, panels, strict=True):
+        _final_panel(ax, decision)
     axes[0].set_ylabel("final true success")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)
     fig.suptitle(f"Final test success per set, arm and seed -- {scale} scale", fontsize=9)
 
 
-def comparison_points(decisions: list[Any]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class DosePoint:
+    """One comparison of the dose response: its step-0 luck share against its AUC gap and interval."""
+
+    name: str
+    luck: float
+    gap: float
+    ci: list[float | None]
+    complete: bool
+
+
+def comparison_points(decisions: list[DecisionRegister]) -> list[DosePoint]:
     """Per comparison: its name, step-0 luck share, AUC gap and interval (the dose-response points)."""
     points = []
-    for doc in decisions:
-        name = src.comparison_name(doc)
-        if "blocking" in name:
+    for register in decisions:
+        if "blocking" in register.name:
             continue  # blocking pairs compare two hybrid designs, not pairing against independence
-        gap = src.auc_gap_block(doc)
-        luck = src.step0_luck_share(doc)
-        if gap.get("auc_difference_mean") is None or luck is None:
+        gap, luck = register.gap, register.step0_luck_share
+        if gap is None or gap.auc_difference_mean is None or luck is None:
             continue
-        points.append(
-            {
-                "name": name,
-                "luck": luck,
-                "gap": gap["auc_difference_mean"],
-                "ci": gap.get("auc_difference_ci95") or [None, None],
-                "complete": bool(doc.opt("complete")),
-            }
-        )
-    return sorted(points, key=lambda p: (p["luck"], p["name"]))
+        ci = gap.auc_difference_ci95 or [None, None]
+        points.append(DosePoint(register.name, luck, gap.auc_difference_mean, ci, register.complete))
+    return sorted(points, key=lambda p: (p.luck, p.name))
 
 
 def _dose_response(fig, inputs: Inputs, scale: str) -> None:
     """Paired-minus-independent AUC gap with its interval for every condition, ordered by step-0 luck share."""
-    points = comparison_points([src.load_decision(p) for p in inputs.files("decisions")])
+    points = comparison_points(src.decisions(inputs.files("decisions")))
     if not points:
         raise UserError("figure dose_response: no decision register with an AUC gap and a step-0 luck share")
     ax = fig.subplots()
     for x, point in enumerate(points):
-        lo, hi = point["ci"]
+        lo, hi = point.ci
         if lo is not None and hi is not None:
             ax.plot([x, x], [lo, hi], color="#1b6ca8", lw=1.2)
-        ax.plot(x, point["gap"], "o" if point["complete"] else "x", color="#1b6ca8", ms=5)
+        ax.plot(x, point.gap, "o" if point.complete else "x", color="#1b6ca8", ms=5)
     ax.axhline(0.0, color="grey", lw=0.6)
-    ax.set_xticks(
-        range(len(points)), [f"{p['name']}\n$\\lambda_0$={p['luck']:.2f}" for p in points], fontsize=7
-    )
+    ax.set_xticks(range(len(points)), [f"{p.name}\n$\\lambda_0$={p.luck:.2f}" for p in points], fontsize=7)
     ax.set_ylabel("AUC gap (paired - independent)")
     ax.grid(axis="y", alpha=0.3, lw=0.5)
     ax.set_title(f"Dose response: gap against the step-0 luck share -- {scale} scale", fontsize=9)
@@ -360,9 +367,7 @@ def _dose_response(fig, inputs: Inputs, scale: str) -> None:
 
 def _probe_decomposition(fig, inputs: Inputs, scale: str) -> None:
     """The paper's figure 5: each trace split into its within-group and between-group parts."""
-    probes = sorted(
-        (src.load_probe(p) for p in inputs.files("probe")), key=lambda d: str(d.req("trajectory"))
-    )
+    probes = src.probes(inputs.files("probe"))
     if not probes:
         raise UserError("figure probe_decomposition: no --input probe=PATH given")
     axes = fig.subplots(1, 2)
@@ -372,19 +377,16 @@ def _probe_decomposition(fig, inputs: Inputs, scale: str) -> None:
     ):
         labels, x, seen = [], 0, set()
         for probe in probes:
-            for step in src.probe_steps(probe):
-                mc = probe.opt("checkpoints", str(step), noise, "mean_centered") or {}
-                for k, design in enumerate(designs):
-                    within = mc.get("trace_var_within", {}).get(design)
-                    between = mc.get("trace_var_between", {}).get(design)
+            for step, checkpoint in probe.checkpoints.items():
+                mc = checkpoint.estimator(noise, "mean_centered")
+                for k, name in enumerate(designs):
+                    within, between = mc.trace_var_within.get(name), mc.trace_var_between.get(name)
                     if within is None or between is None:
                         continue
                     color = ARM_COLORS["paired" if k == 0 else "independent"]
-                    first = design not in seen
-                    seen.add(design)
-                    ax.bar(
-                        x + 0.4 * k, within, 0.38, color=color, label="within, " + design if first else None
-                    )
+                    first = name not in seen
+                    seen.add(name)
+                    ax.bar(x + 0.4 * k, within, 0.38, color=color, label="within, " + name if first else None)
                     ax.bar(
                         x + 0.4 * k,
                         between,
@@ -392,9 +394,9 @@ def _probe_decomposition(fig, inputs: Inputs, scale: str) -> None:
                         bottom=within,
                         color=color,
                         alpha=0.35,
-                        label="between, " + design if first else None,
+                        label="between, " + name if first else None,
                     )
-                labels.append((x + 0.2, f"{probe.req('trajectory')}{step}"))
+                labels.append((x + 0.2, f"{probe.trajectory}{step}"))
                 x += 1
         if labels:
             ax.set_xticks([p for p, _ in labels], [t for _, t in labels], rotation=45, fontsize=6)
@@ -421,36 +423,19 @@ _CURVES = KeySpec("curves registers results/curves/CONDITION.json (the condition
 # ---------------------------------------------------------------- surrogate beside the paper
 
 
-def _published_curves(path: Path) -> dict[str, Any]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        steps = [int(s) for s in data["steps"]]
-        panels = data["panels"]
-        for key, panel in panels.items():
-            for arm in ("paired", "independent", "clean"):
-                if len(panel[arm]) != len(steps):
-                    raise ValueError(f"panel {key}: {arm} has {len(panel[arm])} points, steps {len(steps)}")
-    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
-        raise UserError(
-            f"{path}: not a published-curves file ({exc}); see data/published/curves.yaml"
-        ) from None
-    return data
-
-
 def _surrogate_curves(fig, inputs: Inputs, scale: str) -> None:
     """Three panels (C2 noisy validation, C2 challenge, C4 clean validation): this scale's arm means (solid)
     and the paper's published curves (dashed, hollow markers)."""
-    published = _published_curves(inputs.files("published_curves")[0])
+    from paired_rollouts.compare.published import CURVE_ARMS, load_published_curves
+
+    published = load_published_curves(inputs.files("published_curves")[0])
     means = src.arm_means(inputs.files("curves"), [], "figure surrogate_curves")
-    panels = published["panels"]
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    for ax, panel in zip(axes, panels.values(), strict=True):
-        for arm in ("paired", "independent", "clean"):
+    axes = fig.subplots(1, len(published.panels), squeeze=False)[0]
+    for ax, panel in zip(axes, published.panels.values(), strict=True):
+        for arm in CURVE_ARMS:
             color = ARM_COLORS[arm]
-            mean = means.get(("C0" if arm == "clean" else panel["condition"], arm))
-            curve = mean.curves.get(panel["regime"]) if mean is not None else None
+            mean = means.get(("C0" if arm == "clean" else panel.condition, arm))
+            curve = mean.curve(panel.regime) if mean is not None else None
             if curve:
                 steps, values = zip(*curve, strict=True)
                 ax.plot(
@@ -460,11 +445,11 @@ def _surrogate_curves(fig, inputs: Inputs, scale: str) -> None:
                     lw=1.8,
                     marker="o",
                     ms=3,
-                    label=f"{scale}: {arm}, mean of {mean.curve_runs[panel['regime']]}",
+                    label=f"{scale}: {arm}, mean of {mean.curve_runs[panel.regime]}",
                 )
             ax.plot(
-                published["steps"],
-                [v / 100 for v in panel[arm]],
+                published.steps,
+                [v / 100 for v in panel.arm(arm)],
                 color=color,
                 lw=1.0,
                 ls="--",
@@ -473,7 +458,7 @@ def _surrogate_curves(fig, inputs: Inputs, scale: str) -> None:
                 mfc="none",
                 label=f"paper: {arm}, mean of 3",
             )
-        ax.set_title(panel["title"], fontsize=8)
+        ax.set_title(panel.title, fontsize=8)
         ax.set_xlabel("training step")
         ax.grid(alpha=0.3, lw=0.5)
     axes[0].set_ylabel("true success")

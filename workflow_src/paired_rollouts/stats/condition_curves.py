@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from paired_rollouts.design import parse_run
+from paired_rollouts.design import ARM_ORDER, parse_run
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
-from paired_rollouts.records import ARMS, read_run_register
+from paired_rollouts.records import RunRegister, read_run_register
 
 CURVES_FORMAT = "paired-rollouts-curves/1"
 
@@ -37,41 +37,23 @@ def build_curves_register(
     """The content of ``results/curves/{condition}.json`` from the run registers of one condition; with
     the runs' group statistics, each arm also holds them pooled over its runs (``group_stats``); with
     other conditions' curves registers, the differences of the final means to theirs (``differences``)."""
-    registers = {}
+    registers: dict[str, RunRegister] = {}
     for path in paths:
-        data = read_run_register(path)
-        if data["run"] in registers:
-            raise UserError(f"{path}: a second run register of {data['run']}; give each run once")
-        registers[data["run"]] = (str(path), data)
+        register = read_run_register(path)
+        if register.run in registers:
+            raise UserError(f"{path}: a second run register of {register.run}; give each run once")
+        registers[register.run] = register
     if not registers:
         raise UserError("curves-register: no run register given (--registers results/runs/RUN/register.json)")
-    conditions = sorted({data["condition"] for _, data in registers.values()})
+    conditions = sorted({register.condition for register in registers.values()})
     if len(conditions) != 1:
         raise UserError(
             f"curves-register: run registers of several conditions {conditions}; one register per condition"
         )
-    by_arm: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_arm: dict[str, list[RunRegister]] = defaultdict(list)
     for run in sorted(registers, key=_order):
-        by_arm[registers[run][1]["arm"]].append(registers[run][1])
-    arms = {}
-    for arm in sorted(by_arm, key=list(ARMS).index):
-        members = by_arm[arm]
-        curves, curve_runs = {}, {}
-        for regime in sorted({r for m in members for r, c in m["curves"].items() if c}):
-            having = [m["curves"][regime] for m in members if m["curves"].get(regime)]
-            steps = sorted(set.intersection(*(set(c) for c in having)), key=int)
-            curves[regime] = {step: _mean([c[step] for c in having]) for step in steps}
-            curve_runs[regime] = len(having)
-        final = {}
-        for regime in sorted({r for m in members for r in m["final"]}):
-            values = [m["final"].get(regime) for m in members]
-            final[regime] = None if any(v is None for v in values) else _mean(values)
-        arms[arm] = {
-            "runs": [m["run"] for m in members],
-            "curves": curves,
-            "curve_runs": curve_runs,
-            "final": final,
-        }
+        by_arm[registers[run].arm].append(registers[run])
+    arms = {arm: _arm_means(by_arm[arm]) for arm in sorted(by_arm, key=ARM_ORDER.__getitem__)}
     for arm, block in _pooled_groups(group_stats, conditions[0], arms).items():
         arms[arm]["group_stats"] = block
     return {
@@ -80,26 +62,42 @@ def build_curves_register(
         "arms": arms,
         "pairs": seed_pairs(by_arm),
         "differences": final_differences(conditions[0], arms, compare),
-        "registers": {run: sha256_file(path) for run, (path, _) in sorted(registers.items())},
+        "registers": {run: sha256_file(register.path) for run, register in sorted(registers.items())},
     }
+
+
+def _arm_means(members: list[RunRegister]) -> dict[str, Any]:
+    """One arm's runs, its mean curve per periodic set (over the runs that have the set, at the steps
+    they all have), and its mean final success per set (null unless every run has the set)."""
+    curves, curve_runs = {}, {}
+    for regime in sorted({r for m in members for r, c in m.curves.items() if c}):
+        having = [m.curves[regime] for m in members if m.curves.get(regime)]
+        steps = sorted(set.intersection(*(set(c) for c in having)))
+        curves[regime] = {str(step): _mean([c[step] for c in having]) for step in steps}
+        curve_runs[regime] = len(having)
+    final = {}
+    for regime in sorted({r for m in members for r in m.final}):
+        values = [m.final.get(regime) for m in members]
+        final[regime] = None if any(v is None for v in values) else _mean(values)
+    return {"runs": [m.run for m in members], "curves": curves, "curve_runs": curve_runs, "final": final}
 
 
 def _pooled_groups(
     paths: Iterable[str | Path], condition: str, arms: dict[str, Any]
 ) -> dict[str, dict[str, Any]]:
     """Per arm, the group statistics of exactly the arm's runs, pooled (stats/groups.py)."""
-    from paired_rollouts.records import read_group_stats
+    from paired_rollouts.records import GroupStats, read_group_stats
     from paired_rollouts.stats.groups import pool_group_stats
 
-    by_arm: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_arm: dict[str, list[GroupStats]] = defaultdict(list)
     for path in paths:
-        data = read_group_stats(path)
-        if data["condition"] != condition or data["arm"] not in arms:
+        stats = read_group_stats(path)
+        if stats.condition != condition or stats.arm not in arms:
             raise UserError(
-                f"{path}: group statistics of {data['run']}, which has no run register among those given "
+                f"{path}: group statistics of {stats.run}, which has no run register among those given "
                 f"for {condition}; pass the group statistics of the condition's runs"
             )
-        by_arm[data["arm"]].append(data)
+        by_arm[stats.arm].append(stats)
     out = {}
     for arm, stats in by_arm.items():
         pooled = pool_group_stats(stats)
@@ -116,26 +114,26 @@ def _difference(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
-def seed_pairs(by_arm: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def seed_pairs(by_arm: dict[str, list[RunRegister]]) -> dict[str, Any]:
     """Per seed with both a paired and an independent run: the pair's runs and paired - independent of
     their curves (each periodic set, at the steps both evaluated) and of their AUC per set, from the
     run registers' numbers as written (table 9 shows them beside the two runs' own values)."""
-    paired = {m["seed"]: m for m in by_arm.get("paired", [])}
-    independent = {m["seed"]: m for m in by_arm.get("independent", [])}
+    paired = {m.seed: m for m in by_arm.get("paired", [])}
+    independent = {m.seed: m for m in by_arm.get("independent", [])}
     out = {}
     for seed in sorted(set(paired) & set(independent)):
         a, b = paired[seed], independent[seed]
         curves = {}
-        for regime in sorted(set(a["curves"]) | set(b["curves"])):
-            ca, cb = a["curves"].get(regime) or {}, b["curves"].get(regime) or {}
-            curves[regime] = {step: ca[step] - cb[step] for step in sorted(set(ca) & set(cb), key=int)}
+        for regime in sorted(set(a.curves) | set(b.curves)):
+            ca, cb = a.curves.get(regime) or {}, b.curves.get(regime) or {}
+            curves[regime] = {str(step): ca[step] - cb[step] for step in sorted(set(ca) & set(cb))}
         out[str(seed)] = {
-            "paired": a["run"],
-            "independent": b["run"],
+            "paired": a.run,
+            "independent": b.run,
             "curves_difference": curves,
             "auc_difference": {
-                regime: _difference(a["auc"].get(regime), b["auc"].get(regime))
-                for regime in sorted(set(a["auc"]) | set(b["auc"]))
+                regime: _difference(a.auc.get(regime), b.auc.get(regime))
+                for regime in sorted(set(a.auc) | set(b.auc))
             },
         }
     return out
@@ -150,19 +148,19 @@ def final_differences(condition: str, arms: dict[str, Any], compare: Iterable[st
     out: dict[str, Any] = {}
     for path in compare:
         other = read_curves_register(path)
-        name = other["condition"]
+        name = other.condition
         if name == condition or name in out:
             raise UserError(f"{path}: compare with each other condition once (this register is {condition})")
         by_arm = {}
         for arm, block in arms.items():
-            theirs = other["arms"].get(arm)
-            if theirs is None and len(other["arms"]) == 1:
-                theirs = next(iter(other["arms"].values()))
+            theirs = other.arms.get(arm)
+            if theirs is None and len(other.arms) == 1:
+                theirs = next(iter(other.arms.values()))
             if theirs is None:
                 continue
             by_arm[arm] = {
-                regime: _difference(block["final"].get(regime), theirs["final"].get(regime))
-                for regime in sorted(set(block["final"]) | set(theirs["final"]))
+                regime: _difference(block["final"].get(regime), theirs.final.get(regime))
+                for regime in sorted(set(block["final"]) | set(theirs.final))
             }
         out[name] = {"arms": by_arm, "sha256": sha256_file(path)}
     return out

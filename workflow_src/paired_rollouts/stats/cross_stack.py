@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from paired_rollouts.design import parse_run
-from paired_rollouts.records import read_run_manifest, read_run_register
+from paired_rollouts.records import RunManifest, RunRegister, read_run_manifest, read_run_register
 
 CROSS_STACK_FORMAT = "paired-rollouts-cross-stack/1"
 FINAL_SETS = ("clean", "noisy_p025", "heldout_types")
@@ -25,7 +25,7 @@ def _root(path: str | Path) -> str:
     return str(Path(path).resolve().parent.parent.parent)
 
 
-def stack_label(manifest: Any) -> str:
+def stack_label(manifest: RunManifest) -> str:
     label = manifest.gpu or manifest.device
     if "torch" in manifest.versions:
         label += f", torch {manifest.versions['torch']}"
@@ -43,10 +43,10 @@ def build_cross_stack(manifests: Iterable[str | Path], registers: Iterable[str |
     for path in manifests:
         manifest = read_run_manifest(path)
         stacks[(_root(path), manifest.run)] = stack_label(manifest)
-    values: dict[tuple[str, str], dict[str, Any]] = {}
+    values: dict[tuple[str, str], RunRegister] = {}
     for path in registers:
-        data = read_run_register(path)
-        values[(_root(path), data["run"])] = data
+        register = read_run_register(path)
+        values[(_root(path), register.run)] = register
     by_ident: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
     for (root, run), label in sorted(stacks.items()):
         ident = parse_run(run)
@@ -58,8 +58,8 @@ def build_cross_stack(manifests: Iterable[str | Path], registers: Iterable[str |
                 "root": root,
                 "stack": label,
                 "register": register is not None,
-                "auc": register["auc"].get(regime) if register else None,
-                "final": {r: register["final"].get(r) if register else None for r in FINAL_SETS},
+                "auc": register.auc.get(regime) if register else None,
+                "final": {r: register.final.get(r) if register else None for r in FINAL_SETS},
             }
         )
     replications = []

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from paired_rollouts.errors import UserError
 from paired_rollouts.stats.curves import parse_run_name
+
+if TYPE_CHECKING:
+    from paired_rollouts.records import GroupStats
 
 ZERO_VAR_TOL = 1e-12
 
@@ -179,15 +182,15 @@ def group_statistics(
     }
 
 
-def pool_group_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
+def pool_group_stats(stats: list[GroupStats]) -> dict[str, Any]:
     """One arm's group statistics pooled over its runs (table 10's pooled row): the sums of the runs'
     counts and the shares of those sums (not the mean of the runs' shares)."""
-    groups = sum(s["groups"] for s in stats)
-    zero = sum(s["zero_variance_groups"] for s in stats)
-    correct = sum(s["all_correct_groups"] for s in stats)
-    spurious = sum(s["spurious_groups"] for s in stats)
+    groups = sum(s.groups for s in stats)
+    zero = sum(s.zero_variance_groups for s in stats)
+    correct = sum(s.all_correct_groups for s in stats)
+    spurious = sum(s.spurious_groups for s in stats)
     return {
-        "runs": sorted(s["run"] for s in stats),
+        "runs": sorted(s.run for s in stats),
         "groups": groups,
         "zero_variance_groups": zero,
         "zero_variance_frac": zero / groups if groups else None,

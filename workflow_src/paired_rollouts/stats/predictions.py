@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.records import AucGap, DecisionRegister, ProbeRegister
 
 MET, MISSED, NOT_RUN, NOT_DECIDED = "met", "missed", "not run", "not decided"
 
@@ -19,18 +20,18 @@ MET, MISSED, NOT_RUN, NOT_DECIDED = "met", "missed", "not run", "not decided"
 class Registers:
     """The decision registers by comparison name (c2, c4, c2r, c4-scale_none, ...) plus the probe's."""
 
-    def __init__(self, decisions: Mapping[str, dict[str, Any]], probes: Mapping[str, dict[str, Any]]):
+    def __init__(self, decisions: Mapping[str, DecisionRegister], probes: Mapping[str, ProbeRegister]):
         self.decisions = dict(decisions)
         self.probes = dict(probes)
 
-    def need(self, *names: str) -> tuple[list[dict[str, Any]] | None, str | None]:
+    def need(self, *names: str) -> tuple[list[DecisionRegister] | None, str | None]:
         """The named registers, or (None, verdict) when one is absent or undecided."""
         found = []
         for name in names:
             register = self.decisions.get(name)
             if register is None:
                 return None, NOT_RUN
-            if register.get("decided") is not True:
+            if register.decided is not True:
                 return None, NOT_DECIDED
             found.append(register)
         return found, None
@@ -41,8 +42,8 @@ def closed_form_spurious_rate(q: float, group_size: int) -> float:
     return 1.0 - (1.0 - q) ** group_size - q**group_size
 
 
-def _gap(register: dict[str, Any], block: str) -> float | None:
-    return register.get(block, {}).get("auc_difference_mean")
+def _gap(block: AucGap | None) -> float | None:
+    return block.auc_difference_mean if block is not None else None
 
 
 def _mean(values: list[float] | None) -> float | None:
@@ -57,11 +58,11 @@ def check_spurious_rate(spec, regs: Registers, group_size: int) -> tuple[str, di
     found, verdict = regs.need(spec["condition"].lower())
     if found is None:
         return verdict, {}
-    h1a = found[0]["H1a"]
+    h1a = found[0].h1a
     expected = spec["expected"]
     adapted = closed_form_spurious_rate(0.10, group_size) if group_size != 8 else None
     target = adapted if adapted is not None else expected
-    ind, par = h1a.get("spurious_rate_independent"), h1a.get("spurious_rate_paired")
+    ind, par = h1a.spurious_rate_independent, h1a.spurious_rate_paired
     observed = {"independent_rate": ind, "paired_rate": par, "group_size": group_size, "expected": expected}
     if adapted is not None:
         observed["expected_for_group_size"] = round(adapted, 6)
@@ -79,10 +80,10 @@ def check_auc_gap_and_final_vs_clean(spec, regs: Registers, group_size: int) -> 
     if found is None:
         return verdict, {}
     register = found[0]
-    gap = _gap(register, "H2b" if "H2b" in register else "H2a")
-    arms = register.get("secondary", {}).get("arms", {})
-    paired = arms.get("paired", {}).get("final", {}).get("clean")
-    clean = arms.get("clean", {}).get("final", {}).get("clean")
+    gap = _gap(register.h2)
+    arms = register.secondary.arms
+    paired = arms["paired"].final.get("clean") if "paired" in arms else None
+    clean = arms["clean"].final.get("clean") if "clean" in arms else None
     observed = {"auc_gap": gap, "final_clean_paired": paired, "final_clean_reference": clean}
     if clean is None:
         return NOT_RUN, {**observed, "reason": "no clean reference run"}
@@ -99,7 +100,7 @@ def check_auc_gap_range(spec, regs: Registers, group_size: int) -> tuple[str, di
     found, verdict = regs.need(spec["condition"].lower())
     if found is None:
         return verdict, {}
-    gap = _gap(found[0], "auc_gap")
+    gap = _gap(found[0].auc_gap)
     return (MET if _in(gap, spec["min"], spec["max"]) else MISSED), {"auc_gap": gap}
 
 
@@ -107,8 +108,8 @@ def check_auc_gap_and_final_range(spec, regs: Registers, group_size: int) -> tup
     found, verdict = regs.need(spec["condition"].lower())
     if found is None:
         return verdict, {}
-    h2 = found[0]["H2a"]
-    gap, final = h2.get("auc_difference_mean"), h2.get("final_difference_mean")
+    h2 = found[0].h2a
+    gap, final = h2.auc_difference_mean, h2.final_difference_mean
     ok = _in(gap, spec["min"], spec["max"]) and _in(final, spec["final_min"], spec["final_max"])
     return (MET if ok else MISSED), {"auc_gap": gap, "final_gap": final}
 
@@ -117,7 +118,7 @@ def check_gap_below_reference(spec, regs: Registers, group_size: int) -> tuple[s
     found, verdict = regs.need(spec["condition"].lower(), spec["reference"].lower())
     if found is None:
         return verdict, {}
-    gap, reference = _gap(found[0], "auc_gap"), _gap(found[1], "H2a")
+    gap, reference = _gap(found[0].auc_gap), _gap(found[1].h2a)
     observed = {
         "auc_gap": gap,
         "reference_gap": reference,
@@ -131,9 +132,9 @@ def check_challenge_gap(spec, regs: Registers, group_size: int) -> tuple[str, di
     found, verdict = regs.need(spec["condition"].lower())
     if found is None:
         return verdict, {}
-    h3 = found[0]["H3"]
-    diff = h3.get("difference_mean")
-    observed = {"challenge_gap": diff, "steps": h3.get("steps")}
+    h3 = found[0].h3
+    diff = h3.difference_mean
+    observed = {"challenge_gap": diff, "steps": h3.steps}
     return (MET if diff is not None and diff >= spec["at_least"] else MISSED), observed
 
 
@@ -142,7 +143,7 @@ def check_scaling_shrink(spec, regs: Registers, group_size: int) -> tuple[str, d
     found, verdict = regs.need(key, f"{key}-scale_none")
     if found is None:
         return verdict, {}
-    group, none = _gap(found[0], "H2b"), _gap(found[1], "auc_gap")
+    group, none = _gap(found[0].h2b), _gap(found[1].auc_gap)
     observed: dict[str, Any] = {"gap_group": group, "gap_none": none}
     if group is None or none is None or group <= 0:
         return MISSED, {
@@ -164,13 +165,12 @@ def check_blocking_order(spec, regs: Registers, group_size: int) -> tuple[str, d
         if found is None:
             return verdict, observed
         tier1, blocking = found
-        h2 = tier1["H2a" if "H2a" in tier1 else "H2b"]
-        gap = blocking["auc_gap"]
+        h2, gap = tier1.h2, blocking.auc_gap
         auc = {
-            "paired": _mean(h2.get("auc_paired")),
-            "independent": _mean(h2.get("auc_independent")),
-            "blocking_paired": _mean(gap.get("auc_paired")),
-            "blocking": _mean(gap.get("auc_independent")),
+            "paired": _mean(h2.auc_paired),
+            "independent": _mean(h2.auc_independent),
+            "blocking_paired": _mean(gap.auc_paired),
+            "blocking": _mean(gap.auc_independent),
         }
         observed[condition] = auc
         if None in auc.values():
@@ -185,8 +185,8 @@ def check_heldout_noninferior(spec, regs: Registers, group_size: int) -> tuple[s
     found, verdict = regs.need(spec["condition"].lower())
     if found is None:
         return verdict, {}
-    h5 = found[0]["H5"]
-    lower, diff = h5.get("ci90_lower"), h5.get("difference_mean")
+    h5 = found[0].h5
+    lower, diff = h5.ci90_lower, h5.difference_mean
     ok = (
         lower is not None
         and lower > spec["lower_bound_above"]
@@ -200,8 +200,8 @@ def check_luck_share_at_least(spec, regs: Registers, group_size: int) -> tuple[s
     found, verdict = regs.need(spec["condition"].lower())
     if found is None:
         return verdict, {}
-    lams = [v.get("lam") for v in found[0]["H1a"].get("luck_share_step0", {}).values()]
-    lams = [v for v in lams if v is not None]
+    by_run = found[0].h1a.luck_share_step0 or {}
+    lams = [v.lam for v in by_run.values() if v is not None and v.lam is not None]
     mean = _mean(lams)
     return (MET if mean is not None and mean >= spec["at_least"] else MISSED), {
         "luck_share_step0": mean,
@@ -214,10 +214,10 @@ def check_probe_p13(spec, regs: Registers, group_size: int) -> tuple[str, dict[s
         return NOT_RUN, {}
     observed = {}
     for name, probe in sorted(regs.probes.items()):
-        p13 = (probe.get("verdict") or {}).get("p13")
+        p13 = probe.verdict.p13 if probe.verdict is not None else None
         if p13 is None:
             return NOT_DECIDED, {**observed, name: "no P13 block"}
-        observed[name] = p13
+        observed[name] = p13.flags()
     ok = all(all(block.values()) for block in observed.values())
     return (MET if ok else MISSED), observed
 
@@ -259,7 +259,7 @@ def hypothesis_h4(spec: Mapping[str, Any], regs: Registers) -> dict[str, Any]:
             "decided": False,
             "reason": f"{verdict}: needs {key} and {key}-scale_none",
         }
-    group, none = _gap(found[0], "H2b"), _gap(found[1], "auc_gap")
+    group, none = _gap(found[0].h2b), _gap(found[1].auc_gap)
     exceeds = group is not None and none is not None and group > none
     positive = none is not None and none > spec["none_gap_above"]
     passes = (exceeds or not spec["group_gap_exceeds_none"]) and positive
@@ -267,8 +267,8 @@ def hypothesis_h4(spec: Mapping[str, Any], regs: Registers) -> dict[str, Any]:
         **out,
         "gap_group": group,
         "gap_none": none,
-        "gap_none_ci95": found[1]["auc_gap"].get("auc_difference_ci95"),
-        "seeds": found[1].get("seeds"),
+        "gap_none_ci95": found[1].auc_gap.auc_difference_ci95,
+        "seeds": found[1].seeds,
         "rule": {"group_gap_exceeds_none": exceeds, "none_gap_positive": positive},
         "passes": bool(passes),
         "decided": True,
@@ -277,8 +277,8 @@ def hypothesis_h4(spec: Mapping[str, Any], regs: Registers) -> dict[str, Any]:
 
 def judge(
     tier_rules: Mapping[str, Any],
-    decisions: Mapping[str, dict[str, Any]],
-    probes: Mapping[str, dict[str, Any]],
+    decisions: Mapping[str, DecisionRegister],
+    probes: Mapping[str, ProbeRegister],
     group_size: int,
     source: str = "tier rules",
 ) -> dict[str, Any]:

@@ -13,9 +13,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
 from paired_rollouts.records import (
+    Completeness,
+    RunManifest,
+    RunRegister,
     iter_episodes,
     iter_groups,
     read_completeness,
@@ -23,7 +27,7 @@ from paired_rollouts.records import (
     read_run_manifest,
     read_run_register,
 )
-from paired_rollouts.stats.curves import auc_weights, parse_run_name
+from paired_rollouts.stats.curves import auc_weights
 
 REGISTER_FORMAT = "paired-rollouts-run-register/1"
 
@@ -42,17 +46,15 @@ def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 6) if values else None
 
 
-def build_register(run_dir: str | Path, results: str | Path) -> dict[str, Any]:
-    """The content of ``results/runs/{run}/register.json`` (docs/records.md section 3.1)."""
-    run_dir, results = Path(run_dir), Path(results)
-    run = run_dir.name
-    ident = parse_run_name(run)
-    complete_path = run_dir / "complete.json"
-    complete = read_completeness(complete_path)
+def _outcomes(
+    complete: Completeness, run: str, run_dir: Path, results: Path
+) -> tuple[dict[str, dict[int, list[float]]], dict[str, list[float]], dict[str, Any]]:
+    """Periodic successes by set and step, final successes by set, and the luck share per diagnostic
+    checkpoint, from the files the completeness record lists."""
     periodic: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     final: dict[str, list[float]] = defaultdict(list)
     luck: dict[str, Any] = {}
-    for rel in sorted(complete["files"]):
+    for rel in sorted(complete.files):
         path = _evidence_path(rel, run, run_dir, results)
         if rel.startswith("evals/"):
             for _, rec in iter_episodes(path):
@@ -62,46 +64,72 @@ def build_register(run_dir: str | Path, results: str | Path) -> dict[str, Any]:
                 elif rec["phase"] == "final":
                     final[rec["regime"]].append(success)
         elif rel.startswith("diagnostics/luck-step"):
-            data = read_luck(path)
-            luck[str(data["step"])] = {
-                "lam": data.get("lam"),
-                "ci95": data.get("ci95"),
-                "tasks_defined": data.get("tasks_defined"),
+            record = read_luck(path)
+            luck[str(record.step)] = {
+                "lam": record.lam,
+                "ci95": record.ci95,
+                "tasks_defined": record.tasks_defined,
             }
-    curves, auc = {}, {}
-    for regime, by_step in sorted(periodic.items()):
-        steps = sorted(by_step)
-        curve = [sum(by_step[s]) / len(by_step[s]) for s in steps]
-        curves[regime] = {str(s): round(v, 6) for s, v in zip(steps, curve, strict=True)}
-        auc[regime] = round(float(auc_weights(steps) @ curve), 6)
+    return periodic, final, luck
+
+
+def _training_curve(groups_path: Path) -> list[dict[str, Any]]:
+    """Per training step: groups, mean true success and observed reward, share of zero-variance groups."""
     training: list[dict[str, Any]] = []
-    groups_path = run_dir / "groups.jsonl"
-    if groups_path.is_file():
-        by_step: dict[int, list[dict[str, Any]]] = defaultdict(list)
-        for _, rec in iter_groups(groups_path):
-            by_step[rec["step"]].append(rec)
-        for step in sorted(by_step):
-            rows = by_step[step]
-            truth = [1.0 if t else 0.0 for g in rows for t in g["true_success"]]
-            reward = [float(r) for g in rows for r in g["observed_reward"]]
-            zero = [1.0 if len(set(g["observed_reward"])) == 1 else 0.0 for g in rows]
-            training.append(
-                {
-                    "step": step,
-                    "groups": len(rows),
-                    "true_success": _mean(truth),
-                    "observed_reward": _mean(reward),
-                    "zero_variance_frac": _mean(zero),
-                }
-            )
-    manifest_path = run_dir / "manifest.json"
-    manifest = read_run_manifest(manifest_path) if manifest_path.is_file() else None
+    if not groups_path.is_file():
+        return training
+    by_step: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for _, rec in iter_groups(groups_path):
+        by_step[rec["step"]].append(rec)
+    for step in sorted(by_step):
+        rows = by_step[step]
+        truth = [1.0 if t else 0.0 for g in rows for t in g["true_success"]]
+        reward = [float(r) for g in rows for r in g["observed_reward"]]
+        zero = [1.0 if len(set(g["observed_reward"])) == 1 else 0.0 for g in rows]
+        training.append(
+            {
+                "step": step,
+                "groups": len(rows),
+                "true_success": _mean(truth),
+                "observed_reward": _mean(reward),
+                "zero_variance_frac": _mean(zero),
+            }
+        )
+    return training
+
+
+def _lineage(manifest: RunManifest | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The timing over the timed steps and the attempts as the run manifest records them."""
     timings = manifest.timings if manifest is not None else []
     seconds = [float(t["seconds"]) for t in timings if isinstance(t.get("seconds"), int | float)]
     attempts = [
         {k: a.get(k) for k in ("attempt", "started", "finished", "resumed_from_step", "status")}
         for a in (manifest.attempts if manifest is not None else [])
     ]
+    timing = {
+        "steps_timed": len(seconds),
+        "seconds_total": round(sum(seconds), 3),
+        "seconds_per_step": round(sum(seconds) / len(seconds), 3) if seconds else None,
+    }
+    return timing, attempts
+
+
+def build_register(run_dir: str | Path, results: str | Path) -> dict[str, Any]:
+    """The content of ``results/runs/{run}/register.json`` (docs/records.md section 3.1)."""
+    run_dir, results = Path(run_dir), Path(results)
+    run = run_dir.name
+    ident = parse_run(run)
+    complete_path = run_dir / "complete.json"
+    complete = read_completeness(complete_path)
+    periodic, final, luck = _outcomes(complete, run, run_dir, results)
+    curves, auc = {}, {}
+    for regime, by_step in sorted(periodic.items()):
+        steps = sorted(by_step)
+        curve = [sum(by_step[s]) / len(by_step[s]) for s in steps]
+        curves[regime] = {str(s): round(v, 6) for s, v in zip(steps, curve, strict=True)}
+        auc[regime] = round(float(auc_weights(steps) @ curve), 6)
+    manifest_path = run_dir / "manifest.json"
+    timing, attempts = _lineage(read_run_manifest(manifest_path) if manifest_path.is_file() else None)
     inventory = sorted(
         int(p.name.removeprefix("step"))
         for p in (run_dir / "checkpoints").glob("step*")
@@ -110,24 +138,49 @@ def build_register(run_dir: str | Path, results: str | Path) -> dict[str, Any]:
     return {
         "format": REGISTER_FORMAT,
         "run": run,
-        **ident,
-        "complete": complete["complete"],
+        "condition": ident.condition,
+        "arm": ident.arm,
+        "seed": ident.seed,
+        "scaling": ident.scaling,
+        "complete": complete.complete,
         "complete_sha256": sha256_file(complete_path),
-        "paper_pools": complete.get("paper_pools"),
+        "paper_pools": complete.paper_pools,
         "curves": curves,
         "auc": auc,
         "final": {regime: _mean(v) for regime, v in sorted(final.items())},
         "luck_share": luck,
-        "training_curve": training,
-        "timing": {
-            "steps_timed": len(seconds),
-            "seconds_total": round(sum(seconds), 3),
-            "seconds_per_step": round(sum(seconds) / len(seconds), 3) if seconds else None,
-        },
+        "training_curve": _training_curve(run_dir / "groups.jsonl"),
+        "timing": timing,
         "attempts": attempts,
-        "code_versions": complete["code_versions"],
+        "code_versions": complete.code_versions,
         "checkpoints": inventory,
     }
+
+
+def _stray_files(complete: Completeness, run: str, results: Path) -> list[str]:
+    """Files under the run's evals/diagnostics folders that complete.json does not list."""
+    reasons = []
+    for top, folder in (("evals", results / "evals" / run), ("diagnostics", results / "diagnostics" / run)):
+        if folder.is_dir():
+            for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+                rel = f"{top}/{path.relative_to(folder).as_posix()}"
+                if rel not in complete.files and not (
+                    path.name.startswith(".") and path.name.endswith(".tmp")
+                ):
+                    reasons.append(f"{rel}: not listed in complete.json (stray or unchecked file)")
+    return reasons
+
+
+def _changed_files(complete: Completeness, run: str, run_dir: Path, results: Path) -> list[str]:
+    """Files complete.json lists that are missing or whose bytes changed after the check."""
+    reasons = []
+    for rel, digest in sorted(complete.files.items()):
+        path = _evidence_path(rel, run, run_dir, results)
+        if not path.is_file():
+            reasons.append(f"{rel}: listed in complete.json but missing ({path})")
+        elif sha256_file(path) != digest:
+            reasons.append(f"{rel}: sha256 differs from complete.json (changed after the check)")
+    return reasons
 
 
 def verify_run(run_dir: str | Path, results: str | Path) -> tuple[bool, list[str], list[str]]:
@@ -140,37 +193,23 @@ def verify_run(run_dir: str | Path, results: str | Path) -> tuple[bool, list[str
     complete = read_completeness(complete_path)
     reasons: list[str] = []
     notes: list[str] = []
-    if complete["run"] != run:
-        reasons.append(f"{complete_path} is the record of {complete['run']}, not {run}")
-    if not complete["complete"]:
+    if complete.run != run:
+        reasons.append(f"{complete_path} is the record of {complete.run}, not {run}")
+    if not complete.complete:
         reasons.append(
-            f"completeness check failed: {len(complete['missing'])} missing, "
-            f"{len(complete['defects'])} defects"
+            f"completeness check failed: {len(complete.missing)} missing, {len(complete.defects)} defects"
         )
-        for item in (complete["missing"] + complete["defects"])[:5]:
+        for item in (complete.missing + complete.defects)[:5]:
             reasons.append(f"  {item}")
-    for rel, digest in sorted(complete["files"].items()):
-        path = _evidence_path(rel, run, run_dir, results)
-        if not path.is_file():
-            reasons.append(f"{rel}: listed in complete.json but missing ({path})")
-        elif sha256_file(path) != digest:
-            reasons.append(f"{rel}: sha256 differs from complete.json (changed after the check)")
-    for top, folder in (("evals", results / "evals" / run), ("diagnostics", results / "diagnostics" / run)):
-        if folder.is_dir():
-            for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-                rel = f"{top}/{path.relative_to(folder).as_posix()}"
-                if rel not in complete["files"] and not (
-                    path.name.startswith(".") and path.name.endswith(".tmp")
-                ):
-                    reasons.append(f"{rel}: not listed in complete.json (stray or unchecked file)")
-    if len(complete["code_versions"]) != 1:
-        reasons.append(f"code versions over the attempts: {complete['code_versions'] or 'none recorded'}")
-    if complete.get("paper_pools") is False:
+    reasons += _changed_files(complete, run, run_dir, results)
+    reasons += _stray_files(complete, run, results)
+    if len(complete.code_versions) != 1:
+        reasons.append(f"code versions over the attempts: {complete.code_versions or 'none recorded'}")
+    if complete.paper_pools is False:
         notes.append("the task pools are NOT the paper's (hashes differ from the paper's frozen pools)")
     register = run_dir / "register.json"
     if register.is_file():
-        data = read_run_register(register)
-        if data.get("complete_sha256") != sha256_file(complete_path):
+        if read_run_register(register).complete_sha256 != sha256_file(complete_path):
             reasons.append("register.json was not built from this complete.json; rebuild it (run-register)")
     else:
         notes.append("no register.json (paired-rollouts run-register)")
@@ -178,18 +217,14 @@ def verify_run(run_dir: str | Path, results: str | Path) -> tuple[bool, list[str
 
 
 def format_report(
-    run: str, accepted: bool, reasons: list[str], notes: list[str], register: dict[str, Any] | None
+    run: str, accepted: bool, reasons: list[str], notes: list[str], register: RunRegister | None
 ) -> str:
     lines = [f"{run}: {'ACCEPT' if accepted else 'REJECT'}"]
     lines += [f"  reject: {r}" for r in reasons]
     lines += [f"  note: {n}" for n in notes]
     if register:
-        lines.append(f"  AUC per set: {register.get('auc')}")
-        lines.append(f"  final sets: {register.get('final')}")
-        lines.append(
-            f"  luck share: { {k: v.get('lam') for k, v in (register.get('luck_share') or {}).items()} }"
-        )
-        lines.append(
-            f"  attempts: {len(register.get('attempts') or [])}, checkpoints: {register.get('checkpoints')}"
-        )
+        lines.append(f"  AUC per set: {register.auc}")
+        lines.append(f"  final sets: {register.final}")
+        lines.append(f"  luck share: { {k: v.lam for k, v in register.luck_share.items()} }")
+        lines.append(f"  attempts: {len(register.attempts)}, checkpoints: {register.checkpoints}")
     return "\n".join(lines)

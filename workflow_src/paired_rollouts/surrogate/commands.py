@@ -6,6 +6,7 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from paired_rollouts import cli_args as A
 from paired_rollouts.errors import UserError
@@ -265,6 +266,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_summary)
 
 
+def _verdict_numbers(block: Any) -> dict[str, Any]:
+    """A hypothesis's verdict and, when computed, its headline numbers (the summary the README quotes)."""
+    from paired_rollouts.records import AucGap, ChallengeGap, HeldoutGap
+
+    numbers = {
+        AucGap: ("auc_difference_mean", "auc_difference_ci95"),
+        ChallengeGap: ("difference_mean", "ci95"),
+        HeldoutGap: ("difference_mean", "difference_ci90"),
+    }.get(type(block), ())
+    return {"passes": block.passes, **({k: getattr(block, k) for k in numbers} if block.computed else {})}
+
+
 def _summary(args: argparse.Namespace) -> int:
     """The figures the README quotes, read from a finished study's registers (nothing is recomputed)."""
     import numpy as np
@@ -276,7 +289,7 @@ def _summary(args: argparse.Namespace) -> int:
         read_power_table,
         read_probe_register,
     )
-    from paired_rollouts.stats.decisions import load_episodes
+    from paired_rollouts.stats.decisions import HYPOTHESES, load_episodes
 
     root = Path(args.results)
     out: dict = {}
@@ -284,7 +297,7 @@ def _summary(args: argparse.Namespace) -> int:
         read_decision_register(root / "decisions/c2.json"),
         read_decision_register(root / "decisions/c4.json"),
     )
-    evidence = load_episodes([root / "evals" / run for run in c2["runs"] + c4["runs"]])
+    evidence = load_episodes([root / "evals" / run for run in c2.runs + c4.runs])
     curves: dict = {}
     for condition, regime in (("C2", "at_training"), ("C2", "challenge"), ("C4", "clean")):
         for arm in ("paired", "independent"):
@@ -304,15 +317,18 @@ def _summary(args: argparse.Namespace) -> int:
         )
         for arm in ("paired", "independent")
     }
-    h1a = c4["H1a"]
+    h1a = c4.h1a
     out["c4_spurious"] = {
-        k: h1a.get(k)
-        for k in ("spurious_rate_paired", "spurious_rate_independent", "expected_independent_rate", "q", "G")
+        "spurious_rate_paired": h1a.spurious_rate_paired,
+        "spurious_rate_independent": h1a.spurious_rate_independent,
+        "expected_independent_rate": h1a.expected_independent_rate,
+        "q": h1a.q,
+        "G": h1a.group_size,
     }
     lams = []
-    for run in c2["runs"]:
+    for run in c2.runs:
         luck = read_luck(root / "diagnostics" / run / "luck-step0.json")
-        lams.append({"run": run, "lam": luck["lam"], "ci95": luck["ci95"]})
+        lams.append({"run": run, "lam": luck.lam, "ci95": luck.ci95})
     out["c2_luck_step0"] = {
         "runs": lams,
         "mean": float(np.mean([x["lam"] for x in lams])),
@@ -323,38 +339,25 @@ def _summary(args: argparse.Namespace) -> int:
     for path in sorted((root / "probe").glob("*.json")):
         reg = read_probe_register(path)
         probe[path.stem] = {
-            s: {
-                "lhs_mean": c["outcome"]["lhs_mean"],
-                "rhs_mean": c["outcome"]["rhs_mean"],
-                "q": c["outcome"]["q"],
-                "outcome_mc_ratio": c["outcome"]["mean_centered"]["ratio_paired_over_independent"],
-                "transition_mc_ratio": c["transition"]["mean_centered"]["ratio_paired_over_independent"],
+            str(s): {
+                "lhs_mean": c.outcome.lhs_mean,
+                "rhs_mean": c.outcome.rhs_mean,
+                "q": c.outcome.q,
+                "outcome_mc_ratio": c.outcome.mean_centered.ratio_paired_over_independent,
+                "transition_mc_ratio": c.transition.mean_centered.ratio_paired_over_independent,
             }
-            for s, c in reg["checkpoints"].items()
+            for s, c in reg.checkpoints.items()
         }
     out["probe"] = probe
     out["decisions"] = {
-        f"{reg['condition']} {h}": {
-            "passes": reg[h]["passes"],
-            **{
-                k: reg[h].get(k)
-                for k in (
-                    "auc_difference_mean",
-                    "auc_difference_ci95",
-                    "difference_mean",
-                    "ci95",
-                    "difference_ci90",
-                )
-                if k in reg[h]
-            },
-        }
+        f"{reg.condition} {h}": _verdict_numbers(reg.hypothesis(h))
         for reg in (c2, c4)
-        for h in ("H1a", "H2a", "H2b", "H3", "H5")
-        if h in reg
+        for h in HYPOTHESES
+        if reg.hypothesis(h) is not None
     }
     power = root / "decisions/power.json"
     if power.is_file():
-        out["power"] = {k: v["power"] for k, v in read_power_table(power)["hypotheses"].items()}
+        out["power"] = {k: v.power for k, v in read_power_table(power).hypotheses.items()}
     text = json.dumps(out, indent=1, sort_keys=True)
     print(text)
     if args.out:

@@ -11,11 +11,14 @@ it is computed with ``bootstrap_resamples`` resamples per draw (the decision its
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from paired_rollouts.errors import UserError
+
+if TYPE_CHECKING:
+    from paired_rollouts.records import DecisionRegister
 
 
 def _cached(ev: Any) -> Any:
@@ -39,11 +42,44 @@ def _cached(ev: Any) -> Any:
     return ev
 
 
+def _admitted_pairs(path: Any, register: DecisionRegister) -> list[tuple[Any, Any]]:
+    """The decision's admitted seed pairs as evidence, each episode file the one its completeness check
+    hashed (results root: the decision register's grandparent)."""
+    from paired_rollouts.records import read_completeness
+    from paired_rollouts.stats.decisions import load_episodes
+
+    root = Path(path).parent.parent
+    runs = [r for pair in register.seed_pairs for r in pair]
+    evidence = load_episodes([root / "evals" / run for run in runs])
+    for run in runs:
+        checked = read_completeness(root / "runs" / run / "complete.json").files
+        for rel, digest in evidence[run].files.items():
+            if checked.get(rel) != digest:
+                raise UserError(f"{root}/{rel}: not the file the completeness check saw; rerun the study")
+    return [(_cached(evidence[p]), _cached(evidence[i])) for p, i in register.seed_pairs]
+
+
+def _power(
+    test: Any, pairs: list[Any], sizes: list[int], args: Any
+) -> tuple[dict[str, float], dict[str, int]]:
+    """Share (and count) of ``args.draws`` draws of n seed pairs, with replacement, on which ``test`` passes."""
+    power, counts = {}, {}
+    rng = np.random.default_rng(args.seed)
+    for n in sizes:
+        passes = 0
+        for _ in range(args.draws):
+            pick = rng.integers(0, len(pairs), size=n)
+            passes += bool(test([pairs[k] for k in pick])["passes"])
+        power[str(n)] = passes / args.draws
+        counts[str(n)] = passes
+    return power, counts
+
+
 def power_table(args: Any, progress: bool = False) -> dict[str, Any]:
     from paired_rollouts.io import sha256_file
     from paired_rollouts.prereg.rules import DecisionRules, load_rules
-    from paired_rollouts.records import read_completeness, read_decision_register
-    from paired_rollouts.stats.decisions import hypothesis_h2, hypothesis_h3, hypothesis_h5, load_episodes
+    from paired_rollouts.records import decided_by_tier1, read_decision_register
+    from paired_rollouts.stats.decisions import hypothesis_h2, hypothesis_h3, hypothesis_h5
 
     rules = load_rules(args.rules)
     raw = dict(rules.raw)
@@ -54,20 +90,11 @@ def power_table(args: Any, progress: bool = False) -> dict[str, Any]:
     sources = {}
     for path in args.decisions:
         register = read_decision_register(path)
-        condition = register.get("condition")
-        pairs_names = register.get("seed_pairs") or []
-        if condition not in ("C2", "C4") or not pairs_names:
+        condition = register.condition
+        if not decided_by_tier1(condition) or not register.seed_pairs:
             raise UserError(f"{path}: not a decision register with admitted seed pairs; run the decide stage")
         sources[str(path)] = sha256_file(path)
-        root = Path(path).parent.parent
-        runs = [r for pair in pairs_names for r in pair]
-        evidence = load_episodes([root / "evals" / run for run in runs])
-        for run in runs:
-            checked = read_completeness(root / "runs" / run / "complete.json")["files"]
-            for rel, digest in evidence[run].files.items():
-                if checked.get(rel) != digest:
-                    raise UserError(f"{root}/{rel}: not the file the completeness check saw; rerun the study")
-        pairs = [(_cached(evidence[p]), _cached(evidence[i])) for p, i in pairs_names]
+        pairs = _admitted_pairs(path, register)
         n_full = len(pairs)
         full_pairs = n_full if full_pairs is None else min(full_pairs, n_full)
         tests = (
@@ -85,19 +112,10 @@ def power_table(args: Any, progress: bool = False) -> dict[str, Any]:
                 raise UserError(
                     f"{path}: {name} cannot be computed ({full.get('reason')}); no power to estimate"
                 )
-            sizes = sorted(set(args.pairs) | {n_full})
-            power, counts = {}, {}
-            rng = np.random.default_rng(args.seed)
-            for n in sizes:
-                passes = 0
-                for _ in range(args.draws):
-                    pick = rng.integers(0, n_full, size=n)
-                    passes += bool(test([pairs[k] for k in pick])["passes"])
-                power[str(n)] = passes / args.draws
-                counts[str(n)] = passes
+            power, counts = _power(test, pairs, sorted(set(args.pairs) | {n_full}), args)
             hypotheses[name] = {
                 "condition": condition,
-                "passes_full": bool(register[name]["passes"]),
+                "passes_full": bool(register.hypothesis(name).passes),
                 "passes_full_recomputed": bool(full["passes"]),
                 "seed_pairs": n_full,
                 "power": power,

@@ -82,22 +82,22 @@ def read_checkpoint(run_dir: Path, step: int) -> list[float]:
     marker = folder / "COMPLETE"
     if not marker.is_file():
         raise UserError(f"{folder}: no complete surrogate checkpoint; run the surrogate arm job first")
-    return read_surrogate_checkpoint(folder)["theta"]
+    return read_surrogate_checkpoint(folder).theta
 
 
 def load_calibration(path: str | Path) -> list[float]:
-    """theta of a passing calibration register, read through its typed reader (records.py)."""
+    """theta of a passing calibration register, read through its typed reader (records)."""
     source = Path(path)
     if not source.is_file():
         raise UserError(
             f"{source}: calibration register not found; run 'paired-rollouts surrogate calibrate'"
         )
     data = read_calibration(source)
-    if data["passes"] is not True:
+    if data.passes is not True:
         raise UserError(
             f"{source}: the calibration missed a target (passes is not true); fix the calibration"
         )
-    return data["theta"]
+    return data.theta
 
 
 def run_one(

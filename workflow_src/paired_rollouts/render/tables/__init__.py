@@ -1,5 +1,5 @@
 """The paper's tables: a registry (``registry.py``: number, title, inputs, builder) and one module per
-content (runs, decisions, probe, predictions, tiers, curves, surrogate) whose builders fill a
+content (runs, outcomes, decisions, probe, predictions, tiers, curves, surrogate) whose builders fill a
 :class:`~paired_rollouts.render.tables.model.TableModel`. The template ``templates/table{N}.tex.j2`` lays
 the model out; the prose lives in the templates, the numbers come only from the registers."""
 

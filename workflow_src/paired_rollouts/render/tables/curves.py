@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from paired_rollouts import design, records
 from paired_rollouts.errors import UserError
+from paired_rollouts.records import RunRegister
 from paired_rollouts.render import format as fmt
 from paired_rollouts.render import sources as src
 from paired_rollouts.render.format import Tex
@@ -23,75 +25,91 @@ from paired_rollouts.render.tables.model import (
 
 # ---------------------------------------------------------------- table 8
 
+# Table 8 (the paper's): the policies trained with grader noise (C4) on every final set (at_training, their
+# own set, only they are evaluated on), and the differences of their means to the clean-trained reference
+# (C0) and to the same arm trained with tool faults (C2).
+SUBJECT, CLEAN_REFERENCE, TOOL_FAULTS = "C4", "C0", "C2"
+FINAL_SETS = (*design.FINAL_REGIMES, "at_training")
+
+
+def _fault_robustness_order(key: tuple[str, str]) -> tuple:
+    """Table 8's subject first, then the study's order of conditions, then arms."""
+    condition, arm = key
+    return (condition != SUBJECT, src.condition_rank(condition), src.arm_rank(arm))
+
+
+def _difference_rows(means: dict[tuple[str, str], Any]) -> list[tuple[str, tuple[str, str, str]]]:
+    """The differences of the means table 8 shows: each subject arm minus the clean reference, and minus
+    the same arm trained with tool faults."""
+    rows = []
+    for arm in ("paired", "independent"):
+        if (SUBJECT, arm) not in means:
+            continue
+        if (CLEAN_REFERENCE, "clean") in means:
+            rows.append((f"{SUBJECT} {arm} $-$ {CLEAN_REFERENCE}", (SUBJECT, arm, CLEAN_REFERENCE)))
+        if (TOOL_FAULTS, arm) in means:
+            rows.append((f"{SUBJECT} {arm} $-$ {TOOL_FAULTS} {arm}", (SUBJECT, arm, TOOL_FAULTS)))
+    return rows
+
 
 def fault_robustness_table(ctx: Context) -> TableModel:
     runs = src.single_runs(ctx.inputs.files("registers"), "table 8")
     arms = src.arm_means(ctx.inputs.files("curves"), runs, "table 8")
-    # at_training is the C4 runs' own regime (grader flips at q = 0.10); the other runs are not evaluated there
-    regimes = ["clean", "noisy_p010", "noisy_p025", "heldout_types", "challenge", "at_training"]
     table = TableModel(
-        [Tex("Run")] + [regime_label(r) for r in regimes],
-        ["l"] + ["r"] * len(regimes),
-        groups=[(Tex(""), 1), (Tex("Final test success"), len(regimes))],
+        [Tex("Run")] + [regime_label(r) for r in FINAL_SETS],
+        ["l"] + ["r"] * len(FINAL_SETS),
+        groups=[(Tex(""), 1), (Tex("Final test success"), len(FINAL_SETS))],
         size=r"\small",
     )
-    groups: dict[tuple[str, str], list[src.RunCurves]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[RunRegister]] = defaultdict(list)
     for run in runs:
         groups[(run.condition, run.arm)].append(run)
-    order = sorted(
-        groups, key=lambda k: ({"C4": 0, "C2": 1, "C0": 2}.get(k[0], 9), src.ARM_ORDER.get(k[1], 9))
-    )
     means: dict[tuple[str, str], dict[str, float | None]] = {}
-    for index, key in enumerate(order):
+    for index, key in enumerate(sorted(groups, key=_fault_robustness_order)):
         if index:
             table.rule()
         table.section(f"{key[0]}, {ARM_LABELS.get(key[1], key[1])}")
         for run in groups[key]:
             table.add(
                 [_run_label(run.run)]
-                + [fmt.prop(run.final.get(r), 3, table.notes, "not evaluated") for r in regimes]
+                + [fmt.prop(run.final.get(r), 3, table.notes, "not evaluated") for r in FINAL_SETS]
             )
         if key not in arms:
             raise UserError(
                 f"table 8: no curves register among the inputs holds the {key[0]} {key[1]} means; pass "
                 f"results/curves/{key[0].lower()}.json"
             )
-        means[key] = {r: arms[key].final.get(r) for r in regimes}
+        means[key] = {r: arms[key].final.get(r) for r in FINAL_SETS}
         table.add(
             [Tex(r"\textit{mean}")]
-            + [fmt.prop(means[key][r], 3, table.notes, "not every seed evaluated") for r in regimes]
+            + [fmt.prop(means[key][r], 3, table.notes, "not every seed evaluated") for r in FINAL_SETS]
         )
     differences = src.final_differences(ctx.inputs.files("curves"), "table 8")
-    comparisons = []
-    for arm in ("paired", "independent"):
-        if ("C4", arm) in means:
-            if ("C0", "clean") in means:
-                comparisons.append((f"C4 {arm} $-$ C0", ("C4", arm, "C0")))
-            if ("C2", arm) in means:
-                comparisons.append((f"C4 {arm} $-$ C2 {arm}", ("C4", arm, "C2")))
+    comparisons = _difference_rows(means)
     if comparisons:
         table.rule()
         table.section("differences of the means")
-        for label, key in comparisons:
-            if key not in differences:
-                raise UserError(
-                    f"table 8: the C4 curves register holds no differences to {key[2]}; rebuild "
-                    f"results/curves/c4.json with curves-register --compare results/curves/{key[2].lower()}.json"
-                )
-            table.add(
-                [Tex(label)]
-                + [
-                    fmt.signed(differences[key].get(r), 3, table.notes, "not every seed evaluated")
-                    for r in regimes
-                ]
+    for label, key in comparisons:
+        if key not in differences:
+            raise UserError(
+                f"table 8: the {SUBJECT} curves register holds no differences to {key[2]}; rebuild "
+                f"results/curves/{SUBJECT.lower()}.json with curves-register --compare "
+                f"results/curves/{key[2].lower()}.json"
             )
+        table.add(
+            [Tex(label)]
+            + [
+                fmt.signed(differences[key].get(r), 3, table.notes, "not every seed evaluated")
+                for r in FINAL_SETS
+            ]
+        )
     return table
 
 
-def _pick_pair(runs: list[src.RunCurves], settings: dict[str, Any]) -> tuple[src.RunCurves, src.RunCurves]:
-    condition = str(settings.get("condition", "")).upper() or None
+def _pick_pair(runs: list[RunRegister], settings: dict[str, Any]) -> tuple[RunRegister, RunRegister]:
+    condition = str(settings.get("condition", "")).upper() or None  # c2 or C2, as the user writes it
     seed = settings.get("seed")
-    candidates: dict[tuple[str, int], dict[str, src.RunCurves]] = defaultdict(dict)
+    candidates: dict[tuple[str, int], dict[str, RunRegister]] = defaultdict(dict)
     for run in runs:
         if run.arm in candidates[(run.condition, run.seed)]:
             raise UserError(
@@ -103,10 +121,10 @@ def _pick_pair(runs: list[src.RunCurves], settings: dict[str, Any]) -> tuple[src
             k
             for k, v in candidates.items()
             if {"paired", "independent"} <= set(v)
-            and (condition is None or k[0] == condition)
+            and (condition is None or k[0].upper() == condition)
             and (seed is None or k[1] == int(seed))
         ),
-        key=lambda k: (src.CONDITION_ORDER.get(k[0], 9), k[1]),
+        key=lambda k: (src.condition_rank(k[0]), k[1]),
     )
     if not pairs:
         raise UserError(
@@ -120,10 +138,10 @@ def _pick_pair(runs: list[src.RunCurves], settings: dict[str, Any]) -> tuple[src
 
 
 def seed_pair_curves_table(ctx: Context) -> TableModel:
-    runs = [src.run_curves(p) for p in ctx.inputs.files("registers")]
+    runs = [records.read_run_register(p) for p in ctx.inputs.files("registers")]
     paired, independent = _pick_pair(runs, ctx.settings)
     delta = src.pair_differences(ctx.inputs.files("curves"), paired, independent, "table 9")
-    regimes = [r for r in src.PERIODIC_REGIMES if paired.curves.get(r) or independent.curves.get(r)]
+    regimes = [r for r in design.PERIODIC_REGIMES if paired.curves.get(r) or independent.curves.get(r)]
     headers = [Tex("Step")]
     for _ in regimes:
         headers += [P, I_, DELTA]
@@ -141,7 +159,9 @@ def seed_pair_curves_table(ctx: Context) -> TableModel:
             cells += [
                 fmt.prop(a, 3, table.notes, "not evaluated"),
                 fmt.prop(b, 3, table.notes, "not evaluated"),
-                fmt.signed(delta.curves.get(regime, {}).get(step), 3, table.notes, "not evaluated"),
+                fmt.signed(
+                    delta.curves_difference.get(regime, {}).get(step), 3, table.notes, "not evaluated"
+                ),
             ]
         table.add(cells)
     table.rule()
@@ -151,7 +171,7 @@ def seed_pair_curves_table(ctx: Context) -> TableModel:
         cells += [
             fmt.prop(a, 3, table.notes, "not evaluated"),
             fmt.prop(b, 3, table.notes, "not evaluated"),
-            fmt.signed(delta.auc.get(regime), 3, table.notes, "not evaluated"),
+            fmt.signed(delta.auc_difference.get(regime), 3, table.notes, "not evaluated"),
         ]
     table.add(cells)
     table.extra_notes.append(

@@ -6,11 +6,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from paired_rollouts.errors import UserError
+from paired_rollouts.records import DecisionRegister, Hypothesis, ProbeVerdict
 from paired_rollouts.render import format as fmt
 from paired_rollouts.render import sources as src
 from paired_rollouts.render.format import Tex
-from paired_rollouts.render.sources import Doc, Inputs, KeySpec
+from paired_rollouts.render.sources import Inputs, KeySpec
 
 REGIME_LABELS = {
     "clean": "clean",
@@ -138,16 +138,16 @@ def _run_label(run: str) -> Tex:
     return Tex(r"\texttt{" + fmt.escape(run) + "}")
 
 
-def _decisions(ctx: Context) -> list[Doc]:
-    return [src.load_decision(p) for p in ctx.inputs.files("decisions")]
+def _decisions(ctx: Context) -> list[DecisionRegister]:
+    return src.decisions(ctx.inputs.files("decisions"))
 
 
-def _not_computed(block: Doc | None) -> str | None:
+def _not_computed(block: Hypothesis | None) -> str | None:
     """The reason a hypothesis block cannot be shown, or None when it can."""
     if block is None:
         return "hypothesis absent from the decision register"
-    if block.opt("computed") is False:
-        return f"not computed: {block.opt('reason') or 'no reason given'}"
+    if block.computed is False:
+        return f"not computed: {block.reason or 'no reason given'}"
     return None
 
 
@@ -171,14 +171,11 @@ NON_PAPER_POOLS = (
 )
 
 
-def _verdict(block: Doc) -> bool | None:
+def _verdict(block: Hypothesis | ProbeVerdict) -> bool | None:
     """A registered outcome: true/false when decided; None (shown "not decided") on partial evidence."""
-    passes = block.req("passes")
-    if passes is not None and not isinstance(passes, bool):
-        raise UserError(f"{block.path}: 'passes' is {passes!r}; expected true, false or null")
-    return passes
+    return block.passes
 
 
-def _verdict_word(block: Doc) -> str:
+def _verdict_word(block: Hypothesis | ProbeVerdict) -> str:
     passes = _verdict(block)
     return "is not decided" if passes is None else ("passes" if passes else "misses")

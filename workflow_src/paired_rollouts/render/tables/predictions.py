@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from paired_rollouts import records
+from paired_rollouts.records import H4
 from paired_rollouts.render import format as fmt
-from paired_rollouts.render import sources as src
 from paired_rollouts.render.format import Tex
 from paired_rollouts.render.tables.model import (
     Context,
@@ -37,38 +38,30 @@ def _short(value: Any) -> str:
     return "n/a" if value is None else str(value)
 
 
+def _h4_text(h4: H4) -> str:
+    if not h4.decided:
+        return "not decided (" + fmt.escape(h4.reason or "") + ")"
+    return f"gap with group scaling {_short(h4.gap_group)}, without {_short(h4.gap_none)}; " + (
+        "passes" if h4.passes else "does not pass"
+    )
+
+
 def _predictions_register_table(ctx: Context) -> TableModel:
     """One row per registered prediction: statement, confidence, the observed numbers and the verdict
     (met, missed, not run, not decided) from the predictions register (stats/predictions.py)."""
-    doc = src.load_predictions(ctx.inputs.files("predictions")[0])
+    register = records.read_predictions(ctx.inputs.files("predictions")[0])
     table = TableModel(
         [Tex("ID"), Tex("Prediction"), Tex("Conf."), Tex("Observed"), Tex("Verdict")],
         ["l", r">{\raggedright\arraybackslash}p{5.6cm}", "r", r">{\raggedright\arraybackslash}p{4.6cm}", "l"],
         size=r"\footnotesize",
     )
-    for row in doc.req("predictions"):
-        observed = row.get("observed") or {}
-        why = observed.get("reason")
-        text = _observed_text(observed) or (str(why) if why else "")
-        table.add(
-            [
-                str(row["id"]),
-                str(row["statement"]),
-                fmt.prop(row["confidence"], 2),
-                fmt.escape(text),
-                str(row["verdict"]),
-            ]
-        )
-    h4 = doc.req("H4")
+    for row in register.predictions:
+        text = _observed_text(row.observed) or (str(row.reason) if row.reason else "")
+        table.add([row.id, row.statement, fmt.prop(row.confidence, 2), fmt.escape(text), row.verdict])
     table.extra_notes.append(
         Tex(
             "H4 (C4, design $\\times$ reward scaling): "
-            + (
-                "not decided (" + fmt.escape(str(h4.get("reason", ""))) + ")"
-                if not h4.get("decided")
-                else f"gap with group scaling {_short(h4.get('gap_group'))}, without {_short(h4.get('gap_none'))}; "
-                + ("passes" if h4.get("passes") else "does not pass")
-            )
+            + _h4_text(register.h4)
             + ". A verdict is given only on a complete seed matrix; \\emph{not run}: the tier was not trained here."
         )
     )

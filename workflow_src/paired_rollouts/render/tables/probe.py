@@ -3,38 +3,38 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.records import ProbeCheckpointSummary, ProbeRegister
 from paired_rollouts.render import format as fmt
 from paired_rollouts.render import sources as src
 from paired_rollouts.render.format import Tex
-from paired_rollouts.render.sources import Doc
 from paired_rollouts.render.tables.model import (
     Context,
     TableModel,
     _num,
-    _verdict_word,  # noqa: F401
+    _verdict_word,
 )
 
 # ---------------------------------------------------------------- table 5: probe ratios
 
 
 _UNDEFINED, _ABSENT = "ratio undefined", "not in the probe register"
-# Table 5's columns after the step, left to right: where in a checkpoint's summary, whether the register must
-# have it (otherwise the cell says why it is empty), decimals, and the note of an empty cell.
-_RATIO_COLUMNS: tuple[tuple[tuple[str, ...], bool, int, str], ...] = (
-    (("outcome", "lhs_over_rhs"), True, 3, "no successful rollout (R = 0)"),
-    (("outcome", "mean_centered", "ratio_paired_over_independent"), True, 3, _UNDEFINED),
-    (("transition", "mean_centered", "ratio_paired_over_independent"), True, 3, _UNDEFINED),
-    (("transition", "mean_centered", "ratio_paired_over_stratified"), True, 3, _UNDEFINED),
-    (("outcome", "implemented", "ratio_paired_over_independent"), True, 3, _UNDEFINED),
-    (("transition", "implemented", "ratio_paired_over_independent"), True, 3, _UNDEFINED),
-    (("outcome", "mean_centered", "ratio_within_paired_over_independent"), False, 3, _ABSENT),
-    (("transition", "mean_centered", "ratio_within_paired_over_independent"), False, 3, _ABSENT),
-    (("counts", "rho_zero_fraction"), False, 3, "not recorded by the probe"),
-    (("batch_equivalent", "outcome"), False, 2, _ABSENT),
-    (("batch_equivalent", "transition"), False, 2, _ABSENT),
+# Table 5's columns after the step, left to right: the value in a checkpoint's summary, decimals, and the
+# note of an empty cell.
+_RATIO_COLUMNS: tuple[tuple[Callable[[ProbeCheckpointSummary], float | None], int, str], ...] = (
+    (lambda c: c.outcome.lhs_over_rhs, 3, "no successful rollout (R = 0)"),
+    (lambda c: c.outcome.mean_centered.ratio_paired_over_independent, 3, _UNDEFINED),
+    (lambda c: c.transition.mean_centered.ratio_paired_over_independent, 3, _UNDEFINED),
+    (lambda c: c.transition.mean_centered.ratio_paired_over_stratified, 3, _UNDEFINED),
+    (lambda c: c.outcome.implemented.ratio_paired_over_independent, 3, _UNDEFINED),
+    (lambda c: c.transition.implemented.ratio_paired_over_independent, 3, _UNDEFINED),
+    (lambda c: c.outcome.mean_centered.ratio_within_paired_over_independent, 3, _ABSENT),
+    (lambda c: c.transition.mean_centered.ratio_within_paired_over_independent, 3, _ABSENT),
+    (lambda c: c.counts.rho_zero_fraction, 3, "not recorded by the probe"),
+    (lambda c: c.batch_equivalent.outcome, 2, _ABSENT),
+    (lambda c: c.batch_equivalent.transition, 2, _ABSENT),
 )
 
 
@@ -65,28 +65,25 @@ def probe_ratios_table(ctx: Context) -> TableModel:
         ],
         size=r"\footnotesize",
     )
-    probes = sorted(
-        (src.load_probe(p) for p in ctx.inputs.files("probe")), key=lambda d: str(d.req("trajectory"))
-    )
+    probes = src.probes(ctx.inputs.files("probe"))
     for index, probe in enumerate(probes):
         if index:
             table.rule()
-        table.section(Tex(r"trajectory \texttt{" + fmt.escape(str(probe.req("trajectory"))) + "}"))
-        for step in src.probe_steps(probe):
-            cp = probe.sub("checkpoints", str(step))
+        table.section(Tex(r"trajectory \texttt{" + fmt.escape(probe.trajectory) + "}"))
+        for step, checkpoint in probe.checkpoints.items():
             table.add(
                 [fmt.integer(step)]
                 + [
-                    fmt.prop(cp.number(*path) if required else _num(cp.opt(*path)), digits, table.notes, why)
-                    for path, required, digits, why in _RATIO_COLUMNS
+                    fmt.prop(_num(value(checkpoint)), digits, table.notes, why)
+                    for value, digits, why in _RATIO_COLUMNS
                 ]
             )
-        verdict = probe.sub("verdict")
-        n = int(verdict.number("checkpoints") or 0)
+        verdict = probe.need_verdict()
+        n = verdict.checkpoints
         table.section(
             Tex(
-                f"H1b {_verdict_word(verdict)}: outcome {fmt.integer(int(verdict.number('outcome_wins') or 0))}/"
-                f"{fmt.integer(n)}, transition {fmt.integer(int(verdict.number('transition_wins') or 0))}/{fmt.integer(n)} "
+                f"H1b {_verdict_word(verdict)}: outcome {fmt.integer(verdict.outcome_wins)}/"
+                f"{fmt.integer(n)}, transition {fmt.integer(verdict.transition_wins)}/{fmt.integer(n)} "
                 "checkpoints with paired $<$ independent"
             )
         )
@@ -103,35 +100,33 @@ def _exponent(values: Sequence[float | None]) -> int:
     return int(math.floor(math.log10(max(finite)))) if finite else 0
 
 
-def probe_traces_table(ctx: Context) -> TableModel:
-    probes = sorted(
-        (src.load_probe(p) for p in ctx.inputs.files("probe")), key=lambda d: str(d.req("trajectory"))
+def _trace_row(trajectory: str, step: int, checkpoint: ProbeCheckpointSummary) -> tuple:
+    out = checkpoint.outcome
+    return (
+        trajectory,
+        step,
+        out.lhs_mean,
+        out.rhs_mean,
+        out.mean_centered.trace_var["paired"],
+        out.mean_centered.trace_var["independent"],
+        out.clean_success,
+        checkpoint.counts.rho_zero_fraction,
+        out.nonzero_share,
+        _num(out.implemented.trace_var.get("paired")),
+        _num(out.implemented.trace_var.get("independent")),
+        _num(out.mean_centered.identity_residual),
     )
+
+
+def probe_traces_table(ctx: Context) -> TableModel:
+    probes = src.probes(ctx.inputs.files("probe"))
     if not probes:
         raise UserError("table 12: no --input probe=PATH given")
-    rows = []
-    for probe in probes:
-        for step in src.probe_steps(probe):
-            cp = probe.sub("checkpoints", str(step))
-            out = cp.sub("outcome")
-            success = out.number("clean_success")
-            nonzero = out.number("nonzero_share")
-            rows.append(
-                (
-                    str(probe.req("trajectory")),
-                    step,
-                    out.number("lhs_mean"),
-                    out.number("rhs_mean"),
-                    out.number("mean_centered", "trace_var", "paired"),
-                    out.number("mean_centered", "trace_var", "independent"),
-                    success,
-                    cp.opt("counts", "rho_zero_fraction"),
-                    nonzero,
-                    _num(out.opt("implemented", "trace_var", "paired")),
-                    _num(out.opt("implemented", "trace_var", "independent")),
-                    _num(out.opt("mean_centered", "identity_residual")),
-                )
-            )
+    rows = [
+        _trace_row(probe.trajectory, step, checkpoint)
+        for probe in probes
+        for step, checkpoint in probe.checkpoints.items()
+    ]
     unit_exp = ctx.settings.get("unit_exponent")
     if unit_exp is None:
         unit_exp = _exponent([v for r in rows for v in r[2:6]])
@@ -202,33 +197,26 @@ def _sci(value: float | None, notes: fmt.Notes) -> Tex:
     return Tex(f"${mantissa}\\times 10^{{{int(exponent)}}}$")
 
 
-def _by_k_rows(table: TableModel, probes: list[Doc]) -> None:
+def _by_k_rows(table: TableModel, probes: list[ProbeRegister]) -> None:
     """Clean groups by success count k: how many, and their mean L/R (the probe register's `by_k`)."""
     for probe in probes:
-        steps = src.probe_steps(probe)
-        ks = sorted(
-            {int(k) for step in steps for k in (probe.opt("checkpoints", str(step), "outcome", "by_k") or {})}
-        )
+        ks = sorted({k for checkpoint in probe.checkpoints.values() for k in checkpoint.outcome.by_k})
         if not ks:
             continue
         table.rule()
         table.section(
             Tex(
                 r"by success count $k$, trajectory \texttt{"
-                + fmt.escape(str(probe.req("trajectory")))
+                + fmt.escape(probe.trajectory)
                 + r"}: groups and mean $L/R$ per $k$"
             )
         )
-        for step in steps:
-            by_k = probe.opt("checkpoints", str(step), "outcome", "by_k") or {}
+        for step, checkpoint in probe.checkpoints.items():
+            by_k = checkpoint.outcome.by_k
             text = "; ".join(
-                f"k={k}: {int(by_k[str(k)].get('count', 0))}, "
-                + (
-                    f"{by_k[str(k)]['lhs_over_rhs']:.3f}"
-                    if by_k[str(k)].get("lhs_over_rhs") is not None
-                    else "n/a"
-                )
+                f"k={k}: {by_k[k].count}, "
+                + (f"{by_k[k].lhs_over_rhs:.3f}" if by_k[k].lhs_over_rhs is not None else "n/a")
                 for k in ks
-                if str(k) in by_k
+                if k in by_k
             )
             table.add([fmt.integer(step), Tex(r"\multicolumn{10}{l}{" + fmt.escape(text) + "}")], kind="span")

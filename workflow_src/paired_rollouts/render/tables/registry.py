@@ -16,13 +16,9 @@ from paired_rollouts.render import sources as src
 from paired_rollouts.render.format import Tex
 from paired_rollouts.render.sources import Inputs, KeySpec
 from paired_rollouts.render.tables.curves import fault_robustness_table, seed_pair_curves_table
-from paired_rollouts.render.tables.decisions import (
-    c2_primary_table,
-    c2_secondary_table,
-    c4_primary_table,
-    registered_outcomes_table,
-)
+from paired_rollouts.render.tables.decisions import c2_primary_table, c2_secondary_table, c4_primary_table
 from paired_rollouts.render.tables.model import Context, TableModel, TableSpec
+from paired_rollouts.render.tables.outcomes import registered_outcomes_table
 from paired_rollouts.render.tables.predictions import predictions_table, tier_predictions_table
 from paired_rollouts.render.tables.probe import probe_ratios_table, probe_traces_table
 from paired_rollouts.render.tables.runs import constant_reward_table, cross_stack_table, run_matrix_table

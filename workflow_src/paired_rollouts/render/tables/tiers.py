@@ -28,24 +28,21 @@ def tier_comparisons_table(ctx: Context) -> TableModel:
         ["l", "l", "r", "r", "l", r">{\raggedright\arraybackslash}p{3.2cm}", "r", "c"],
         size=r"\footnotesize",
     )
-    docs = [src.load_decision(p) for p in ctx.inputs.files("decisions")]
-    for doc in sorted(docs, key=src.comparison_name):
-        name = src.comparison_name(doc)
-        gap = src.auc_gap_block(doc)
-        arms = f"{doc.opt('treatment') or 'paired'} $-$ {doc.opt('control') or 'independent'}"
-        by_seed = ", ".join(f"{v:+.3f}" for v in gap.get("auc_difference_by_seed") or [])
-        luck = src.step0_luck_share(doc)
-        ci = gap.get("auc_difference_ci95")
+    for register in sorted(src.decisions(ctx.inputs.files("decisions")), key=lambda d: d.name):
+        gap = register.gap
+        arms = f"{register.treatment or 'paired'} $-$ {register.control or 'independent'}"
+        by_seed = ", ".join(f"{v:+.3f}" for v in (gap.auc_difference_by_seed if gap else None) or [])
+        ci = gap.auc_difference_ci95 if gap else None
         table.add(
             [
-                fmt.escape(name),
+                fmt.escape(register.name),
                 Tex(fmt.escape(arms.replace("$-$", "-")).replace("-", "$-$", 1)),
-                fmt.integer(len(doc.req("seeds"))),
-                fmt.signed(gap.get("auc_difference_mean"), 3, table.notes, "not computed"),
+                fmt.integer(len(register.seeds)),
+                fmt.signed(gap.auc_difference_mean if gap else None, 3, table.notes, "not computed"),
                 fmt.escape(f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "n/a"),
                 fmt.escape(by_seed),
-                fmt.prop(luck, 3, table.notes, "no luck-share file"),
-                fmt.mark(bool(doc.req("complete"))),
+                fmt.prop(register.step0_luck_share, 3, table.notes, "no luck-share file"),
+                fmt.mark(register.complete),
             ]
         )
     table.extra_notes.append(

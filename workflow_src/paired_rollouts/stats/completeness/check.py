@@ -120,7 +120,7 @@ def _luck_files(f: Findings, paths: list[str | Path], diagnosed: list[int]) -> N
     """Each given luck-share file: one per diagnosed step, derived from the checked diagnostic file."""
     by_step: dict[int, Path] = {}
     for path in paths:
-        step = read_luck(path)["step"]
+        step = read_luck(path).step
         if step in by_step:
             raise UserError(f"{path}: a second luck-share file for step {step} (first {by_step[step]})")
         by_step[step] = Path(path)

@@ -130,15 +130,15 @@ def check_luck_file(f: Findings, path: Path, step: int) -> None:
     key, source = RunFiles.luck(step), RunFiles.diagnostic_episodes(step)
     data = read_luck(path)
     f.files[key] = sha256_file(path)
-    if data["run"] != f.run or data["step"] != step:
+    if data.run != f.run or data.step != step:
         f.defect(
             kind="identity",
             path=key,
-            problem=f"luck-share file of {data['run']} step {data['step']}, expected {f.run} step {step}",
+            problem=f"luck-share file of {data.run} step {data.step}, expected {f.run} step {step}",
         )
     if source not in f.files:
         f.defect(kind="luck", path=key, problem=f"{source} was not checked")
-    elif data["source_sha256"] != f.files[source]:
+    elif data.source_sha256 != f.files[source]:
         f.defect(kind="luck", path=key, problem=f"source_sha256 differs from {source}; rerun luck-share")
 
 

@@ -1,0 +1,479 @@
+"""The decision registers (tier 1's and each registered tier's comparison), the predictions register
+and the surrogate scales' power table (docs/records.md sections 4, 4.1, 5 and 8.3).
+
+A hypothesis block that could not be computed holds only its verdict and reason (``computed: false``);
+a computed one holds every number the tables show, so each of them is required here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from paired_rollouts import design
+from paired_rollouts.errors import UserError
+from paired_rollouts.records.schema import (
+    At,
+    by_name,
+    each,
+    is_bool,
+    is_condition,
+    is_dict,
+    is_int,
+    is_num,
+    is_sha256,
+    is_str,
+    key,
+    list_of,
+    map_of,
+    nullable,
+    one,
+    one_of,
+    pair_of,
+    parse,
+    read_register,
+)
+
+DECIDE = "paired-rollouts decide"
+HYPOTHESES = ("H1a", "H2a", "H2b", "H3", "H5")
+BY_SET = map_of(nullable(is_num))
+INTERVAL = pair_of(nullable(is_num))
+
+
+def is_text(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def decided_by_tier1(condition: str) -> bool:
+    """Tier 1 decides its noisy conditions (C2, C4): those of ``design.TIER1`` whose noise kind has
+    registered hypotheses."""
+    paper = design.PAPER_CONDITIONS.get(condition)
+    return condition in design.TIER1 and paper is not None and paper.kind in design.TIER1_HYPOTHESES
+
+
+# ---------------------------------------------------------------- hypothesis blocks
+
+
+def decided(cls: type):
+    """Read a tier-1 hypothesis block: ``passes`` (true, false, or null when not decided) is required."""
+
+    def read(value: dict[str, Any], at: At) -> Any:
+        if "passes" not in value:
+            raise at.missing("passes")
+        return parse(cls, value, at)
+
+    return read
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bootstrap:
+    resamples: int = key(is_int)
+    seed: int = key(is_int)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step0Luck:
+    """One run's step-0 luck share in H1a (its mean over tasks and the bootstrap interval)."""
+
+    lam: float | None = key(nullable(is_num))
+    ci95: list[float | None] = key(INTERVAL)
+
+
+def _step0_luck(value: dict[str, Any], at: At) -> dict[str, Step0Luck | None]:
+    return {run: None if v is None else parse(Step0Luck, v, at.at(run)) for run, v in value.items()}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LuckRule:
+    lambda_at_least: float = key(is_num)
+    lower_bound_above: float = key(is_num)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpuriousRule:
+    independent_within: float = key(is_num)
+    independent_criterion: bool = key(is_bool)
+    paired_at_most: float = key(is_num)
+    paired_criterion: bool = key(is_bool)
+
+
+_LUCK_BY_RUN = map_of(nullable(is_dict))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hypothesis:
+    """What every hypothesis block holds: whether it could be computed, its verdict (true or false when
+    decided, null on partial evidence; a tier's measurements have none) and why it is not decided."""
+
+    computed: bool = key(is_bool)
+    passes: bool | None = key(nullable(is_bool), default=None)
+    reason: str | None = key(is_text, default=None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class H1a(Hypothesis):
+    """H1a: each run's step-0 luck share and each arm's spurious rate among all-correct training groups."""
+
+    luck_share_step0: dict[str, Step0Luck | None] = key(_LUCK_BY_RUN, read=_step0_luck, when="computed")
+    spurious_rate_paired: float | None = key(nullable(is_num), when="computed")
+    spurious_rate_independent: float | None = key(nullable(is_num), when="computed")
+    runs: dict[str, dict[str, Any]] = key(map_of(is_dict), when="computed")
+
+
+@dataclass(frozen=True, kw_only=True)
+class H1aTransition(H1a):
+    """H1a under tool faults (C2): every run's step-0 luck share and seed sharing meet the rule."""
+
+    runs_meeting_luck: int = key(is_int, when="computed")
+    runs_meeting_sharing: int = key(is_int, when="computed")
+    luck_share_step0_min: float | None = key(nullable(is_num), when="computed")
+    luck_share_step0_lower_min: float | None = key(nullable(is_num), when="computed")
+    rule: LuckRule = key(is_dict, read=one(LuckRule), when="computed")
+
+
+@dataclass(frozen=True, kw_only=True)
+class H1aOutcome(H1a):
+    """H1a under grader flips (C4): the independent arm's spurious rate meets the closed form, the
+    paired arm's stays near zero."""
+
+    expected_independent_rate: float = key(is_num, when="computed")
+    q: float = key(is_num, when="computed")
+    group_size: int = key(is_int, name="G", when="computed")
+    rule: SpuriousRule = key(is_dict, read=one(SpuriousRule), when="computed")
+
+
+@dataclass(frozen=True, kw_only=True)
+class H2Rule:
+    mean_at_least: float = key(is_num)
+    mean_criterion: bool = key(is_bool)
+    every_seed_positive: bool = key(is_bool)
+    final_direction: bool = key(is_bool)
+
+
+SEEDWISE = list_of(is_num)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AucGap(Hypothesis):
+    """The H2 statistic: paired minus independent validation AUC and final success, seed by seed, with
+    means over seeds (H2a, H2b; a tier comparison's ``auc_gap``, measured without a verdict)."""
+
+    validation_set: str = key(is_str, when="computed")
+    final_set: str = key(is_str, when="computed")
+    tasks: int = key(is_int, when="computed")
+    final_tasks: int = key(is_int, when="computed")
+    seeds: list[int] = key(list_of(is_int), when="computed")
+    auc_paired: list[float] = key(SEEDWISE, when="computed")
+    auc_independent: list[float] = key(SEEDWISE, when="computed")
+    auc_difference_by_seed: list[float] = key(SEEDWISE, when="computed")
+    auc_difference_positive_seeds: int = key(is_int, when="computed")
+    auc_paired_mean: float = key(is_num, when="computed")
+    auc_independent_mean: float = key(is_num, when="computed")
+    auc_difference_mean: float = key(is_num, when="computed")
+    auc_difference_ci95: list[float | None] = key(INTERVAL, when="computed")
+    final_paired_by_seed: list[float] = key(SEEDWISE, when="computed")
+    final_independent_by_seed: list[float] = key(SEEDWISE, when="computed")
+    final_difference_by_seed: list[float] = key(SEEDWISE, when="computed")
+    final_paired_mean: float = key(is_num, when="computed")
+    final_independent_mean: float = key(is_num, when="computed")
+    final_difference_mean: float = key(is_num, when="computed")
+    rule: H2Rule = key(is_dict, read=one(H2Rule), when="computed")
+
+    def _check(self, at: At) -> None:
+        if not self.computed:
+            return
+        for name in (
+            "auc_paired",
+            "auc_independent",
+            "auc_difference_by_seed",
+            "final_paired_by_seed",
+            "final_independent_by_seed",
+            "final_difference_by_seed",
+        ):
+            values = getattr(self, name)
+            if len(values) != len(self.seeds):
+                raise UserError(
+                    f"{at.path}: key '{at.prefix}.{name}' has {len(values)} values for {len(self.seeds)} "
+                    f"seeds; {at.fix}"
+                )
+
+
+@dataclass(frozen=True, kw_only=True)
+class H3Rule:
+    mean_at_least: float = key(is_num)
+    mean_criterion: bool = key(is_bool)
+    every_seed_positive: bool = key(is_bool)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChallengeGap(Hypothesis):
+    """H3: paired minus independent challenge success at the rule's steps (a tier's ``challenge_gap``)."""
+
+    steps: list[int] = key(list_of(is_int), when="computed")
+    seeds: list[int] = key(list_of(is_int), when="computed")
+    difference_by_seed: list[float] = key(SEEDWISE, when="computed")
+    difference_positive_seeds: int = key(is_int, when="computed")
+    difference_mean: float = key(is_num, when="computed")
+    ci95: list[float | None] = key(INTERVAL, when="computed")
+    rule: H3Rule = key(is_dict, read=one(H3Rule), when="computed")
+
+
+@dataclass(frozen=True, kw_only=True)
+class H5Rule:
+    lower_bound_above: float = key(is_num)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeldoutGap(Hypothesis):
+    """H5: paired minus independent final success on held-out fault types, with its 90 % interval (a
+    tier's ``heldout``)."""
+
+    difference_by_seed: list[float] = key(SEEDWISE, when="computed")
+    difference_mean: float = key(is_num, when="computed")
+    difference_ci90: list[float | None] = key(INTERVAL, when="computed")
+    ci90_lower: float | None = key(nullable(is_num), when="computed")
+    rule: H5Rule = key(is_dict, read=one(H5Rule), when="computed")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TierLuck:
+    """A tier comparison's step-0 luck share per run (null for a run without a luck file)."""
+
+    by_run: dict[str, float | None] = key(BY_SET)
+
+
+# ---------------------------------------------------------------- secondary endpoints
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThresholdStep:
+    """Steps to the threshold: the first step reaching it (interpolated), or censored."""
+
+    step: float | None = key(nullable(is_num))
+    censored: bool = key(is_bool)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThresholdByArm:
+    reached: int = key(is_int)
+    runs: int = key(is_int)
+    median_reached: float | None = key(nullable(is_num))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SecondaryArm:
+    """An arm's means over its runs (the clean reference's under ``clean``)."""
+
+    auc: dict[str, float | None] = key(BY_SET)
+    final: dict[str, float | None] = key(BY_SET)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CleanReference:
+    runs: list[str] = key(list_of(is_str))
+
+
+BY_RUN = map_of(BY_SET)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Secondary:
+    """Descriptive endpoints per run and per arm (docs/records.md section 5): {run: {set: value}}."""
+
+    threshold: float = key(is_num)
+    threshold_curve: str = key(is_str)
+    steps: list[int] = key(list_of(is_int))
+    steps_to_threshold: dict[str, ThresholdStep] = key(map_of(is_dict), read=by_name(ThresholdStep))
+    steps_to_threshold_by_arm: dict[str, ThresholdByArm] = key(map_of(is_dict), read=by_name(ThresholdByArm))
+    auc: dict[str, dict[str, float | None]] = key(BY_RUN)
+    final: dict[str, dict[str, float | None]] = key(BY_RUN)
+    recovery_success: dict[str, dict[str, float | None]] = key(BY_RUN)
+    exposure: dict[str, dict[str, float | None]] = key(BY_RUN)
+    arms: dict[str, SecondaryArm] = key(map_of(is_dict), read=by_name(SecondaryArm))
+    clean_reference: CleanReference | None = key(nullable(is_dict), read=one(CleanReference))
+
+
+# ---------------------------------------------------------------- the decision register
+
+
+def _hypothesis(cls: type, name: str, tier1: bool = True) -> Any:
+    read = decided(cls) if tier1 else one(cls)
+    return key(is_dict, name=name, read=read, default=None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionRegister:
+    """results/decisions/{c2,c4}.json (tier 1) or decisions/tiers/NAME.json (a registered tier's
+    comparison, measured, not decided), written by ``paired-rollouts decide``."""
+
+    path: str
+    raw: dict[str, Any]
+    condition: str = key(is_condition)
+    decided: bool = key(is_bool)
+    complete: bool = key(is_bool)
+    seeds: list[int] = key(list_of(is_int))
+    missing: list[str] = key(list_of(is_str))
+    runs: list[str] = key(list_of(is_str))
+    design_seeds: list[int] | None = key(nullable(list_of(is_int)))
+    seed_pairs: list[list[str]] = key(list_of(pair_of(is_str)))
+    bootstrap: Bootstrap = key(is_dict, read=one(Bootstrap))
+    paper_pools: bool = key(is_bool)
+    rules_sha256: str = key(is_str)
+    comparison: str | None = key(is_str, default=None)
+    treatment: str | None = key(one_of(*design.ARMS), default=None)
+    control: str | None = key(one_of(*design.ARMS), default=None)
+    h1a: H1a | None = key(is_dict, name="H1a", default=None)
+    h2a: AucGap | None = _hypothesis(AucGap, "H2a")
+    h2b: AucGap | None = _hypothesis(AucGap, "H2b")
+    h3: ChallengeGap | None = _hypothesis(ChallengeGap, "H3")
+    h5: HeldoutGap | None = _hypothesis(HeldoutGap, "H5")
+    auc_gap: AucGap | None = _hypothesis(AucGap, "auc_gap", tier1=False)
+    challenge_gap: ChallengeGap | None = _hypothesis(ChallengeGap, "challenge_gap", tier1=False)
+    heldout: HeldoutGap | None = _hypothesis(HeldoutGap, "heldout", tier1=False)
+    tier_luck: TierLuck | None = key(is_dict, name="luck_share_step0", read=one(TierLuck), default=None)
+    secondary: Secondary = key(is_dict, read=one(Secondary))
+
+    @classmethod
+    def _resolve(cls, values: dict[str, Any], at: At) -> dict[str, Any]:
+        """H1a has the shape of its condition's noise: the luck-share rule under tool faults (C2), the
+        spurious-rate rule under grader flips."""
+        if values["h1a"] is not None:
+            flavour = H1aTransition if values["condition"] == "C2" else H1aOutcome
+            values["h1a"] = decided(flavour)(values["h1a"], at.at("H1a"))
+        return values
+
+    def _check(self, at: At) -> None:
+        if self.comparison is None and not decided_by_tier1(self.condition):
+            raise UserError(
+                f"{at.path}: key 'condition' is {self.condition!r}; tier 1's decision registers are for the "
+                "conditions it decides (C2, C4); a tier's register names its 'comparison'"
+            )
+
+    @property
+    def name(self) -> str:
+        """c2, c4 for tier 1's registers; the tier's comparison (c2r, c4-scale_none, ...) otherwise."""
+        return (self.comparison or self.condition).lower()
+
+    def hypothesis(self, name: str) -> Hypothesis | None:
+        """The block of a tier-1 hypothesis (H1a, H2a, H2b, H3, H5), None when the register has none."""
+        return {"H1a": self.h1a, "H2a": self.h2a, "H2b": self.h2b, "H3": self.h3, "H5": self.h5}[name]
+
+    @property
+    def h2(self) -> AucGap | None:
+        """Tier 1's H2 block: H2a under tool faults, H2b under grader flips."""
+        return self.h2a if self.h2a is not None else self.h2b
+
+    @property
+    def gap(self) -> AucGap | None:
+        """The AUC gap of the comparison: a tier's ``auc_gap``, tier 1's H2a or H2b."""
+        return self.auc_gap if self.auc_gap is not None else self.h2
+
+    @property
+    def step0_luck_share(self) -> float | None:
+        """Mean step-0 luck share over the register's runs (a tier's per-run values, tier 1's H1a), or
+        None when no run has one."""
+        if self.tier_luck is not None:
+            by_run = self.tier_luck.by_run
+        elif self.h1a is not None and self.h1a.luck_share_step0 is not None:
+            by_run = {run: v.lam if v is not None else None for run, v in self.h1a.luck_share_step0.items()}
+        else:
+            by_run = {}
+        values = [v for v in by_run.values() if v is not None]
+        return sum(values) / len(values) if values else None
+
+
+def read_decision_register(path: str | Path) -> DecisionRegister:
+    """A decision register, typed: every block the tables, the predictions and the power table read."""
+    return read_register(DecisionRegister, path, "decision register", DECIDE, dotted=True)
+
+
+# ---------------------------------------------------------------- predictions register
+
+PREDICTION_VERDICTS = ("met", "missed", "not run", "not decided")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prediction:
+    """One registered prediction: its statement and confidence, the numbers judged, the verdict."""
+
+    id: str = key(is_str)
+    statement: str = key(is_str)
+    confidence: float = key(is_num)
+    check: str = key(is_str)
+    verdict: str = key(one_of(*PREDICTION_VERDICTS))
+    observed: dict[str, Any] = key(is_dict)  # the check's own numbers, free-form per check
+
+    @property
+    def reason(self) -> Any:
+        """Why the check could not judge, when it says (``observed.reason``)."""
+        return self.observed.get("reason")
+
+
+@dataclass(frozen=True, kw_only=True)
+class H4:
+    decided: bool = key(is_bool)
+    passes: bool | None = key(nullable(is_bool))
+    reason: str | None = key(is_text, default=None)
+    gap_group: float | None = key(nullable(is_num), when="decided")
+    gap_none: float | None = key(nullable(is_num), when="decided")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Predictions:
+    """results/decisions/predictions.json or decisions/tiers/predictions.json (stats/predictions.py)."""
+
+    path: str
+    raw: dict[str, Any]
+    predictions: list[Prediction] = key(list_of(is_dict), read=each(Prediction))
+    counts: dict[str, int] = key(map_of(is_int))
+    h4: H4 = key(is_dict, name="H4", read=one(H4))
+    registers: list[str] = key(list_of(is_str))
+    probes: list[str] = key(list_of(is_str))
+
+
+def read_predictions(path: str | Path) -> Predictions:
+    """results/decisions/predictions.json or decisions/tiers/predictions.json (stats/predictions.py),
+    typed: every row and the H4 block (docs/records.md section 4.1)."""
+    return read_register(Predictions, path, "predictions register", "paired-rollouts predictions")
+
+
+# ---------------------------------------------------------------- power table
+
+
+@dataclass(frozen=True, kw_only=True)
+class HypothesisPower:
+    """How often one registered rule passes with n seed pairs drawn from the admitted ones."""
+
+    condition: str = key(is_condition)
+    passes_full: bool = key(is_bool)
+    passes_full_recomputed: bool = key(is_bool)
+    seed_pairs: int = key(is_int)
+    power: dict[str, float] = key(map_of(is_num))
+    passes_counted: dict[str, int] = key(map_of(is_int))
+    draws: int = key(is_int)
+
+    def _check(self, at: At) -> None:
+        if not all(n.isdigit() for n in self.power):
+            raise UserError(f"{at.where}.power must be keyed by seed-pair counts; {at.fix}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PowerTable:
+    """results/<scale>/decisions/power.json (surrogate/power.py, docs/records.md section 8.3)."""
+
+    path: str
+    raw: dict[str, Any]
+    hypotheses: dict[str, HypothesisPower] = key(is_dict, read=by_name(HypothesisPower))
+    full_pairs: int = key(is_int)
+    pairs: list[int] = key(list_of(is_int))
+    draws: int = key(is_int)
+    seed: int = key(is_int)
+    bootstrap_resamples: int = key(is_int)
+    decisions: dict[str, str] = key(map_of(is_sha256))
+    rules_sha256: str = key(is_str)
+
+
+def read_power_table(path: str | Path) -> PowerTable:
+    """results/<scale>/decisions/power.json (surrogate/power.py, docs/records.md section 8.3), typed."""
+    return read_register(PowerTable, path, "power table", "paired-rollouts surrogate power")

@@ -1,0 +1,257 @@
+"""What a decision reads, loaded and indexed: each run's episode outcomes, its training groups, its
+luck-share files and completeness record, each evidence file with the sha256 of its bytes (admission
+compares them with the completeness record)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from paired_rollouts.design import parse_run
+from paired_rollouts.errors import UserError
+from paired_rollouts.io import sha256_file
+from paired_rollouts.records import (
+    Completeness,
+    LuckShare,
+    iter_episodes,
+    iter_groups,
+    read_completeness,
+    read_luck,
+)
+
+
+@dataclass
+class RunEvidence:
+    """One run's episode outcomes, indexed for the decisions."""
+
+    run: str
+    condition: str
+    arm: str
+    seed: int
+    scaling: str = "group"
+    periodic: dict[str, dict[int, dict[str, list[float]]]] = field(default_factory=dict)
+    final: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    final_exposed: dict[str, list[float]] = field(default_factory=dict)
+    diagnostic: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    episodes: int = 0
+
+    def add(self, rec: dict[str, Any]) -> bool:
+        """File one record; False for phases the decisions do not use (e.g. train)."""
+        phase = rec["phase"]
+        success = 1.0 if rec["true_success"] is True else 0.0
+        if phase == "periodic":
+            by_step = self.periodic.setdefault(rec["regime"], {})
+            by_step.setdefault(int(rec["step"]), {}).setdefault(rec["task_id"], []).append(success)
+        elif phase == "final":
+            self.final.setdefault(rec["regime"], {}).setdefault(rec["task_id"], []).append(success)
+            if rec.get("exposed"):
+                self.final_exposed.setdefault(rec["regime"], []).append(success)
+        elif phase == "diagnostic":
+            self.diagnostic.setdefault(int(rec["step"]), []).append(rec)
+        else:
+            return False
+        self.episodes += 1
+        return True
+
+    def periodic_steps(self, regime: str) -> list[int]:
+        return sorted(self.periodic.get(regime, {}))
+
+    def curve(self, regime: str, steps: Sequence[int], tasks: Sequence[str]) -> np.ndarray:
+        """steps x tasks matrix of task scores (mean over schedules)."""
+        table = self.periodic[regime]
+        return np.array([[score(table[s][t]) for t in tasks] for s in steps])
+
+    def final_scores(self, regime: str, tasks: Sequence[str]) -> np.ndarray:
+        table = self.final[regime]
+        return np.array([score(table[t]) for t in tasks])
+
+
+def score(outcomes: list[float]) -> float:
+    """A task's score: the mean of its schedules' true successes (plain Python: lists are tiny)."""
+    return sum(outcomes) / len(outcomes)
+
+
+def expand_paths(paths: Iterable[str | Path]) -> list[tuple[Path, Path | None]]:
+    """(file, folder it was found in) for files as given and ``*.jsonl`` under directories; sorted,
+    de-duplicated. The folder lets the digest key be the file's path relative to the run."""
+    out: dict[Path, Path | None] = {}
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            for f in path.rglob("*.jsonl"):
+                if f.name != "groups.jsonl":
+                    out.setdefault(f, path)
+        elif path.is_file():
+            out.setdefault(path, None)
+        else:
+            raise UserError(f"{path}: no such file or directory (--episodes)")
+    return sorted(out.items())
+
+
+def _relative_key(path: Path, folder: Path | None, run: str, phase: str) -> str:
+    """``evals/<path below the run's folder>`` (or ``diagnostics/...``), as complete.json lists files."""
+    top = "diagnostics" if phase == "diagnostic" else "evals"
+    if folder is None:
+        return f"{top}/{path.name}"
+    parts = path.relative_to(folder).parts
+    if parts and parts[0] == run and len(parts) > 1:  # a folder above the runs' folders was given
+        parts = parts[1:]
+    return f"{top}/{'/'.join(parts)}"
+
+
+def _new_evidence(run: str) -> RunEvidence:
+    ident = parse_run(run)
+    return RunEvidence(run, ident.condition, ident.arm, ident.seed, ident.scaling)
+
+
+def load_episodes(paths: Iterable[str | Path]) -> dict[str, RunEvidence]:
+    """Read episode files (typed) into one ``RunEvidence`` per run, with each file's sha256 keyed by its
+    path relative to the run; two files under one key are refused."""
+    runs: dict[str, RunEvidence] = {}
+    origin: dict[tuple[str, str], Path] = {}
+    for path, folder in expand_paths(paths):
+        digest = sha256_file(path)
+        for line, rec in iter_episodes(path):
+            run = rec["run"]
+            ev = runs.get(run) or runs.setdefault(run, _new_evidence(run))
+            if rec["condition"] != ev.condition or rec["seed"] != ev.seed or rec["arm"] != ev.arm:
+                raise UserError(
+                    f"{path}:{line}: record of run {run} says condition {rec['condition']} arm "
+                    f"{rec['arm']} seed {rec['seed']}; the run name says {ev.condition} {ev.arm} "
+                    f"seed {ev.seed}"
+                )
+            if ev.add(rec):
+                rel = _relative_key(path, folder, run, rec["phase"])
+                first = origin.setdefault((run, rel), path)
+                if first != path:
+                    raise UserError(
+                        f"{path}: a second file for {run} {rel} (first {first}); give each evidence file once"
+                    )
+                ev.files[rel] = digest
+    return runs
+
+
+class Groups(dict):
+    """{run: [group records]} plus the sha256 of the file each run's records came from."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.digests: dict[str, tuple[str, str]] = {}
+
+
+def load_groups(paths: Iterable[str | Path] | None) -> Groups:
+    out = Groups()
+    for p in paths or []:
+        digest = sha256_file(p)
+        runs_here = set()
+        for _, rec in iter_groups(p):
+            out.setdefault(rec["run"], []).append(rec)
+            runs_here.add(rec["run"])
+        for run in runs_here:
+            if run in out.digests:
+                raise UserError(
+                    f"{p}: training groups of {run} also in {out.digests[run][0]}; give one file per run"
+                )
+            out.digests[run] = (str(p), digest)
+    return out
+
+
+@dataclass(frozen=True)
+class LuckFile:
+    """A run's luck-share file as a decision reads it: the record and the sha256 of its bytes (None for
+    a record built in memory, which no completeness record can vouch for)."""
+
+    record: LuckShare
+    sha256: str | None
+
+
+Luck = dict[tuple[str, int], LuckFile]  # (run, diagnostic step) -> its luck-share file
+
+
+def load_inputs(
+    complete_paths: Iterable[str | Path] | None, luck_paths: Iterable[str | Path] | None
+) -> tuple[dict[str, Completeness], Luck]:
+    """The completeness records by run and the luck-share files by (run, step); a second file for one
+    of them is refused."""
+    complete: dict[str, Completeness] = {}
+    for p in complete_paths or []:
+        record = read_completeness(p)
+        if record.run in complete:
+            raise UserError(
+                f"{p}: a second complete file for {record.run} (first: {complete[record.run].path})"
+            )
+        complete[record.run] = record
+    luck: Luck = {}
+    for p in luck_paths or []:
+        record = read_luck(p)
+        at = (record.run, record.step)
+        if at in luck:
+            raise UserError(
+                f"{p}: a second luck file for {record.run}@{record.step} (first: {luck[at].record.path})"
+            )
+        luck[at] = LuckFile(record, sha256_file(p))
+    return complete, luck
+
+
+def run_inputs(run: str, groups: dict[str, Any], luck: Luck) -> dict[str, str | None]:
+    """The non-episode inputs a decision reads for ``run``, keyed as complete.json lists them."""
+    out: dict[str, str | None] = {}
+    digests = getattr(groups, "digests", {})
+    if run in digests:
+        out["groups.jsonl"] = digests[run][1]
+    for (of_run, step), entry in luck.items():
+        if of_run == run:
+            out[f"diagnostics/luck-step{step}.json"] = entry.sha256
+    return out
+
+
+def admit(
+    ev: RunEvidence,
+    complete: Completeness | None,
+    pools: dict[str, str],
+    inputs: dict[str, str | None] | None = None,
+) -> dict[str, Any]:
+    """Is this run's evidence whole and untouched? Returns the acceptance entry.
+
+    ``inputs`` are the run's other decision inputs (``groups.jsonl``, ``diagnostics/luck-stepN.json``:
+    relative path -> sha256); like every episode file, each must be listed in complete.json with the
+    same digest."""
+    entry: dict[str, Any] = {
+        "admitted": False,
+        "checked": complete is not None,
+        "episodes": ev.episodes,
+        "complete_source": None,
+        "code_versions": [],
+        "reasons": [],
+    }
+    reasons = entry["reasons"]
+    if complete is None:
+        reasons.append("no completeness file given for this run (--complete)")
+        return entry
+    entry["complete_source"] = complete.path
+    entry["code_versions"] = list(complete.code_versions)
+    if not complete.complete:
+        reasons.append(
+            f"completeness check failed: {len(complete.missing)} missing, {len(complete.defects)} defects"
+        )
+    recorded = complete.pool_sha256
+    for name, want in sorted(pools.items()):
+        if recorded.get(name) != want:
+            reasons.append(f"task pool {name}: run used {recorded.get(name)}, manifest says {want}")
+    checked_files = complete.files
+    given = {**ev.files, **(inputs or {})}
+    for rel, digest in sorted(given.items()):
+        if rel not in checked_files:
+            reasons.append(f"{rel}: not covered by the completeness check")
+        elif checked_files[rel] != digest:
+            reasons.append(f"{rel}: sha256 differs from complete.json (tampered)")
+    for rel in sorted(checked_files):
+        if rel.startswith("evals/") and rel not in ev.files:
+            reasons.append(f"{rel}: checked for completeness but not given to decide")
+    entry["admitted"] = not reasons
+    return entry
