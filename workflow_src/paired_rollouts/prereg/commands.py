@@ -219,6 +219,7 @@ def _freeze_local(args) -> int:
 
 def _amend(args) -> int:
     from paired_rollouts.prereg import freeze as fz
+    from paired_rollouts.prereg.record import AMENDMENTS
 
     auths = fz.authorities(args.tsa, args.cafile) if args.tsa else None
     if args.cafile and not args.tsa:
@@ -226,13 +227,14 @@ def _amend(args) -> int:
     record = fz.amend(
         args.out, args.reason, auths=auths, documents=args.document, root=args.root, timeout=args.timeout
     )
-    _report_record(Path(args.out) / fz.AMENDMENTS / f"{record['amendment']['number']:03d}", record)
+    _report_record(Path(args.out) / AMENDMENTS / f"{record['amendment']['number']:03d}", record)
     return 0
 
 
 def _amend_local(args) -> int:
     from paired_rollouts.prereg import freeze as fz
     from paired_rollouts.prereg.local_tsa import KeySpec, LocalTSA
+    from paired_rollouts.prereg.record import AMENDMENTS, list_amendments
 
     freeze_dir = Path(args.out)
     if args.replace_inside is not None and args.number is None:
@@ -243,13 +245,13 @@ def _amend_local(args) -> int:
         if args.replace_inside is not None:
             from paired_rollouts.io import remove_tree_inside
 
-            for folder in fz.list_amendments(freeze_dir):
+            for folder in list_amendments(freeze_dir):
                 if int(folder.name) >= args.number:
                     remove_tree_inside(folder, args.replace_inside)
-        present = len(fz.list_amendments(freeze_dir))
+        present = len(list_amendments(freeze_dir))
         if present + 1 != args.number:
             raise UserError(
-                f"{freeze_dir / fz.AMENDMENTS}: holds {present} amendment(s), so the next is {present + 1:03d}, "
+                f"{freeze_dir / AMENDMENTS}: holds {present} amendment(s), so the next is {present + 1:03d}, "
                 f"not {args.number:03d}; make the earlier ones first (or pass --replace-inside)"
             )
     with (
@@ -268,7 +270,7 @@ def _amend_local(args) -> int:
     if not record["test_authority"]:
         # fz.amend refuses a test token for a public freeze, so this cannot be reached; kept as a guard.
         raise UserError(f"{freeze_dir}: amend-local only amends a test-authority freeze")
-    _report_record(freeze_dir / fz.AMENDMENTS / f"{record['amendment']['number']:03d}", record)
+    _report_record(freeze_dir / AMENDMENTS / f"{record['amendment']['number']:03d}", record)
     return 0
 
 
