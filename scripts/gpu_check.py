@@ -285,7 +285,7 @@ def run_stage(name: str, command: list[str], log_file: Path, timeout: int) -> di
 
 
 def check(args: argparse.Namespace) -> dict[str, Any]:
-    from paired_rollouts.evaluation.evaluate import PERIODIC
+    from paired_rollouts.design import PERIODIC_REGIMES as PERIODIC
 
     work = Path(args.work or tempfile.mkdtemp(prefix="gpu-check-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -442,7 +442,7 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
 
 def verify(work: Path, stages: dict[str, Any], settings: dict[str, Any]) -> dict[str, bool]:
     """Each stage ran and left outputs of the expected shape (so a green report means the path works)."""
-    from paired_rollouts.evaluation.evaluate import PERIODIC
+    from paired_rollouts.design import PERIODIC_REGIMES as PERIODIC
 
     checks = {
         f"{name}_exit_0": stages.get(name, {}).get("rc") == 0

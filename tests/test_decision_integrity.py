@@ -504,9 +504,12 @@ def test_verify_run_reads_the_register_through_its_typed_reader(study, capsys):
 def test_records_from_the_real_row_builders_pass_completeness(sim_tasks_dir, tmp_path):
     """The identity checks (design seeds, training rows) accept exactly what the evaluation, diagnostic
     and training row builders produce on the real pools, and reject one record moved off its row."""
-    from paired_rollouts.evaluation.evaluate import FINAL, PERIODIC, diagnostic_rows, evaluation_rows
+    from paired_rollouts.design import PHASE_REGIMES
+    from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows
     from paired_rollouts.stats.completeness import check_run
     from paired_rollouts.training.rows import build_rows
+
+    PERIODIC, FINAL = PHASE_REGIMES["periodic"], PHASE_REGIMES["final"]
 
     run, cond, arm, seed = "c2-paired-s1", "C2", "paired", 1
     base = {

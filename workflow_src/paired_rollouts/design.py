@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,6 +152,11 @@ EVALUATION_REGIMES = ("clean", "at_training", "challenge", "noisy_p010", "noisy_
 REGIMES = (*EVALUATION_REGIMES, "diag")
 POOLS = ("train", "validation", "test", "diagnostic")
 PHASE_POOL = {"periodic": "validation", "final": "test"}
+# Every set a phase may hold, with its schedule indices (a run's own final sets: final_regimes()).
+PHASE_REGIMES: dict[str, dict[str, tuple[int, ...]]] = {
+    "periodic": PERIODIC_REGIMES,
+    "final": {**FINAL_REGIMES, "at_training": AT_TRAINING_FINAL_INDICES},
+}
 
 
 def regime_noise(regime: str, condition: Condition) -> Any:
@@ -214,26 +219,30 @@ class RunId:
     def __str__(self) -> str:
         return self.name
 
+    def to_dict(self) -> dict[str, Any]:
+        """The identity fields records carry: condition, arm, seed, scaling."""
+        return {"condition": self.condition, "arm": self.arm, "seed": self.seed, "scaling": self.scaling}
+
 
 RUN_NAME = re.compile(r"^(c[0-9]+[a-z]*)-([a-z_]+?)(?:-scale_([a-z]+))?-s([0-9]+)$")
 
 
-def parse_run(name: str, conditions: Iterable[str] | None = None) -> RunId:
-    """``c2r-paired-s1`` -> RunId("C2r", "paired", 1); refuses names outside the grammar, unknown arms,
-    scalings and (when given) conditions, and a clean arm under noise or a noisy arm without it."""
+def parse_run(name: str, conditions: Mapping[str, Condition] | None = None) -> RunId:
+    """``c2r-paired-s1`` -> RunId("C2r", "paired", 1): the one run-name parser.
+
+    Refuses names outside the grammar, unknown arms and scalings, and an arm that does not fit its
+    condition (clean with clean, noisy with the others). Given the design's ``conditions``, a condition
+    outside them is refused too; without them any condition name of the grammar is taken (the fit is
+    then checked for the paper's conditions only)."""
     match = RUN_NAME.match(name)
     if not match:
         raise UserError(
             f"run name {name!r} is not of the form {RUN_FORMAT}, e.g. c2-paired-s0 or c0-clean-s0"
         )
-    key, arm, scaling, seed = (
-        match.group(1),
-        match.group(2),
-        match.group(3) or DEFAULT_SCALING,
-        int(match.group(4)),
-    )
+    key, arm, scaling, seed = match.groups()
+    scaling = scaling or DEFAULT_SCALING
     condition = "C" + key[1:]  # c2r -> C2r: the grammar maps names one to one
-    if conditions is not None and condition not in set(conditions):
+    if conditions is not None and condition not in conditions:
         raise UserError(
             f"run name {name!r}: unknown condition {condition}; the design has {', '.join(conditions)}"
         )
@@ -243,12 +252,12 @@ def parse_run(name: str, conditions: Iterable[str] | None = None) -> RunId:
         raise UserError(
             f"run name {name!r}: unknown reward scaling {scaling!r}; use one of {', '.join(SCALINGS)}"
         )
-    paper = PAPER_CONDITIONS.get(condition)
-    if paper is not None and (paper.kind == "clean") != (arm == "clean"):
+    known = (conditions if conditions is not None else PAPER_CONDITIONS).get(condition)
+    if known is not None and (known.kind == "clean") != (arm == "clean"):
         raise UserError(
             f"run name {name!r}: a clean condition goes with arm 'clean', a noisy one with the others"
         )
-    return RunId(condition, arm, seed, scaling)
+    return RunId(condition, arm, int(seed), scaling)
 
 
 # ---------------------------------------------------------------- the matrix and its comparisons ----
@@ -297,6 +306,13 @@ class Comparison:
 # Tier 1's hypotheses by condition kind (prereg/decision_rules.yaml).
 TIER1_HYPOTHESES = {"transition": ("H1a", "H2a", "H3", "H5"), "outcome": ("H1a", "H2b")}
 TIER1 = ("C0", "C2", "C4")
+
+
+def decided_comparisons() -> tuple[str, ...]:
+    """The conditions whose paired-versus-independent comparison tier 1 decides with the frozen rules:
+    C2 (H1a, H2a, H3, H5) and C4 (H1a, H2b). Each comparison is named by its condition's key (c2, c4);
+    every other comparison is a registered tier's, measured but judged only by the tier predictions."""
+    return tuple(c for c in TIER1 if PAPER_CONDITIONS[c].kind in TIER1_HYPOTHESES)
 
 
 @dataclass(frozen=True)
@@ -403,7 +419,7 @@ class Design:
                     if (
                         suffix == ""
                         and scaling == DEFAULT_SCALING
-                        and condition in TIER1
+                        and condition in decided_comparisons()
                         and tiers[(condition, scaling)] == 1
                     )
                     else 2
@@ -463,29 +479,33 @@ def parse_conditions(
         raise UserError(f"{source}: conditions must be a mapping NAME -> {{p, q[, mixture]}}")
     out = {}
     for name, spec in raw.items():
-        where = f"{source}: conditions.{name}"
-        if not CONDITION_NAME.match(str(name)):
-            raise UserError(f"{where}: a condition name is C, digits and lower-case letters (e.g. C2r)")
-        if not isinstance(spec, Mapping) or not {"p", "q"} <= set(spec) or set(spec) - {"p", "q", "mixture"}:
-            raise UserError(f"{where}: give exactly p, q and optionally mixture ({', '.join(MIXTURES)})")
-        p, q, mixture = float(spec["p"]), float(spec["q"]), spec.get("mixture", "default")
-        if not (0 <= p <= 1 and 0 <= q <= 1):
-            raise UserError(f"{where}: p and q are rates in [0, 1]")
-        if p > 0 and q > 0:
-            raise UserError(f"{where}: a condition has transition noise (p) or grader flips (q), not both")
-        if mixture not in MIXTURES:
-            raise UserError(f"{where}: unknown mixture {mixture!r}; use one of {', '.join(MIXTURES)}")
-        if mixture != "default" and p == 0:
-            raise UserError(f"{where}: a fault mixture needs transition noise (p > 0)")
-        condition = Condition(str(name), p, q, mixture)
-        paper = PAPER_CONDITIONS.get(condition.name)
-        if paper is not None and paper != condition:
-            raise UserError(
-                f"{where}: {name} is a registered condition ({paper.to_dict()}); "
-                "give a changed condition a new name"
-            )
+        condition = _parse_condition(str(name), spec, f"{source}: conditions.{name}")
         out[condition.name] = condition
     return out
+
+
+def _parse_condition(name: str, spec: Any, where: str) -> Condition:
+    if not CONDITION_NAME.match(name):
+        raise UserError(f"{where}: a condition name is C, digits and lower-case letters (e.g. C2r)")
+    if not isinstance(spec, Mapping) or not {"p", "q"} <= set(spec) or set(spec) - {"p", "q", "mixture"}:
+        raise UserError(f"{where}: give exactly p, q and optionally mixture ({', '.join(MIXTURES)})")
+    p, q, mixture = float(spec["p"]), float(spec["q"]), spec.get("mixture", "default")
+    if not (0 <= p <= 1 and 0 <= q <= 1):
+        raise UserError(f"{where}: p and q are rates in [0, 1]")
+    if p > 0 and q > 0:
+        raise UserError(f"{where}: a condition has transition noise (p) or grader flips (q), not both")
+    if mixture not in MIXTURES:
+        raise UserError(f"{where}: unknown mixture {mixture!r}; use one of {', '.join(MIXTURES)}")
+    if mixture != "default" and p == 0:
+        raise UserError(f"{where}: a fault mixture needs transition noise (p > 0)")
+    condition = Condition(name, p, q, mixture)
+    paper = PAPER_CONDITIONS.get(condition.name)
+    if paper is not None and paper != condition:
+        raise UserError(
+            f"{where}: {name} is a registered condition ({paper.to_dict()}); "
+            "give a changed condition a new name"
+        )
+    return condition
 
 
 def sort_runs(names: Sequence[str]) -> list[str]:

@@ -69,12 +69,12 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _identity(args: argparse.Namespace) -> tuple[dict, dict, tuple[str, str, int]]:
     """The job's resolved settings, the design's conditions and the run's (condition name, arm, seed)."""
-    from paired_rollouts.design import parse_conditions
-    from paired_rollouts.training.rows import parse_run
+    from paired_rollouts.design import parse_conditions, parse_run
 
     settings = S.resolve(load_settings(args.settings))
     conditions = parse_conditions(args.conditions)
-    return settings, conditions, parse_run(args.run, conditions)
+    run = parse_run(args.run, conditions)
+    return settings, conditions, (run.condition, run.arm, run.seed)
 
 
 def _roll(runner, rows, args, settings, identity, phase: str, regime: str) -> list[dict]:

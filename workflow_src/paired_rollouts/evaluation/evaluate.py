@@ -14,12 +14,6 @@ from typing import Any
 from paired_rollouts import design
 from paired_rollouts.errors import UserError
 
-REGIMES = design.EVALUATION_REGIMES
-PHASES = ("periodic", "final")
-PERIODIC = design.PERIODIC_REGIMES
-FINAL = {**design.FINAL_REGIMES, "at_training": design.AT_TRAINING_FINAL_INDICES}
-POOL = design.PHASE_POOL
-
 
 def as_condition(condition: str | design.Condition) -> design.Condition:
     """A condition object; a bare name means the paper's registered condition of that name."""
@@ -72,18 +66,18 @@ def _rows(
 def evaluation_rows(
     tasks_dir: str, phase: str, regime: str, condition: str, settings: dict[str, Any]
 ) -> list[dict]:
-    from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.backoffice.tasks import load_pool, select_tasks
     from paired_rollouts.noise.seeds import eval_schedule_seed
 
-    if phase not in PHASES:
+    if phase not in design.PHASE_REGIMES:
         raise UserError(f"--phase {phase!r}: use periodic or final")
-    table = PERIODIC if phase == "periodic" else FINAL
+    table = design.PHASE_REGIMES[phase]
     if regime not in table:
         raise UserError(f"--regime {regime!r} is not a {phase} set; {phase} sets are {', '.join(table)}")
     n = settings["eval_tasks"] if phase == "periodic" else settings["final_tasks"]
-    from paired_rollouts.training.settings import filter_tasks
-
-    tasks = filter_tasks(load_pool(Path(tasks_dir) / f"{POOL[phase]}.jsonl"), settings["task_filter"])[:n]
+    tasks = select_tasks(
+        load_pool(Path(tasks_dir) / f"{design.PHASE_POOL[phase]}.jsonl"), settings["task_filter"]
+    )[:n]
     return _rows(tasks, regime, condition, table[regime], eval_schedule_seed)
 
 

@@ -30,14 +30,13 @@ def probe_groups(
 ) -> tuple[list[ProbeGroup], list[ProbeGroup]]:
     """The clean groups and the diagnostic groups of a run's checkpoint (``seed``: the run's seed). With
     ``prompt`` each row starts with ``prompt(task)`` (the LLM's chat messages)."""
-    from paired_rollouts.backoffice.tasks import budget_for, load_pool
+    from paired_rollouts.backoffice.tasks import budget_for, load_pool, select_tasks
     from paired_rollouts.evaluation.evaluate import diagnostic_tasks
     from paired_rollouts.noise.config import NoiseConfig
     from paired_rollouts.noise.seeds import diagnostic_seed, eval_schedule_seed
-    from paired_rollouts.training.settings import filter_tasks
 
     G, K, M = settings["probe_clean_rollouts"], settings["probe_schedules"], settings["probe_samples"]
-    clean_tasks = filter_tasks(load_pool(Path(tasks_dir) / "validation.jsonl"), settings["task_filter"])[
+    clean_tasks = select_tasks(load_pool(Path(tasks_dir) / "validation.jsonl"), settings["task_filter"])[
         : settings["probe_clean_tasks"]
     ]
     diag_tasks = diagnostic_tasks(tasks_dir, settings, settings["probe_diag_tasks"])

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from paired_rollouts.design import PAPER_CONDITIONS, parse_run
 from paired_rollouts.errors import UserError
 
 
@@ -506,12 +507,12 @@ def probe_checkpoint_cli(args: Any) -> int:
     from paired_rollouts.evaluation.rollout import PolicyRunner
     from paired_rollouts.io import atomic_write_json, load_settings
     from paired_rollouts.training import checkpoints as ckpt
-    from paired_rollouts.training.rows import parse_run
     from paired_rollouts.training.settings import resolve
 
     settings = resolve(load_settings(args.settings))
     run_dir = Path(args.run_dir)
-    condition, _arm, seed = parse_run(run_dir.name)
+    run = parse_run(run_dir.name, PAPER_CONDITIONS)
+    condition, seed = run.condition, run.seed
     folder = ckpt.step_dir(run_dir, args.step)
     if not folder.is_dir():
         raise UserError(f"{folder}: checkpoint not found; train the run to step {args.step} first")

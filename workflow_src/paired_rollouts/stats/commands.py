@@ -115,7 +115,7 @@ def _completeness(args: argparse.Namespace) -> int:
 
 
 def _decide(args: argparse.Namespace) -> int:
-    from paired_rollouts.design import Comparison, parse_conditions
+    from paired_rollouts.design import Comparison, decided_comparisons, parse_conditions
     from paired_rollouts.io import atomic_write_json
     from paired_rollouts.prereg.rules import load_rules
     from paired_rollouts.records import read_pool_manifest
@@ -139,9 +139,10 @@ def _decide(args: argparse.Namespace) -> int:
             tuple(args.seeds or ()),
             2,
         )
-    elif args.condition.upper() not in ("C2", "C4"):
+    elif args.condition.upper() not in decided_comparisons():
         raise UserError(
-            f"--condition {args.condition}: tier 1 decides C2 and C4; give --comparison for a tier"
+            f"--condition {args.condition}: tier 1 decides {' and '.join(decided_comparisons())}; "
+            "give --comparison for a tier"
         )
     complete, luck = load_inputs(args.complete, args.luck)
     sources = [p for p in [*args.episodes, *args.reference_episodes] if p]

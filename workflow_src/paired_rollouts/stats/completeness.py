@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from paired_rollouts.design import ARMS, EVALUATION_REGIMES, PERIODIC_REGIMES
+from paired_rollouts.design import ARMS, EVALUATION_REGIMES, PERIODIC_REGIMES, parse_run
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import iter_jsonl, sha256_file
 from paired_rollouts.noise.seeds import diagnostic_seed, eval_schedule_seed, row_order, training_schedule_seed
@@ -25,7 +25,6 @@ from paired_rollouts.records import (
     read_pool_manifest,
     read_run_manifest,
 )
-from paired_rollouts.stats.curves import parse_run_name
 
 SETTINGS_KEYS = {"periodic", "final", "diagnostic", "training", "run", "task_filter"}
 FLAT_KEYS = {
@@ -251,7 +250,7 @@ def _paper(manifest: PoolManifest) -> bool:
 class _Checker:
     def __init__(self, run: str) -> None:
         self.run = run
-        self.ident = parse_run_name(run)
+        self.ident = parse_run(run).to_dict()
         self.missing: list[dict[str, Any]] = []
         self.defects: list[dict[str, Any]] = []
         self.files: dict[str, str] = {}

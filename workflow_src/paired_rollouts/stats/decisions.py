@@ -25,13 +25,14 @@ from paired_rollouts.design import (
     TIER1_HYPOTHESES,
     Comparison,
     learning_sets,
+    parse_run,
 )
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
 from paired_rollouts.prereg.rules import DecisionRules
 from paired_rollouts.records import PoolManifest, iter_episodes, iter_groups, read_completeness, read_luck
 from paired_rollouts.stats.bootstrap import paired_bootstrap, percentile_interval
-from paired_rollouts.stats.curves import auc_weights, parse_run_name, round4, steps_to_threshold
+from paired_rollouts.stats.curves import auc_weights, round4, steps_to_threshold
 from paired_rollouts.stats.groups import group_flags, seed_sharing, spurious_rate_closed_form
 from paired_rollouts.stats.luck_share import build_tables, lam_bootstrap, variance_components
 
@@ -130,10 +131,8 @@ def load_episodes(paths: Iterable[str | Path]) -> dict[str, RunEvidence]:
             run = rec["run"]
             ev = runs.get(run)
             if ev is None:
-                ident = parse_run_name(run)
-                ev = runs[run] = RunEvidence(
-                    run, ident["condition"], ident["arm"], ident["seed"], ident["scaling"]
-                )
+                ident = parse_run(run)
+                ev = runs[run] = RunEvidence(run, ident.condition, ident.arm, ident.seed, ident.scaling)
             if rec["condition"] != ev.condition or rec["seed"] != ev.seed or rec["arm"] != ev.arm:
                 raise UserError(
                     f"{path}:{line}: record of run {run} says condition {rec['condition']} arm "
@@ -837,12 +836,12 @@ def decide(
         for reason in entry["reasons"]
     ]
     for run in sorted(set(groups) | {k.split("@")[0] for k in luck}):
-        ident = parse_run_name(run)
+        ident = parse_run(run)
         if (
             run not in episodes
-            and ident["condition"] == condition
-            and ident["arm"] in arms
-            and ident["scaling"] == comparison.scaling
+            and ident.condition == condition
+            and ident.arm in arms
+            and ident.scaling == comparison.scaling
         ):
             missing.append(f"{run}: training groups or luck share given without episode records")
     design = sorted(set(expected_seeds)) if expected_seeds is not None else None

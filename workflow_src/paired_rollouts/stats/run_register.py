@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
 from paired_rollouts.records import (
@@ -23,7 +24,7 @@ from paired_rollouts.records import (
     read_run_manifest,
     read_run_register,
 )
-from paired_rollouts.stats.curves import auc_weights, parse_run_name
+from paired_rollouts.stats.curves import auc_weights
 
 REGISTER_FORMAT = "paired-rollouts-run-register/1"
 
@@ -46,7 +47,7 @@ def build_register(run_dir: str | Path, results: str | Path) -> dict[str, Any]:
     """The content of ``results/runs/{run}/register.json`` (docs/records.md section 3.1)."""
     run_dir, results = Path(run_dir), Path(results)
     run = run_dir.name
-    ident = parse_run_name(run)
+    ident = parse_run(run).to_dict()
     complete_path = run_dir / "complete.json"
     complete = read_completeness(complete_path)
     periodic: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))

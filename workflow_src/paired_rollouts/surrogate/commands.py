@@ -135,18 +135,19 @@ def _stats(args: argparse.Namespace) -> int:
 
 def _probe(args: argparse.Namespace) -> int:
     from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.design import PAPER_CONDITIONS, parse_run
     from paired_rollouts.io import atomic_write_json, load_settings
     from paired_rollouts.probe import build_probe_register
     from paired_rollouts.probe.scores import _plain
     from paired_rollouts.settings import Settings
     from paired_rollouts.surrogate.probe import probe_checkpoint
     from paired_rollouts.surrogate.run import read_checkpoint
-    from paired_rollouts.training.rows import parse_run
 
     settings = Settings.parse(load_settings(args.settings)).flat(PROBE_SECTIONS)
     run_dir = Path(args.run_dir)
     run = run_dir.name
-    condition, _, seed = parse_run(run)
+    ident = parse_run(run, PAPER_CONDITIONS)
+    condition, seed = ident.condition, ident.seed
     tasks = {
         t["task_id"]: t
         for name in ("validation", "diagnostic", "test")

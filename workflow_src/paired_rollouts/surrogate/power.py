@@ -40,6 +40,7 @@ def _cached(ev: Any) -> Any:
 
 
 def power_table(args: Any, progress: bool = False) -> dict[str, Any]:
+    from paired_rollouts.design import decided_comparisons
     from paired_rollouts.io import sha256_file
     from paired_rollouts.prereg.rules import DecisionRules, load_rules
     from paired_rollouts.records import read_completeness, read_decision_register
@@ -56,7 +57,7 @@ def power_table(args: Any, progress: bool = False) -> dict[str, Any]:
         register = read_decision_register(path)
         condition = register.get("condition")
         pairs_names = register.get("seed_pairs") or []
-        if condition not in ("C2", "C4") or not pairs_names:
+        if condition not in decided_comparisons() or not pairs_names:
             raise UserError(f"{path}: not a decision register with admitted seed pairs; run the decide stage")
         sources[str(path)] = sha256_file(path)
         root = Path(path).parent.parent

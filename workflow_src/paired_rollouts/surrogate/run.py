@@ -110,20 +110,19 @@ def run_one(
     conditions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train, evaluate and diagnose one run; returns the manifest."""
-    from paired_rollouts.backoffice.tasks import load_pool
-    from paired_rollouts.design import PAPER_CONDITIONS, PERIODIC_REGIMES
+    from paired_rollouts.backoffice.tasks import load_pool, select_tasks
+    from paired_rollouts.design import PAPER_CONDITIONS, PERIODIC_REGIMES, parse_run
     from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows, final_regimes, roll_rows
     from paired_rollouts.surrogate.policy import parameter_names
     from paired_rollouts.surrogate.rollout import SurrogateRunner
     from paired_rollouts.surrogate.trainer import Adam, train_step
     from paired_rollouts.training.inputs import check_pools
     from paired_rollouts.training.register import episode_record
-    from paired_rollouts.training.rows import build_rows, run_id, training_noise
-    from paired_rollouts.training.settings import filter_tasks
+    from paired_rollouts.training.rows import build_rows, training_noise
 
     began = time.perf_counter()
     conditions = conditions if conditions is not None else dict(PAPER_CONDITIONS)
-    ident = run_id(run, conditions)
+    ident = parse_run(run, conditions)
     condition, arm, seed = ident.condition, ident.arm, ident.seed
     spec = conditions[condition]
     pool_hashes = check_pools(tasks_dir)
@@ -133,7 +132,7 @@ def run_one(
     steps, P_, G = settings["steps"], settings["prompts_per_step"], settings["num_generations"]
     pools = {name: load_pool(Path(tasks_dir) / f"{name}.jsonl") for name in POOLS}
     tasks_by_id = {t["task_id"]: t for pool in pools.values() for t in pool}
-    train_tasks = filter_tasks(pools["train"], settings["task_filter"])
+    train_tasks = select_tasks(pools["train"], settings["task_filter"])
     rows = build_rows(train_tasks, condition, arm, seed, steps, P_, conditions)
     meta = {"run": run, "condition": condition, "arm": arm, "seed": seed}
 

@@ -88,11 +88,11 @@ def _standin_settings(args: argparse.Namespace) -> dict:
 
 
 def _tokenizer(args: argparse.Namespace) -> int:
-    from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.backoffice.tasks import load_pool, select_tasks
     from paired_rollouts.training.warmstart import build_tokenizer
 
     settings = _standin_settings(args)
-    tasks = S.filter_tasks(load_pool(Path(args.tasks_dir) / "train.jsonl"), settings["task_filter"])
+    tasks = select_tasks(load_pool(Path(args.tasks_dir) / "train.jsonl"), settings["task_filter"])
     tokenizer = build_tokenizer(tasks, settings["warm_start_tasks"], settings["vocab_size"], args.seed)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(args.out)
@@ -101,7 +101,7 @@ def _tokenizer(args: argparse.Namespace) -> int:
 
 
 def _warm_start(args: argparse.Namespace) -> int:
-    from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.backoffice.tasks import load_pool, select_tasks
     from paired_rollouts.training.tokenizer import load_tokenizer
     from paired_rollouts.training.warmstart import save_standin, warm_start
 
@@ -113,7 +113,7 @@ def _warm_start(args: argparse.Namespace) -> int:
     if not (Path(args.tokenizer) / "tokenizer.json").is_file():
         raise UserError(f"{args.tokenizer}: no tokenizer.json; run 'paired-rollouts tokenizer' first")
     tokenizer = load_tokenizer(args.tokenizer)
-    tasks = S.filter_tasks(load_pool(Path(args.tasks_dir) / "train.jsonl"), settings["task_filter"])
+    tasks = select_tasks(load_pool(Path(args.tasks_dir) / "train.jsonl"), settings["task_filter"])
     model, report = warm_start(tokenizer, tasks, settings, seed=args.seed)
     save_standin(model, tokenizer, args.out, report)
     print(f"warm start: loss {report['loss_first']:.3f} -> {report['loss_last']:.3f}; saved {args.out}")

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from paired_rollouts.design import PAPER_CONDITIONS, parse_run
 from paired_rollouts.io import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
 from paired_rollouts.training import checkpoints as ckpt
 from paired_rollouts.training.inputs import check_model, check_pools, check_verification
@@ -35,8 +36,8 @@ from paired_rollouts.training.provenance import (
     versions,
 )
 from paired_rollouts.training.register import GROUPS, TRAIN_EPISODES, Register
-from paired_rollouts.training.rows import build_rows, parse_run, training_noise
-from paired_rollouts.training.settings import filter_tasks, recorded, resolve
+from paired_rollouts.training.rows import build_rows, training_noise
+from paired_rollouts.training.settings import recorded, resolve
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,8 @@ def run_training(
     settings = resolve(settings_raw)
     # the manifest records the sections the job was given (config/config.yaml), not defaults of others
     given = recorded(settings_raw)
-    condition, arm, seed = parse_run(run, conditions)
+    ident = parse_run(run, conditions if conditions is not None else PAPER_CONDITIONS)
+    condition, arm, seed = ident.condition, ident.arm, ident.seed
     check_verification(verification)
     pool_hashes = check_pools(tasks_dir)
     model_path = check_model(model_dir, settings)
@@ -226,9 +228,9 @@ def training_dataset(
     """The run's dataset: one row per (step, group) over the selected training tasks (``rows.build_rows``)."""
     import datasets
 
-    from paired_rollouts.backoffice.tasks import load_pool
+    from paired_rollouts.backoffice.tasks import load_pool, select_tasks
 
-    train_tasks = filter_tasks(load_pool(Path(tasks_dir) / "train.jsonl"), settings["task_filter"])
+    train_tasks = select_tasks(load_pool(Path(tasks_dir) / "train.jsonl"), settings["task_filter"])
     rows = build_rows(
         train_tasks, condition, arm, seed, settings["steps"], settings["prompts_per_step"], conditions
     )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from paired_rollouts.backoffice.tasks import select_tasks
 from paired_rollouts.settings import SECTIONS, Settings, help_text
 
 
@@ -31,11 +30,6 @@ def _nested(raw: dict[str, Any] | None) -> bool:
 def epilog(sections: tuple[str, ...] = tuple(SECTIONS)) -> str:
     """The ``--help`` epilog (from the dataclasses' metadata)."""
     return help_text(sections)
-
-
-def filter_tasks(tasks: list[dict[str, Any]], how: str) -> list[dict[str, Any]]:
-    """Apply ``task_filter`` (pool order kept); one definition, shared with the completeness check."""
-    return select_tasks(tasks, how)
 
 
 def generation_batch_size(s: dict[str, Any]) -> int:
