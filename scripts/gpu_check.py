@@ -362,7 +362,6 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
             "--settings",
             json.dumps(settings),
         ]
-        regimes = ",".join(PERIODIC)
         stages["evaluate"] = run_stage(
             "evaluate",
             cli
@@ -375,11 +374,11 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
                 "--phase",
                 "periodic",
                 "--regime",
-                regimes,
+                *PERIODIC,
                 "--checkpoint",
                 str(checkpoint),
                 "--out",
-                str(work / "evals" / "periodic-step2-{regime}.jsonl"),
+                *(str(work / "evals" / f"periodic-step2-{regime}.jsonl") for regime in PERIODIC),
                 *common,
             ],
             work / "evaluate.log",

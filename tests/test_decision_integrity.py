@@ -446,19 +446,20 @@ def test_run_register_of_several_runs_writes_each_runs_bytes(study, capsys):
             == 0
         )
         single[run] = out.read_bytes()
-    assert main(["run-register", "--runs", *RUNS, "--results", str(res)]) == 0
+    outs = [str(res / "runs" / run / "register.json") for run in RUNS]
+    assert main(["run-register", "--runs", *RUNS, "--results", str(res), "--out", *outs]) == 0
     assert {run: (res / "runs" / run / "register.json").read_bytes() for run in RUNS} == single
     assert len(set(single.values())) == len(RUNS)
     for run in RUNS:
         (res / "runs" / run / "register.json").unlink()
     (res / "runs" / RUNS[-1] / "complete.json").unlink()
     capsys.readouterr()
-    assert main(["run-register", "--runs", *RUNS, "--results", str(res)]) == 1
+    assert main(["run-register", "--runs", *RUNS, "--results", str(res), "--out", *outs]) == 1
     assert f"runs/{RUNS[-1]}/complete.json" in capsys.readouterr().err
     assert not any((res / "runs" / run / "register.json").exists() for run in RUNS)
     for bad in (
         ["--runs", RUNS[0], "--run-dir", str(res / "runs" / RUNS[0])],
-        ["--runs", RUNS[0], "--out", "x.json"],
+        ["--runs", RUNS[0], "--out", "x.json", "y.json"],
         ["--run-dir", str(res / "runs" / RUNS[0])],
         [],
     ):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.noise.config import NO_OUTAGE_WEIGHTS, NoiseConfig
 
 # ---------------------------------------------------------------- arms and scalings -----------------
 
@@ -76,14 +77,10 @@ class Condition:
         return self.name.lower()
 
     def weights(self) -> dict[str, float] | None:
-        from paired_rollouts.noise.config import NO_OUTAGE_WEIGHTS
-
         return dict(NO_OUTAGE_WEIGHTS) if self.mixture == "outage_free" else None
 
-    def noise(self, coupling: str = "paired") -> Any:
+    def noise(self, coupling: str = "paired") -> NoiseConfig:
         """The NoiseConfig of training under this condition in the given coupling mode."""
-        from paired_rollouts.noise.config import NoiseConfig
-
         if self.kind == "clean" or coupling == "clean":
             return NoiseConfig.clean()
         if self.kind == "transition":
@@ -93,19 +90,15 @@ class Condition:
     def default_arms(self) -> tuple[str, ...]:
         return ("clean",) if self.kind == "clean" else ("paired", "independent")
 
-    def at_training_noise(self) -> Any:
+    def at_training_noise(self) -> NoiseConfig:
         """The (paired) noise of the at-training evaluation set; the clean arm uses the default C2 noise."""
-        from paired_rollouts.noise.config import NoiseConfig
-
         if self.kind == "clean":
             return NoiseConfig.transition(DIAGNOSTIC_P)
         return self.noise("paired")
 
-    def diagnostic_noise(self) -> Any:
+    def diagnostic_noise(self) -> NoiseConfig:
         """The luck-share diagnostic: p = 0.25 under the run's own transition mixture (the default mixture
         for outcome-noise and clean runs, labelled as a transition probe)."""
-        from paired_rollouts.noise.config import NoiseConfig
-
         weights = self.weights() if self.kind == "transition" else None
         return NoiseConfig.transition(DIAGNOSTIC_P, "paired", weights)
 
@@ -159,10 +152,8 @@ PHASE_REGIMES: dict[str, dict[str, tuple[int, ...]]] = {
 }
 
 
-def regime_noise(regime: str, condition: Condition) -> Any:
+def regime_noise(regime: str, condition: Condition) -> NoiseConfig:
     """The (paired) noise config of an evaluation regime for a run of ``condition``."""
-    from paired_rollouts.noise.config import NoiseConfig
-
     if regime == "clean":
         return NoiseConfig.clean()
     if regime == "at_training":
@@ -228,12 +219,8 @@ RUN_NAME = re.compile(r"^(c[0-9]+[a-z]*)-([a-z_]+?)(?:-scale_([a-z]+))?-s([0-9]+
 
 
 def parse_run(name: str, conditions: Mapping[str, Condition] | None = None) -> RunId:
-    """``c2r-paired-s1`` -> RunId("C2r", "paired", 1): the one run-name parser.
-
-    Refuses names outside the grammar, unknown arms and scalings, and an arm that does not fit its
-    condition (clean with clean, noisy with the others). Given the design's ``conditions``, a condition
-    outside them is refused too; without them any condition name of the grammar is taken (the fit is
-    then checked for the paper's conditions only)."""
+    """``c2r-paired-s1`` -> RunId("C2r", "paired", 1), the one run-name parser: refuses names outside the grammar,
+    unknown arms, scalings and (given the design's ``conditions``) conditions, and an arm unfit for its condition."""
     match = RUN_NAME.match(name)
     if not match:
         raise UserError(
@@ -293,6 +280,10 @@ class Comparison:
     tier: int
     hypotheses: tuple[str, ...] = ()
 
+    @property
+    def arms(self) -> tuple[str, str]:
+        return (self.treatment, self.control)
+
     def pair(self, seed: int) -> tuple[RunId, RunId]:
         return (
             RunId(self.condition, self.treatment, seed, self.scaling),
@@ -309,9 +300,8 @@ TIER1 = ("C0", "C2", "C4")
 
 
 def decided_comparisons() -> tuple[str, ...]:
-    """The conditions whose paired-versus-independent comparison tier 1 decides with the frozen rules:
-    C2 (H1a, H2a, H3, H5) and C4 (H1a, H2b). Each comparison is named by its condition's key (c2, c4);
-    every other comparison is a registered tier's, measured but judged only by the tier predictions."""
+    """The conditions whose paired-versus-independent comparison (named by the condition's key: c2, c4)
+    tier 1 decides with the frozen rules: C2 (H1a, H2a, H3, H5) and C4 (H1a, H2b)."""
     return tuple(c for c in TIER1 if PAPER_CONDITIONS[c].kind in TIER1_HYPOTHESES)
 
 
@@ -414,18 +404,9 @@ class Design:
                 seeds = tuple(sorted(by_arm[treatment] & by_arm[control]))
                 scale_part = "" if scaling == DEFAULT_SCALING else f"-scale_{scaling}"
                 name = f"{condition.lower()}{scale_part}{suffix}"
-                tier_of = (
-                    1
-                    if (
-                        suffix == ""
-                        and scaling == DEFAULT_SCALING
-                        and condition in decided_comparisons()
-                        and tiers[(condition, scaling)] == 1
-                    )
-                    else 2
-                )
-                kind = self.condition(condition).kind
-                hypotheses = TIER1_HYPOTHESES.get(kind, ()) if tier_of == 1 else ()
+                decided = not suffix and scaling == DEFAULT_SCALING and condition in decided_comparisons()
+                tier_of = 1 if decided and tiers[(condition, scaling)] == 1 else 2
+                hypotheses = TIER1_HYPOTHESES.get(self.condition(condition).kind, ()) if tier_of == 1 else ()
                 out.append(
                     Comparison(name, condition, treatment, control, scaling, seeds, tier_of, hypotheses)
                 )

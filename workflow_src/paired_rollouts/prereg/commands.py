@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from paired_rollouts.errors import UserError
+
+if TYPE_CHECKING:
+    from paired_rollouts.layout import Layout
 
 _FREEZE_EPILOG = """\
 Example (the paper's two public authorities; needs the network):
@@ -17,6 +22,40 @@ Example (the paper's two public authorities; needs the network):
 Without --tsa the defaults are exactly those two. A TSA without --cafile must chain to a root in the
 system store (%s). The output folder must not exist yet (or be empty); a failure writes nothing.
 """
+
+
+def missing_public_freeze(layout: Layout) -> str:
+    """What a GPU profile prints when the public freeze is missing: the command to run on a machine with
+    internet (the workflow never runs it)."""
+    folder = layout.freeze_dir()
+    command = [
+        "paired-rollouts",
+        "prereg",
+        "freeze",
+        "--out",
+        folder,
+        "--documents",
+        *layout.prereg["documents"],
+    ]
+    command += [arg for name, url in layout.prereg["tsas"].items() for arg in ("--tsa", f"{name}={url}")]
+    return (
+        f"{layout.freeze_record()} is missing. GPU profiles only run a protocol frozen against public time-stamp "
+        f"authorities. On a machine with internet run: {shlex.join(command)} ; then commit {folder} "
+        "(README: Verifying the pre-registration)."
+    )
+
+
+def missing_public_amendment(layout: Layout, index: int) -> str:
+    """Likewise for configured amendment `index` when it is not committed under the public freeze."""
+    folder = layout.freeze_dir()
+    reason = layout.amendments[index - 1]["reason"]
+    command = ["paired-rollouts", "prereg", "amend", "--out", folder, "--reason", reason]
+    command += ["--documents", *layout.amendment_documents(index)]
+    return (
+        f"{layout.amendment_record(index)} is missing. GPU profiles only run tiers and the calibration gate "
+        "under an amendment time-stamped by public authorities. After committing the documents, on a machine "
+        f"with internet run: {shlex.join(command)} ; then commit {folder}/amendments (docs/prereg.md#amendments)."
+    )
 
 
 def _echo(text: str) -> None:

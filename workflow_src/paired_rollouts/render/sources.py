@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paired_rollouts import records
 from paired_rollouts.errors import UserError
 from paired_rollouts.records import RunManifest
+
+if TYPE_CHECKING:
+    from paired_rollouts.layout import Layout
 
 _ABSENT = object()
 RUN_RE = re.compile(r"^(?P<condition>c\d+)-(?P<arm>[a-z]+)-s(?P<seed>\d+)(?:-(?P<suffix>[a-z0-9_.-]+))?$")
@@ -53,6 +56,8 @@ class KeySpec:
     description: str
     required: bool = True
     many: bool = True
+    # the workflow's files for the key: a look-up on the scale's Layout (rules/common.smk render_inputs)
+    files: Callable[[Layout], list[str]] | None = None
 
 
 class Inputs:
