@@ -32,7 +32,7 @@ if SURROGATE:
                 "paired-rollouts run-register --runs {params.runs:q} --results {params.results:q} --out {output:q} "
                 "> {log:q} 2>&1"
 
-        if _job in LAYOUT.surrogate_jobs("study"):
+        if _job in STUDY_CHUNKS:
             LEDGER += [getattr(rules, f"run_register_{_job.replace('-', '_')}").benchmark]
 
 else:
@@ -69,8 +69,8 @@ rule curves_register:
     """One condition's mean curves and final sets per arm, over its runs' registers, and its runs' group
     statistics pooled per arm (docs/records.md 3.2)."""
     input:
-        registers=of_runs(lambda wildcards: LAYOUT.runs_of(wildcards.curves.upper()), LAYOUT.register),
-        group_stats=of_runs(lambda wildcards: LAYOUT.runs_of(wildcards.curves.upper()), LAYOUT.group_stats),
+        registers=of_runs(of_wildcards(LAYOUT.curve_runs, "curves"), LAYOUT.register),
+        group_stats=of_runs(of_wildcards(LAYOUT.curve_runs, "curves"), LAYOUT.group_stats),
         compare=of_wildcards(LAYOUT.compared_curves, "curves"),
         code=sources("stats"),
     output:

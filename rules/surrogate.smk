@@ -30,6 +30,7 @@ rule surrogate_calibrate:
         "--out {output:q} > {log:q} 2>&1"
 
 
+STUDY_CHUNKS = LAYOUT.surrogate_jobs("study")  # tier 1's chunks (the ledger counts their jobs)
 for _job, _runs in LAYOUT.surrogate_jobs().items():
 
     rule:
@@ -88,7 +89,7 @@ for _job, _runs in LAYOUT.surrogate_jobs().items():
             "--tasks-dir {params.tasks_dir:q} --results {params.results:q} --resamples {params.resamples:q} "
             "> {log:q} 2>&1"
 
-    if _job in LAYOUT.surrogate_jobs("study"):
+    if _job in STUDY_CHUNKS:
         LEDGER += [
             getattr(rules, f"surrogate_{kind}_{_job.replace('-', '_')}").benchmark
             for kind in ("arm", "stats")

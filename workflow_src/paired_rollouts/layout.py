@@ -200,6 +200,10 @@ class Layout:
         """The tier-1 conditions (lower case) that get a curves register: the mean curves of each arm."""
         return sorted({self.matrix.run(run).condition.lower() for run in self.runs("study")})
 
+    def curve_runs(self, condition: str) -> list[str]:
+        """The tier-1 runs a curves register averages (`condition` lower case, as in its file name)."""
+        return [run for run in self.runs("study") if self.matrix.run(run).condition.lower() == condition]
+
     def curves(self, condition: str) -> str:
         return self.res(f"curves/{condition}.json")
 
