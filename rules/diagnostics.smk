@@ -80,11 +80,8 @@ rule completeness:
         "--luck {input.luck:q} --pool-manifest {input.pool_manifest:q} --strict --out {output:q} > {log:q} 2>&1"
 
 
-_diagnosed = [(run, step) for run in RUNS for step in LAYOUT.diagnostic_steps(run)]
-LEDGER += expand(
-    [rules.diagnose.benchmark, rules.luck_share.benchmark],
-    zip,
-    run=[r for r, _ in _diagnosed],
-    step=[s for _, s in _diagnosed],
-)
+for _run in RUNS:
+    LEDGER += expand(
+        [rules.diagnose.benchmark, rules.luck_share.benchmark], run=_run, step=LAYOUT.diagnostic_steps(_run)
+    )
 LEDGER += expand(rules.completeness.benchmark, run=RUNS)

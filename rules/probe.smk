@@ -82,10 +82,10 @@ rule probe_verdict:
         "> {log:q} 2>&1"
 
 
-_probed = [(t, step) for t in sorted(LAYOUT.trajectories) for step in LAYOUT.trajectory(t)["steps"]]
-LEDGER += expand(
-    rules.probe_checkpoint.benchmark, zip, trajectory=[t for t, _ in _probed], step=[s for _, s in _probed]
-)
+for _trajectory in sorted(LAYOUT.trajectories):
+    LEDGER += expand(
+        rules.probe_checkpoint.benchmark, trajectory=_trajectory, step=LAYOUT.trajectory(_trajectory)["steps"]
+    )
 LEDGER += expand(
     [rules.probe.benchmark, rules.probe_verdict.benchmark], trajectory=sorted(LAYOUT.trajectories)
 )
