@@ -1,7 +1,7 @@
-# Config look-ups and input functions. Every path, log and benchmark of a job is a method of LAYOUT
-# (paired_rollouts.layout), the run matrix is DESIGN (paired_rollouts.design), each stage's settings come
-# from paired_rollouts.settings: rules call them directly. Code inputs (`sources`) make a code edit rerun
-# exactly the stages that run that code.
+# Config look-ups and input functions. Every path the package or several rules read, and every job's log
+# and benchmark, is a method of LAYOUT (paired_rollouts.layout); the run matrix is DESIGN (.design), each
+# stage's settings come from paired_rollouts.settings: rules call them directly. Code inputs (`sources`)
+# make a code edit rerun exactly the stages that run that code.
 
 import json
 from pathlib import Path
