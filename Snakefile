@@ -9,7 +9,7 @@
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from paired_rollouts.config_check import check_config
+from paired_rollouts.config_check import check_config, check_deployment
 from paired_rollouts.errors import UserError
 
 min_version("9.0")
@@ -33,8 +33,11 @@ if "accelerator" not in config or "scale" not in config:
         "`--profile mi300x`, or a slurm-* profile. Profiles set `accelerator` and `scale`."
     )
 
+
 try:
     check_config(config, "config/schema.json", "config/config.yaml")
+    deployment = getattr(getattr(workflow, "deployment_settings", None), "deployment_method", None)
+    check_deployment(config["accelerator"], deployment or ())
 except UserError as error:
     raise WorkflowError(str(error)) from None
 # Defaults are not filled in: the scale blocks stay as written (the shared `study:` block is merged under
@@ -66,8 +69,8 @@ else:
 include: "rules/calibrate.smk"
 include: "rules/register.smk"
 include: "rules/decide.smk"
-include: "rules/render.smk"
 include: "rules/compare.smk"
+include: "rules/render.smk"
 
 
 rule all:
@@ -75,25 +78,25 @@ rule all:
     of them reruns exactly its job and what depends on it."""
     default_target: True
     input:
-        res("paper/tables.pdf"),
-        res("comparison.json"),
-        res("reference/scripted_reference.json"),
+        rules.render_document.output,
+        rules.compare.output.json,
+        rules.reference.output,
         LAYOUT.zero_shot_file(),
-        decision_files(),
-        probe_files(),
-        all_eval_files(),
-        of_runs(RUNS, LAYOUT.diagnostic_episode_files),
-        all_luck_files(),
-        group_stat_files(),
-        of_runs(RUNS, LAYOUT.complete),
-        of_runs(RUNS, LAYOUT.register),
+        LAYOUT.decision_files(),
+        LAYOUT.probe_files(),
+        LAYOUT.files(LAYOUT.eval_files),
+        LAYOUT.files(LAYOUT.diagnostic_episode_files),
+        LAYOUT.files(LAYOUT.luck_files),
+        LAYOUT.files(LAYOUT.group_stats),
+        LAYOUT.files(LAYOUT.complete),
+        LAYOUT.files(LAYOUT.register),
 
 
 rule tiers:
     """The registered later tiers (C1, C3, C2r, H4's reward scaling, the blocking baselines): their runs,
     evaluations and the measurement of every tier comparison (docs/design.md#tiers)."""
     input:
-        tier_decision_files(),
-        res("decisions/tiers/predictions.json"),
-        res("paper/tiers.pdf"),
-        of_runs(TIER_RUNS, LAYOUT.complete),
+        LAYOUT.tier_decision_files(),
+        LAYOUT.predictions("tiers"),
+        rules.render_tiers_document.output,
+        LAYOUT.files(LAYOUT.complete, LAYOUT.runs("tiers")),

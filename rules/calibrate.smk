@@ -10,16 +10,16 @@ if SURROGATE:
         """The surrogate's register: its calibration's step-0 values against the bands of the model it is
         fitted to (the surrogate calibration itself checks its tighter targets)."""
         input:
-            calibration=CALIBRATION_FILE,
+            calibration=rules.surrogate_calibrate.output[0],
             rules=config["prereg"]["tier_rules"],
             verification=ancient(LAYOUT.amendment_verification_file()),  # as train's: re-verifying reruns nothing
             code=sources("calibration", "prereg"),
         output:
             LAYOUT.zero_shot_file(),
         log:
-            res("logs/zero_shot_calibration.log"),
+            LAYOUT.log("zero_shot_calibration"),
         benchmark:
-            res("benchmarks/zero_shot_calibration.tsv")
+            LAYOUT.benchmark("zero_shot_calibration")
         conda:
             software_env()
         params:
@@ -34,8 +34,8 @@ else:
     rule zero_shot_calibration:
         """Roll out the base model (step-0 policy) on the clean validation set and the diagnostic set."""
         input:
-            pools=pool_files(),
-            model=model_inputs(),
+            pools=LAYOUT.pools(),
+            model=MODEL,
             rules=config["prereg"]["tier_rules"],
             verification=ancient(LAYOUT.amendment_verification_file()),  # as train's: re-verifying reruns nothing
             code=sources(*SIMULATOR, "training", "evaluation", "stats", "calibration", "prereg"),
@@ -44,14 +44,14 @@ else:
             clean=res("calibration/zero_shot-clean.jsonl"),
             diagnostic=res("calibration/zero_shot-diag.jsonl"),
         log:
-            res("logs/zero_shot_calibration.log"),
+            LAYOUT.log("zero_shot_calibration"),
         benchmark:
-            res("benchmarks/zero_shot_calibration.tsv")
+            LAYOUT.benchmark("zero_shot_calibration")
         conda:
             software_env()
         params:
-            tasks_dir=tasks_dir_of,
-            model_dir=model_dir_param,
+            tasks_dir=folder_of("pools"),
+            model_dir=folder_of("model"),
             model=calibration_model(),
             settings=stage_settings("stack", "training", "evaluation", "diagnostics"),
             resamples=SCALE["diagnostics"]["resamples"],
@@ -62,3 +62,6 @@ else:
             "--verification {input.verification:q} --resamples {params.resamples:q} "
             "--episodes-dir {params.episodes:q} --out {output.register:q} > {log:q} 2>&1 "
             "|| {{ cat {log:q} >&2; exit 1; }}"
+
+
+LEDGER += expand(rules.zero_shot_calibration.benchmark)

@@ -10,9 +10,9 @@ rule probe_bandit:
     output:
         res("probe/bandit.json"),
     log:
-        res("logs/probe/bandit.log"),
+        LAYOUT.log("probe/bandit"),
     benchmark:
-        res("benchmarks/probe/bandit.tsv")
+        LAYOUT.benchmark("probe/bandit")
     conda:
         software_env()
     shell:
@@ -22,9 +22,17 @@ rule probe_bandit:
 rule compare:
     """comparison.json: each published number, the reproduced one, their difference and agreement."""
     input:
-        registers=comparison_inputs(),
+        # every register a published number may name (docs/compare.md): a changed one reruns the comparison
+        registers=[
+            *LAYOUT.decision_files(),
+            *LAYOUT.probe_files(),
+            rules.probe_bandit.output[0],
+            *LAYOUT.files(LAYOUT.luck_files),
+            *LAYOUT.files(LAYOUT.group_stats),
+            rules.reference.output[0],
+        ],
         published=config["published"],
-        manifest=f"{TASKS_DIR}/MANIFEST.json",
+        manifest=LAYOUT.pool_manifest(),
         code=sources("compare"),
     output:
         json=res("comparison.json"),
@@ -34,14 +42,14 @@ rule compare:
             category="Published versus reproduced",
         ),
     log:
-        res("logs/compare.log"),
+        LAYOUT.log("compare"),
     benchmark:
-        res("benchmarks/compare.tsv")
+        LAYOUT.benchmark("compare")
     conda:
         software_env()
     params:
         root=results_root,
-        tasks_dir=manifest_folder,
+        tasks_dir=folder_of("manifest"),
         scale=SCALE_NAME,
         label=SCALE["label"],
     shell:
@@ -50,26 +58,29 @@ rule compare:
         "--out {output.json:q} --html {output.html:q} > {log:q} 2>&1"
 
 
+LEDGER += expand([rules.probe_bandit.benchmark, rules.compare.benchmark])
+
+
 rule ledger:
     """The cost ledger from every job's benchmark file, beside the paper's budget (PDF and report)."""
     input:
-        benchmarks=benchmark_files(),
+        benchmarks=lambda wildcards: LEDGER,
         published=config["published"],
         code=sources("compare"),
     output:
         json=res("ledger.json"),
         html=report(res("ledger.html"), caption="../report/ledger.rst", category="Cost ledger"),
     log:
-        res("logs/ledger.log"),
+        LAYOUT.log("ledger"),
     benchmark:
-        res("benchmarks/ledger.tsv")
+        LAYOUT.benchmark("ledger")
     conda:
         software_env()
     params:
-        root=benchmark_root,
+        results=results_root,
         accelerator=ACCELERATOR,
         runs=len(RUNS),
     shell:
-        "paired-rollouts ledger --benchmarks {input.benchmarks:q} --root {params.root:q} "
+        "paired-rollouts ledger --benchmarks {input.benchmarks:q} --results {params.results:q} "
         "--accelerator {params.accelerator:q} --runs {params.runs:q} --published {input.published:q} "
         "--out {output.json:q} --html {output.html:q} > {log:q} 2>&1"

@@ -4,20 +4,25 @@
 
 
 wildcard_constraints:
-    condition=r"c2|c4",
+    condition="|".join(c.lower() for c in study.decided_comparisons()),
+
+
+# A decision reads its comparison's runs (LAYOUT.comparison_runs) and the clean-trained reference (C0).
+_decided = of_wildcards(LAYOUT.comparison_runs, "condition")
+_measured = of_wildcards(LAYOUT.comparison_runs, "comparison")
 
 
 rule decide:
     """Apply H1a, H2a/H2b, H3 and H5 to the complete runs of one condition."""
     input:
-        evals=files_of_runs(decision_runs, LAYOUT.eval_files),
-        groups=files_of_runs(decision_runs, LAYOUT.groups),
-        luck=files_of_runs(decision_runs, LAYOUT.step0_luck),
-        complete=files_of_runs(decision_runs, LAYOUT.complete),
-        reference=files_of_runs(reference_runs, LAYOUT.eval_files),
+        evals=of_runs(_decided, LAYOUT.eval_files),
+        groups=of_runs(_decided, LAYOUT.groups),
+        luck=of_runs(_decided, LAYOUT.step0_luck),
+        complete=of_runs(_decided, LAYOUT.complete),
+        reference=LAYOUT.files(LAYOUT.eval_files, LAYOUT.runs_of("C0")),
         rules=config["decision_rules"],
         verification=ancient(LAYOUT.verification_file()),
-        pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
+        pool_manifest=LAYOUT.pool_manifest(),
         code=sources("stats", "prereg"),
     output:
         report(
@@ -27,16 +32,17 @@ rule decide:
             labels={"condition": "{condition}"},
         ),
     log:
-        res("logs/decide/{condition}.log"),
+        LAYOUT.log("decide/{condition}"),
     benchmark:
-        res("benchmarks/decide/{condition}.tsv")
+        LAYOUT.benchmark("decide/{condition}")
     conda:
         software_env()
     params:
-        condition=upper_condition,
-        eval_dirs=files_of_runs(decision_runs, LAYOUT.eval_dir),
+        condition=lambda wildcards: wildcards.condition.upper(),
+        eval_dirs=of_runs(_decided, LAYOUT.eval_dir),
         reference_dirs=reference_eval_dirs,
-        seeds=decision_seeds,
+        # the design's seeds: a hypothesis is decided only when every one of their pairs is admitted
+        seeds=lambda wildcards: SCALE["seeds"][wildcards.condition.upper()],
     shell:
         "paired-rollouts decide --condition {params.condition:q} --seeds {params.seeds:q} "
         "--episodes {params.eval_dirs:q} "
@@ -45,39 +51,42 @@ rule decide:
         "--manifest {input.pool_manifest:q} --out {output:q} > {log:q} 2>&1"
 
 
+LEDGER += expand(rules.decide.benchmark, condition=LAYOUT.decision_conditions())
+
+
 # The registered later tiers (target `tiers`): each comparison of the tiers' run matrix measured with
 # tier 1's estimators (docs/design.md#tiers). The registered predictions judge these numbers (rules/
 # predictions.smk); no frozen rule decides a tier comparison on its own.
 rule decide_tier:
     """AUC gap, challenge and held-out gaps, spurious rates and luck share of one tier comparison."""
     input:
-        evals=files_of_runs(tier_runs, LAYOUT.eval_files),
-        groups=files_of_runs(tier_runs, LAYOUT.groups),
-        luck=files_of_runs(tier_runs, LAYOUT.step0_luck),
-        complete=files_of_runs(tier_runs, LAYOUT.complete),
-        reference=files_of_runs(reference_runs, LAYOUT.eval_files),
+        evals=of_runs(_measured, LAYOUT.eval_files),
+        groups=of_runs(_measured, LAYOUT.groups),
+        luck=of_runs(_measured, LAYOUT.step0_luck),
+        complete=of_runs(_measured, LAYOUT.complete),
+        reference=LAYOUT.files(LAYOUT.eval_files, LAYOUT.runs_of("C0")),
         rules=config["decision_rules"],
         verification=ancient(LAYOUT.verification_file()),
         amendment=ancient(LAYOUT.amendment_verification_file()),
-        pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
+        pool_manifest=LAYOUT.pool_manifest(),
         code=sources("stats", "prereg", "design.py"),
     output:
         LAYOUT.tier_decision("{comparison}"),
     log:
-        res("logs/decide/tiers/{comparison}.log"),
+        LAYOUT.log("decide/tiers/{comparison}"),
     benchmark:
-        res("benchmarks/decide/tiers/{comparison}.tsv")
+        LAYOUT.benchmark("decide/tiers/{comparison}")
     wildcard_constraints:
-        comparison="|".join(TIER_COMPARISONS) or "none",
+        comparison="|".join(LAYOUT.tier_comparisons()) or "none",
     conda:
         software_env()
     params:
-        condition=tier_condition,
-        arms=tier_arms,
-        scaling=tier_scaling,
-        eval_dirs=files_of_runs(tier_runs, LAYOUT.eval_dir),
+        condition=of_comparison("condition"),
+        arms=of_comparison("arms"),
+        scaling=of_comparison("scaling"),
+        eval_dirs=of_runs(_measured, LAYOUT.eval_dir),
         reference_dirs=reference_eval_dirs,
-        seeds=tier_seeds,
+        seeds=of_comparison("seeds"),
         conditions=CONDITIONS_JSON,
     shell:
         "paired-rollouts decide --comparison {wildcards.comparison:q} --condition {params.condition:q} "
@@ -89,9 +98,9 @@ rule decide_tier:
 
 # The registered predictions (amendment A2) judged on the registers: tier 1's alone for the study's
 # document (the tiers' predictions then read "not run"), every register for the tiers' document.
-for _name, _decisions, _out in (
-    ("predictions", decision_files(), res("decisions/predictions.json")),
-    ("predictions_tiers", decision_files() + tier_decision_files(), res("decisions/tiers/predictions.json")),
+for _name, _tier, _decisions in (
+    ("predictions", "study", LAYOUT.decision_files()),
+    ("predictions_tiers", "tiers", LAYOUT.decision_files() + LAYOUT.tier_decision_files()),
 ):
 
     rule:
@@ -99,16 +108,16 @@ for _name, _decisions, _out in (
             _name
         input:
             decisions=_decisions,
-            probe=probe_files(),
+            probe=LAYOUT.probe_files(),
             tier_rules=config["prereg"]["tier_rules"],
             amendment=LAYOUT.amendment_verification_file(),
             code=sources("stats", "prereg"),
         output:
-            _out,
+            LAYOUT.predictions(_tier),
         log:
-            res(f"logs/decide/{_name}.log"),
+            LAYOUT.log(f"decide/{_name}"),
         benchmark:
-            res(f"benchmarks/decide/{_name}.tsv")
+            LAYOUT.benchmark(f"decide/{_name}")
         conda:
             software_env()
         params:
@@ -117,3 +126,6 @@ for _name, _decisions, _out in (
             "paired-rollouts predictions --tier-rules {input.tier_rules:q} --verification {input.amendment:q} "
             "--decisions {input.decisions:q} --probe {input.probe:q} --group-size {params.group_size:q} "
             "--out {output:q} > {log:q} 2>&1"
+
+
+LEDGER += expand(rules.predictions.benchmark)  # tier 1's (table 6)

@@ -5,23 +5,23 @@
 rule diagnose:
     """Diagnostic roll-outs: each diagnostic task under K paired schedules, M samples each."""
     input:
-        pools=pool_files(),
+        pools=LAYOUT.pools(),
         run_manifest=rules.train.output.manifest,
-        model=model_inputs(),
+        model=MODEL,
         code=sources(*SIMULATOR, "training", "evaluation"),
     output:
         LAYOUT.diagnostic_episodes("{run}", "{step}"),
     log:
-        res("logs/diagnose/{run}/step{step}.log"),
+        LAYOUT.log("diagnose/{run}/step{step}"),
     benchmark:
-        res("benchmarks/diagnose/{run}/step{step}.tsv")
+        LAYOUT.benchmark("diagnose/{run}/step{step}")
     conda:
         software_env()
     params:
-        tasks_dir=tasks_dir_of,
+        tasks_dir=folder_of("pools"),
         settings=stage_settings("stack", "training", "evaluation", "diagnostics"),
-        model=model_dir_param,
-        checkpoint=checkpoint_dir,
+        model=folder_of("model"),
+        checkpoint=of_wildcards(LAYOUT.checkpoint_dir, "run", "step"),
         conditions=CONDITIONS_JSON,
     shell:
         "paired-rollouts diagnose --run {wildcards.run:q} --step {wildcards.step:q} --tasks-dir {params.tasks_dir:q} "
@@ -37,9 +37,9 @@ rule luck_share:
     output:
         LAYOUT.luck("{run}", "{step}"),
     log:
-        res("logs/luck_share/{run}/step{step}.log"),
+        LAYOUT.log("luck_share/{run}/step{step}"),
     benchmark:
-        res("benchmarks/luck_share/{run}/step{step}.tsv")
+        LAYOUT.benchmark("luck_share/{run}/step{step}")
     conda:
         software_env()
     params:
@@ -54,19 +54,19 @@ rule completeness:
     hashes equal, one code version across attempts. `--strict`: an incomplete run fails here and is never
     analysed (the protocol reruns it)."""
     input:
-        evals=eval_files_of,
-        diagnostics=diagnostic_episode_files_of,
-        luck=luck_files_of,
+        evals=of_wildcards(LAYOUT.eval_files, "run"),
+        diagnostics=of_wildcards(LAYOUT.diagnostic_episode_files, "run"),
+        luck=of_wildcards(LAYOUT.luck_files, "run"),
         groups=rules.train.output.groups,
         run_manifest=rules.train.output.manifest,
-        pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
+        pool_manifest=LAYOUT.pool_manifest(),
         code=sources("stats"),
     output:
         LAYOUT.complete("{run}"),
     log:
-        res("logs/completeness/{run}.log"),
+        LAYOUT.log("completeness/{run}"),
     benchmark:
-        res("benchmarks/completeness/{run}.tsv")
+        LAYOUT.benchmark("completeness/{run}")
     conda:
         software_env()
     params:
@@ -78,3 +78,10 @@ rule completeness:
         "paired-rollouts completeness --run {wildcards.run:q} --settings {params.settings:q} --conditions {params.conditions:q} "
         "--evals-dir {params.evals_dir:q} --diagnostics {params.diagnostics_dir:q} --groups {input.groups:q} --run-manifest {input.run_manifest:q} "
         "--luck {input.luck:q} --pool-manifest {input.pool_manifest:q} --strict --out {output:q} > {log:q} 2>&1"
+
+
+for _run in RUNS:
+    LEDGER += expand(
+        [rules.diagnose.benchmark, rules.luck_share.benchmark], run=_run, step=LAYOUT.diagnostic_steps(_run)
+    )
+LEDGER += expand(rules.completeness.benchmark, run=RUNS)

@@ -4,75 +4,75 @@
 # Schedules are identical across arms and checkpoints.
 
 
-wildcard_constraints:
-    regime=r"clean|at_training|challenge|noisy_p010|noisy_p025|heldout_types",
-
-
 rule evaluate_periodic:
     """Roll out one checkpoint on the validation pool under every periodic regime."""
     input:
-        pools=pool_files(),
+        pools=LAYOUT.pools(),
         run_manifest=rules.train.output.manifest,
-        model=model_inputs(),
+        model=MODEL,
         code=sources(*SIMULATOR, "training", "evaluation"),
     output:
-        [LAYOUT.eval_file("{run}", "periodic", "{step}", regime) for regime in PERIODIC_REGIMES],
+        [LAYOUT.eval_file("{run}", "periodic", "{step}", regime) for regime in study.PERIODIC_REGIMES],
     log:
-        res("logs/evaluate/{run}/periodic-step{step}.log"),
+        LAYOUT.log("evaluate/{run}/periodic-step{step}"),
     benchmark:
-        res("benchmarks/evaluate/{run}/periodic-step{step}.tsv")
+        LAYOUT.benchmark("evaluate/{run}/periodic-step{step}")
     conda:
         software_env()
     params:
-        tasks_dir=tasks_dir_of,
+        tasks_dir=folder_of("pools"),
         settings=stage_settings("stack", "training", "evaluation"),
-        model=model_dir_param,
-        checkpoint=checkpoint_dir,
-        regimes=",".join(PERIODIC_REGIMES),
-        out=eval_out_template,
+        model=folder_of("model"),
+        checkpoint=of_wildcards(LAYOUT.checkpoint_dir, "run", "step"),
+        regimes=list(study.PERIODIC_REGIMES),
         conditions=CONDITIONS_JSON,
     shell:
         "paired-rollouts evaluate --run {wildcards.run:q} --step {wildcards.step:q} --phase periodic "
         "--regime {params.regimes:q} --tasks-dir {params.tasks_dir:q} --checkpoint {params.checkpoint:q} "
         "--model-dir {params.model:q} --settings {params.settings:q} --conditions {params.conditions:q} "
-        "--out {params.out:q} > {log:q} 2>&1"
+        "--out {output:q} > {log:q} 2>&1"
 
 
+LEDGER += expand(rules.evaluate_periodic.benchmark, run=RUNS, step=LAYOUT.periodic_steps())
 # The final sets of a run: a run whose noise is none of them (C3, C4, C2r) adds its own at_training set
 # (LAYOUT.final_regimes).
-for _runs, _regimes in (
-    (STANDARD_FINAL_RUNS, FINAL_REGIMES),
-    (OWN_FINAL_RUNS, FINAL_REGIMES + ["at_training"]),
+_own = [run for run in LAYOUT.runs("all") if "at_training" in LAYOUT.final_regimes(run)]
+for _name, _runs, _regimes in (
+    ("evaluate_final", [run for run in LAYOUT.runs("all") if run not in _own], list(study.FINAL_REGIMES)),
+    ("evaluate_final_own_noise", _own, [*study.FINAL_REGIMES, "at_training"]),
 ):
 
     rule:
         name:
-            "evaluate_final" if len(_regimes) == len(FINAL_REGIMES) else "evaluate_final_own_noise"
+            _name
         input:
-            pools=pool_files(),
+            pools=LAYOUT.pools(),
             run_manifest=rules.train.output.manifest,
-            model=model_inputs(),
+            model=MODEL,
             code=sources(*SIMULATOR, "training", "evaluation"),
         output:
             [LAYOUT.eval_file("{run}", "final", "{step}", regime) for regime in _regimes],
         log:
-            res("logs/evaluate/{run}/final-step{step}.log"),
+            LAYOUT.log("evaluate/{run}/final-step{step}"),
         benchmark:
-            res("benchmarks/evaluate/{run}/final-step{step}.tsv")
+            LAYOUT.benchmark("evaluate/{run}/final-step{step}")
         wildcard_constraints:
             run="|".join(_runs) or "none",
         conda:
             software_env()
         params:
-            tasks_dir=tasks_dir_of,
+            tasks_dir=folder_of("pools"),
             settings=stage_settings("stack", "training", "evaluation"),
-            model=model_dir_param,
-            checkpoint=checkpoint_dir,
-            regimes=",".join(_regimes),
-            out=eval_out_template,
+            model=folder_of("model"),
+            checkpoint=of_wildcards(LAYOUT.checkpoint_dir, "run", "step"),
+            regimes=_regimes,
             conditions=CONDITIONS_JSON,
         shell:
             "paired-rollouts evaluate --run {wildcards.run:q} --step {wildcards.step:q} --phase final "
             "--regime {params.regimes:q} --tasks-dir {params.tasks_dir:q} --checkpoint {params.checkpoint:q} "
             "--model-dir {params.model:q} --settings {params.settings:q} --conditions {params.conditions:q} "
-            "--out {params.out:q} > {log:q} 2>&1"
+            "--out {output:q} > {log:q} 2>&1"
+
+    LEDGER += expand(
+        getattr(rules, _name).benchmark, run=[r for r in RUNS if r in _runs], step=LAYOUT.final_step
+    )

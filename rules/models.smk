@@ -8,11 +8,11 @@ rule prepare_model:
     input:
         code=sources("training/prepare.py", "training/tokenizer.py"),
     output:
-        f"{STANDIN_ROOT}/prepared/config.json",
+        f"{LAYOUT.models_dir()}/prepared/config.json",
     log:
-        res("logs/prepare_model.log"),
+        LAYOUT.log("prepare_model"),
     benchmark:
-        res("benchmarks/prepare_model.tsv")
+        LAYOUT.benchmark("prepare_model")
     conda:
         software_env()
     params:
@@ -25,18 +25,18 @@ rule prepare_model:
 rule tokenizer:
     """Train a byte-level BPE tokenizer on rendered scripted-reference transcripts (no download)."""
     input:
-        pools=pool_files(),
+        pools=LAYOUT.pools(),
         code=sources(*SIMULATOR, "agents", "training"),
     output:
-        f"{STANDIN_ROOT}/tokenizer/tokenizer.json",
+        f"{LAYOUT.models_dir()}/tokenizer/tokenizer.json",
     log:
-        res("logs/tokenizer.log"),
+        LAYOUT.log("tokenizer"),
     benchmark:
-        res("benchmarks/tokenizer.tsv")
+        LAYOUT.benchmark("tokenizer")
     conda:
         software_env()
     params:
-        tasks_dir=tasks_dir_of,
+        tasks_dir=folder_of("pools"),
         folder=output_folder,
         settings=stage_settings("model"),
     shell:
@@ -48,21 +48,29 @@ rule warm_start:
     """Build the tiny Qwen3.5-family model from config and warm-start it on scripted transcripts."""
     input:
         tokenizer=rules.tokenizer.output[0],
-        pools=pool_files(),
+        pools=LAYOUT.pools(),
         code=sources(*SIMULATOR, "agents", "training"),
     output:
-        f"{STANDIN_ROOT}/model/config.json",
+        f"{LAYOUT.models_dir()}/model/config.json",
     log:
-        res("logs/warm_start.log"),
+        LAYOUT.log("warm_start"),
     benchmark:
-        res("benchmarks/warm_start.tsv")
+        LAYOUT.benchmark("warm_start")
     conda:
         software_env()
     params:
-        tasks_dir=tasks_dir_of,
-        tokenizer=tokenizer_folder,
+        tasks_dir=folder_of("pools"),
+        tokenizer=folder_of("tokenizer"),
         folder=output_folder,
         settings=stage_settings("model"),
     shell:
         "paired-rollouts warm-start --tokenizer {params.tokenizer:q} --tasks-dir {params.tasks_dir:q} "
         "--settings {params.settings:q} --threads {threads:q} --out {params.folder:q} > {log:q} 2>&1"
+
+
+# The model every learning job starts from (its folder is their --model-dir), and the jobs that build it.
+_builders = (
+    [rules.tokenizer, rules.warm_start] if SCALE["model"]["kind"] == "standin" else [rules.prepare_model]
+)
+MODEL = _builders[-1].output[0]
+LEDGER += expand([rule.benchmark for rule in _builders])

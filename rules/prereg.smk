@@ -30,9 +30,9 @@ if ACCELERATOR == "cpu":
         output:
             freeze=LAYOUT.freeze_record(),
         log:
-            res("logs/prereg_freeze_local.log"),
+            LAYOUT.log("prereg_freeze_local"),
         benchmark:
-            res("benchmarks/prereg_freeze_local.tsv")
+            LAYOUT.benchmark("prereg_freeze_local")
         conda:
             software_env()
         params:
@@ -42,6 +42,8 @@ if ACCELERATOR == "cpu":
             "paired-rollouts prereg freeze-local --out {params.folder:q} --replace-inside results "
             "--documents {params.documents:q} > {log:q} 2>&1"
 
+    LEDGER += expand(rules.prereg_freeze_local.benchmark)
+
     localrules:
         prereg_amend_local,
 
@@ -50,24 +52,26 @@ if ACCELERATOR == "cpu":
         is gone). Documents are `ancient` as for the freeze; a re-made freeze (or previous amendment)
         re-makes this one, since the chain names the previous record's imprint."""
         input:
-            documents=amendment_documents_ancient,
-            previous=previous_record,
+            documents=of_amendment(lambda index: [ancient(doc) for doc in LAYOUT.amendment_documents(index)]),
+            previous=of_amendment(LAYOUT.previous_record),
             code=ancient(sources("prereg")),
         output:
-            f"{config['prereg']['local_freeze_dir']}/amendments/{{number}}/amendment.json",
+            LAYOUT.amendment_record("{number}"),
         log:
-            res("logs/prereg_amend_local/{number}.log"),
+            LAYOUT.log("prereg_amend_local/{number}"),
         benchmark:
-            res("benchmarks/prereg_amend_local/{number}.tsv")
+            LAYOUT.benchmark("prereg_amend_local/{number}")
         conda:
             software_env()
         params:
-            folder=amendment_freeze_folder,
-            reason=amendment_reason,
-            documents=amendment_documents,
+            folder=lambda wildcards: LAYOUT.freeze_dir(),
+            reason=of_amendment(LAYOUT.amendment_reason),
+            documents=of_amendment(LAYOUT.amendment_documents),
         shell:
             "paired-rollouts prereg amend-local --out {params.folder:q} --number {wildcards.number:q} "
             "--replace-inside results --reason {params.reason:q} --documents {params.documents:q} > {log:q} 2>&1"
+
+    LEDGER += expand(rules.prereg_amend_local.benchmark, number=LAYOUT.amendment_numbers())
 
 else:
 
@@ -80,13 +84,13 @@ else:
         output:
             LAYOUT.freeze_record(),
         log:
-            res("logs/prereg_public_freeze_missing.log"),
+            LAYOUT.log("prereg_public_freeze_missing"),
         benchmark:
-            res("benchmarks/prereg_public_freeze_missing.tsv")
+            LAYOUT.benchmark("prereg_public_freeze_missing")
         conda:
             software_env()
         params:
-            message=public_freeze_missing_message,
+            message=prereg_commands.missing_public_freeze(LAYOUT),
         shell:
             "printf '%s\\n' {params.message:q} | tee {log:q} >&2; exit 1"
 
@@ -96,15 +100,15 @@ else:
     rule prereg_public_amendment_missing:
         """Likewise for a configured amendment that is not committed under the public freeze."""
         output:
-            f"{config['prereg']['public_freeze_dir']}/amendments/{{number}}/amendment.json",
+            LAYOUT.amendment_record("{number}"),
         log:
-            res("logs/prereg_public_amendment_missing/{number}.log"),
+            LAYOUT.log("prereg_public_amendment_missing/{number}"),
         benchmark:
-            res("benchmarks/prereg_public_amendment_missing/{number}.tsv")
+            LAYOUT.benchmark("prereg_public_amendment_missing/{number}")
         conda:
             software_env()
         params:
-            message=public_amendment_missing_message,
+            message=of_amendment(lambda index: prereg_commands.missing_public_amendment(LAYOUT, index)),
         shell:
             "printf '%s\\n' {params.message:q} | tee {log:q} >&2; exit 1"
 
@@ -118,13 +122,13 @@ rule prereg_verify:
     output:
         LAYOUT.verification_file(),
     log:
-        res("logs/prereg_verify.log"),
+        LAYOUT.log("prereg_verify"),
     benchmark:
-        res("benchmarks/prereg_verify.tsv")
+        LAYOUT.benchmark("prereg_verify")
     conda:
         software_env()
     params:
-        folder=freeze_folder,
+        folder=folder_of("freeze"),
         test_authority=["--allow-test-authority"] if ACCELERATOR == "cpu" else [],
     shell:
         "paired-rollouts prereg verify --freeze {params.folder:q} --amendments 0 {params.test_authority:q} "
@@ -142,13 +146,13 @@ rule prereg_verify_amendments:
     output:
         LAYOUT.amendment_verification_file(),
     log:
-        res("logs/prereg_verify_amendments.log"),
+        LAYOUT.log("prereg_verify_amendments"),
     benchmark:
-        res("benchmarks/prereg_verify_amendments.tsv")
+        LAYOUT.benchmark("prereg_verify_amendments")
     conda:
         software_env()
     params:
-        folder=freeze_folder,
+        folder=folder_of("freeze"),
         amendments=len(config["prereg"]["amendments"]),
         documents=LAYOUT.all_protocol_documents(),
         test_authority=["--allow-test-authority"] if ACCELERATOR == "cpu" else [],
@@ -156,3 +160,6 @@ rule prereg_verify_amendments:
         "paired-rollouts prereg verify --freeze {params.folder:q} --amendments {params.amendments:q} "
         "--require {params.documents:q} {params.test_authority:q} --out {output:q} > {log:q} 2>&1 "
         "|| {{ cat {log:q} >&2; exit 1; }}"
+
+
+LEDGER += expand([rules.prereg_verify.benchmark, rules.prereg_verify_amendments.benchmark])

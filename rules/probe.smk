@@ -6,32 +6,32 @@
 
 
 wildcard_constraints:
-    trajectory="|".join(TRAJECTORIES),
+    trajectory="|".join(sorted(LAYOUT.trajectories)),
 
 
 rule probe_checkpoint:
     """Score vectors at one checkpoint of a trajectory, its outcome- and transition-noise traces and the
     evidence that reproduces them (the expensive part; it reads no decision rule)."""
     input:
-        pools=pool_files(),
-        run_manifest=probe_run_manifest,
-        model=model_inputs(),
+        pools=LAYOUT.pools(),
+        run_manifest=of_probe_run(LAYOUT.manifest),
+        model=MODEL,
         code=sources(*SIMULATOR, "training", "evaluation", "probe"),
     output:
         summary=LAYOUT.probe_checkpoint("{trajectory}", "{step}"),
         evidence=res("probe/evidence/{trajectory}/step{step}.npz"),
     log:
-        res("logs/probe/{trajectory}/step{step}.log"),
+        LAYOUT.log("probe/{trajectory}/step{step}"),
     benchmark:
-        res("benchmarks/probe/{trajectory}/step{step}.tsv")
+        LAYOUT.benchmark("probe/{trajectory}/step{step}")
     conda:
         software_env()
     params:
-        tasks_dir=tasks_dir_of,
-        run=probe_run,
+        tasks_dir=folder_of("pools"),
+        run=of_wildcards(LAYOUT.trajectory_run, "trajectory"),
         conditions=CONDITIONS_JSON,
-        run_dir=probe_run_dir,
-        model=model_dir_param,
+        run_dir=folder_of("run_manifest"),
+        model=folder_of("model"),
         settings=probe_settings,
     shell:
         "paired-rollouts probe checkpoint --run {params.run:q} --conditions {params.conditions:q} "
@@ -43,18 +43,18 @@ rule probe_checkpoint:
 rule probe:
     """The trajectory's probe traces (every checkpoint), assembled from its checkpoint files."""
     input:
-        checkpoints=probe_checkpoint_files,
+        checkpoints=of_wildcards(LAYOUT.probe_checkpoint_files, "trajectory"),
         code=sources("probe", "records"),
     output:
         res("probe/traces/{trajectory}.json"),
     log:
-        res("logs/probe/{trajectory}.log"),
+        LAYOUT.log("probe/{trajectory}"),
     benchmark:
-        res("benchmarks/probe/{trajectory}.tsv")
+        LAYOUT.benchmark("probe/{trajectory}")
     conda:
         software_env()
     params:
-        run=probe_run,
+        run=of_wildcards(LAYOUT.trajectory_run, "trajectory"),
         settings=probe_settings,
     shell:
         "paired-rollouts probe assemble --trajectory {wildcards.trajectory:q} --run {params.run:q} "
@@ -75,11 +75,20 @@ rule probe_verdict:
             labels={"trajectory": "{trajectory}"},
         ),
     log:
-        res("logs/probe_verdict/{trajectory}.log"),
+        LAYOUT.log("probe_verdict/{trajectory}"),
     benchmark:
-        res("benchmarks/probe_verdict/{trajectory}.tsv")
+        LAYOUT.benchmark("probe_verdict/{trajectory}")
     conda:
         software_env()
     shell:
         "paired-rollouts probe verdict --traces {input.traces:q} --rules {input.rules:q} --out {output:q} "
         "> {log:q} 2>&1"
+
+
+for _trajectory in sorted(LAYOUT.trajectories):
+    LEDGER += expand(
+        rules.probe_checkpoint.benchmark, trajectory=_trajectory, step=LAYOUT.trajectory(_trajectory)["steps"]
+    )
+LEDGER += expand(
+    [rules.probe.benchmark, rules.probe_verdict.benchmark], trajectory=sorted(LAYOUT.trajectories)
+)

@@ -11,25 +11,29 @@ if SURROGATE:
             name:
                 f"run_register_{_job.replace('-', '_')}"
             input:
-                complete=of_runs(_runs, LAYOUT.complete),
-                evals=of_runs(_runs, LAYOUT.eval_files),
-                luck=of_runs(_runs, LAYOUT.luck_files),
-                groups=of_runs(_runs, LAYOUT.groups),
-                run_manifest=of_runs(_runs, LAYOUT.manifest),
+                complete=LAYOUT.files(LAYOUT.complete, _runs),
+                evals=LAYOUT.files(LAYOUT.eval_files, _runs),
+                luck=LAYOUT.files(LAYOUT.luck_files, _runs),
+                groups=LAYOUT.files(LAYOUT.groups, _runs),
+                run_manifest=LAYOUT.files(LAYOUT.manifest, _runs),
                 code=sources("stats"),
             output:
-                of_runs(_runs, LAYOUT.register),
+                LAYOUT.files(LAYOUT.register, _runs),
             log:
-                res(f"logs/run_register/{_job}.log"),
+                LAYOUT.log(f"run_register/{_job}"),
             benchmark:
-                res(f"benchmarks/run_register/{_job}.tsv")
+                LAYOUT.benchmark(f"run_register/{_job}")
             conda:
                 software_env()
             params:
                 runs=_runs,
-                results=results_root_of,
+                results=results_root,
             shell:
-                "paired-rollouts run-register --runs {params.runs:q} --results {params.results:q} > {log:q} 2>&1"
+                "paired-rollouts run-register --runs {params.runs:q} --results {params.results:q} --out {output:q} "
+                "> {log:q} 2>&1"
+
+        if _job in STUDY_CHUNKS:
+            LEDGER += [getattr(rules, f"run_register_{_job.replace('-', '_')}").benchmark]
 
 else:
 
@@ -38,17 +42,17 @@ else:
         by `paired-rollouts verify-run` for its ACCEPT/REJECT report."""
         input:
             complete=LAYOUT.complete("{run}"),
-            evals=eval_files_of,
-            luck=luck_files_of,
+            evals=of_wildcards(LAYOUT.eval_files, "run"),
+            luck=of_wildcards(LAYOUT.luck_files, "run"),
             groups=LAYOUT.groups("{run}"),
             run_manifest=LAYOUT.manifest("{run}"),
             code=sources("stats"),
         output:
             LAYOUT.register("{run}"),
         log:
-            res("logs/run_register/{run}.log"),
+            LAYOUT.log("run_register/{run}"),
         benchmark:
-            res("benchmarks/run_register/{run}.tsv")
+            LAYOUT.benchmark("run_register/{run}")
         conda:
             software_env()
         params:
@@ -58,27 +62,29 @@ else:
             "paired-rollouts run-register --run-dir {params.run_dir:q} --results {params.results:q} "
             "--out {output:q} > {log:q} 2>&1"
 
+    LEDGER += expand(rules.run_register.benchmark, run=RUNS)
+
 
 rule curves_register:
     """One condition's mean curves and final sets per arm, over its runs' registers, and its runs' group
     statistics pooled per arm (docs/records.md 3.2)."""
     input:
-        registers=condition_registers,
-        group_stats=condition_group_stats,
-        compare=condition_compared,
+        registers=of_runs(of_wildcards(LAYOUT.curve_runs, "curves"), LAYOUT.register),
+        group_stats=of_runs(of_wildcards(LAYOUT.curve_runs, "curves"), LAYOUT.group_stats),
+        compare=of_wildcards(LAYOUT.compared_curves, "curves"),
         code=sources("stats"),
     output:
-        res("curves/{curves}.json"),
+        LAYOUT.curves("{curves}"),
     log:
-        res("logs/curves_register/{curves}.log"),
+        LAYOUT.log("curves_register/{curves}"),
     benchmark:
-        res("benchmarks/curves_register/{curves}.tsv")
+        LAYOUT.benchmark("curves_register/{curves}")
     wildcard_constraints:
-        curves="|".join(CURVE_CONDITIONS) or "none",
+        curves="|".join(LAYOUT.curve_conditions()) or "none",
     conda:
         software_env()
     params:
-        compare=compare_args,
+        compare=lambda wildcards, input: ["--compare", *input.compare] if input.compare else [],
     shell:
         "paired-rollouts curves-register --registers {input.registers:q} "
         "--group-stats {input.group_stats:q} {params.compare:q} --out {output:q} > {log:q} 2>&1"
@@ -88,17 +94,21 @@ rule cross_stack:
     """Runs repeated under a second accelerator stack and their differences (table 11; one results tree
     holds one stack, so here none is replicated unless manifests of another tree are added by hand)."""
     input:
-        manifests=lambda wildcards: run_manifests(),
-        registers=lambda wildcards: [res(f"runs/{run}/register.json") for run in RUNS],
+        manifests=LAYOUT.files(LAYOUT.manifest),
+        registers=LAYOUT.files(LAYOUT.register),
         code=sources("stats"),
     output:
         LAYOUT.cross_stack(),
     log:
-        res("logs/cross_stack.log"),
+        LAYOUT.log("cross_stack"),
     benchmark:
-        res("benchmarks/cross_stack.tsv")
+        LAYOUT.benchmark("cross_stack")
     conda:
         software_env()
     shell:
         "paired-rollouts cross-stack --manifests {input.manifests:q} --registers {input.registers:q} "
         "--out {output:q} > {log:q} 2>&1"
+
+
+LEDGER += expand(rules.curves_register.benchmark, curves=LAYOUT.curve_conditions())
+LEDGER += expand(rules.cross_stack.benchmark)

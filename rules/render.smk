@@ -29,7 +29,7 @@ wildcard_constraints:
 rule render_table:
     """One LaTeX table (booktabs) from its source registers."""
     input:
-        unpack(table_inputs),
+        unpack(render_inputs),
         code=RENDER_SOURCES,
         templates=table_templates,
     output:
@@ -42,13 +42,13 @@ rule render_table:
             labels={"table": "{number}"},
         ),
     log:
-        res("logs/render/table{number}.log"),
+        LAYOUT.log("render/table{number}"),
     benchmark:
-        res("benchmarks/render/table{number}.tsv")
+        LAYOUT.benchmark("render/table{number}")
     conda:
         software_env()
     params:
-        inputs=table_input_args,
+        inputs=render_input_args,
         scale=SCALE["label"],
     shell:
         "paired-rollouts render table --number {wildcards.number:q} {params.inputs:q} --scale {params.scale:q} "
@@ -58,7 +58,7 @@ rule render_table:
 rule render_figure:
     """One figure as PDF (for LaTeX) and PNG (for a quick look)."""
     input:
-        unpack(figure_inputs),
+        unpack(render_inputs),
         code=RENDER_SOURCES,
     output:
         pdf=res("figures/{figure}.pdf"),
@@ -69,74 +69,63 @@ rule render_figure:
             labels={"figure": "{figure}"},
         ),
     log:
-        res("logs/render/{figure}.log"),
+        LAYOUT.log("render/{figure}"),
     benchmark:
-        res("benchmarks/render/{figure}.tsv")
+        LAYOUT.benchmark("render/{figure}")
     conda:
         software_env()
     params:
-        inputs=figure_input_args,
+        inputs=render_input_args,
         scale=SCALE["label"],
     shell:
         "paired-rollouts render figure --name {wildcards.figure:q} {params.inputs:q} --scale {params.scale:q} "
         "--out {output.pdf:q} > {log:q} 2>&1"
 
 
-rule render_document:
-    """Every table and figure in one document, compiled with latexmk/pdflatex."""
-    input:
-        tables=expand(res("tables/table{number}.tex"), number=TABLES),
-        figures=expand(res("figures/{figure}.pdf"), figure=FIGURES),
-        verification=verification_file(),
-        decisions=decision_files(),
-        comparison=comparison_file(),
-        ledger=res("ledger.json"),
-        code=RENDER_SOURCES,
-        template=document_template(),
-    output:
-        report(res("paper/tables.pdf"), caption="../report/document.rst", category="Document"),
-    log:
-        res("logs/render/document.log"),
-    benchmark:
-        res("benchmarks/render/document.tsv")
-    conda:
-        software_env()
-    params:
-        commit=git_commit(),
-        profile=ACCELERATOR,
-        scale=SCALE["label"],
-    shell:
-        "paired-rollouts render document --tables {input.tables:q} --figures {input.figures:q} "
-        "--verification {input.verification:q} --decisions {input.decisions:q} --comparison {input.comparison:q} "
-        "--ledger {input.ledger:q} --profile {params.profile:q} --scale {params.scale:q} "
-        "--commit {params.commit:q} --out {output:q} > {log:q} 2>&1"
+LEDGER += expand(rules.render_table.benchmark, number=TABLES)
+LEDGER += expand(rules.render_figure.benchmark, figure=FIGURES)
 
 
-rule render_tiers_document:
-    """The registered tiers' tables and figure in their own document (tier 1's document is unchanged)."""
-    input:
-        tables=expand(res("tables/table{number}.tex"), number=TIER_TABLES),
-        figures=expand(res("figures/{figure}.pdf"), figure=TIER_FIGURES),
-        verification=verification_file(),
-        decisions=decision_files(),
-        comparison=comparison_file(),
-        ledger=res("ledger.json"),
-        code=RENDER_SOURCES,
-        template=document_template(),
-    output:
-        report(res("paper/tiers.pdf"), caption="../report/document.rst", category="Document"),
-    log:
-        res("logs/render/tiers_document.log"),
-    benchmark:
-        res("benchmarks/render/tiers_document.tsv")
-    conda:
-        software_env()
-    params:
-        commit=git_commit(),
-        profile=ACCELERATOR,
-        scale=SCALE["label"] + " - registered tiers",
-    shell:
-        "paired-rollouts render document --tables {input.tables:q} --figures {input.figures:q} "
-        "--verification {input.verification:q} --decisions {input.decisions:q} --comparison {input.comparison:q} "
-        "--ledger {input.ledger:q} --profile {params.profile:q} --scale {params.scale:q} "
-        "--commit {params.commit:q} --out {output:q} > {log:q} 2>&1"
+# Tier 1's document (target `all`) and the registered tiers' own (target `tiers`; tier 1's is unchanged).
+for _name, _job, _tables, _figures, _out, _scale in (
+    ("render_document", "document", TABLES, FIGURES, "paper/tables.pdf", SCALE["label"]),
+    (
+        "render_tiers_document",
+        "tiers_document",
+        TIER_TABLES,
+        TIER_FIGURES,
+        "paper/tiers.pdf",
+        SCALE["label"] + " - registered tiers",
+    ),
+):
+
+    rule:
+        """Every table and figure in one document, compiled with latexmk/pdflatex (the title page states
+        the checkout's commit, read when it compiles)."""
+        name:
+            _name
+        input:
+            tables=expand(rules.render_table.output.tex, number=_tables),
+            figures=expand(rules.render_figure.output.pdf, figure=_figures),
+            verification=LAYOUT.verification_file(),
+            decisions=LAYOUT.decision_files(),
+            comparison=rules.compare.output.json,
+            ledger=rules.ledger.output.json,
+            code=RENDER_SOURCES,
+            template=str(TEMPLATES / "document.tex.j2"),
+        output:
+            report(res(_out), caption="../report/document.rst", category="Document"),
+        log:
+            LAYOUT.log(f"render/{_job}"),
+        benchmark:
+            LAYOUT.benchmark(f"render/{_job}")
+        conda:
+            software_env()
+        params:
+            profile=ACCELERATOR,
+            scale=_scale,
+        shell:
+            "paired-rollouts render document --tables {input.tables:q} --figures {input.figures:q} "
+            "--verification {input.verification:q} --decisions {input.decisions:q} --comparison {input.comparison:q} "
+            "--ledger {input.ledger:q} --profile {params.profile:q} --scale {params.scale:q} "
+            "--out {output:q} > {log:q} 2>&1"

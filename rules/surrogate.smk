@@ -6,55 +6,56 @@
 
 
 wildcard_constraints:
-    trajectory="|".join(TRAJECTORIES),
+    trajectory="|".join(sorted(LAYOUT.trajectories)),
 
 
 rule surrogate_calibrate:
     """Fit the initial parameters to the paper's step-0 agent; fails (exit 1) when a target is missed."""
     input:
-        pools=pool_files(),
+        pools=LAYOUT.pools(),
         code=sources(*SIMULATOR, "agents", "evaluation", "training", "stats", "surrogate"),
     output:
-        CALIBRATION_FILE,
+        LAYOUT.calibration_file(),
     log:
-        res("logs/surrogate/calibrate.log"),
+        LAYOUT.log("surrogate/calibrate"),
     benchmark:
-        res("benchmarks/surrogate/calibrate.tsv")
+        LAYOUT.benchmark("surrogate/calibrate")
     conda:
         software_env()
     params:
-        tasks_dir=tasks_dir_of,
+        tasks_dir=folder_of("pools"),
         settings=stage_settings("surrogate"),
     shell:
         "paired-rollouts surrogate calibrate --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
         "--out {output:q} > {log:q} 2>&1"
 
 
+STUDY_CHUNKS = LAYOUT.surrogate_jobs("study")  # tier 1's chunks (the ledger counts their jobs)
 for _job, _runs in LAYOUT.surrogate_jobs().items():
 
     rule:
         name:
             f"surrogate_arm_{_job.replace('-', '_')}"
         input:
-            pools=pool_files(),
-            manifest=f"{TASKS_DIR}/MANIFEST.json",
+            pools=LAYOUT.pools(),
+            manifest=LAYOUT.pool_manifest(),
             verification=ancient(LAYOUT.verification_file()),
-            calibration=CALIBRATION_FILE,
+            calibration=rules.surrogate_calibrate.output[0],
             zero_shot=ancient(LAYOUT.zero_shot_file()),  # the registered-band gate (rules/calibrate.smk)
             code=sources(*SIMULATOR, "agents", "evaluation", "training", "surrogate"),
         output:
             LAYOUT.surrogate_outputs(_runs),
         log:
-            res(f"logs/surrogate/arm-{_job}.log"),
+            LAYOUT.log(f"surrogate/arm-{_job}"),
         benchmark:
-            res(f"benchmarks/surrogate/arm-{_job}.tsv")
+            LAYOUT.benchmark(f"surrogate/arm-{_job}")
         conda:
             software_env()
         params:
             runs=_runs,
-            tasks_dir=tasks_dir_of,
+            tasks_dir=folder_of("pools"),
             settings=surrogate_run_settings(),
-            results=results_root_of,
+            results=results_root,
             conditions=CONDITIONS_JSON,
         shell:
             "paired-rollouts surrogate arm --runs {params.runs:q} --tasks-dir {params.tasks_dir:q} "
@@ -66,49 +67,55 @@ for _job, _runs in LAYOUT.surrogate_jobs().items():
             f"surrogate_stats_{_job.replace('-', '_')}"
         input:
             episodes=LAYOUT.surrogate_outputs(_runs),
-            pool_manifest=f"{TASKS_DIR}/MANIFEST.json",
+            pool_manifest=LAYOUT.pool_manifest(),
             code=sources("stats"),
         output:
             LAYOUT.surrogate_stats_outputs(_runs),
         log:
-            res(f"logs/surrogate/stats-{_job}.log"),
+            LAYOUT.log(f"surrogate/stats-{_job}"),
         benchmark:
-            res(f"benchmarks/surrogate/stats-{_job}.tsv")
+            LAYOUT.benchmark(f"surrogate/stats-{_job}")
         conda:
             software_env()
         params:
             runs=_runs,
             settings=completeness_settings(),
             conditions=CONDITIONS_JSON,
-            tasks_dir=pool_manifest_dir_of,
-            results=results_root_of,
+            tasks_dir=folder_of("pool_manifest"),
+            results=results_root,
             resamples=SCALE["diagnostics"]["resamples"],
         shell:
             "paired-rollouts surrogate stats --runs {params.runs:q} --settings {params.settings:q} --conditions {params.conditions:q} "
             "--tasks-dir {params.tasks_dir:q} --results {params.results:q} --resamples {params.resamples:q} "
             "> {log:q} 2>&1"
 
+    if _job in STUDY_CHUNKS:
+        LEDGER += [
+            getattr(rules, f"surrogate_{kind}_{_job.replace('-', '_')}").benchmark
+            for kind in ("arm", "stats")
+        ]
+
 
 rule surrogate_probe:
     """Both sides of Equation 5 and the MC trace ratios at every checkpoint of a trajectory (exact scores)."""
     input:
-        pools=pool_files(),
-        run_manifest=probe_run_manifest,
+        pools=LAYOUT.pools(),
+        run_manifest=of_probe_run(LAYOUT.manifest),
         code=sources(*SIMULATOR, "agents", "evaluation", "training", "probe", "surrogate"),
     output:
         LAYOUT.probe_file("{trajectory}"),
     log:
-        res("logs/probe/{trajectory}.log"),
+        LAYOUT.log("probe/{trajectory}"),
     benchmark:
-        res("benchmarks/probe/{trajectory}.tsv")
+        LAYOUT.benchmark("probe/{trajectory}")
     conda:
         software_env()
     params:
-        tasks_dir=tasks_dir_of,
-        run=probe_run,
+        tasks_dir=folder_of("pools"),
+        run=of_wildcards(LAYOUT.trajectory_run, "trajectory"),
         conditions=CONDITIONS_JSON,
-        run_dir=probe_run_dir,
-        steps=probe_steps,
+        run_dir=folder_of("run_manifest"),
+        steps=lambda wildcards: LAYOUT.trajectory(wildcards.trajectory)["steps"],
         settings=stage_settings("training", "diagnostics", "probe"),
     shell:
         "paired-rollouts surrogate probe --trajectory {wildcards.trajectory:q} --run {params.run:q} "
@@ -120,17 +127,17 @@ rule surrogate_probe:
 rule surrogate_power:
     """P(each registered rule passes) with 3 seed pairs and with all of them, resampling the seed pairs."""
     input:
-        decisions=decision_files(),
-        evals=of_runs(LAYOUT.runs_of("C2") + LAYOUT.runs_of("C4"), LAYOUT.eval_files),
-        complete=of_runs(LAYOUT.runs_of("C2") + LAYOUT.runs_of("C4"), LAYOUT.complete),
+        decisions=LAYOUT.decision_files(),
+        evals=LAYOUT.files(LAYOUT.eval_files, LAYOUT.decided_runs()),
+        complete=LAYOUT.files(LAYOUT.complete, LAYOUT.decided_runs()),
         rules=config["decision_rules"],
         code=sources("stats", "prereg", "surrogate"),
     output:
-        POWER_FILE,
+        LAYOUT.power_file(),
     log:
-        res("logs/surrogate/power.log"),
+        LAYOUT.log("surrogate/power"),
     benchmark:
-        res("benchmarks/surrogate/power.tsv")
+        LAYOUT.benchmark("surrogate/power")
     conda:
         software_env()
     params:
@@ -139,3 +146,8 @@ rule surrogate_power:
     shell:
         "paired-rollouts surrogate power --decisions {input.decisions:q} --rules {input.rules:q} "
         "--pairs {params.pairs:q} --draws {params.draws:q} --out {output:q} > {log:q} 2>&1"
+
+
+LEDGER += expand(rules.surrogate_calibrate.benchmark)
+LEDGER += expand(rules.surrogate_probe.benchmark, trajectory=sorted(LAYOUT.trajectories))
+LEDGER += expand(rules.surrogate_power.benchmark)  # table 13 reads it

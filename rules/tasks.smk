@@ -4,14 +4,14 @@
 rule tasks:
     """Regenerate the four task pools and check them against the paper's SHA-256 before writing."""
     input:
-        SIMULATOR_SOURCES,
+        sources(*SIMULATOR),
     output:
-        pools=[f"{TASKS_DIR}/{pool}.jsonl" for pool in POOLS],
-        manifest=f"{TASKS_DIR}/MANIFEST.json",
+        pools=LAYOUT.pools(),
+        manifest=LAYOUT.pool_manifest(),
     log:
-        res("logs/tasks.log"),
+        LAYOUT.log("tasks"),
     benchmark:
-        res("benchmarks/tasks.tsv")
+        LAYOUT.benchmark("tasks")
     conda:
         software_env()
     params:
@@ -23,18 +23,21 @@ rule tasks:
 rule reference:
     """The scripted reference agent (naive and recovering) on validation and test, five conditions."""
     input:
-        pools=pool_files(),
-        manifest=f"{TASKS_DIR}/MANIFEST.json",
+        pools=LAYOUT.pools(),
+        manifest=rules.tasks.output.manifest,
         code=sources(*SIMULATOR, "agents"),
     output:
         res("reference/scripted_reference.json"),
     log:
-        res("logs/reference.log"),
+        LAYOUT.log("reference"),
     benchmark:
-        res("benchmarks/reference.tsv")
+        LAYOUT.benchmark("reference")
     conda:
         software_env()
     params:
-        tasks_dir=tasks_dir_of,
+        tasks_dir=folder_of("pools"),
     shell:
         "paired-rollouts reference --tasks-dir {params.tasks_dir:q} --out {output:q} > {log:q} 2>&1"
+
+
+LEDGER += expand(rules.reference.benchmark)

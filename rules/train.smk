@@ -6,35 +6,35 @@
 
 
 wildcard_constraints:
-    run=RUN_PATTERN,
+    run="|".join(sorted(LAYOUT.runs("all"), key=len, reverse=True)) or "none",
     step=r"\d+",
 
 
 rule train:
     """Train one run (condition, arm, seed) with TRL's GRPOTrainer; resumes from its last complete checkpoint."""
     input:
-        pools=pool_files(),
-        manifest=f"{TASKS_DIR}/MANIFEST.json",
+        pools=LAYOUT.pools(),
+        manifest=LAYOUT.pool_manifest(),
         # `ancient`: a re-verified protocol does not retrain finished runs, but a failing verification
         # still stops this job before it starts (the verify rule runs first and fails).
         verification=ancient(LAYOUT.verification_file()),
         # the zero-shot calibration gate (rules/calibrate.smk): a missed registered band stops training
         calibration=ancient(LAYOUT.zero_shot_file()),
-        model=model_inputs(),
+        model=MODEL,
         code=sources(*SIMULATOR, "training"),
     output:
         groups=LAYOUT.groups("{run}"),
         manifest=LAYOUT.manifest("{run}"),
     log:
-        res("logs/train/{run}.log"),
+        LAYOUT.log("train/{run}"),
     benchmark:
-        res("benchmarks/train/{run}.tsv")
+        LAYOUT.benchmark("train/{run}")
     conda:
         software_env()
     params:
-        tasks_dir=tasks_dir_of,
+        tasks_dir=folder_of("pools"),
         settings=run_settings,
-        model=model_dir_param,
+        model=folder_of("model"),
         out_dir=output_folder,
         conditions=CONDITIONS_JSON,
     shell:
@@ -51,9 +51,9 @@ rule group_stats:
     output:
         LAYOUT.group_stats("{run}"),
     log:
-        res("logs/group_stats/{run}.log"),
+        LAYOUT.log("group_stats/{run}"),
     benchmark:
-        res("benchmarks/group_stats/{run}.tsv")
+        LAYOUT.benchmark("group_stats/{run}")
     conda:
         software_env()
     params:
@@ -61,3 +61,6 @@ rule group_stats:
     shell:
         "paired-rollouts group-stats --groups {input.groups:q} --conditions {params.conditions:q} "
         "--out {output:q} > {log:q} 2>&1"
+
+
+LEDGER += expand([rules.train.benchmark, rules.group_stats.benchmark], run=RUNS)

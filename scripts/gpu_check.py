@@ -287,7 +287,7 @@ def run_stage(name: str, command: list[str], log_file: Path, timeout: int) -> di
 
 
 def check(args: argparse.Namespace) -> dict[str, Any]:
-    from paired_rollouts.evaluation.evaluate import PERIODIC
+    from paired_rollouts.design import PERIODIC_REGIMES as PERIODIC
 
     work = Path(args.work or tempfile.mkdtemp(prefix="gpu-check-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -364,7 +364,6 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
             "--settings",
             json.dumps(settings),
         ]
-        regimes = ",".join(PERIODIC)
         stages["evaluate"] = run_stage(
             "evaluate",
             cli
@@ -377,11 +376,11 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
                 "--phase",
                 "periodic",
                 "--regime",
-                regimes,
+                *PERIODIC,
                 "--checkpoint",
                 str(checkpoint),
                 "--out",
-                str(work / "evals" / "periodic-step2-{regime}.jsonl"),
+                *(str(work / "evals" / f"periodic-step2-{regime}.jsonl") for regime in PERIODIC),
                 *common,
             ],
             work / "evaluate.log",
@@ -446,7 +445,7 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
 
 def verify(work: Path, stages: dict[str, Any], settings: dict[str, Any]) -> dict[str, bool]:
     """Each stage ran and left outputs of the expected shape (so a green report means the path works)."""
-    from paired_rollouts.evaluation.evaluate import PERIODIC
+    from paired_rollouts.design import PERIODIC_REGIMES as PERIODIC
     from paired_rollouts.settings import Settings
 
     checks = {

@@ -631,7 +631,7 @@ def test_ledger_sums_stages_and_runs_and_counts_gpu_hours_on_gpu_profiles(tmp_pa
         _bench(root / "render" / "table3.tsv", 2.0, 100.0, 1.5),
     ]
     budget = load_published(PAPER).budget
-    cpu = build_ledger(files, root, "cpu", budget, runs=2)
+    cpu = build_ledger(files, tmp_path, "cpu", budget, runs=2)
     assert cpu["stages"]["train"] == {
         "jobs": 2,
         "wall_s": 5400.0,
@@ -642,7 +642,7 @@ def test_ledger_sums_stages_and_runs_and_counts_gpu_hours_on_gpu_profiles(tmp_pa
     assert cpu["runs"]["c2-paired-s0"]["jobs"] == 2 and cpu["runs"]["c2-paired-s0"]["wall_s"] == 4320.0
     assert cpu["total"]["wall_s"] == 6132.0 and cpu["total"]["peak_rss_mb"] == 1200.0
     assert cpu["gpu_hours_per_run"] is None and cpu["published_budget"]["gpu_hours_per_run"] == 16.3
-    gpu = build_ledger(files, root, "h100", budget, runs=2)
+    gpu = build_ledger(files, tmp_path, "h100", budget, runs=2)
     assert gpu["stages"]["train"]["gpu_hours"] == 1.5 and gpu["stages"]["decide"]["gpu_hours"] == 0.0
     assert gpu["total"]["gpu_hours"] == 1.7 and gpu["gpu_hours_per_run"] == 0.85
 

@@ -448,19 +448,20 @@ def test_run_register_of_several_runs_writes_each_runs_bytes(study, capsys):
             == 0
         )
         single[run] = out.read_bytes()
-    assert main(["run-register", "--runs", *RUNS, "--results", str(res)]) == 0
+    outs = [str(res / "runs" / run / "register.json") for run in RUNS]
+    assert main(["run-register", "--runs", *RUNS, "--results", str(res), "--out", *outs]) == 0
     assert {run: (res / "runs" / run / "register.json").read_bytes() for run in RUNS} == single
     assert len(set(single.values())) == len(RUNS)
     for run in RUNS:
         (res / "runs" / run / "register.json").unlink()
     (res / "runs" / RUNS[-1] / "complete.json").unlink()
     capsys.readouterr()
-    assert main(["run-register", "--runs", *RUNS, "--results", str(res)]) == 1
+    assert main(["run-register", "--runs", *RUNS, "--results", str(res), "--out", *outs]) == 1
     assert f"runs/{RUNS[-1]}/complete.json" in capsys.readouterr().err
     assert not any((res / "runs" / run / "register.json").exists() for run in RUNS)
     for bad in (
         ["--runs", RUNS[0], "--run-dir", str(res / "runs" / RUNS[0])],
-        ["--runs", RUNS[0], "--out", "x.json"],
+        ["--runs", RUNS[0], "--out", "x.json", "y.json"],
         ["--run-dir", str(res / "runs" / RUNS[0])],
         [],
     ):
@@ -506,10 +507,13 @@ def test_verify_run_reads_the_register_through_its_typed_reader(study, capsys):
 def test_records_from_the_real_row_builders_pass_completeness(sim_tasks_dir, tmp_path):
     """The identity checks (design seeds, training rows) accept exactly what the evaluation, diagnostic
     and training row builders produce on the real pools, and reject one record moved off its row."""
-    from paired_rollouts.evaluation.evaluate import FINAL, PERIODIC, diagnostic_rows, evaluation_rows
+    from paired_rollouts.design import PHASE_REGIMES
+    from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows
     from paired_rollouts.settings import Settings
     from paired_rollouts.stats.completeness import ExpectedEvidence, check_run
     from paired_rollouts.training.rows import build_rows
+
+    PERIODIC, FINAL = PHASE_REGIMES["periodic"], PHASE_REGIMES["final"]
 
     run, cond, arm, seed = "c2-paired-s1", "C2", "paired", 1
     base = Settings.parse(

@@ -87,6 +87,33 @@ def test_bad_run_names_are_refused(name) -> None:
         design.parse_run(name)
 
 
+def test_a_run_name_is_checked_against_the_designs_conditions() -> None:
+    """One parser: given the design's conditions it refuses a condition outside them and an arm that does
+    not fit a user-added condition's kind; without them any condition of the grammar is taken."""
+    with_c5 = {**design.PAPER_CONDITIONS, "C5": design.Condition("C5", 0.0, 0.0)}
+    assert design.parse_run("c5-clean-s3", with_c5) == design.RunId("C5", "clean", 3)
+    with pytest.raises(UserError, match="a clean condition goes with arm 'clean'"):
+        design.parse_run("c5-paired-s0", with_c5)
+    with pytest.raises(UserError, match="unknown condition C5; the design has C0, C1"):
+        design.parse_run("c5-clean-s0", design.PAPER_CONDITIONS)
+    assert design.parse_run("c5-paired-s0").condition == "C5"
+    assert design.parse_run("c4-blocking-scale_none-s2").to_dict() == {
+        "condition": "C4",
+        "arm": "blocking",
+        "seed": 2,
+        "scaling": "none",
+    }
+
+
+def test_tier_one_decides_c2_and_c4() -> None:
+    """The conditions whose comparison the frozen rules decide, written once (decide, stats, power, rules)."""
+    assert design.decided_comparisons() == ("C2", "C4")
+    paper = design.Design.from_config(CONFIG, "paper")
+    decided = [c for c in paper.comparisons() if c.tier == 1]
+    assert [c.condition for c in decided] == list(design.decided_comparisons())
+    assert all(c.arms == ("paired", "independent") for c in decided)
+
+
 def test_the_paper_matrix_and_its_comparisons() -> None:
     paper = design.Design.from_config(CONFIG, "paper")
     assert len(paper.run_names("study")) == 14 and len(paper.run_names("tiers")) == 24

@@ -217,7 +217,7 @@ def test_one_engine_for_all_regimes_writes_the_bytes_of_one_process_per_regime(
         }
     )
 
-    def evaluate(regimes: str, out: str) -> None:
+    def evaluate(regimes: list[str], out: list[str]) -> None:
         assert (
             main(
                 [
@@ -229,7 +229,7 @@ def test_one_engine_for_all_regimes_writes_the_bytes_of_one_process_per_regime(
                     "--phase",
                     "periodic",
                     "--regime",
-                    regimes,
+                    *regimes,
                     "--tasks-dir",
                     str(sim_tasks_dir),
                     "--checkpoint",
@@ -239,15 +239,16 @@ def test_one_engine_for_all_regimes_writes_the_bytes_of_one_process_per_regime(
                     "--settings",
                     settings,
                     "--out",
-                    out,
+                    *out,
                 ]
             )
             == 0
         )
 
-    evaluate("clean,at_training,challenge", str(tmp_path / "one" / "periodic-step0-{regime}.jsonl"))
-    for regime in ("clean", "at_training", "challenge"):
-        evaluate(regime, str(tmp_path / "own" / f"periodic-step0-{regime}.jsonl"))
+    regimes = ["clean", "at_training", "challenge"]
+    evaluate(regimes, [str(tmp_path / "one" / f"periodic-step0-{regime}.jsonl") for regime in regimes])
+    for regime in regimes:
+        evaluate([regime], [str(tmp_path / "own" / f"periodic-step0-{regime}.jsonl")])
     for regime in ("clean", "at_training", "challenge"):
         name = f"periodic-step0-{regime}.jsonl"
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "own" / name).read_bytes(), regime

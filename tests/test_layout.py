@@ -142,6 +142,57 @@ def test_a_missing_scale_block_names_the_config() -> None:
         layout.Layout.from_config(CONFIG, "nope", "cpu")
 
 
+def test_job_logs_and_benchmarks_name_their_job() -> None:
+    """Every rule's log and benchmark come from one helper; the cost ledger reads the job back: its stage
+    and the run it names (tier runs too: blocking arms, unscaled rewards)."""
+    paper = layout.Layout.from_config(CONFIG, "paper", "h100")
+    assert paper.log("train/{run}") == "results/logs/train/{run}.log"
+    bench = paper.benchmark("evaluate/c2-paired-s0/final-step100")
+    assert bench == "results/benchmarks/evaluate/c2-paired-s0/final-step100.tsv"
+    assert paper.benchmark_job(bench) == ("evaluate", "c2-paired-s0")
+    assert paper.benchmark_job(paper.benchmark("train/c4-blocking_paired-scale_none-s1")) == (
+        "train",
+        "c4-blocking_paired-scale_none-s1",
+    )
+    assert paper.benchmark_job(paper.benchmark("decide/tiers/c2-blocking")) == ("decide", None)
+    assert paper.benchmark_job(paper.benchmark("surrogate/arm-c2-paired-j0")) == ("surrogate", None)
+    with pytest.raises(UserError, match="not a benchmark file of results/benchmarks"):
+        paper.benchmark_job("results/surrogate/benchmarks/train/c2-paired-s0.tsv")
+
+
+def test_each_decision_reads_its_comparisons_runs() -> None:
+    paper = layout.Layout.from_config(CONFIG, "paper", "h100")
+    assert (
+        paper.comparison_runs("c2")
+        == paper.runs_of("C2")
+        == [f"c2-{arm}-s{s}" for s in range(3) for arm in ("paired", "independent")]
+    )
+    assert paper.comparison_runs("c2-blocking") == [
+        f"c2-{arm}-s{s}" for s in range(2) for arm in ("blocking_paired", "blocking")
+    ]
+    assert paper.decided_runs() == paper.runs_of("C2") + paper.runs_of("C4")
+    assert paper.first_pair_registers("C2") == [
+        "results/runs/c2-paired-s0/register.json",
+        "results/runs/c2-independent-s0/register.json",
+    ]
+
+
+@pytest.mark.parametrize(("scale", "accelerator"), [("paper", "h100"), ("surrogate", "cpu"), ("tiny", "cpu")])
+def test_every_table_and_figure_names_its_inputs_as_layout_look_ups(scale, accelerator) -> None:
+    """One input function serves every render job: each key of every table and figure resolves to files
+    of the scale's layout, one file where the key takes one."""
+    from paired_rollouts.render.figures import FIGURES
+    from paired_rollouts.render.tables import TABLES
+
+    scale_layout = layout.Layout.from_config(_config(), scale, accelerator)
+    for name, spec in [*TABLES.items(), *FIGURES.items()]:
+        for key, key_spec in spec.keys.items():
+            files = key_spec.files(scale_layout)
+            assert files and all(isinstance(f, str) for f in files), (name, key)
+            assert key_spec.many or len(files) == 1, (name, key, files)
+    assert TABLES[8].keys["registers"].files(scale_layout) == scale_layout.files(scale_layout.register)
+
+
 def test_the_amendment_chain() -> None:
     """Amendment N covers the freeze's documents plus those of amendments 1..N and chains to N - 1."""
     cpu = layout.Layout.from_config(CONFIG, "standin", "cpu")

@@ -11,6 +11,7 @@ import sys
 import pytest
 from paired_rollouts.agents.scripted import run_scripted
 from paired_rollouts.backoffice.world import World
+from paired_rollouts.design import PAPER_CONDITIONS
 from paired_rollouts.errors import UserError
 from paired_rollouts.noise import schedule
 from paired_rollouts.noise.config import NO_OUTAGE_WEIGHTS, NoiseConfig
@@ -116,8 +117,8 @@ def test_config_serialisation_and_constructors() -> None:
         "stale": 0.5 / 3,
         "truncate": 0.5 / 3,
     }
-    assert NoiseConfig.for_condition("C2r").weights == NO_OUTAGE_WEIGHTS
-    assert NoiseConfig.for_condition("C4").q == 0.10
+    assert PAPER_CONDITIONS["C2r"].noise().weights == NO_OUTAGE_WEIGHTS
+    assert PAPER_CONDITIONS["C4"].noise().q == 0.10
     assert hash(C2) == hash(NoiseConfig.transition(0.25))
     with pytest.raises(AttributeError):
         C2.p = 0.5  # type: ignore[misc]

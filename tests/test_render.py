@@ -837,3 +837,35 @@ def test_luck_share_figure_shows_a_tier_condition_in_its_own_panel(tmp_path):
     series = figures.luck_series(files)
     assert list(series) == ["C2", "C4", "C2r"]
     assert list(series["C2r"]) == ["c2r-independent-s0", "c2r-paired-s0"]
+
+
+def test_the_document_states_the_checkout_commit_it_was_compiled_from(rendered, tmp_path):
+    """Without --commit, `render document` reads the checkout's commit when it compiles (the workflow no
+    longer runs git when it parses); outside a git checkout the title page says unknown."""
+    need_latex()
+    repo = Path(__file__).resolve().parents[1]
+    head = subprocess.run(
+        ["git", "rev-parse", "--short=12", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    command = [
+        "render",
+        "document",
+        "--tables",
+        str(rendered["table3"]),
+        "--verification",
+        str(RES / "prereg/verification.json"),
+        "--profile",
+        "cpu",
+        "--scale",
+        "stand-in",
+    ]
+    for where, expected in ((repo, head), (tmp_path, "unknown")):
+        out = tmp_path / f"{where.name}.pdf"
+        cwd = Path.cwd()
+        try:
+            os.chdir(where)
+            assert cli_main([*command, "--out", str(out)]) == 0
+        finally:
+            os.chdir(cwd)
+        text = subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True, check=True).stdout
+        assert expected in text, (where, expected)

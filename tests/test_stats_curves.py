@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
 from paired_rollouts.stats.curves import (
     auc,
     auc_weights,
-    parse_run_name,
     round4,
     steps_to_threshold,
 )
@@ -42,13 +42,13 @@ def test_steps_to_threshold():
 
 
 def test_run_names_and_rounding():
-    assert parse_run_name("c2-independent-s1") == {
+    assert parse_run("c2-independent-s1").to_dict() == {
         "condition": "C2",
         "arm": "independent",
         "seed": 1,
         "scaling": "group",
     }
-    assert parse_run_name("c4-blocking_paired-scale_none-s2")["scaling"] == "none"
+    assert parse_run("c4-blocking_paired-scale_none-s2").scaling == "none"
     with pytest.raises(UserError):
-        parse_run_name("C2_paired_0")
+        parse_run("C2_paired_0")
     assert round4({"a": [0.123456, float("nan")], "b": 3}) == {"a": [0.1235, None], "b": 3}

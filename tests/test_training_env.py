@@ -222,10 +222,10 @@ def test_paper_settings():
     ],
 )
 def test_bad_run_names(name, fragment):
-    from paired_rollouts.training.rows import parse_run
+    from paired_rollouts.design import PAPER_CONDITIONS, parse_run
 
     with pytest.raises(UserError, match=fragment):
-        parse_run(name)
+        parse_run(name, PAPER_CONDITIONS)
 
 
 def test_train_refuses_without_verification(tmp_path, sim_tasks_dir):

@@ -8,6 +8,7 @@ Snakemake's own `validate` prints a multi-line dump of the schema; this names th
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -40,3 +41,13 @@ def check_config(config: dict[str, Any], schema_path: str | Path, config_file: s
     else:
         problem = error.message
     raise UserError(f"{config_file}: {key}: {problem}; fix: {_allowed(error)}")
+
+
+def check_deployment(accelerator: str, methods: Iterable[Any]) -> None:
+    """Refuse `--sdm conda` for mi300x: pip has no ROCm build of vLLM, so a conda environment could only run
+    HF generation, which is not the paper's setup; the ROCm stack is the container of envs/rocm.Dockerfile."""
+    if accelerator == "mi300x" and any(str(getattr(m, "name", m)).lower() == "conda" for m in methods):
+        raise UserError(
+            "accelerator mi300x has no conda environment (pip has no ROCm vLLM); run Snakemake inside the "
+            "container of envs/rocm.Dockerfile without --sdm conda (envs/rocm.md)"
+        )

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.noise.config import NO_OUTAGE_WEIGHTS, NoiseConfig
 
 # ---------------------------------------------------------------- arms and scalings -----------------
 
@@ -76,14 +77,10 @@ class Condition:
         return self.name.lower()
 
     def weights(self) -> dict[str, float] | None:
-        from paired_rollouts.noise.config import NO_OUTAGE_WEIGHTS
-
         return dict(NO_OUTAGE_WEIGHTS) if self.mixture == "outage_free" else None
 
-    def noise(self, coupling: str = "paired") -> Any:
+    def noise(self, coupling: str = "paired") -> NoiseConfig:
         """The NoiseConfig of training under this condition in the given coupling mode."""
-        from paired_rollouts.noise.config import NoiseConfig
-
         if self.kind == "clean" or coupling == "clean":
             return NoiseConfig.clean()
         if self.kind == "transition":
@@ -93,19 +90,15 @@ class Condition:
     def default_arms(self) -> tuple[str, ...]:
         return ("clean",) if self.kind == "clean" else ("paired", "independent")
 
-    def at_training_noise(self) -> Any:
+    def at_training_noise(self) -> NoiseConfig:
         """The (paired) noise of the at-training evaluation set; the clean arm uses the default C2 noise."""
-        from paired_rollouts.noise.config import NoiseConfig
-
         if self.kind == "clean":
             return NoiseConfig.transition(DIAGNOSTIC_P)
         return self.noise("paired")
 
-    def diagnostic_noise(self, p: float) -> Any:
+    def diagnostic_noise(self, p: float) -> NoiseConfig:
         """The luck-share diagnostic: p (the config's diagnostics.p) under the run's own transition mixture
         (the default mixture for outcome-noise and clean runs, labelled as a transition probe)."""
-        from paired_rollouts.noise.config import NoiseConfig
-
         weights = self.weights() if self.kind == "transition" else None
         return NoiseConfig.transition(p, "paired", weights)
 
@@ -152,12 +145,15 @@ EVALUATION_REGIMES = ("clean", "at_training", "challenge", "noisy_p010", "noisy_
 REGIMES = (*EVALUATION_REGIMES, "diag")
 POOLS = ("train", "validation", "test", "diagnostic")
 PHASE_POOL = {"periodic": "validation", "final": "test"}
+# Every set a phase may hold, with its schedule indices (a run's own final sets: final_regimes()).
+PHASE_REGIMES: dict[str, dict[str, tuple[int, ...]]] = {
+    "periodic": PERIODIC_REGIMES,
+    "final": {**FINAL_REGIMES, "at_training": AT_TRAINING_FINAL_INDICES},
+}
 
 
-def regime_noise(regime: str, condition: Condition) -> Any:
+def regime_noise(regime: str, condition: Condition) -> NoiseConfig:
     """The (paired) noise config of an evaluation regime for a run of ``condition``."""
-    from paired_rollouts.noise.config import NoiseConfig
-
     if regime == "clean":
         return NoiseConfig.clean()
     if regime == "at_training":
@@ -214,26 +210,26 @@ class RunId:
     def __str__(self) -> str:
         return self.name
 
+    def to_dict(self) -> dict[str, Any]:
+        """The identity fields records carry: condition, arm, seed, scaling."""
+        return {"condition": self.condition, "arm": self.arm, "seed": self.seed, "scaling": self.scaling}
+
 
 RUN_NAME = re.compile(r"^(c[0-9]+[a-z]*)-([a-z_]+?)(?:-scale_([a-z]+))?-s([0-9]+)$")
 
 
-def parse_run(name: str, conditions: Iterable[str] | None = None) -> RunId:
-    """``c2r-paired-s1`` -> RunId("C2r", "paired", 1); refuses names outside the grammar, unknown arms,
-    scalings and (when given) conditions, and a clean arm under noise or a noisy arm without it."""
+def parse_run(name: str, conditions: Mapping[str, Condition] | None = None) -> RunId:
+    """``c2r-paired-s1`` -> RunId("C2r", "paired", 1), the one run-name parser: refuses names outside the grammar,
+    unknown arms, scalings and (given the design's ``conditions``) conditions, and an arm unfit for its condition."""
     match = RUN_NAME.match(name)
     if not match:
         raise UserError(
             f"run name {name!r} is not of the form {RUN_FORMAT}, e.g. c2-paired-s0 or c0-clean-s0"
         )
-    key, arm, scaling, seed = (
-        match.group(1),
-        match.group(2),
-        match.group(3) or DEFAULT_SCALING,
-        int(match.group(4)),
-    )
+    key, arm, scaling, seed = match.groups()
+    scaling = scaling or DEFAULT_SCALING
     condition = "C" + key[1:]  # c2r -> C2r: the grammar maps names one to one
-    if conditions is not None and condition not in set(conditions):
+    if conditions is not None and condition not in conditions:
         raise UserError(
             f"run name {name!r}: unknown condition {condition}; the design has {', '.join(conditions)}"
         )
@@ -243,12 +239,12 @@ def parse_run(name: str, conditions: Iterable[str] | None = None) -> RunId:
         raise UserError(
             f"run name {name!r}: unknown reward scaling {scaling!r}; use one of {', '.join(SCALINGS)}"
         )
-    paper = PAPER_CONDITIONS.get(condition)
-    if paper is not None and (paper.kind == "clean") != (arm == "clean"):
+    known = (conditions if conditions is not None else PAPER_CONDITIONS).get(condition)
+    if known is not None and (known.kind == "clean") != (arm == "clean"):
         raise UserError(
             f"run name {name!r}: a clean condition goes with arm 'clean', a noisy one with the others"
         )
-    return RunId(condition, arm, seed, scaling)
+    return RunId(condition, arm, int(seed), scaling)
 
 
 # ---------------------------------------------------------------- the matrix and its comparisons ----
@@ -284,6 +280,10 @@ class Comparison:
     tier: int
     hypotheses: tuple[str, ...] = ()
 
+    @property
+    def arms(self) -> tuple[str, str]:
+        return (self.treatment, self.control)
+
     def pair(self, seed: int) -> tuple[RunId, RunId]:
         return (
             RunId(self.condition, self.treatment, seed, self.scaling),
@@ -297,6 +297,12 @@ class Comparison:
 # Tier 1's hypotheses by condition kind (prereg/decision_rules.yaml).
 TIER1_HYPOTHESES = {"transition": ("H1a", "H2a", "H3", "H5"), "outcome": ("H1a", "H2b")}
 TIER1 = ("C0", "C2", "C4")
+
+
+def decided_comparisons() -> tuple[str, ...]:
+    """The conditions whose paired-versus-independent comparison (named by the condition's key: c2, c4)
+    tier 1 decides with the frozen rules: C2 (H1a, H2a, H3, H5) and C4 (H1a, H2b)."""
+    return tuple(c for c in TIER1 if PAPER_CONDITIONS[c].kind in TIER1_HYPOTHESES)
 
 
 @dataclass(frozen=True)
@@ -398,18 +404,9 @@ class Design:
                 seeds = tuple(sorted(by_arm[treatment] & by_arm[control]))
                 scale_part = "" if scaling == DEFAULT_SCALING else f"-scale_{scaling}"
                 name = f"{condition.lower()}{scale_part}{suffix}"
-                tier_of = (
-                    1
-                    if (
-                        suffix == ""
-                        and scaling == DEFAULT_SCALING
-                        and condition in TIER1
-                        and tiers[(condition, scaling)] == 1
-                    )
-                    else 2
-                )
-                kind = self.condition(condition).kind
-                hypotheses = TIER1_HYPOTHESES.get(kind, ()) if tier_of == 1 else ()
+                decided = not suffix and scaling == DEFAULT_SCALING and condition in decided_comparisons()
+                tier_of = 1 if decided and tiers[(condition, scaling)] == 1 else 2
+                hypotheses = TIER1_HYPOTHESES.get(self.condition(condition).kind, ()) if tier_of == 1 else ()
                 out.append(
                     Comparison(name, condition, treatment, control, scaling, seeds, tier_of, hypotheses)
                 )
@@ -463,29 +460,33 @@ def parse_conditions(
         raise UserError(f"{source}: conditions must be a mapping NAME -> {{p, q[, mixture]}}")
     out = {}
     for name, spec in raw.items():
-        where = f"{source}: conditions.{name}"
-        if not CONDITION_NAME.match(str(name)):
-            raise UserError(f"{where}: a condition name is C, digits and lower-case letters (e.g. C2r)")
-        if not isinstance(spec, Mapping) or not {"p", "q"} <= set(spec) or set(spec) - {"p", "q", "mixture"}:
-            raise UserError(f"{where}: give exactly p, q and optionally mixture ({', '.join(MIXTURES)})")
-        p, q, mixture = float(spec["p"]), float(spec["q"]), spec.get("mixture", "default")
-        if not (0 <= p <= 1 and 0 <= q <= 1):
-            raise UserError(f"{where}: p and q are rates in [0, 1]")
-        if p > 0 and q > 0:
-            raise UserError(f"{where}: a condition has transition noise (p) or grader flips (q), not both")
-        if mixture not in MIXTURES:
-            raise UserError(f"{where}: unknown mixture {mixture!r}; use one of {', '.join(MIXTURES)}")
-        if mixture != "default" and p == 0:
-            raise UserError(f"{where}: a fault mixture needs transition noise (p > 0)")
-        condition = Condition(str(name), p, q, mixture)
-        paper = PAPER_CONDITIONS.get(condition.name)
-        if paper is not None and paper != condition:
-            raise UserError(
-                f"{where}: {name} is a registered condition ({paper.to_dict()}); "
-                "give a changed condition a new name"
-            )
+        condition = _parse_condition(str(name), spec, f"{source}: conditions.{name}")
         out[condition.name] = condition
     return out
+
+
+def _parse_condition(name: str, spec: Any, where: str) -> Condition:
+    if not CONDITION_NAME.match(name):
+        raise UserError(f"{where}: a condition name is C, digits and lower-case letters (e.g. C2r)")
+    if not isinstance(spec, Mapping) or not {"p", "q"} <= set(spec) or set(spec) - {"p", "q", "mixture"}:
+        raise UserError(f"{where}: give exactly p, q and optionally mixture ({', '.join(MIXTURES)})")
+    p, q, mixture = float(spec["p"]), float(spec["q"]), spec.get("mixture", "default")
+    if not (0 <= p <= 1 and 0 <= q <= 1):
+        raise UserError(f"{where}: p and q are rates in [0, 1]")
+    if p > 0 and q > 0:
+        raise UserError(f"{where}: a condition has transition noise (p) or grader flips (q), not both")
+    if mixture not in MIXTURES:
+        raise UserError(f"{where}: unknown mixture {mixture!r}; use one of {', '.join(MIXTURES)}")
+    if mixture != "default" and p == 0:
+        raise UserError(f"{where}: a fault mixture needs transition noise (p > 0)")
+    condition = Condition(name, p, q, mixture)
+    paper = PAPER_CONDITIONS.get(condition.name)
+    if paper is not None and paper != condition:
+        raise UserError(
+            f"{where}: {name} is a registered condition ({paper.to_dict()}); "
+            "give a changed condition a new name"
+        )
+    return condition
 
 
 def sort_runs(names: Sequence[str]) -> list[str]:

@@ -9,7 +9,7 @@ jobs) use the same functions, so each path and step set is written once. Built f
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,6 +21,10 @@ from paired_rollouts.settings import scale_block
 CONFIG_FILE = "config/config.yaml"
 # One surrogate job trains (and one computes the statistics of) a chunk of this many seeds of an arm.
 SURROGATE_SEEDS_PER_JOB = 8
+# The paper's published learning curves, drawn beside a surrogate scale's own (figure surrogate_curves).
+PUBLISHED_CURVES = "data/published/curves.yaml"
+# Table 8 shows the C4 means minus the C0 and C2 ones: the C4 curves register takes theirs.
+CURVES_COMPARED = {"c4": ("c0", "c2")}
 
 
 def results_root(scale: str) -> str:
@@ -49,6 +53,10 @@ class Layout:
     name: str = ""
     accelerator: str = "cpu"
     prereg: Mapping[str, Any] = field(default_factory=dict)
+    # the study's inputs outside the results root (config keys tasks_dir, decision_rules, published)
+    tasks_dir: str = "data/tasks"
+    decision_rules: str = "prereg/decision_rules.yaml"
+    published: str = "data/published/paper.yaml"
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], scale: str, accelerator: str) -> Layout:
@@ -58,11 +66,55 @@ class Layout:
         except UserError as error:
             raise UserError(f"{CONFIG_FILE}: {error}") from None
         design = study.Design.from_config(config, scale)
-        return cls(results_root(scale), block, design, scale, accelerator, config.get("prereg") or {})
+        inputs = {key: config[key] for key in ("tasks_dir", "decision_rules", "published") if key in config}
+        return cls(
+            results_root(scale), block, design, scale, accelerator, config.get("prereg") or {}, **inputs
+        )
 
     def res(self, path: str) -> str:
         """A path under this scale's results root (wildcards in `path` are kept for Snakemake)."""
         return f"{self.root}/{path}"
+
+    def files(self, path: Callable[[str], str | list[str]], runs: Sequence[str] | None = None) -> list[str]:
+        """The `path` files (a per-run method, e.g. ``Layout.register``) of each run, run by run; the
+        runs of tier 1 unless given."""
+        out: list[str] = []
+        for run in self.runs("study") if runs is None else runs:
+            found = path(run)
+            out += [found] if isinstance(found, str) else found
+        return out
+
+    # -- job logs and benchmarks --------------------------------------------------------------------
+    # A job is named by its rule's stage and wildcards ("train/{run}", "evaluate/{run}/periodic-step{step}"):
+    # every rule's `log:` and `benchmark:` come from here, and the cost ledger reads the names back.
+    def log(self, job: str) -> str:
+        return self.res(f"logs/{job}.log")
+
+    def benchmark(self, job: str) -> str:
+        return self.res(f"benchmarks/{job}.tsv")
+
+    def benchmark_job(self, path: str | Path) -> tuple[str, str | None]:
+        """The stage of a benchmark file (its job name's first part) and the run it names, if any."""
+        folder = Path(self.res("benchmarks"))
+        if not Path(path).is_relative_to(folder):
+            raise UserError(f"{path}: not a benchmark file of {folder}; give the results root that holds it")
+        job = Path(path).relative_to(folder).with_suffix("").as_posix()
+        parts = job.split("/")
+        return parts[0], next((part for part in parts[1:] if study.RUN_NAME.match(part)), None)
+
+    # -- the study's inputs -------------------------------------------------------------------------
+    def pools(self) -> list[str]:
+        return [f"{self.tasks_dir}/{pool}.jsonl" for pool in study.POOLS]
+
+    def pool_manifest(self) -> str:
+        return f"{self.tasks_dir}/MANIFEST.json"
+
+    def published_curves(self) -> str:
+        return PUBLISHED_CURVES
+
+    def models_dir(self) -> str:
+        """This scale's models: the stand-in's tokenizer and model, or the real model's prepared snapshot."""
+        return self.res(f"models/{self.name}")
 
     # -- the design ---------------------------------------------------------------------------------
     @property
@@ -76,6 +128,18 @@ class Layout:
 
     def runs_of(self, condition: str, tier: str = "study") -> list[str]:
         return [run.name for run in self.matrix.runs_of(condition, tier)]
+
+    def comparison_runs(self, name: str) -> list[str]:
+        """The runs a decision reads: every tier-1 run of a decided comparison's condition (its seeds as
+        the design lists them), or a tier comparison's seed pairs."""
+        comparison = self.matrix.comparison(name)
+        if comparison.tier == 1:
+            return self.runs_of(comparison.condition)
+        return [run.name for run in comparison.runs()]
+
+    def decided_runs(self) -> list[str]:
+        """The runs of the comparisons tier 1 decides (study.decided_comparisons: C2, C4), condition by condition."""
+        return [run for condition in study.decided_comparisons() for run in self.runs_of(condition)]
 
     def final_regimes(self, run: str) -> list[str]:
         """A run whose training noise is none of the final regimes (C3, C4, C2r) adds its own `at_training`."""
@@ -136,8 +200,24 @@ class Layout:
         """The tier-1 conditions (lower case) that get a curves register: the mean curves of each arm."""
         return sorted({self.matrix.run(run).condition.lower() for run in self.runs("study")})
 
+    def curve_runs(self, condition: str) -> list[str]:
+        """The tier-1 runs a curves register averages (`condition` lower case, as in its file name)."""
+        return [run for run in self.runs("study") if self.matrix.run(run).condition.lower() == condition]
+
     def curves(self, condition: str) -> str:
         return self.res(f"curves/{condition}.json")
+
+    def curves_files(self) -> list[str]:
+        return [self.curves(c) for c in self.curve_conditions()]
+
+    def compared_curves(self, condition: str) -> list[str]:
+        """The curves registers a condition's curves register is compared with (CURVES_COMPARED)."""
+        return [self.curves(c) for c in CURVES_COMPARED.get(condition, ()) if c in self.curve_conditions()]
+
+    def first_pair_registers(self, condition: str) -> list[str]:
+        """The run registers of a tier-1 condition's first seed pair, treatment then control (table 9)."""
+        comparison = self.matrix.comparison(self.matrix.condition(condition).key)
+        return [self.register(run.name) for run in comparison.pair(comparison.seeds[0])]
 
     def cross_stack(self) -> str:
         """The cross-stack register (table 11) over this results tree's runs."""
@@ -194,6 +274,19 @@ class Layout:
     def tier_decision_files(self) -> list[str]:
         return [self.tier_decision(name) for name in self.tier_comparisons()]
 
+    def predictions(self, tier: str = "study") -> str:
+        """The predictions register judged on tier 1's registers alone, or on the tiers' too."""
+        return self.res(
+            "decisions/predictions.json" if tier == "study" else "decisions/tiers/predictions.json"
+        )
+
+    def power_file(self) -> str:
+        return self.res("decisions/power.json")
+
+    def calibration_file(self) -> str:
+        """The surrogate's calibration to the paper's step-0 agent (surrogate scales)."""
+        return self.res("models/surrogate/calibration.json")
+
     # -- the probe ----------------------------------------------------------------------------------
     @property
     def trajectories(self) -> Mapping[str, Mapping[str, Any]]:
@@ -206,6 +299,10 @@ class Layout:
                 f"defines {sorted(self.trajectories)}"
             )
         return self.trajectories[name]
+
+    def trajectory_run(self, name: str) -> str:
+        """The run a probe trajectory studies."""
+        return self.trajectory(name)["run"]
 
     def probe_file(self, trajectory: str) -> str:
         return f"{self.root}/probe/{trajectory}.json"
@@ -250,51 +347,6 @@ class Layout:
             out += [*self.luck_files(run), self.group_stats(run), self.complete(run)]
         return out
 
-    # -- benchmarks ---------------------------------------------------------------------------------
-    def benchmark_files(self, tables: Sequence[int], figures: Sequence[str]) -> list[str]:
-        """The benchmark file of every job that runs before the document (the ledger's inputs)."""
-        bench = self.res("benchmarks")
-        surrogate = self.scale["model"]["kind"] == "surrogate"
-        runs = self.runs("study")
-        files = [f"{bench}/reference.tsv", f"{bench}/prereg_verify.tsv"]
-        files += [f"{bench}/probe/bandit.tsv", f"{bench}/compare.tsv", f"{bench}/cross_stack.tsv"]
-        if self.accelerator == "cpu":
-            files.append(f"{bench}/prereg_freeze_local.tsv")
-        files += self.amendment_benchmark_files()
-        if self.scale["model"]["kind"] == "standin":
-            files += [f"{bench}/tokenizer.tsv", f"{bench}/warm_start.tsv"]
-        jobs = self.surrogate_jobs("study") if surrogate else {}
-        if surrogate:
-            # One job trains, evaluates and diagnoses a chunk of an arm's seeds; one runs their statistics.
-            files.append(f"{bench}/surrogate/calibrate.tsv")
-            files += [f"{bench}/surrogate/{kind}-{job}.tsv" for job in jobs for kind in ("arm", "stats")]
-        # Run registers: one job per chunk of an arm's seeds at surrogate scales, else one per run.
-        files += [f"{bench}/run_register/{name}.tsv" for name in (jobs if surrogate else runs)]
-        files += [f"{bench}/curves_register/{c}.tsv" for c in self.curve_conditions()]
-        for run in [] if surrogate else runs:
-            files += [f"{bench}/{stage}/{run}.tsv" for stage in ("train", "group_stats", "completeness")]
-            # One evaluation job per (run, checkpoint) rolls out every regime of that checkpoint.
-            files += [f"{bench}/evaluate/{run}/periodic-step{step}.tsv" for step in self.periodic_steps()]
-            files.append(f"{bench}/evaluate/{run}/final-step{self.final_step}.tsv")
-            files += [
-                f"{bench}/{stage}/{run}/step{step}.tsv"
-                for stage in ("diagnose", "luck_share")
-                for step in self.diagnostic_steps(run)
-            ]
-        files += [f"{bench}/decide/{c}.tsv" for c in self.decision_conditions()]
-        files.append(f"{bench}/decide/predictions.tsv")  # the tier-1 predictions register (table 6)
-        trajectories = sorted(self.trajectories)
-        files += [f"{bench}/probe/{t}.tsv" for t in trajectories]
-        if not surrogate:
-            # One probe job per checkpoint, then the trajectory's assembly (above) and its verdict.
-            files += [
-                f"{bench}/probe/{t}/step{s}.tsv" for t in trajectories for s in self.trajectories[t]["steps"]
-            ]
-            files += [f"{bench}/probe_verdict/{t}.tsv" for t in trajectories]
-        files += [f"{bench}/render/table{n}.tsv" for n in tables]
-        files += [f"{bench}/render/{name}.tsv" for name in figures]
-        return files
-
     # -- the pre-registration ----------------------------------------------------------------------
     def verification_file(self) -> str:
         return self.res("prereg/verification.json")
@@ -319,8 +371,10 @@ class Layout:
     def amendment_numbers(self) -> list[str]:
         return [f"{i:03d}" for i in range(1, len(self.amendments) + 1)]
 
-    def amendment_record(self, index: int) -> str:
-        return f"{self.freeze_dir()}/amendments/{index:03d}/amendment.json"
+    def amendment_record(self, index: int | str) -> str:
+        """Amendment `index`'s record (a string is kept as given: the rules' ``{number}`` wildcard)."""
+        number = index if isinstance(index, str) else f"{index:03d}"
+        return f"{self.freeze_dir()}/amendments/{number}/amendment.json"
 
     def amendment_records(self) -> list[str]:
         return [self.amendment_record(i) for i in range(1, len(self.amendments) + 1)]
@@ -342,6 +396,9 @@ class Layout:
             docs += amendment["documents"]
         return list(dict.fromkeys(docs))
 
+    def amendment_reason(self, index: int) -> str:
+        return self.amendments[index - 1]["reason"]
+
     def all_protocol_documents(self) -> list[str]:
         """What the last record covers: the freeze's documents and every amendment's."""
         return self.amendment_documents(len(self.amendments))
@@ -349,14 +406,6 @@ class Layout:
     def previous_record(self, index: int) -> str:
         """The record amendment N chains to: the freeze for the first, else amendment N - 1."""
         return self.freeze_record() if index == 1 else self.amendment_record(index - 1)
-
-    def amendment_benchmark_files(self) -> list[str]:
-        """The benchmark files of the amendment, amendment-verification and zero-shot calibration jobs."""
-        bench = self.res("benchmarks")
-        files = [f"{bench}/prereg_verify_amendments.tsv", f"{bench}/zero_shot_calibration.tsv"]
-        if self.accelerator == "cpu":
-            files += [f"{bench}/prereg_amend_local/{n}.tsv" for n in self.amendment_numbers()]
-        return files
 
     # -- checks before any job runs -----------------------------------------------------------------
     def check(self) -> None:

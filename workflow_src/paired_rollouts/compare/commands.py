@@ -42,7 +42,7 @@ def _ledger(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json
 
     budget = load_published(args.published).budget if args.published else None
-    out = build_ledger(list(args.benchmarks), args.root, args.accelerator, budget, runs=args.runs)
+    out = build_ledger(list(args.benchmarks), args.results, args.accelerator, budget, runs=args.runs)
     atomic_write_json(args.out, out)
     if args.html:
         from paired_rollouts.compare.html import ledger_html
@@ -87,7 +87,7 @@ def register(subparsers) -> None:
         epilog="Format: docs/compare.md.",
     )
     p.add_argument("--benchmarks", required=True, nargs="+", type=Path, help="benchmark .tsv files")
-    p.add_argument("--root", required=True, type=Path, help="the benchmarks folder (RESULTS/benchmarks)")
+    A.add_results_root(p, "the results root whose benchmarks/ folder holds the files", required=True)
     p.add_argument(
         "--accelerator", required=True, choices=["cpu", "h100", "mi300x"], help="the profile's stack"
     )

@@ -1,7 +1,7 @@
 """The cost ledger: what the run cost, from Snakemake's own benchmark files, beside the paper's budget.
 
-Each rule writes a benchmark TSV (`benchmark:`); its path names the stage and, for per-run jobs, the
-run. Wall time and CPU time add up; peak memory is the largest resident set of any job. On a GPU
+Each rule writes a benchmark TSV (`benchmark:`, at ``Layout.benchmark(job)``); its job name gives the
+stage and, for per-run jobs, the run (``Layout.benchmark_job``). Wall time and CPU time add up; peak memory is the largest resident set of any job. On a GPU
 profile the GPU stages (train, evaluate, diagnose, probe: one GPU per job in every GPU profile) add
 their wall time as GPU-hours. Timings differ between reruns, so this is the one register that is not
 reproducible byte for byte.
@@ -14,8 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
+from paired_rollouts.layout import Layout
 
 GPU_STAGES = ("train", "evaluate", "diagnose", "probe")
 COLUMNS = ("s", "max_rss", "cpu_time")
@@ -41,22 +41,6 @@ def read_benchmark(path: Path) -> dict[str, float]:
     return out
 
 
-def _run_of(parts: tuple[str, ...]) -> str | None:
-    """The run a benchmark path names in one of its folders or its file name (design.parse_run)."""
-    for part in parts:
-        try:
-            return parse_run(part).name
-        except UserError:
-            continue
-    return None
-
-
-def _stage_and_run(path: Path, root: Path) -> tuple[str, str | None]:
-    rel = path.relative_to(root) if path.is_relative_to(root) else Path(path.name)
-    stage = rel.parts[0].removesuffix(".tsv")
-    return stage, _run_of(rel.with_suffix("").parts)
-
-
 def _total(rows: list[dict[str, float]], gpu: bool) -> dict[str, Any]:
     def add(key: str) -> float:
         return sum(r[key] for r in rows if not math.isnan(r[key]))
@@ -72,14 +56,15 @@ def _total(rows: list[dict[str, float]], gpu: bool) -> dict[str, Any]:
 
 
 def build_ledger(
-    files: list[Path], root: Path, accelerator: str, budget: dict[str, Any] | None, runs: int | None = None
+    files: list[Path], results: Path, accelerator: str, budget: dict[str, Any] | None, runs: int | None = None
 ) -> dict[str, Any]:
-    """Sum the benchmark files per stage, per run and overall."""
+    """Sum the benchmark files (under the results root ``results``) per stage, per run and overall."""
     gpu = accelerator != "cpu"
+    layout = Layout(str(results))
     rows = []
     for path in sorted(files):
         values = read_benchmark(path)
-        stage, run = _stage_and_run(path, root)
+        stage, run = layout.benchmark_job(path)
         rows.append({**values, "stage": stage, "run": run, "gpu": gpu and stage in GPU_STAGES})
     stages = {}
     for stage in sorted({r["stage"] for r in rows}):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from paired_rollouts import cli_args as A
 from paired_rollouts.io import atomic_write_jsonl, load_settings
@@ -21,8 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Roll out checkpoint step N of a run on a periodic set (first eval_tasks validation tasks; "
         "clean and at_training with schedules 1-2, challenge 1) or a final set (first final_tasks test tasks; "
         "clean, noisy_p010, noisy_p025, heldout_types with schedules 1-4, challenge 1, at_training for C4). "
-        "Schedules are paired and identical across arms and checkpoints. Several regimes may be given "
-        "comma-separated; then --out must contain {regime}.",
+        "Schedules are paired and identical across arms and checkpoints. Several regimes may be given; "
+        "--out then names one file per regime, in the same order.",
         epilog=help_text(_SECTIONS),
         formatter_class=fmt,
     )
@@ -31,13 +30,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--regime",
         required=True,
-        help="clean|at_training|challenge|noisy_p010|noisy_p025|heldout_types (comma-separated for several)",
+        nargs="+",
+        help="clean|at_training|challenge|noisy_p010|noisy_p025|heldout_types (several: one process rolls out each)",
     )
     p.add_argument(
         "--out",
         required=True,
-        help="results/evals/RUN/{phase}-step{N}-{regime}.jsonl "
-        "(placeholders {phase} {step} {regime} allowed)",
+        nargs="+",
+        help="results/evals/RUN/PHASE-stepN-REGIME.jsonl: one file per --regime, in the same order",
     )
     p.set_defaults(handler=_evaluate)
 
@@ -70,12 +70,12 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _identity(args: argparse.Namespace) -> tuple[Settings, dict, tuple[str, str, int]]:
     """The job's settings, the design's conditions and the run's (condition name, arm, seed)."""
-    from paired_rollouts.design import parse_conditions
-    from paired_rollouts.training.rows import parse_run
+    from paired_rollouts.design import parse_conditions, parse_run
 
     settings = Settings.parse(load_settings(args.settings))
     conditions = parse_conditions(args.conditions)
-    return settings, conditions, parse_run(args.run, conditions)
+    run = parse_run(args.run, conditions)
+    return settings, conditions, (run.condition, run.arm, run.seed)
 
 
 def _roll(runner, rows, args, settings, identity, phase: str, regime: str) -> list[dict]:
@@ -105,17 +105,17 @@ def _evaluate(args: argparse.Namespace) -> int:
     settings, conditions, identity = _identity(args)
     name, _, seed = identity
     condition = conditions[name]
-    regimes = [r.strip() for r in args.regime.split(",") if r.strip()]
-    if len(regimes) > 1 and "{regime}" not in args.out:
-        raise UserError(f"--out {args.out}: several regimes need a {{regime}} placeholder in --out")
-    plans = [(r, evaluation_rows(args.tasks_dir, args.phase, r, condition, settings)) for r in regimes]
+    if len(args.out) != len(args.regime):
+        raise UserError(
+            f"--out names {len(args.out)} file(s) for {len(args.regime)} regime(s); give one file per --regime"
+        )
+    plans = [(r, evaluation_rows(args.tasks_dir, args.phase, r, condition, settings)) for r in args.regime]
     runner = PolicyRunner(args.model_dir, args.checkpoint, settings, args.tasks_dir, seed)
     try:
-        for regime, rows in plans:
+        for (regime, rows), out in zip(plans, args.out, strict=True):
             runner.restart_episodes()
             began = time.perf_counter()
             records = _roll(runner, rows, args, settings, identity, args.phase, regime)
-            out = Path(args.out.format(phase=args.phase, step=args.step, regime=regime))
             atomic_write_jsonl(out, records)
             seconds = time.perf_counter() - began
             ok = sum(r["true_success"] for r in records)

@@ -15,12 +15,6 @@ from paired_rollouts import design
 from paired_rollouts.errors import UserError
 from paired_rollouts.settings import Settings
 
-REGIMES = design.EVALUATION_REGIMES
-PHASES = ("periodic", "final")
-PERIODIC = design.PERIODIC_REGIMES
-FINAL = {**design.FINAL_REGIMES, "at_training": design.AT_TRAINING_FINAL_INDICES}
-POOL = design.PHASE_POOL
-
 
 def as_condition(condition: str | design.Condition) -> design.Condition:
     """A condition object; a bare name means the paper's registered condition of that name."""
@@ -81,14 +75,15 @@ def evaluation_rows(
     from paired_rollouts.backoffice.tasks import load_pool, select_tasks
     from paired_rollouts.noise.seeds import eval_schedule_seed
 
-    if phase not in PHASES:
+    if phase not in design.PHASE_REGIMES:
         raise UserError(f"--phase {phase!r}: use periodic or final")
-    table = PERIODIC if phase == "periodic" else FINAL
+    table = design.PHASE_REGIMES[phase]
     if regime not in table:
         raise UserError(f"--regime {regime!r} is not a {phase} set; {phase} sets are {', '.join(table)}")
     evaluation = settings.evaluation
     n = evaluation.eval_tasks if phase == "periodic" else evaluation.final_tasks
-    tasks = select_tasks(load_pool(Path(tasks_dir) / f"{POOL[phase]}.jsonl"), settings.task_filter)[:n]
+    pool = load_pool(Path(tasks_dir) / f"{design.PHASE_POOL[phase]}.jsonl")
+    tasks = select_tasks(pool, settings.task_filter)[:n]
     spec = as_condition(condition)
     return _rows(tasks, regime_noise(regime, spec), spec, table[regime], eval_schedule_seed)
 

@@ -125,18 +125,6 @@ class NoiseConfig:
         """Evaluation-only fault types: timeout_after_commit and field_dropout, 0.5 / 0.5."""
         return cls(p=p, q=0.0, weights=dict(HELDOUT_WEIGHTS), mode=mode)
 
-    @classmethod
-    def for_condition(cls, condition: str, mode: str = "paired") -> NoiseConfig:
-        """A registered condition by name (C0, C1, C2, C2r, C3, C4: paired_rollouts.design.PAPER_CONDITIONS)."""
-        from paired_rollouts.design import PAPER_CONDITIONS
-
-        by_upper = {name.upper(): c for name, c in PAPER_CONDITIONS.items()}
-        if condition.upper() not in by_upper:
-            raise NoiseConfigError(
-                f"unknown condition {condition!r}; use one of {', '.join(PAPER_CONDITIONS)}"
-            )
-        return by_upper[condition.upper()].noise(mode)
-
     def with_mode(self, mode: str) -> NoiseConfig:
         return NoiseConfig(
             p=self.p, q=self.q, weights=dict(self.weights), mode=mode, challenge=self.challenge

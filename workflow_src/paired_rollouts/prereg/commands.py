@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from paired_rollouts.errors import UserError
+
+if TYPE_CHECKING:
+    from paired_rollouts.layout import Layout
 
 _FREEZE_EPILOG = """\
 Example (the paper's two public authorities; needs the network):
@@ -17,6 +22,40 @@ Example (the paper's two public authorities; needs the network):
 Without --tsa the defaults are exactly those two. A TSA without --cafile must chain to a root in the
 system store (%s). The output folder must not exist yet (or be empty); a failure writes nothing.
 """
+
+
+def missing_public_freeze(layout: Layout) -> str:
+    """What a GPU profile prints when the public freeze is missing: the command to run on a machine with
+    internet (the workflow never runs it)."""
+    folder = layout.freeze_dir()
+    command = [
+        "paired-rollouts",
+        "prereg",
+        "freeze",
+        "--out",
+        folder,
+        "--documents",
+        *layout.prereg["documents"],
+    ]
+    command += [arg for name, url in layout.prereg["tsas"].items() for arg in ("--tsa", f"{name}={url}")]
+    return (
+        f"{layout.freeze_record()} is missing. GPU profiles only run a protocol frozen against public time-stamp "
+        f"authorities. On a machine with internet run: {shlex.join(command)} ; then commit {folder} "
+        "(README: Verifying the pre-registration)."
+    )
+
+
+def missing_public_amendment(layout: Layout, index: int) -> str:
+    """Likewise for configured amendment `index` when it is not committed under the public freeze."""
+    folder = layout.freeze_dir()
+    reason = layout.amendments[index - 1]["reason"]
+    command = ["paired-rollouts", "prereg", "amend", "--out", folder, "--reason", reason]
+    command += ["--documents", *layout.amendment_documents(index)]
+    return (
+        f"{layout.amendment_record(index)} is missing. GPU profiles only run tiers and the calibration gate "
+        "under an amendment time-stamped by public authorities. After committing the documents, on a machine "
+        f"with internet run: {shlex.join(command)} ; then commit {folder}/amendments (docs/prereg.md#amendments)."
+    )
 
 
 def _echo(text: str) -> None:
@@ -219,6 +258,7 @@ def _freeze_local(args) -> int:
 
 def _amend(args) -> int:
     from paired_rollouts.prereg import freeze as fz
+    from paired_rollouts.prereg.record import AMENDMENTS
 
     auths = fz.authorities(args.tsa, args.cafile) if args.tsa else None
     if args.cafile and not args.tsa:
@@ -226,13 +266,14 @@ def _amend(args) -> int:
     record = fz.amend(
         args.out, args.reason, auths=auths, documents=args.document, root=args.root, timeout=args.timeout
     )
-    _report_record(Path(args.out) / fz.AMENDMENTS / f"{record['amendment']['number']:03d}", record)
+    _report_record(Path(args.out) / AMENDMENTS / f"{record['amendment']['number']:03d}", record)
     return 0
 
 
 def _amend_local(args) -> int:
     from paired_rollouts.prereg import freeze as fz
     from paired_rollouts.prereg.local_tsa import KeySpec, LocalTSA
+    from paired_rollouts.prereg.record import AMENDMENTS, list_amendments
 
     freeze_dir = Path(args.out)
     if args.replace_inside is not None and args.number is None:
@@ -243,13 +284,13 @@ def _amend_local(args) -> int:
         if args.replace_inside is not None:
             from paired_rollouts.io import remove_tree_inside
 
-            for folder in fz.list_amendments(freeze_dir):
+            for folder in list_amendments(freeze_dir):
                 if int(folder.name) >= args.number:
                     remove_tree_inside(folder, args.replace_inside)
-        present = len(fz.list_amendments(freeze_dir))
+        present = len(list_amendments(freeze_dir))
         if present + 1 != args.number:
             raise UserError(
-                f"{freeze_dir / fz.AMENDMENTS}: holds {present} amendment(s), so the next is {present + 1:03d}, "
+                f"{freeze_dir / AMENDMENTS}: holds {present} amendment(s), so the next is {present + 1:03d}, "
                 f"not {args.number:03d}; make the earlier ones first (or pass --replace-inside)"
             )
     with (
@@ -268,7 +309,7 @@ def _amend_local(args) -> int:
     if not record["test_authority"]:
         # fz.amend refuses a test token for a public freeze, so this cannot be reached; kept as a guard.
         raise UserError(f"{freeze_dir}: amend-local only amends a test-authority freeze")
-    _report_record(freeze_dir / fz.AMENDMENTS / f"{record['amendment']['number']:03d}", record)
+    _report_record(freeze_dir / AMENDMENTS / f"{record['amendment']['number']:03d}", record)
     return 0
 
 

@@ -40,13 +40,18 @@ from paired_rollouts.io import (
     sha256_bytes,
 )
 from paired_rollouts.prereg import tsp
-
-FORMAT = "paired-rollouts-prereg-freeze/1"
-MANIFEST = "protocol.sha256"
-QUERY = "request.tsq"
-RECORD = {"freeze": "freeze.json", "amendment": "amendment.json"}
-AMENDMENT_TEXT = "amendment.txt"
-AMENDMENTS = "amendments"
+from paired_rollouts.prereg.record import (
+    AMENDMENT_TEXT,
+    AMENDMENTS,
+    FORMAT,
+    MANIFEST,
+    QUERY,
+    RECORD,
+    is_test_certificate,
+    list_amendments,
+    manifest_text,
+    software,
+)
 
 #: The documents frozen by default, relative to the repository root.
 DEFAULT_DOCUMENTS = ("prereg/PREREGISTRATION.md", "prereg/decision_rules.yaml")
@@ -96,21 +101,6 @@ def _relative(path: Path, root: Path, what: str) -> str:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError as exc:
         raise UserError(f"{path}: {what} must lie inside the repository root {root}; pass --root") from exc
-
-
-def manifest_text(entries: list[tuple[str, str]]) -> str:
-    """``sha256sum`` format, in the given order."""
-    return "".join(f"{digest}  {path}\n" for path, digest in entries)
-
-
-def parse_manifest(text: str, source: str) -> list[tuple[str, str]]:
-    entries = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = re.fullmatch(r"([0-9a-f]{64})  (\S.*)", line)
-        if not match:
-            raise UserError(f"{source}:{number}: not a '<sha256>  <path>' line; restore the file")
-        entries.append((match.group(2), match.group(1)))
-    return entries
 
 
 def _document_entries(documents: Iterable[str], root: Path) -> list[dict]:
@@ -173,31 +163,6 @@ def _trust_material(authority: Authority, response, source: str) -> tuple[object
     return leaf, intermediates, roots, root_source
 
 
-def _is_test_certificate(cert) -> bool:
-    from paired_rollouts.prereg.local_tsa import TEST_ORGANISATION
-
-    return (
-        TEST_ORGANISATION in cert.subject.rfc4514_string()
-        or TEST_ORGANISATION in cert.issuer.rfc4514_string()
-    )
-
-
-def _software() -> dict:
-    from importlib import metadata
-
-    def version(dist: str) -> str:
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return "unknown"
-
-    return {
-        "paired-rollouts": version("paired-rollouts"),
-        "rfc3161-client": version("rfc3161-client"),
-        "openssl": tsp.openssl_version(),
-    }
-
-
 def _cert_json(cert, file: str) -> dict:
     return {
         "file": file,
@@ -236,7 +201,7 @@ def _write_record(
         if info.nonce != nonce:
             raise UserError(f"{source}: the token's nonce differs from the query's; nothing was written")
         leaf, intermediates, roots, root_source = _trust_material(auth, response, source)
-        if not test_authority and (_is_test_certificate(leaf) or any(_is_test_certificate(r) for r in roots)):
+        if not test_authority and (is_test_certificate(leaf) or any(is_test_certificate(r) for r in roots)):
             raise UserError(
                 f"{source}: this is the local *test* authority; pass --test-authority (or use "
                 "'prereg freeze-local') so the freeze is marked as one"
@@ -280,7 +245,7 @@ def _write_record(
         "request": {"file": QUERY, "sha256": sha256_bytes(query), "nonce": str(nonce), "cert_req": True},
         "tokens": tokens,
         "test_authority": bool(test_authority),
-        "software": _software(),
+        "software": software(),
         **extra,
     }
     atomic_write_json(work / RECORD[kind], record)
@@ -343,13 +308,6 @@ def freeze(
         if self_check:
             _self_check(work, root_dir, "freeze", record)
     return record
-
-
-def list_amendments(freeze_dir: Path) -> list[Path]:
-    base = freeze_dir / AMENDMENTS
-    if not base.is_dir():
-        return []
-    return sorted(p for p in base.iterdir() if p.is_dir() and re.fullmatch(r"\d{3}", p.name))
 
 
 def amend(

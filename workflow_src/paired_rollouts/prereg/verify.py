@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import read_json, sha256_bytes
-from paired_rollouts.prereg import freeze as fz
+from paired_rollouts.prereg import record as fz
 from paired_rollouts.prereg import tsp
 
 if TYPE_CHECKING:
@@ -54,129 +54,14 @@ def _certs(path: Path, what: str, expected: list[str], failures: list[str]) -> l
 def verify_record(record_dir: Path, root: Path, kind: str, record: dict, record_files: dict) -> dict:
     """Check one record (the base freeze or one amendment). Returns {"tokens": [...], "failures": [...]}."""
     failures: list[str] = []
-    tokens_out: list[dict] = []
-    manifest_path = record_dir / record.get("manifest", {}).get("file", fz.MANIFEST)
-    manifest = _read(manifest_path, "the stamped manifest", failures)
-    imprint = record.get("imprint")
-    if manifest is not None:
-        if sha256_bytes(manifest) != imprint:
-            failures.append(f"{manifest_path}: its SHA-256 is not the frozen imprint {imprint}; {REFREEZE}")
-        entries = fz.parse_manifest(manifest.decode("utf-8", errors="replace"), str(manifest_path))
-        expected = [(d["path"], d["sha256"]) for d in record.get("documents", [])]
-        amendment = record.get("amendment")
-        if amendment:
-            text = _read(record_dir / amendment["text_file"], "the amendment text", failures)
-            if text is not None:
-                expected.append((amendment["text_path"], sha256_bytes(text)))
-        if entries != expected:
-            failures.append(
-                f"{manifest_path}: does not list the documents and hashes recorded in "
-                f"{fz.RECORD[kind]}; {REFREEZE}"
-            )
-    query_path = record_dir / record.get("request", {}).get("file", fz.QUERY)
-    query = _read(query_path, "the time-stamp query", failures)
-    nonce = int(record["request"]["nonce"])
-    if query is not None:
-        if sha256_bytes(query) != record["request"].get("sha256"):
-            failures.append(f"{query_path}: differs from the query recorded in the freeze; {REFREEZE}")
-        try:
-            parsed = tsp.parse_query(query, str(query_path))
-            if parsed.message_imprint.message.hex() != imprint or int(parsed.nonce or -1) != nonce:
-                failures.append(
-                    f"{query_path}: its imprint or nonce differs from the freeze record; {REFREEZE}"
-                )
-        except UserError as exc:
-            failures.append(str(exc))
+    manifest_path, manifest = _check_manifest(record_dir, kind, record, failures)
+    query_path, query = _check_query(record_dir, record, failures)
     if not record.get("tokens"):
         failures.append(f"{record_dir / fz.RECORD[kind]}: lists no tokens; {REFREEZE}")
-    for token in record.get("tokens", []):
-        tsr_path = record_dir / token["file"]
-        where = f"{tsr_path} (TSA {token['name']})"
-        row = {
-            "name": token["name"],
-            "url": token["url"],
-            "file": str(tsr_path),
-            "gen_time": token.get("gen_time"),
-            "serial": token.get("serial"),
-            "policy": token.get("policy"),
-            "tsa_certificate_sha256": token["tsa_certificate"]["sha256"],
-            "tsa_subject": token["tsa_certificate"]["subject"],
-        }
-        tokens_out.append(row)
-        raw = _read(tsr_path, "the time-stamp reply", failures)
-        leaf = _certs(
-            record_dir / token["tsa_certificate"]["file"],
-            f"TSA certificate of {token['name']}",
-            [token["tsa_certificate"]["sha256"]],
-            failures,
-        )
-        roots = _certs(
-            record_dir / token["roots"]["file"],
-            f"root bundle of {token['name']}",
-            token["roots"]["sha256"],
-            failures,
-        )
-        inter: list | None = []
-        if token.get("intermediates"):
-            inter = _certs(
-                record_dir / token["intermediates"]["file"],
-                f"intermediates of {token['name']}",
-                token["intermediates"]["sha256"],
-                failures,
-            )
-        if raw is None or leaf is None or roots is None or inter is None or manifest is None or query is None:
-            row["rfc3161_client"] = {"ok": False, "detail": "not run: a stored file is missing or altered"}
-            row["openssl"] = {"ok": False, "detail": "not run: a stored file is missing or altered"}
-            continue
-        if sha256_bytes(raw) != token.get("sha256"):
-            failures.append(
-                f"{tsr_path}: its bytes differ from the reply recorded at freeze time; {REFREEZE}"
-            )
-        ok_c, detail_c = tsp.verify_with_client(raw, manifest, roots, inter, leaf[0], nonce, where)
-        # genTime for -attime comes from the token itself (the freeze record's copy is not trusted here).
-        epoch = int(token.get("gen_time_epoch", 0))
-        try:
-            response = tsp.parse_reply(raw, where)
-            info = tsp.token_info(response)
-            epoch = int(info.gen_time.timestamp())
-            # the subject printed and reported is the verified signer's, not freeze.json's editable copy
-            signer = tsp.signer_certificate(response, where)
-            row["tsa_subject"] = signer.subject.rfc4514_string()
-            row["tsa_certificate_sha256"] = tsp.fingerprint(signer)
-            if row["tsa_subject"] != token["tsa_certificate"]["subject"]:
-                failures.append(
-                    f"{where}: freeze.json names TSA '{token['tsa_certificate']['subject']}', the "
-                    f"token's signer is '{row['tsa_subject']}'; {REFREEZE}"
-                )
-            row["gen_time"] = tsp.iso_utc(info.gen_time)
-            if row["gen_time"] != token.get("gen_time") or str(info.serial) != token.get("serial"):
-                failures.append(f"{tsr_path}: genTime/serial differ from the freeze record; {REFREEZE}")
-        except UserError as exc:
-            failures.append(str(exc))
-        chain = [record_dir / token["intermediates"]["file"]] if token.get("intermediates") else []
-        ok_o, detail_o = tsp.verify_with_openssl(
-            tsr_path,
-            manifest_path,
-            query_path,
-            record_dir / token["roots"]["file"],
-            chain,
-            record_dir / token["tsa_certificate"]["file"],
-            epoch,
-        )
-        row["rfc3161_client"] = {"ok": ok_c, "detail": detail_c}
-        row["openssl"] = {"ok": ok_o, "detail": detail_o}
-        row["verified"] = bool(ok_c and ok_o)
-        if not ok_c:
-            failures.append(f"{where}: rejected by rfc3161-client ({detail_c})")
-        if not ok_o:
-            failures.append(f"{where}: rejected by openssl ({detail_o})")
-        if not record.get("test_authority") and (
-            fz._is_test_certificate(leaf[0]) or any(fz._is_test_certificate(r) for r in roots)
-        ):
-            failures.append(
-                f"{where}: signed by the local test authority but the freeze is not marked "
-                "test_authority; re-freeze against public TSAs"
-            )
+    stamped = (manifest_path, manifest, query_path, query)
+    tokens_out = [
+        _check_token(record_dir, record, token, stamped, failures) for token in record.get("tokens", [])
+    ]
     witnesses = {t["tsa_certificate_sha256"] for t in tokens_out if t.get("verified")}
     if len(witnesses) < MIN_AUTHORITIES:
         failures.append(
@@ -184,6 +69,154 @@ def verify_record(record_dir: Path, root: Path, kind: str, record: dict, record_
             f"verify; a freeze needs at least {MIN_AUTHORITIES}; {REFREEZE}"
         )
     return {"tokens": tokens_out, "failures": failures}
+
+
+def _check_manifest(
+    record_dir: Path, kind: str, record: dict, failures: list[str]
+) -> tuple[Path, bytes | None]:
+    """The stamped manifest: its bytes hash to the imprint and it lists the recorded documents (and text)."""
+    manifest_path = record_dir / record.get("manifest", {}).get("file", fz.MANIFEST)
+    manifest = _read(manifest_path, "the stamped manifest", failures)
+    if manifest is None:
+        return manifest_path, None
+    imprint = record.get("imprint")
+    if sha256_bytes(manifest) != imprint:
+        failures.append(f"{manifest_path}: its SHA-256 is not the frozen imprint {imprint}; {REFREEZE}")
+    entries = fz.parse_manifest(manifest.decode("utf-8", errors="replace"), str(manifest_path))
+    expected = [(d["path"], d["sha256"]) for d in record.get("documents", [])]
+    amendment = record.get("amendment")
+    if amendment:
+        text = _read(record_dir / amendment["text_file"], "the amendment text", failures)
+        if text is not None:
+            expected.append((amendment["text_path"], sha256_bytes(text)))
+    if entries != expected:
+        failures.append(
+            f"{manifest_path}: does not list the documents and hashes recorded in "
+            f"{fz.RECORD[kind]}; {REFREEZE}"
+        )
+    return manifest_path, manifest
+
+
+def _check_query(record_dir: Path, record: dict, failures: list[str]) -> tuple[Path, bytes | None]:
+    """The one query sent to every TSA: its recorded bytes, imprint and nonce."""
+    query_path = record_dir / record.get("request", {}).get("file", fz.QUERY)
+    query = _read(query_path, "the time-stamp query", failures)
+    nonce = int(record["request"]["nonce"])
+    if query is None:
+        return query_path, None
+    if sha256_bytes(query) != record["request"].get("sha256"):
+        failures.append(f"{query_path}: differs from the query recorded in the freeze; {REFREEZE}")
+    try:
+        parsed = tsp.parse_query(query, str(query_path))
+        if parsed.message_imprint.message.hex() != record.get("imprint") or int(parsed.nonce or -1) != nonce:
+            failures.append(f"{query_path}: its imprint or nonce differs from the freeze record; {REFREEZE}")
+    except UserError as exc:
+        failures.append(str(exc))
+    return query_path, query
+
+
+def _check_token(record_dir: Path, record: dict, token: dict, stamped: tuple, failures: list[str]) -> dict:
+    """One TSA's token, checked by rfc3161-client and by openssl against the stored certificates."""
+    manifest_path, manifest, query_path, query = stamped
+    tsr_path = record_dir / token["file"]
+    where = f"{tsr_path} (TSA {token['name']})"
+    row = {
+        "name": token["name"],
+        "url": token["url"],
+        "file": str(tsr_path),
+        "gen_time": token.get("gen_time"),
+        "serial": token.get("serial"),
+        "policy": token.get("policy"),
+        "tsa_certificate_sha256": token["tsa_certificate"]["sha256"],
+        "tsa_subject": token["tsa_certificate"]["subject"],
+    }
+    raw = _read(tsr_path, "the time-stamp reply", failures)
+    leaf, roots, inter = _token_certs(record_dir, token, failures)
+    if raw is None or leaf is None or roots is None or inter is None or manifest is None or query is None:
+        row["rfc3161_client"] = {"ok": False, "detail": "not run: a stored file is missing or altered"}
+        row["openssl"] = {"ok": False, "detail": "not run: a stored file is missing or altered"}
+        return row
+    if sha256_bytes(raw) != token.get("sha256"):
+        failures.append(f"{tsr_path}: its bytes differ from the reply recorded at freeze time; {REFREEZE}")
+    nonce = int(record["request"]["nonce"])
+    ok_c, detail_c = tsp.verify_with_client(raw, manifest, roots, inter, leaf[0], nonce, where)
+    epoch = _check_signer(raw, token, row, where, failures)
+    chain = [record_dir / token["intermediates"]["file"]] if token.get("intermediates") else []
+    ok_o, detail_o = tsp.verify_with_openssl(
+        tsr_path,
+        manifest_path,
+        query_path,
+        record_dir / token["roots"]["file"],
+        chain,
+        record_dir / token["tsa_certificate"]["file"],
+        epoch,
+    )
+    row["rfc3161_client"] = {"ok": ok_c, "detail": detail_c}
+    row["openssl"] = {"ok": ok_o, "detail": detail_o}
+    row["verified"] = bool(ok_c and ok_o)
+    if not ok_c:
+        failures.append(f"{where}: rejected by rfc3161-client ({detail_c})")
+    if not ok_o:
+        failures.append(f"{where}: rejected by openssl ({detail_o})")
+    if not record.get("test_authority") and (
+        fz.is_test_certificate(leaf[0]) or any(fz.is_test_certificate(r) for r in roots)
+    ):
+        failures.append(
+            f"{where}: signed by the local test authority but the freeze is not marked "
+            "test_authority; re-freeze against public TSAs"
+        )
+    return row
+
+
+def _token_certs(
+    record_dir: Path, token: dict, failures: list[str]
+) -> tuple[list | None, list | None, list | None]:
+    """The stored TSA certificate, root bundle and intermediates of a token, each pinned by fingerprint."""
+    name = token["name"]
+    leaf = _certs(
+        record_dir / token["tsa_certificate"]["file"],
+        f"TSA certificate of {name}",
+        [token["tsa_certificate"]["sha256"]],
+        failures,
+    )
+    roots = _certs(
+        record_dir / token["roots"]["file"], f"root bundle of {name}", token["roots"]["sha256"], failures
+    )
+    inter: list | None = []
+    if token.get("intermediates"):
+        inter = _certs(
+            record_dir / token["intermediates"]["file"],
+            f"intermediates of {name}",
+            token["intermediates"]["sha256"],
+            failures,
+        )
+    return leaf, roots, inter
+
+
+def _check_signer(raw: bytes, token: dict, row: dict, where: str, failures: list[str]) -> int:
+    """The token's own signer, genTime and serial against the record's copies; returns genTime (epoch) for
+    openssl's -attime, taken from the token itself (the freeze record's copy is not trusted here)."""
+    tsr_path = row["file"]
+    epoch = int(token.get("gen_time_epoch", 0))
+    try:
+        response = tsp.parse_reply(raw, where)
+        info = tsp.token_info(response)
+        epoch = int(info.gen_time.timestamp())
+        # the subject printed and reported is the verified signer's, not freeze.json's editable copy
+        signer = tsp.signer_certificate(response, where)
+        row["tsa_subject"] = signer.subject.rfc4514_string()
+        row["tsa_certificate_sha256"] = tsp.fingerprint(signer)
+        if row["tsa_subject"] != token["tsa_certificate"]["subject"]:
+            failures.append(
+                f"{where}: freeze.json names TSA '{token['tsa_certificate']['subject']}', the "
+                f"token's signer is '{row['tsa_subject']}'; {REFREEZE}"
+            )
+        row["gen_time"] = tsp.iso_utc(info.gen_time)
+        if row["gen_time"] != token.get("gen_time") or str(info.serial) != token.get("serial"):
+            failures.append(f"{tsr_path}: genTime/serial differ from the freeze record; {REFREEZE}")
+    except UserError as exc:
+        failures.append(str(exc))
+    return epoch
 
 
 def run_verification(
@@ -201,95 +234,12 @@ def run_verification(
     documents that must be covered by the last verified record (otherwise a failure).
     """
     freeze_path, root_path = Path(freeze_dir), Path(root)
-    record_file = freeze_path / fz.RECORD["freeze"]
-    if not record_file.is_file():
-        raise UserError(
-            f"{record_file}: no freeze record; run 'paired-rollouts prereg freeze' (or freeze-local) "
-            "or point --freeze at the folder holding freeze.json"
-        )
-    base = read_json(record_file)
-    if base.get("format") != fz.FORMAT or base.get("kind") != "freeze":
-        raise UserError(f"{record_file}: not a {fz.FORMAT} freeze record; restore it from version control")
-    if base.get("test_authority") and not allow_test_authority:
-        raise UserError(
-            f"{record_file}: this freeze was made against the local TEST authority (test_authority: true), "
-            "which proves nothing about when the protocol was fixed; make the real freeze against public TSAs "
-            "(docs/prereg.md) or pass --allow-test-authority for the cpu stand-in run"
-        )
-    records = [("freeze", freeze_path, base)]
-    present = fz.list_amendments(freeze_path)
-    if amendments is not None:
-        if amendments < 0:
-            raise UserError(f"--amendments {amendments}: give the number of amendments to verify (0 or more)")
-        if len(present) < amendments:
-            raise UserError(
-                f"{freeze_path / fz.AMENDMENTS}: {len(present)} amendment(s) present, {amendments} required; "
-                "make the missing amendment ('paired-rollouts prereg amend', docs/prereg.md#amendments)"
-            )
-        present = present[:amendments]
-    for number, folder in enumerate(present, start=1):
-        if folder.name != f"{number:03d}":
-            raise UserError(f"{folder}: amendments must be numbered 001, 002, ... without gaps; restore them")
-        amendment_file = folder / fz.RECORD["amendment"]
-        if not amendment_file.is_file():
-            raise UserError(f"{amendment_file}: amendment record missing; {REFREEZE}")
-        records.append(("amendment", folder, read_json(amendment_file)))
+    base = _base_record(freeze_path, allow_test_authority)
+    records = [("freeze", freeze_path, base), *_amendment_records(freeze_path, amendments)]
     failures: list[str] = []
-    report_records = []
-    previous_imprint = None
-    for kind, folder, record in records:
-        if record.get("test_authority") != base.get("test_authority"):
-            failures.append(f"{folder}: test_authority differs from the base freeze; {REFREEZE}")
-        if kind == "amendment":
-            prev = record.get("amendment", {}).get("previous", {})
-            if prev.get("imprint") != previous_imprint:
-                failures.append(
-                    f"{folder / fz.RECORD[kind]}: does not chain to the previous record's imprint; {REFREEZE}"
-                )
-        try:
-            result = verify_record(folder, root_path, kind, record, {})
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise UserError(
-                f"{folder / fz.RECORD[kind]}: malformed record ({exc.__class__.__name__}: {exc}); {REFREEZE}"
-            ) from exc
-        failures.extend(result["failures"])
-        label = "freeze" if kind == "freeze" else f"amendments/{folder.name}"
-        for row in result["tokens"]:
-            if echo is not None:
-                verdicts = " ".join(
-                    f"{k}={'OK' if row.get(k, {}).get('ok') else 'FAIL'}"
-                    for k in ("rfc3161_client", "openssl")
-                )
-                echo(
-                    f"{label}: {row['name']} <{row['url']}> genTime {row['gen_time']} serial {row['serial']} "
-                    f"TSA '{row['tsa_subject']}' {verdicts}"
-                )
-        report_records.append(
-            {"record": label, "imprint": record.get("imprint"), "kind": kind, "tokens": result["tokens"]}
-        )
-        previous_imprint = record.get("imprint")
+    report_records = _check_chain(records, root_path, echo, failures)
     latest = records[-1][2]
-    documents = []
-    for doc in latest.get("documents", []):
-        path = root_path / doc["path"]
-        if not path.is_file():
-            failures.append(f"{path}: frozen document missing; restore it (git checkout -- {doc['path']})")
-            documents.append({**doc, "matches": False})
-            continue
-        actual = sha256_bytes(path.read_bytes())
-        if actual != doc["sha256"]:
-            failures.append(
-                f"{path}: SHA-256 {actual} differs from the frozen {doc['sha256']}; the protocol changed after "
-                "the freeze - restore the frozen text (git checkout) or record the change with 'prereg amend'"
-            )
-        documents.append(
-            {
-                "path": doc["path"],
-                "sha256": doc["sha256"],
-                "actual_sha256": actual,
-                "matches": actual == doc["sha256"],
-            }
-        )
+    documents = _check_documents(latest, root_path, failures)
     last_label = report_records[-1]["record"]
     covered = [
         {"path": d["path"], "sha256": d["sha256"], "record": last_label, "imprint": latest.get("imprint")}
@@ -314,8 +264,115 @@ def run_verification(
         "documents": documents,
         "records": report_records,
         "covered": covered,
-        "verifiers": {"rfc3161-client": fz._software()["rfc3161-client"], "openssl": tsp.openssl_version()},
+        "verifiers": {"rfc3161-client": fz.software()["rfc3161-client"], "openssl": tsp.openssl_version()},
     }
+
+
+def _base_record(freeze_path: Path, allow_test_authority: bool) -> dict:
+    """The base freeze record; refused when absent, of another format, or a test freeze not allowed here."""
+    record_file = freeze_path / fz.RECORD["freeze"]
+    if not record_file.is_file():
+        raise UserError(
+            f"{record_file}: no freeze record; run 'paired-rollouts prereg freeze' (or freeze-local) "
+            "or point --freeze at the folder holding freeze.json"
+        )
+    base = read_json(record_file)
+    if base.get("format") != fz.FORMAT or base.get("kind") != "freeze":
+        raise UserError(f"{record_file}: not a {fz.FORMAT} freeze record; restore it from version control")
+    if base.get("test_authority") and not allow_test_authority:
+        raise UserError(
+            f"{record_file}: this freeze was made against the local TEST authority (test_authority: true), "
+            "which proves nothing about when the protocol was fixed; make the real freeze against public TSAs "
+            "(docs/prereg.md) or pass --allow-test-authority for the cpu stand-in run"
+        )
+    return base
+
+
+def _amendment_records(freeze_path: Path, amendments: int | None) -> list[tuple[str, Path, dict]]:
+    """The amendments to verify, numbered 001.. without gaps (the first ``amendments`` of them if given)."""
+    present = fz.list_amendments(freeze_path)
+    if amendments is not None:
+        if amendments < 0:
+            raise UserError(f"--amendments {amendments}: give the number of amendments to verify (0 or more)")
+        if len(present) < amendments:
+            raise UserError(
+                f"{freeze_path / fz.AMENDMENTS}: {len(present)} amendment(s) present, {amendments} required; "
+                "make the missing amendment ('paired-rollouts prereg amend', docs/prereg.md#amendments)"
+            )
+        present = present[:amendments]
+    records = []
+    for number, folder in enumerate(present, start=1):
+        if folder.name != f"{number:03d}":
+            raise UserError(f"{folder}: amendments must be numbered 001, 002, ... without gaps; restore them")
+        amendment_file = folder / fz.RECORD["amendment"]
+        if not amendment_file.is_file():
+            raise UserError(f"{amendment_file}: amendment record missing; {REFREEZE}")
+        records.append(("amendment", folder, read_json(amendment_file)))
+    return records
+
+
+def _check_chain(records: list[tuple[str, Path, dict]], root: Path, echo, failures: list[str]) -> list[dict]:
+    """Every record verified, each amendment chained to the previous imprint; the report's `records`."""
+    base = records[0][2]
+    report_records = []
+    previous_imprint = None
+    for kind, folder, record in records:
+        if record.get("test_authority") != base.get("test_authority"):
+            failures.append(f"{folder}: test_authority differs from the base freeze; {REFREEZE}")
+        if (
+            kind == "amendment"
+            and record.get("amendment", {}).get("previous", {}).get("imprint") != previous_imprint
+        ):
+            failures.append(
+                f"{folder / fz.RECORD[kind]}: does not chain to the previous record's imprint; {REFREEZE}"
+            )
+        try:
+            result = verify_record(folder, root, kind, record, {})
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise UserError(
+                f"{folder / fz.RECORD[kind]}: malformed record ({exc.__class__.__name__}: {exc}); {REFREEZE}"
+            ) from exc
+        failures.extend(result["failures"])
+        label = "freeze" if kind == "freeze" else f"amendments/{folder.name}"
+        for row in result["tokens"] if echo is not None else ():
+            verdicts = " ".join(
+                f"{k}={'OK' if row.get(k, {}).get('ok') else 'FAIL'}" for k in ("rfc3161_client", "openssl")
+            )
+            echo(
+                f"{label}: {row['name']} <{row['url']}> genTime {row['gen_time']} serial {row['serial']} "
+                f"TSA '{row['tsa_subject']}' {verdicts}"
+            )
+        report_records.append(
+            {"record": label, "imprint": record.get("imprint"), "kind": kind, "tokens": result["tokens"]}
+        )
+        previous_imprint = record.get("imprint")
+    return report_records
+
+
+def _check_documents(latest: dict, root: Path, failures: list[str]) -> list[dict]:
+    """The last record's documents against their current bytes."""
+    documents = []
+    for doc in latest.get("documents", []):
+        path = root / doc["path"]
+        if not path.is_file():
+            failures.append(f"{path}: frozen document missing; restore it (git checkout -- {doc['path']})")
+            documents.append({**doc, "matches": False})
+            continue
+        actual = sha256_bytes(path.read_bytes())
+        if actual != doc["sha256"]:
+            failures.append(
+                f"{path}: SHA-256 {actual} differs from the frozen {doc['sha256']}; the protocol changed after "
+                "the freeze - restore the frozen text (git checkout) or record the change with 'prereg amend'"
+            )
+        documents.append(
+            {
+                "path": doc["path"],
+                "sha256": doc["sha256"],
+                "actual_sha256": actual,
+                "matches": actual == doc["sha256"],
+            }
+        )
+    return documents
 
 
 def require_covered(verification: str | os.PathLike, document: str | os.PathLike) -> Covered:

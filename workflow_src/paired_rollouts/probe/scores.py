@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from paired_rollouts.design import parse_conditions, parse_run
 from paired_rollouts.errors import UserError
 from paired_rollouts.probe.evidence import plain, save_evidence, scaled_gram, vector_gram
 from paired_rollouts.settings import Settings
@@ -376,7 +377,6 @@ def _sequence_ratio(ratio: Any, n: int) -> list[float]:
 
 def probe_checkpoint_cli(args: Any) -> int:
     """``paired-rollouts probe checkpoint``: one checkpoint in its own process (one generation engine)."""
-    from paired_rollouts.design import parse_conditions, parse_run
     from paired_rollouts.evaluation.rollout import PolicyRunner
     from paired_rollouts.io import atomic_write_json, load_settings
     from paired_rollouts.training import checkpoints as ckpt

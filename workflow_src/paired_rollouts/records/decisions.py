@@ -45,13 +45,6 @@ def is_text(v: Any) -> bool:
     return isinstance(v, str)
 
 
-def decided_by_tier1(condition: str) -> bool:
-    """Tier 1 decides its noisy conditions (C2, C4): those of ``design.TIER1`` whose noise kind has
-    registered hypotheses."""
-    paper = design.PAPER_CONDITIONS.get(condition)
-    return condition in design.TIER1 and paper is not None and paper.kind in design.TIER1_HYPOTHESES
-
-
 # ---------------------------------------------------------------- hypothesis blocks
 
 
@@ -344,7 +337,7 @@ class DecisionRegister:
         return values
 
     def _check(self, at: At) -> None:
-        if self.comparison is None and not decided_by_tier1(self.condition):
+        if self.comparison is None and self.condition not in design.decided_comparisons():
             raise UserError(
                 f"{at.path}: key 'condition' is {self.condition!r}; tier 1's decision registers are for the "
                 "conditions it decides (C2, C4); a tier's register names its 'comparison'"

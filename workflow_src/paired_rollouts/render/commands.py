@@ -102,7 +102,11 @@ def register(subparsers) -> None:
     )
     document.add_argument("--profile", required=True, help="the Snakemake profile (cpu, h100, mi300x)")
     document.add_argument("--scale", required=True, help="scale label (stand-in, paper)")
-    document.add_argument("--commit", required=True, help="git commit the pipeline ran from")
+    document.add_argument(
+        "--commit",
+        default=None,
+        help="git commit shown on the title page (default: this checkout's, read now)",
+    )
     document.add_argument(
         "--comparison", default=None, help="RESULTS/comparison.json: opens with a summary page"
     )
@@ -141,6 +145,22 @@ def _figure(args) -> int:
     return 0
 
 
+def _checkout_commit() -> str:
+    """The checkout's commit (12 hex digits, "-dirty" with uncommitted tracked edits), read when the document
+    is compiled; "unknown" outside a git checkout."""
+    import subprocess
+
+    def git(*command: str) -> str:
+        return subprocess.run(["git", *command], capture_output=True, text=True, check=True).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short=12", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("-dirty" if dirty else "")
+
+
 def _document(args) -> int:
     from paired_rollouts.render import document
 
@@ -150,7 +170,7 @@ def _document(args) -> int:
         Path(args.verification),
         args.profile,
         args.scale,
-        args.commit,
+        args.commit or _checkout_commit(),
         Path(args.out),
         strict=args.strict,
         decisions=[Path(d) for d in args.decisions],

@@ -417,8 +417,17 @@ def _probe_decomposition(fig, inputs: Inputs, scale: str) -> None:
     fig.suptitle(f"Gradient-probe trace decomposition (within / between groups) -- {scale} scale", fontsize=9)
 
 
-_REGISTERS = KeySpec("run registers results/runs/RUN/register.json (the condition's runs and the C0 runs)")
-_CURVES = KeySpec("curves registers results/curves/CONDITION.json (the condition's and C0's)")
+# Each key names its files as a look-up on the scale's Layout, so one input function (rules/common.smk)
+# serves every figure.
+_REGISTERS = KeySpec(
+    "run registers results/runs/RUN/register.json (the condition's runs and the C0 runs)",
+    files=lambda layout: layout.files(layout.register),
+)
+_CURVES = KeySpec(
+    "curves registers results/curves/CONDITION.json (the condition's and C0's)",
+    files=lambda layout: layout.curves_files(),
+)
+_PROBE = KeySpec("probe registers results/probe/TRAJECTORY.json", files=lambda layout: layout.probe_files())
 
 # ---------------------------------------------------------------- surrogate beside the paper
 
@@ -486,21 +495,30 @@ FIGURES: dict[str, FigureSpec] = {
         "luck_share",
         "Luck share (share of outcome variance due to the fault schedule) by "
         "diagnostic checkpoint, with 95 % task-bootstrap intervals",
-        {"luck": KeySpec("luck-share files results/diagnostics/RUN/luck-stepN.json")},
+        {
+            "luck": KeySpec(
+                "luck-share files results/diagnostics/RUN/luck-stepN.json",
+                files=lambda layout: layout.files(layout.luck_files),
+            )
+        },
         _luck_share,
     ),
     "spurious_variance": FigureSpec(
         "spurious_variance",
         "Observed spurious-variance rates among all-correct "
         "training groups against the closed form for independent grader flips",
-        {"group_stats": KeySpec("results/runs/RUN/group_stats.json")},
+        {
+            "group_stats": KeySpec(
+                "results/runs/RUN/group_stats.json", files=lambda layout: layout.files(layout.group_stats)
+            )
+        },
         _spurious,
     ),
     "probe_ratios": FigureSpec(
         "probe_ratios",
         "Gradient-probe variance ratios (paired over independent) by "
         "checkpoint, for outcome and transition noise",
-        {"probe": KeySpec("probe registers results/probe/TRAJECTORY.json")},
+        {"probe": _PROBE},
         _probe_ratios,
     ),
     "surrogate_curves": FigureSpec(
@@ -508,14 +526,24 @@ FIGURES: dict[str, FigureSpec] = {
         "Learning curves of this scale (mean over seeds per arm, solid) beside the paper's "
         "published curves (Qwen3.5-2B, mean of 3 seeds, dashed): C2 validation under tool faults, C2 recovery "
         "challenge, C4 clean validation; 'clean' is the C0 reference trained without noise",
-        {"curves": _CURVES, "published_curves": KeySpec("data/published/curves.yaml", many=False)},
+        {
+            "curves": _CURVES,
+            "published_curves": KeySpec(
+                "data/published/curves.yaml", many=False, files=lambda layout: [layout.published_curves()]
+            ),
+        },
         _surrogate_curves,
     ),
     "final_success": FigureSpec(
         "final_success",
         "Final test success per set, arm and seed (paper figure 3): bars "
         "are the mean over seeds, dots single seeds",
-        {"decisions": KeySpec("decision registers results/decisions/{c2,c4}.json")},
+        {
+            "decisions": KeySpec(
+                "decision registers results/decisions/{c2,c4}.json",
+                files=lambda layout: layout.decision_files(),
+            )
+        },
         _final_success,
     ),
     "dose_response": FigureSpec(
@@ -523,7 +551,12 @@ FIGURES: dict[str, FigureSpec] = {
         "Paired-minus-independent AUC gap (95% paired bootstrap "
         "interval) for every condition, ordered by the mean step-0 luck share of its "
         "runs; crosses mark incomplete comparisons",
-        {"decisions": KeySpec("decision registers of tier 1 and the tiers")},
+        {
+            "decisions": KeySpec(
+                "decision registers of tier 1 and the tiers",
+                files=lambda layout: layout.decision_files() + layout.tier_decision_files(),
+            )
+        },
         _dose_response,
     ),
     "probe_decomposition": FigureSpec(
@@ -531,7 +564,7 @@ FIGURES: dict[str, FigureSpec] = {
         "Gradient-probe trace decomposition (paper figure 5): "
         "within-group and between-group parts of the MC covariance trace per "
         "checkpoint and design",
-        {"probe": KeySpec("probe registers results/probe/TRAJECTORY.json")},
+        {"probe": _PROBE},
         _probe_decomposition,
     ),
 }

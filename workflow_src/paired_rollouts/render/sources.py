@@ -10,9 +10,10 @@ registers only (no episode records) and computes no statistics.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from paired_rollouts import design, records
 from paired_rollouts.errors import UserError
@@ -25,6 +26,9 @@ from paired_rollouts.records import (
     RunRegister,
     SeedPair,
 )
+
+if TYPE_CHECKING:
+    from paired_rollouts.layout import Layout
 
 # ---------------------------------------------------------------- --input KEY=PATH
 
@@ -50,6 +54,8 @@ class KeySpec:
     description: str
     required: bool = True
     many: bool = True
+    # the workflow's files for the key: a look-up on the scale's Layout (rules/common.smk render_inputs)
+    files: Callable[[Layout], list[str]] | None = None
 
 
 class Inputs:
@@ -88,7 +94,7 @@ class Inputs:
 def condition_rank(condition: str) -> tuple[int, int, str]:
     """Tables list tier 1's decided conditions first (C2, C4, in design order), then tier 1's other
     conditions (the clean reference C0), then any other condition (a registered tier's) by name."""
-    decided = [c for c in design.TIER1 if records.decided_by_tier1(c)]
+    decided = list(design.decided_comparisons())
     if condition in decided:
         return (0, decided.index(condition), condition)
     if condition in design.TIER1:

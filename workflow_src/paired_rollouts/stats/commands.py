@@ -118,7 +118,7 @@ def _completeness(args: argparse.Namespace) -> int:
 
 
 def _decide(args: argparse.Namespace) -> int:
-    from paired_rollouts.design import Comparison, parse_conditions
+    from paired_rollouts.design import Comparison, decided_comparisons, parse_conditions
     from paired_rollouts.io import atomic_write_json
     from paired_rollouts.prereg.rules import load_rules
     from paired_rollouts.records import read_pool_manifest
@@ -142,9 +142,10 @@ def _decide(args: argparse.Namespace) -> int:
             tuple(args.seeds or ()),
             2,
         )
-    elif args.condition.upper() not in ("C2", "C4"):
+    elif args.condition.upper() not in decided_comparisons():
         raise UserError(
-            f"--condition {args.condition}: tier 1 decides C2 and C4; give --comparison for a tier"
+            f"--condition {args.condition}: tier 1 decides {' and '.join(decided_comparisons())}; "
+            "give --comparison for a tier"
         )
     complete, luck = load_inputs(args.complete, args.luck)
     sources = [p for p in [*args.episodes, *args.reference_episodes] if p]
@@ -200,26 +201,21 @@ def _predictions(args: argparse.Namespace) -> int:
 
 def _run_register(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.layout import Layout
     from paired_rollouts.stats.run_register import build_register
 
     if (args.run_dir is None) == (args.runs is None):
+        raise UserError("give either --run-dir DIR (one run) or --runs RUN ..., not both")
+    run_dirs = (
+        [args.run_dir]
+        if args.run_dir is not None
+        else [Layout(str(args.results)).run_dir(r) for r in args.runs]
+    )
+    if len(args.out or ()) != len(run_dirs):
         raise UserError(
-            "give either --run-dir DIR --out FILE (one run) or --runs RUN ... "
-            "(each run's results/runs/RUN/register.json), not both"
+            f"--out names {len(args.out or ())} file(s) for {len(run_dirs)} run(s); give one register file per run"
         )
-    if args.run_dir is not None:
-        if args.out is None:
-            raise UserError("--run-dir needs --out (e.g. results/runs/RUN/register.json)")
-        targets = [(args.run_dir, args.out)]
-    else:
-        if args.out is not None:
-            raise UserError(
-                "--out goes with --run-dir; with --runs each register is written "
-                "to results/runs/RUN/register.json"
-            )
-        targets = [
-            (args.results / "runs" / run, args.results / "runs" / run / "register.json") for run in args.runs
-        ]
+    targets = list(zip(run_dirs, args.out, strict=True))
     # Several runs in one process (a surrogate-scale job covers a chunk of an arm's seeds): every register
     # is built before any is written, so a bad run leaves no register of its chunk half-updated.
     built = [(build_register(run_dir, args.results), out) for run_dir, out in targets]
@@ -343,15 +339,20 @@ def register(subparsers) -> None:
         "files its completeness record lists.",
         epilog="Output shape: docs/records.md section 3.1.",
     )
-    p.add_argument("--run-dir", type=Path, default=None, help="results/runs/RUN (one run; with --out)")
+    p.add_argument("--run-dir", type=Path, default=None, help="results/runs/RUN (one run)")
     A.add_results_root(p, "results root (default: results)")
-    p.add_argument("--out", type=Path, default=None, help="results/runs/RUN/register.json (with --run-dir)")
     p.add_argument(
         "--runs",
         nargs="+",
         default=None,
-        help="run names, e.g. c2-paired-s0 c2-paired-s1: each run's register in one process, "
-        "written to RESULTS/runs/RUN/register.json",
+        help="run names, e.g. c2-paired-s0 c2-paired-s1: each run's register in one process",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="results/runs/RUN/register.json: one file per run (--run-dir or --runs, in order)",
     )
     p.set_defaults(handler=_run_register)
 

@@ -1,4 +1,4 @@
-"""Learning curves: AUC, steps-to-threshold, episode summaries and run-name parsing.
+"""Learning curves: AUC, steps-to-threshold and episode summaries.
 
 The AUC is a normalised trapezoid so that runs evaluated at different step grids (paper: 0..100 by
 20; stand-in: 0..8 by 4) give numbers on the same 0-1 scale as the curve itself.
@@ -11,14 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
-
-
-def parse_run_name(run: str) -> dict[str, Any]:
-    """``c2-paired-s0`` -> {condition: "C2", arm: "paired", seed: 0, scaling: "group"} (design.parse_run)."""
-    ident = parse_run(run)
-    return {"condition": ident.condition, "arm": ident.arm, "seed": ident.seed, "scaling": ident.scaling}
 
 
 def auc_weights(steps: Sequence[float]) -> np.ndarray:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
-from paired_rollouts.stats.curves import parse_run_name
 
 if TYPE_CHECKING:
     from paired_rollouts.records import GroupStats
@@ -108,7 +108,7 @@ def group_statistics(
             f"{source}: records of several runs {sorted(map(str, runs))}; one groups.jsonl per run"
         )
     run = str(next(iter(runs)))
-    ident = parse_run_name(run)
+    ident = parse_run(run)
     defects: list[dict[str, Any]] = []
     sizes = set()
     zero = all_correct = spurious = 0
@@ -155,9 +155,9 @@ def group_statistics(
     steps = sorted(by_step)
     return {
         "run": run,
-        "condition": ident["condition"],
-        "arm": ident["arm"],
-        "seed": ident["seed"],
+        "condition": ident.condition,
+        "arm": ident.arm,
+        "seed": ident.seed,
         "source": source,
         "source_sha256": source_sha256,
         "groups": n,
@@ -176,7 +176,7 @@ def group_statistics(
             if q is not None
             else None
         ),
-        "seed_sharing": seed_sharing(records, ident["arm"]),
+        "seed_sharing": seed_sharing(records, ident.arm),
         "by_step": [{"step": s, **by_step[s]} for s in steps],
         "defects": defects,
     }

@@ -76,9 +76,10 @@ def _power(
 
 
 def power_table(args: Any, progress: bool = False) -> dict[str, Any]:
+    from paired_rollouts.design import decided_comparisons
     from paired_rollouts.io import sha256_file
     from paired_rollouts.prereg.rules import DecisionRules, load_rules
-    from paired_rollouts.records import decided_by_tier1, read_decision_register
+    from paired_rollouts.records import read_decision_register
     from paired_rollouts.stats.decisions import hypothesis_h2, hypothesis_h3, hypothesis_h5
 
     rules = load_rules(args.rules)
@@ -91,7 +92,7 @@ def power_table(args: Any, progress: bool = False) -> dict[str, Any]:
     for path in args.decisions:
         register = read_decision_register(path)
         condition = register.condition
-        if not decided_by_tier1(condition) or not register.seed_pairs:
+        if condition not in decided_comparisons() or not register.seed_pairs:
             raise UserError(f"{path}: not a decision register with admitted seed pairs; run the decide stage")
         sources[str(path)] = sha256_file(path)
         pairs = _admitted_pairs(path, register)

@@ -111,18 +111,18 @@ def run_one(
 ) -> dict[str, Any]:
     """Train, evaluate and diagnose one run; returns the manifest."""
     from paired_rollouts.backoffice.tasks import load_pool, select_tasks
-    from paired_rollouts.design import PAPER_CONDITIONS, PERIODIC_REGIMES
+    from paired_rollouts.design import PAPER_CONDITIONS, PERIODIC_REGIMES, parse_run
     from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows, final_regimes, roll_rows
     from paired_rollouts.surrogate.policy import parameter_names
     from paired_rollouts.surrogate.rollout import SurrogateRunner
     from paired_rollouts.surrogate.trainer import Adam, train_step
     from paired_rollouts.training.inputs import check_pools
     from paired_rollouts.training.register import episode_record
-    from paired_rollouts.training.rows import build_rows, run_id, training_noise
+    from paired_rollouts.training.rows import build_rows, training_noise
 
     began = time.perf_counter()
     conditions = conditions if conditions is not None else dict(PAPER_CONDITIONS)
-    ident = run_id(run, conditions)
+    ident = parse_run(run, conditions)
     condition, arm, seed = ident.condition, ident.arm, ident.seed
     spec = conditions[condition]
     pool_hashes = check_pools(tasks_dir)

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from paired_rollouts.design import PAPER_CONDITIONS, parse_run
 from paired_rollouts.io import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
 from paired_rollouts.settings import Settings
 from paired_rollouts.training import checkpoints as ckpt
@@ -36,7 +37,7 @@ from paired_rollouts.training.provenance import (
     versions,
 )
 from paired_rollouts.training.register import GROUPS, TRAIN_EPISODES, Register
-from paired_rollouts.training.rows import build_rows, parse_run, training_noise
+from paired_rollouts.training.rows import build_rows, training_noise
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,8 @@ def run_training(
 ) -> dict[str, Any]:
     """Train one run (or resume it). ``stop_after`` ends the job after that many steps (tests: a 'kill').
     ``conditions``: the design's conditions (default: the paper's)."""
-    condition, arm, seed = parse_run(run, conditions)
+    ident = parse_run(run, conditions if conditions is not None else PAPER_CONDITIONS)
+    condition, arm, seed = ident.condition, ident.arm, ident.seed
     check_verification(verification)
     pool_hashes = check_pools(tasks_dir)
     model_path = check_model(model_dir)

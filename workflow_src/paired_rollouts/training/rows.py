@@ -10,28 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from paired_rollouts import design
-from paired_rollouts.errors import UserError
 from paired_rollouts.training import chat
-
-
-def parse_run(name: str, conditions: dict[str, design.Condition] | None = None) -> tuple[str, str, int]:
-    """``c2-paired-s0`` -> ("C2", "paired", 0) (design.parse_run; the scaling is in ``run_id``)."""
-    run = run_id(name, conditions)
-    return run.condition, run.arm, run.seed
-
-
-def run_id(name: str, conditions: dict[str, design.Condition] | None = None) -> design.RunId:
-    """The run's identity; refuses names outside the grammar and conditions the design does not define."""
-    known = conditions if conditions is not None else design.PAPER_CONDITIONS
-    try:
-        run = design.parse_run(name, conditions=list(known))
-    except UserError as exc:
-        raise UserError(f"--run {name!r}: {exc}") from None
-    if (known[run.condition].kind == "clean") != (run.arm == "clean"):
-        raise UserError(
-            f"--run {name!r}: a clean condition goes with arm 'clean', a noisy one with the others"
-        )
-    return run
 
 
 def training_noise(condition: str, arm: str, conditions: dict[str, design.Condition] | None = None) -> Any:

@@ -7,8 +7,9 @@ carries (LaTeX caption, HTML page) is the registry's, so each table has exactly 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paired_rollouts.errors import UserError
 from paired_rollouts.render import format as fmt
@@ -25,15 +26,31 @@ from paired_rollouts.render.tables.runs import constant_reward_table, cross_stac
 from paired_rollouts.render.tables.surrogate import calibration_table, power_table
 from paired_rollouts.render.tables.tiers import tier_comparisons_table
 
-_DECISIONS = KeySpec("decision registers results/decisions/{c2,c4}.json")
-_PROBE = KeySpec("probe registers results/probe/TRAJECTORY.json")
+if TYPE_CHECKING:
+    from paired_rollouts.layout import Layout
+
+# Each key names its files as a look-up on the scale's Layout, so one input function (rules/common.smk)
+# serves every table.
+_DECISIONS = KeySpec(
+    "decision registers results/decisions/{c2,c4}.json", files=lambda layout: layout.decision_files()
+)
+_PROBE = KeySpec("probe registers results/probe/TRAJECTORY.json", files=lambda layout: layout.probe_files())
 _PUBLISHED = KeySpec(
     "data/published/paper.yaml: the paper's values, shown under the reproduced ones",
     required=False,
     many=False,
+    files=lambda layout: [layout.published],
 )
 _REGISTERS = "run registers results/runs/RUN/register.json"
-_CURVES = KeySpec("curves registers results/curves/CONDITION.json (the arms' means over their seeds)")
+_CURVES = KeySpec(
+    "curves registers results/curves/CONDITION.json (the arms' means over their seeds)",
+    files=lambda layout: layout.curves_files(),
+)
+
+
+def _decision(name: str) -> Callable[[Layout], list[str]]:
+    return lambda layout: [layout.decision(name)]
+
 
 TABLES: dict[int, TableSpec] = {
     spec.number: spec
@@ -41,7 +58,12 @@ TABLES: dict[int, TableSpec] = {
         TableSpec(
             1,
             "Run matrix",
-            {"manifests": KeySpec("run manifests results/runs/RUN/manifest.json")},
+            {
+                "manifests": KeySpec(
+                    "run manifests results/runs/RUN/manifest.json",
+                    files=lambda layout: layout.files(layout.manifest),
+                )
+            },
             run_matrix_table,
         ),
         TableSpec(
@@ -49,11 +71,14 @@ TABLES: dict[int, TableSpec] = {
             "Registered outcomes",
             {
                 "decisions": _DECISIONS,
-                "probe": KeySpec("probe registers (H1b)", required=False),
+                "probe": KeySpec(
+                    "probe registers (H1b)", required=False, files=lambda layout: layout.probe_files()
+                ),
                 "rules": KeySpec(
                     "prereg/decision_rules.yaml (hash checked against the registers)",
                     required=False,
                     many=False,
+                    files=lambda layout: [layout.decision_rules],
                 ),
             },
             registered_outcomes_table,
@@ -61,14 +86,20 @@ TABLES: dict[int, TableSpec] = {
         TableSpec(
             3,
             "C2 primary endpoints by seed",
-            {"decisions": KeySpec("the C2 decision register"), "published": _PUBLISHED},
+            {
+                "decisions": KeySpec("the C2 decision register", files=_decision("c2")),
+                "published": _PUBLISHED,
+            },
             c2_primary_table,
         ),
         TableSpec(
             4,
             "C4 primary endpoints by seed",
             {
-                "decisions": KeySpec("the C4 decision register (its secondary block holds the C0 reference)"),
+                "decisions": KeySpec(
+                    "the C4 decision register (its secondary block holds the C0 reference)",
+                    files=_decision("c4"),
+                ),
                 "published": _PUBLISHED,
             },
             c4_primary_table,
@@ -79,7 +110,9 @@ TABLES: dict[int, TableSpec] = {
             "Registered numeric predictions and outcomes (tier 1)",
             {
                 "predictions": KeySpec(
-                    "the predictions register results/<scale>/decisions/predictions.json", many=False
+                    "the predictions register results/<scale>/decisions/predictions.json",
+                    many=False,
+                    files=lambda layout: [layout.predictions("study")],
                 ),
             },
             predictions_table,
@@ -87,22 +120,31 @@ TABLES: dict[int, TableSpec] = {
         TableSpec(
             7,
             "C2 secondary endpoints",
-            {"decisions": KeySpec("the C2 decision register (its secondary block)")},
+            {"decisions": KeySpec("the C2 decision register (its secondary block)", files=_decision("c2"))},
             c2_secondary_table,
         ),
         TableSpec(
             8,
             "Policies trained with grader noise (C4) under tool faults",
-            {"registers": KeySpec(f"{_REGISTERS} (each run's final sets)"), "curves": _CURVES},
+            {
+                "registers": KeySpec(
+                    f"{_REGISTERS} (each run's final sets)",
+                    files=lambda layout: layout.files(layout.register),
+                ),
+                "curves": _CURVES,
+            },
             fault_robustness_table,
         ),
         TableSpec(
             9,
             "Validation curves of one seed pair",
             {
-                "registers": KeySpec(f"{_REGISTERS} of the seed pair"),
+                "registers": KeySpec(
+                    f"{_REGISTERS} of the seed pair", files=lambda layout: layout.first_pair_registers("C2")
+                ),
                 "curves": KeySpec(
-                    "curves registers results/curves/CONDITION.json (the pair's differences, 'pairs')"
+                    "curves registers results/curves/CONDITION.json (the pair's differences, 'pairs')",
+                    files=lambda layout: [layout.curves("c2")],
                 ),
             },
             seed_pair_curves_table,
@@ -115,9 +157,12 @@ TABLES: dict[int, TableSpec] = {
             10,
             "Constant-reward groups and spurious variance in training",
             {
-                "group_stats": KeySpec("results/runs/RUN/group_stats.json"),
+                "group_stats": KeySpec(
+                    "results/runs/RUN/group_stats.json", files=lambda layout: layout.files(layout.group_stats)
+                ),
                 "curves": KeySpec(
-                    "curves registers results/curves/CONDITION.json (each arm's pooled 'group_stats')"
+                    "curves registers results/curves/CONDITION.json (each arm's pooled 'group_stats')",
+                    files=lambda layout: layout.curves_files(),
                 ),
             },
             constant_reward_table,
@@ -129,6 +174,7 @@ TABLES: dict[int, TableSpec] = {
                 "cross_stack": KeySpec(
                     "the cross-stack register results/cross_stack.json (paired-rollouts cross-stack)",
                     many=False,
+                    files=lambda layout: [layout.cross_stack()],
                 )
             },
             cross_stack_table,
@@ -145,19 +191,37 @@ TABLES: dict[int, TableSpec] = {
         TableSpec(
             13,
             "Power of the registered rules by design size",
-            {"power": KeySpec("results/<scale>/decisions/power.json", many=False)},
+            {
+                "power": KeySpec(
+                    "results/<scale>/decisions/power.json",
+                    many=False,
+                    files=lambda layout: [layout.power_file()],
+                )
+            },
             power_table,
         ),
         TableSpec(
             14,
             "Surrogate calibration to the paper's step-0 agent",
-            {"calibration": KeySpec("results/<scale>/models/surrogate/calibration.json", many=False)},
+            {
+                "calibration": KeySpec(
+                    "results/<scale>/models/surrogate/calibration.json",
+                    many=False,
+                    files=lambda layout: [layout.calibration_file()],
+                )
+            },
             calibration_table,
         ),
         TableSpec(
             15,
             "Registered predictions with the later tiers",
-            {"predictions": KeySpec("results/<scale>/decisions/tiers/predictions.json", many=False)},
+            {
+                "predictions": KeySpec(
+                    "results/<scale>/decisions/tiers/predictions.json",
+                    many=False,
+                    files=lambda layout: [layout.predictions("tiers")],
+                )
+            },
             tier_predictions_table,
         ),
         TableSpec(
@@ -165,7 +229,8 @@ TABLES: dict[int, TableSpec] = {
             "Registered tiers: treatment minus control by comparison",
             {
                 "decisions": KeySpec(
-                    "decision registers of tier 1 and of the tiers (results/<scale>/decisions/tiers/*.json)"
+                    "decision registers of tier 1 and of the tiers (results/<scale>/decisions/tiers/*.json)",
+                    files=lambda layout: layout.decision_files() + layout.tier_decision_files(),
                 )
             },
             tier_comparisons_table,
