@@ -86,7 +86,7 @@ def test_a_failing_stage_turns_the_report_red(tmp_path: Path) -> None:
     checks = gpu_check.verify(
         tmp_path,
         {"prepare": {"rc": 0, "vision_language_source": True}, "train": {"rc": 1}},
-        {"backend": "vllm", "eval_tasks": 1},
+        {"backend": "vllm", "device": "cuda", "eval_tasks": 1},
     )
     assert not all(checks.values())
     assert checks["prepare_exit_0"] and not checks["train_exit_0"] and not checks["probe_summaries"]
