@@ -38,7 +38,7 @@ SHARED_MODULES = {
     "training": ["settings.py", "settings_fields.py"],
     "surrogate": ["settings.py", "settings_fields.py", "layout.py", "records"],
     "stats": ["settings.py", "settings_fields.py", "layout.py", "records"],
-    "probe": ["settings.py", "settings_fields.py"],
+    "probe": ["settings.py", "settings_fields.py", "records"],
     "render": ["records"],
     "calibration": ["records"],
     "compare": ["layout.py", "records"],
@@ -90,10 +90,6 @@ def run_settings(wildcards):
     if scaling != study.DEFAULT_SCALING:
         training["scale_rewards"] = scaling  # the H4 tier: TRL's scale_rewards from the run name
     return stage_settings("stack", "training", training=training)
-
-
-def probe_settings(wildcards):
-    return stage_settings("stack", "training", "evaluation", "diagnostics", "probe")
 
 
 def completeness_settings():

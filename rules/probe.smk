@@ -32,7 +32,7 @@ rule probe_checkpoint:
         conditions=CONDITIONS_JSON,
         run_dir=folder_of("run_manifest"),
         model=folder_of("model"),
-        settings=probe_settings,
+        settings=stage_settings("stack", "training", "evaluation", "diagnostics", "probe"),
     shell:
         "paired-rollouts probe checkpoint --run {params.run:q} --conditions {params.conditions:q} "
         "--run-dir {params.run_dir:q} --step {wildcards.step:q} "
@@ -55,7 +55,7 @@ rule probe:
         software_env()
     params:
         run=of_wildcards(LAYOUT.trajectory_run, "trajectory"),
-        settings=probe_settings,
+        settings=stage_settings("stack", "training", "evaluation", "diagnostics", "probe"),
     shell:
         "paired-rollouts probe assemble --trajectory {wildcards.trajectory:q} --run {params.run:q} "
         "--inputs {input.checkpoints:q} --settings {params.settings:q} --out {output:q} > {log:q} 2>&1"

@@ -101,7 +101,7 @@ def _check(node: Any, schema: Any, where: str, source: str) -> None:
         raise UserError(f"{source}: {where} must be a {kind if kind != 'tuple' else 'number'}, got {node!r}")
 
 
-def validate_decision_rules(rules: Any, source: str = "decision rules") -> dict:
+def validate_decision_rules(rules: Any, source: str = "decision rules") -> dict:  # noqa: C901 - one check per frozen rule, each with its own message
     """Check types and internal consistency; return a deep copy."""
     _check(rules, SCHEMA, "", source)
     if rules["schema_version"] != SCHEMA_VERSION:
@@ -293,7 +293,7 @@ PREDICTION_CHECKS: dict[str, dict[str, Any]] = {
 _RANGES = (("min", "max"), ("final_min", "final_max"), ("shrink_min", "shrink_max"))
 
 
-def _check_tier(node: Any, schema: Any, where: str, source: str) -> None:
+def _check_tier(node: Any, schema: Any, where: str, source: str) -> None:  # noqa: C901 - one check per leaf kind of the tier schema, each with its own message
     """`_check` plus the tier file's own leaf kinds: list[str], model bands and predictions."""
     if isinstance(schema, dict):
         _check_keys(node, schema, where, source, "amended")
@@ -330,7 +330,7 @@ def _check_tier(node: Any, schema: Any, where: str, source: str) -> None:
         _check(node, schema, where, source)
 
 
-def validate_tier_rules(rules: Any, source: str = "tier rules") -> dict:
+def validate_tier_rules(rules: Any, source: str = "tier rules") -> dict:  # noqa: C901 - one check per frozen tier rule, each with its own message
     """Check the amended tier rules' schema and internal consistency; return a deep copy."""
     _check_tier(rules, TIER_SCHEMA, "", source)
     if rules["schema_version"] != TIER_SCHEMA_VERSION:

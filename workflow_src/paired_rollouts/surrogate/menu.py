@@ -80,7 +80,7 @@ def _code(text: str) -> tuple[str | None, dict[str, Any] | None]:
     return text[start : text.index('"', start)], None
 
 
-def play(session: EpisodeSession, task: dict[str, Any], policy: Policy, rng: random.Random) -> list[Decision]:
+def play(session: EpisodeSession, task: dict[str, Any], policy: Policy, rng: random.Random) -> list[Decision]:  # noqa: C901 - the surrogate's hot loop, inlined: one branch per menu decision (docs/simulator.md#speed)
     """Run one episode on a session that has just been ``reset``; returns the decisions taken.
     The caller grades with ``session.finish_and_grade()``."""
     world = session.world

@@ -162,7 +162,7 @@ def check_chat_template(folder: Path, source: Path) -> str:
     )
 
 
-def prepare(
+def prepare(  # noqa: C901 - the snapshot's steps in order, each refusing with its own message
     source_arg: str, out: str | Path, *, chat_template: str = "check", max_shard_bytes: int = 5 << 30
 ) -> dict:
     """Write the text-only snapshot to ``out`` (atomically) and return its report (also ``prepared.json``)."""

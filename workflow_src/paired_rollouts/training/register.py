@@ -97,7 +97,7 @@ class Register:
             handle.flush()
             os.fsync(handle.fileno())
 
-    def __call__(
+    def __call__(  # noqa: C901 - TRL's reward hook: every group's rollouts recorded in one pass
         self,
         trainer: Any,
         inputs: list[dict[str, Any]],
