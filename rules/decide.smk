@@ -43,12 +43,16 @@ rule decide:
         reference_dirs=reference_eval_dirs,
         # the design's seeds: a hypothesis is decided only when every one of their pairs is admitted
         seeds=lambda wildcards: SCALE["seeds"][wildcards.condition.upper()],
+        # each complete.json must have been checked against the evidence these settings call for
+        settings=completeness_settings(),
+        conditions=CONDITIONS_JSON,
     shell:
         "paired-rollouts decide --condition {params.condition:q} --seeds {params.seeds:q} "
+        "--settings {params.settings:q} --conditions {params.conditions:q} "
         "--episodes {params.eval_dirs:q} "
         "--groups {input.groups:q} --luck {input.luck:q} --complete {input.complete:q} "
         "--reference-episodes {params.reference_dirs:q} --rules {input.rules:q} "
-        "--manifest {input.pool_manifest:q} --out {output:q} > {log:q} 2>&1"
+        "--verification {input.verification:q} --manifest {input.pool_manifest:q} --out {output:q} > {log:q} 2>&1"
 
 
 LEDGER += expand(rules.decide.benchmark, condition=LAYOUT.decision_conditions())
@@ -88,12 +92,14 @@ rule decide_tier:
         reference_dirs=reference_eval_dirs,
         seeds=of_comparison("seeds"),
         conditions=CONDITIONS_JSON,
+        settings=completeness_settings(),
     shell:
         "paired-rollouts decide --comparison {wildcards.comparison:q} --condition {params.condition:q} "
+        "--settings {params.settings:q} "
         "--arms {params.arms:q} --scaling {params.scaling:q} --conditions {params.conditions:q} "
         "--seeds {params.seeds:q} --episodes {params.eval_dirs:q} --groups {input.groups:q} --luck {input.luck:q} "
         "--complete {input.complete:q} --reference-episodes {params.reference_dirs:q} --rules {input.rules:q} "
-        "--manifest {input.pool_manifest:q} --out {output:q} > {log:q} 2>&1"
+        "--verification {input.verification:q} --manifest {input.pool_manifest:q} --out {output:q} > {log:q} 2>&1"
 
 
 # The registered predictions (amendment A2) judged on the registers: tier 1's alone for the study's

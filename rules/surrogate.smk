@@ -59,7 +59,8 @@ for _job, _runs in LAYOUT.surrogate_jobs().items():
             conditions=CONDITIONS_JSON,
         shell:
             "paired-rollouts surrogate arm --runs {params.runs:q} --tasks-dir {params.tasks_dir:q} "
-            "--calibration {input.calibration:q} --settings {params.settings:q} --results {params.results:q} "
+            "--calibration {input.calibration:q} --zero-shot {input.zero_shot:q} --settings {params.settings:q} "
+            "--results {params.results:q} "
             "--conditions {params.conditions:q} > {log:q} 2>&1"
 
     rule:

@@ -39,7 +39,8 @@ rule train:
         conditions=CONDITIONS_JSON,
     shell:
         "paired-rollouts train --run {wildcards.run:q} --tasks-dir {params.tasks_dir:q} --model-dir {params.model:q} "
-        "--verification {input.verification:q} --settings {params.settings:q} --conditions {params.conditions:q} "
+        "--verification {input.verification:q} --zero-shot {input.calibration:q} --settings {params.settings:q} "
+        "--conditions {params.conditions:q} "
         "--out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 

@@ -13,7 +13,7 @@ import pytest
 from paired_rollouts.cli import main
 from paired_rollouts.noise.seeds import eval_schedule_seed
 from records_fixtures import run_manifest
-from test_stats_decisions import _episode, checked, completeness, decide, make_pools, seed_matrix
+from test_stats_decisions import EXPECTED, _episode, checked, completeness, decide, make_pools, seed_matrix
 
 C2_HYPOTHESES = ("H1a", "H2a", "H3", "H5")
 RUNS = ["c2-paired-s0", "c2-independent-s0", "c2-paired-s1", "c2-independent-s1"]
@@ -257,6 +257,7 @@ def _api_decide(root: Path, cond: str, runs, edit) -> dict:
     import yaml
     from paired_rollouts.prereg.rules import rules_from_dict
     from paired_rollouts.records import read_pool_manifest
+    from paired_rollouts.stats.completeness import ExpectedEvidence
     from paired_rollouts.stats.decisions import decide as decide_api
     from paired_rollouts.stats.decisions import load_episodes, load_groups, load_inputs
 
@@ -276,6 +277,8 @@ def _api_decide(root: Path, cond: str, runs, edit) -> dict:
         luck=luck_in,
         complete=complete,
         expected_seeds=[0, 1],
+        design_evidence=lambda run: ExpectedEvidence.from_record(EXPECTED),
+        rules_verified=True,  # the edit is the point here: the numbers must move with the applied key
     )
 
 

@@ -4,8 +4,10 @@ Design (stand-in-like): periodic steps 0, 4, 8 on 2 validation tasks; final at s
 diagnostic at step 0 on 2 tasks x 4 schedules x 4 samples; 2 training steps x 2 prompts x 4 rollouts.
 """
 
+import contextlib
 import hashlib
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,24 @@ def _rules_text() -> str:
     )
     data["bootstrap"]["resamples"] = 2000
     return yaml.safe_dump(data)
+
+
+_VERIFIED: dict[str, Path] = {}
+
+
+def rules_verification() -> Path:
+    """A passing verification report (the local test authority) that covers ``rules.yaml`` with the bytes
+    the hand-built studies write; decide decides nothing on rules no report covers. Made once a session."""
+    if "report" not in _VERIFIED:
+        root = Path(tempfile.mkdtemp(prefix="verified-rules-"))
+        (root / "rules.yaml").write_text(_rules_text())
+        freeze, report = root / "freeze", root / "verification.json"
+        command = ["prereg", "freeze-local", "--out", str(freeze), "--root", str(root)]
+        assert main([*command, "--documents", "rules.yaml"]) == 0
+        command = ["prereg", "verify", "--freeze", str(freeze), "--root", str(root), "--allow-test-authority"]
+        assert main([*command, "--out", str(report)]) == 0
+        _VERIFIED["report"] = report
+    return _VERIFIED["report"]
 
 
 EXPECTED = {  # the hand-built study's evidence spelled out, as complete.json records it (--expected)
@@ -292,12 +312,23 @@ def luck(root: Path, run: str):
     return d / "luck-step0.json"
 
 
-def decide(root: Path, cond: str, runs, out_name="dec.json", complete=True, extra=(), seeds=("0", "1")):
+def decide(
+    root: Path,
+    cond: str,
+    runs,
+    out_name="dec.json",
+    complete=True,
+    extra=(),
+    seeds=("0", "1"),
+    design=True,
+    verified=True,
+):
     res = root / "results"
     args = [
         "decide",
         "--condition",
         cond,
+        *(["--expected", json.dumps(EXPECTED)] if design else []),
         "--episodes",
         *[str(res / "evals" / r) for r in runs],
         *(["--seeds", *seeds] if seeds is not None else []),
@@ -306,7 +337,8 @@ def decide(root: Path, cond: str, runs, out_name="dec.json", complete=True, extr
         "--luck",
         *[str(res / "diagnostics" / r / "luck-step0.json") for r in runs],
         "--rules",
-        str(root / "rules.yaml"),
+        "rules.yaml",  # as the workflow gives it: relative to the folder the verification covers
+        *(["--verification", str(rules_verification())] if verified else []),
         "--manifest",
         str(root / "data" / "tasks" / "MANIFEST.json"),
         "--out",
@@ -315,7 +347,8 @@ def decide(root: Path, cond: str, runs, out_name="dec.json", complete=True, extr
     ]
     if complete:
         args += ["--complete", *[str(res / "runs" / r / "complete.json") for r in runs]]
-    assert main(args) == 0
+    with contextlib.chdir(root):
+        assert main(args) == 0
     return json.loads((root / out_name).read_text())
 
 

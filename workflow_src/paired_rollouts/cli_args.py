@@ -19,6 +19,27 @@ def add_settings(parser: Parser, help: str = SETTINGS_HELP, *, required: bool = 
     parser.add_argument("--settings", required=required, default=None, help=help)
 
 
+def positive(text: str) -> int:
+    """An argparse type: an integer of at least 1 (a count of draws, pairs, resamples...)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def add_zero_shot_gate(parser: Parser) -> None:
+    """``--zero-shot``: the calibration register whose recomputed verdict gates training."""
+    parser.add_argument(
+        "--zero-shot",
+        default=None,
+        help="results/<scale>/calibration/zero_shot.json: training starts only if its verdict, recomputed "
+        "from its bands, is not a miss (the workflow always gives it)",
+    )
+
+
 def add_tasks_dir(
     parser: Parser,
     help: str = TASKS_DIR_HELP,

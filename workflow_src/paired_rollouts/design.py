@@ -305,6 +305,20 @@ def decided_comparisons() -> tuple[str, ...]:
     return tuple(c for c in TIER1 if PAPER_CONDITIONS[c].kind in TIER1_HYPOTHESES)
 
 
+# The treatment/control pairs a comparison is made of, and the suffix of its name.
+COMPARED_ARMS = (("paired", "independent"), ("blocking_paired", "blocking"))
+_ARMS_SUFFIX = {("paired", "independent"): "", ("blocking_paired", "blocking"): "-blocking"}
+
+
+def comparison_name(condition: str, treatment: str, control: str, scaling: str) -> str:
+    """The name of a comparison (c2, c4-scale_none, c2-blocking): condition, scaling, arms."""
+    if (treatment, control) not in _ARMS_SUFFIX:
+        pairs = ", ".join(" vs ".join(arms) for arms in COMPARED_ARMS)
+        raise UserError(f"arms {treatment} vs {control}: not a compared pair (the design's: {pairs})")
+    scale_part = "" if scaling == DEFAULT_SCALING else f"-scale_{scaling}"
+    return f"{condition.lower()}{scale_part}{_ARMS_SUFFIX[(treatment, control)]}"
+
+
 @dataclass(frozen=True)
 class Design:
     conditions: Mapping[str, Condition]
@@ -323,6 +337,8 @@ class Design:
         cells = []
         for name, seeds in block["seeds"].items():
             condition = _condition(conditions, name, f"{where}.seeds")
+            if not seeds:
+                raise UserError(f"{where}.seeds.{name}: no seeds; list at least one (e.g. [0, 1, 2])")
             cells.append(Cell(name, condition.default_arms(), DEFAULT_SCALING, tuple(seeds), 1))
         for index, raw in enumerate(block.get("tiers") or []):
             at = f"{where}.tiers[{index}]"
@@ -395,16 +411,12 @@ class Design:
             tiers[key] = min(tiers.get(key, cell.tier), cell.tier)
         out = []
         for (condition, scaling), by_arm in arms.items():
-            for treatment, control, suffix in (
-                ("paired", "independent", ""),
-                ("blocking_paired", "blocking", "-blocking"),
-            ):
+            for treatment, control in COMPARED_ARMS:
                 if treatment not in by_arm or control not in by_arm:
                     continue
                 seeds = tuple(sorted(by_arm[treatment] & by_arm[control]))
-                scale_part = "" if scaling == DEFAULT_SCALING else f"-scale_{scaling}"
-                name = f"{condition.lower()}{scale_part}{suffix}"
-                decided = not suffix and scaling == DEFAULT_SCALING and condition in decided_comparisons()
+                name = comparison_name(condition, treatment, control, scaling)
+                decided = name.upper() in decided_comparisons()
                 tier_of = 1 if decided and tiers[(condition, scaling)] == 1 else 2
                 hypotheses = TIER1_HYPOTHESES.get(self.condition(condition).kind, ()) if tier_of == 1 else ()
                 out.append(

@@ -10,6 +10,7 @@ the gate, and training does not start.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from paired_rollouts.errors import UserError
@@ -100,13 +101,72 @@ def build_register(
     }
 
 
+BAND_NAMES = ("clean_success", "luck_share")
+
+
+def band_status(band: dict[str, Any]) -> str:
+    """A band's status recomputed from what it achieved and its registered target (the status field as
+    written is never trusted): inside [low, high] or at least the minimum passes; not measurable fails."""
+    if not band.get("applies"):
+        return "not_applicable"
+    target, got = band.get("target") or {}, band.get("achieved")
+    if isinstance(got, bool) or not isinstance(got, (int, float)) or got != got:
+        return "fail"
+    if "low" in target and "high" in target:
+        ok = target["low"] <= got <= target["high"]
+    elif "at_least" in target:
+        ok = got >= target["at_least"] and not band.get("defects")
+    else:
+        return "fail"  # a band that applies without a target cannot be met
+    return "pass" if ok else "fail"
+
+
+def register_status(register: dict[str, Any]) -> str:
+    """The register's verdict from its bands: fail if a band fails or the design's bands are not all
+    there (an empty band list is a fail), pass if all pass, else not applicable."""
+    bands = register.get("bands") or []
+    names = [b.get("name") for b in bands]
+    if sorted(names) != sorted(BAND_NAMES):
+        return "fail"
+    statuses = {band_status(b) for b in bands}
+    if "fail" in statuses or (register.get("registered") and statuses != {"pass"}):
+        return "fail"
+    return "pass" if statuses == {"pass"} else "not_applicable"
+
+
 def check_register(register: dict[str, Any], source: str) -> None:
-    """One line naming the register and every missed band, when a band that applies is missed."""
+    """One line naming the register and every missed band, when a band that applies is missed, the
+    bands are not the design's, or a status written in the register is not its bands' recomputed one."""
     if not isinstance(register, dict) or register.get("format") != FORMAT or "bands" not in register:
         raise UserError(
             f"{source}: not a zero-shot calibration register ({FORMAT}); rerun 'calibrate zero-shot'"
         )
-    missed = [b for b in register["bands"] if b.get("applies") and b.get("status") != "pass"]
+    bands = register["bands"]
+    names = sorted(str(b.get("name")) for b in bands)
+    if names != sorted(BAND_NAMES):
+        raise UserError(
+            f"{source}: the register's bands are {names or 'none'}, the design's are {list(BAND_NAMES)}; "
+            "training does not start - rerun 'calibrate zero-shot'"
+        )
+    forged = [
+        f"{b['name']} says {b.get('status')}, its achieved value and band give {band_status(b)}"
+        for b in bands
+        if b.get("status") != band_status(b)
+    ]
+    forged += [
+        f"{b['name']} applies={b.get('applies')} but registered={register.get('registered')}"
+        for b in bands
+        if b.get("applies") != bool(register.get("registered"))
+    ]
+    overall = register_status(register)
+    if register.get("status") != overall:
+        forged.append(f"the register says {register.get('status')}, its bands give {overall}")
+    if forged:
+        raise UserError(
+            f"{source}: status not recomputable from its numbers ({'; '.join(forged)}); training does not "
+            "start - rerun 'calibrate zero-shot'"
+        )
+    missed = [b for b in bands if b.get("applies") and band_status(b) != "pass"]
     if missed:
         rules = register.get("rules", {}).get("path", "the tier rules")
         parts = []
@@ -123,6 +183,13 @@ def check_register(register: dict[str, Any], source: str) -> None:
             f"{source}: zero-shot calibration register ({rules} calibration) missed for {register['model']}: "
             f"{'; '.join(parts)}; training does not start - check the model and the environment"
         )
+
+
+def gate(path: str | Path) -> None:
+    """The training gate: the register at ``path`` read and its verdict recomputed (not its existence)."""
+    from paired_rollouts.records import read_zero_shot
+
+    check_register(read_zero_shot(path).raw, str(path))
 
 
 def describe(register: dict[str, Any]) -> list[str]:

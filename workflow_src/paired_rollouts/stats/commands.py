@@ -9,16 +9,6 @@ from paired_rollouts import cli_args as A
 from paired_rollouts.errors import UserError
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
-
-
 def _luck_share(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json, sha256_file
     from paired_rollouts.records import read_episodes
@@ -117,14 +107,34 @@ def _completeness(args: argparse.Namespace) -> int:
     return 0
 
 
+def _design_evidence(args: argparse.Namespace, conditions):
+    """run name -> the evidence the design calls for (--settings with the run's name, or --expected
+    spelled out for every run); None when neither is given."""
+    from paired_rollouts.io import load_settings
+    from paired_rollouts.settings import Settings
+    from paired_rollouts.stats.completeness import ExpectedEvidence
+
+    if args.settings is not None:
+        settings = Settings.parse(load_settings(args.settings))
+        return lambda run: ExpectedEvidence.of_run(run, settings, conditions)
+    if args.expected is not None:
+        spelled = ExpectedEvidence.from_record(load_settings(args.expected))
+        return lambda run: spelled
+    return None
+
+
 def _decide(args: argparse.Namespace) -> int:
-    from paired_rollouts.design import Comparison, decided_comparisons, parse_conditions
+    from paired_rollouts.design import Comparison, comparison_name, decided_comparisons, parse_conditions
     from paired_rollouts.io import atomic_write_json
     from paired_rollouts.prereg.rules import load_rules
     from paired_rollouts.records import read_pool_manifest
     from paired_rollouts.stats.decisions import decide, load_episodes, load_groups, load_inputs
 
     rules = load_rules(args.rules)
+    if args.verification is not None:
+        from paired_rollouts.prereg.verify import require_covered
+
+        require_covered(args.verification, args.rules)  # an edited rules file is refused here
     manifest = read_pool_manifest(args.manifest)
     conditions = parse_conditions(args.conditions)
     comparison = None
@@ -132,6 +142,13 @@ def _decide(args: argparse.Namespace) -> int:
         if args.condition not in conditions:
             raise UserError(
                 f"--condition {args.condition}: not among the design's conditions ({', '.join(conditions)})"
+            )
+        name = comparison_name(args.condition, args.arms[0], args.arms[1], args.scaling)
+        if args.comparison != name or name.upper() in decided_comparisons():
+            raise UserError(
+                f"--comparison {args.comparison}: the comparison of {args.condition} {' vs '.join(args.arms)} "
+                f"(scaling {args.scaling}) is named {name}"
+                + ("; tier 1 decides it: drop --comparison" if name.upper() in decided_comparisons() else "")
             )
         comparison = Comparison(
             args.comparison,
@@ -149,6 +166,7 @@ def _decide(args: argparse.Namespace) -> int:
         )
     complete, luck = load_inputs(args.complete, args.luck)
     sources = [p for p in [*args.episodes, *args.reference_episodes] if p]
+    design = _design_evidence(args, conditions)
     register = decide(
         args.condition,
         load_episodes(sources),
@@ -160,6 +178,8 @@ def _decide(args: argparse.Namespace) -> int:
         expected_seeds=args.seeds,
         comparison=comparison,
         conditions=conditions,
+        design_evidence=design,
+        rules_verified=args.verification is not None,
     )
     atomic_write_json(args.out, register)
     if comparison is not None:
@@ -273,7 +293,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--episodes", required=True, type=Path, help="results/diagnostics/RUN/diag-stepN.jsonl")
     p.add_argument("--out", required=True, type=Path, help="results/diagnostics/RUN/luck-stepN.json")
-    p.add_argument("--resamples", type=_positive, default=10000, help="bootstrap resamples (default 10000)")
+    p.add_argument("--resamples", type=A.positive, default=10000, help="bootstrap resamples (default 10000)")
     p.add_argument("--seed", type=int, default=20260911, help="bootstrap seed (default 20260911)")
     p.add_argument("--schedules", type=int, default=None, help="expected K (default: the largest found)")
     p.add_argument("--samples", type=int, default=None, help="expected M (default: the largest found)")
@@ -440,6 +460,17 @@ def register(subparsers) -> None:
     p.add_argument("--groups", nargs="*", default=[], help="results/runs/RUN/groups.jsonl files")
     p.add_argument("--luck", nargs="*", default=[], help="results/diagnostics/RUN/luck-stepN.json files")
     p.add_argument("--complete", nargs="*", default=[], help="results/runs/RUN/complete.json files")
+    design = p.add_mutually_exclusive_group()
+    A.add_settings(
+        design,
+        "the scale's settings as the completeness check takes them: each complete.json must have been "
+        f"checked against the evidence they call for (else the run is not admitted): {A.SETTINGS_HELP}",
+    )
+    design.add_argument(
+        "--expected",
+        default=None,
+        help="instead of --settings: the expected evidence spelled out as for 'completeness --expected'",
+    )
     p.add_argument(
         "--seeds",
         nargs="*",
@@ -448,6 +479,13 @@ def register(subparsers) -> None:
         help="the design's seeds; a hypothesis is decided only when every seed pair is admitted",
     )
     A.add_decision_rules(p)
+    p.add_argument(
+        "--verification",
+        type=Path,
+        default=None,
+        help="results/prereg/verification.json: --rules must be covered by it with its current bytes; "
+        "without it nothing is decided (the rules are unverified)",
+    )
     A.add_pool_manifest(p)
     p.add_argument("--out", required=True, type=Path, help="results/decisions/{c2,c4}.json")
     p.set_defaults(handler=_decide)
@@ -464,7 +502,6 @@ def register(subparsers) -> None:
         "amendment verification report: the tier rules must be covered by a verified record",
         flag="--tier-rules",
         help="prereg/tier_rules.yaml (amendment A2)",
-        verification_required=False,
     )
     p.add_argument(
         "--decisions",

@@ -17,7 +17,8 @@ from typing import Any
 from paired_rollouts.design import ARM_ORDER, parse_run
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
-from paired_rollouts.records import RunRegister, read_run_register
+from paired_rollouts.records import RunRegister
+from paired_rollouts.stats.run_register import verified_register
 
 CURVES_FORMAT = "paired-rollouts-curves/1"
 
@@ -39,7 +40,7 @@ def build_curves_register(
     other conditions' curves registers, the differences of the final means to theirs (``differences``)."""
     registers: dict[str, RunRegister] = {}
     for path in paths:
-        register = read_run_register(path)
+        register = verified_register(path)
         if register.run in registers:
             raise UserError(f"{path}: a second run register of {register.run}; give each run once")
         registers[register.run] = register

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from paired_rollouts.design import parse_run
-from paired_rollouts.records import RunManifest, RunRegister, read_run_manifest, read_run_register
+from paired_rollouts.records import RunManifest, RunRegister, read_run_manifest
+from paired_rollouts.stats.run_register import verified_register
 
 CROSS_STACK_FORMAT = "paired-rollouts-cross-stack/1"
 FINAL_SETS = ("clean", "noisy_p025", "heldout_types")
@@ -45,7 +46,7 @@ def build_cross_stack(manifests: Iterable[str | Path], registers: Iterable[str |
         stacks[(_root(path), manifest.run)] = stack_label(manifest)
     values: dict[tuple[str, str], RunRegister] = {}
     for path in registers:
-        register = read_run_register(path)
+        register = verified_register(path)
         values[(_root(path), register.run)] = register
     by_ident: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
     for (root, run), label in sorted(stacks.items()):

@@ -211,9 +211,37 @@ def verify_run(run_dir: str | Path, results: str | Path) -> tuple[bool, list[str
     if register.is_file():
         if read_run_register(register).complete_sha256 != sha256_file(complete_path):
             reasons.append("register.json was not built from this complete.json; rebuild it (run-register)")
+        elif not reasons:  # the evidence is intact: the register must be its recomputation from it
+            reasons += register_differences(register, run_dir, results)
     else:
         notes.append("no register.json (paired-rollouts run-register)")
     return not reasons, reasons, notes
+
+
+def register_differences(path: Path, run_dir: Path, results: Path) -> list[str]:
+    """Where the register at ``path`` differs from its recomputation from the files it names (a register
+    is a summary: its numbers are never trusted as written)."""
+    written = read_run_register(path).raw
+    rebuilt = build_register(run_dir, results)
+    keys = sorted(k for k in set(written) | set(rebuilt) if written.get(k) != rebuilt.get(k))
+    if not keys:
+        return []
+    return [f"register.json differs from its recomputation from the files it names ({', '.join(keys)}); "
+            "rebuild it (run-register)"]
+
+
+def verified_register(path: str | Path) -> RunRegister:
+    """A run register read for averaging or pairing: refused unless it equals its recomputation from the
+    evidence it names (``RESULTS/runs/RUN/register.json``: the run's folder and its results root)."""
+    path = Path(path)
+    register = read_run_register(path)
+    run_dir = path.parent
+    if run_dir.name != register.run:
+        raise UserError(f"{path}: the register of {register.run} lies in the folder of {run_dir.name}")
+    differences = register_differences(path, run_dir, run_dir.parent.parent)
+    if differences:
+        raise UserError(f"{path}: {differences[0]}")
+    return register
 
 
 def format_report(

@@ -39,6 +39,10 @@ def _arm(args: argparse.Namespace) -> int:
     from paired_rollouts.settings import Settings
     from paired_rollouts.surrogate.run import run_one
 
+    if args.zero_shot is not None:
+        from paired_rollouts.calibration.zero_shot import gate
+
+        gate(args.zero_shot)
     settings = Settings.parse(load_settings(args.settings))
     conditions = parse_conditions(args.conditions)
     for run in args.runs:
@@ -209,6 +213,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--runs", required=True, nargs="+", help="run names, e.g. c2-paired-s0 c2-independent-s0")
     A.add_tasks_dir(p)
     p.add_argument("--calibration", required=True, help="results/<scale>/models/surrogate/calibration.json")
+    A.add_zero_shot_gate(p)
     A.add_settings(
         p,
         f"{A.SETTINGS_HELP}: the scale's surrogate settings (config/config.yaml scales.<scale>)",
@@ -251,9 +256,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--decisions", required=True, nargs="+", type=Path, help="decision registers (c2, c4)")
     A.add_decision_rules(p)
-    p.add_argument("--pairs", nargs="+", type=int, default=[3])
-    p.add_argument("--draws", type=int, default=1000)
-    p.add_argument("--bootstrap-resamples", type=int, default=500, help="H5's interval per draw")
+    p.add_argument("--pairs", nargs="+", type=A.positive, default=[3], help="design sizes (seed pairs)")
+    p.add_argument("--draws", type=A.positive, default=1000, help="draws per design size")
+    p.add_argument("--bootstrap-resamples", type=A.positive, default=500, help="H5's interval per draw")
     p.add_argument("--seed", type=int, default=20261201)
     p.add_argument("--out", required=True, type=Path)
     p.set_defaults(handler=_power)

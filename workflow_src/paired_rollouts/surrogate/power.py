@@ -94,6 +94,16 @@ def power_table(args: Any, progress: bool = False) -> dict[str, Any]:
         condition = register.condition
         if condition not in decided_comparisons() or not register.seed_pairs:
             raise UserError(f"{path}: not a decision register with admitted seed pairs; run the decide stage")
+        if register.rules_sha256 != rules.sha256:
+            raise UserError(
+                f"{path}: decided with rules of sha256 {register.rules_sha256}, --rules {args.rules} "
+                f"has {rules.sha256}; the power of a rule is estimated with the rules that decided"
+            )
+        if not register.decided:
+            raise UserError(
+                f"{path}: the decision is not decided ({len(register.missing)} problem(s) under 'missing'); "
+                "power is estimated on a whole study only"
+            )
         sources[str(path)] = sha256_file(path)
         pairs = _admitted_pairs(path, register)
         n_full = len(pairs)

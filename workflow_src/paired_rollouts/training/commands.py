@@ -72,6 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--model-dir", required=True, help="stand-in folder (CPU) or Qwen3.5-2B snapshot/hub id (GPU)"
     )
     p.add_argument("--verification", required=True, help="results/prereg/verification.json")
+    A.add_zero_shot_gate(p)
     A.add_settings(p)
     p.add_argument("--out-dir", required=True, help="results/runs/RUN")
     A.add_conditions(p)
@@ -126,6 +127,10 @@ def _train(args: argparse.Namespace) -> int:
     from paired_rollouts.design import parse_conditions
     from paired_rollouts.training.grpo import run_training
 
+    if args.zero_shot is not None:
+        from paired_rollouts.calibration.zero_shot import gate
+
+        gate(args.zero_shot)
     manifest = run_training(
         args.run,
         args.tasks_dir,

@@ -4,6 +4,7 @@ compares them with the completeness record)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ import numpy as np
 from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
+from paired_rollouts.stats.completeness.expected import ExpectedEvidence
 from paired_rollouts.records import (
     Completeness,
     LuckShare,
@@ -210,17 +212,44 @@ def run_inputs(run: str, groups: dict[str, Any], luck: Luck) -> dict[str, str | 
     return out
 
 
+def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
+    """{dotted key: leaf value} of a JSON object (lists are leaves)."""
+    if not isinstance(node, dict):
+        return {prefix: node}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        out.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def settings_mismatch(complete: Completeness, design: ExpectedEvidence) -> list[str]:
+    """Where the evidence complete.json was checked against (its ``settings``) differs from what the
+    design calls for: a record made with weaker settings (fewer tasks, steps, regimes) is not evidence
+    of the design's run. The run's name is compared elsewhere (the record's ``run``)."""
+    recorded = _flat({k: v for k, v in (complete.raw.get("settings") or {}).items() if k != "run"})
+    wanted = _flat({k: v for k, v in design.record().items() if k != "run"})
+    return [
+        f"complete.json was checked with settings.{key} = {json.dumps(recorded.get(key))}; the design's "
+        f"is {json.dumps(wanted.get(key))} (rerun the completeness check with the design's settings)"
+        for key in sorted(set(recorded) | set(wanted))
+        if recorded.get(key) != wanted.get(key)
+    ]
+
+
 def admit(
     ev: RunEvidence,
     complete: Completeness | None,
     pools: dict[str, str],
     inputs: dict[str, str | None] | None = None,
+    design: ExpectedEvidence | None = None,
 ) -> dict[str, Any]:
-    """Is this run's evidence whole and untouched? Returns the acceptance entry.
+    """Is this run's evidence whole and untouched, and was it checked against the design? Returns the
+    acceptance entry.
 
     ``inputs`` are the run's other decision inputs (``groups.jsonl``, ``diagnostics/luck-stepN.json``:
     relative path -> sha256); like every episode file, each must be listed in complete.json with the
-    same digest."""
+    same digest. ``design``: the evidence the design calls for; the settings complete.json was checked
+    against must equal it (None: not compared; the register then is not decided)."""
     entry: dict[str, Any] = {
         "admitted": False,
         "checked": complete is not None,
@@ -239,6 +268,8 @@ def admit(
         reasons.append(
             f"completeness check failed: {len(complete.missing)} missing, {len(complete.defects)} defects"
         )
+    if design is not None:
+        reasons += settings_mismatch(complete, design)
     recorded = complete.pool_sha256
     for name, want in sorted(pools.items()):
         if recorded.get(name) != want:

@@ -379,7 +379,10 @@ def _h1a_transition(
             "paired_max_seeds_per_group": rules.paired_max_seeds,
             "independent_min_seeds_per_group": rules.independent_min_seeds,
         },
-        "passes": all(r["luck_criterion"] and r["sharing_criterion"] for r in run_rows.values()),
+        # a run without its luck share or its groups cannot meet or miss the rule: undecided
+        "passes": None
+        if any("reasons" in r for r in run_rows.values())
+        else all(r["luck_criterion"] and r["sharing_criterion"] for r in run_rows.values()),
     }
 
 
@@ -421,7 +424,20 @@ def _h1a_outcome(
     }
     if not rates["paired"] or not rates["independent"]:
         block["reason"] = "training-group records missing for an arm (--groups)"
+        block["passes"] = None
     return block
+
+
+def h1a_missing(condition: str, runs: list[RunEvidence], groups: dict[str, Any], luck: Luck, step: int) -> list[str]:
+    """What H1a reads and was not given, per admitted run: its training groups (both kinds) and, under
+    tool faults, its luck share at the rule's base step."""
+    out = []
+    for ev in runs:
+        if ev.run not in groups:
+            out.append(f"{ev.run}: no training-group records given (--groups); H1a reads them")
+        if condition == "C2" and base_lams(ev.run, ev, luck, step)[0] is None:
+            out.append(f"{ev.run}: {base_lams(ev.run, ev, luck, step)[1]} (--luck); H1a reads it")
+    return out
 
 
 def hypothesis_h1a(

@@ -8,7 +8,7 @@ are paired by seed; a seed enters only with both arms.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,12 +24,14 @@ from paired_rollouts.design import (
 from paired_rollouts.errors import UserError
 from paired_rollouts.prereg.rules import DecisionRules
 from paired_rollouts.records import Completeness, PoolManifest
+from paired_rollouts.stats.completeness.expected import ExpectedEvidence
 from paired_rollouts.stats.curves import round4
 from paired_rollouts.stats.decisions.evidence import Luck, RunEvidence, admit, run_inputs
 from paired_rollouts.stats.decisions.hypotheses import (
     H2_NAME,
     Pairs,
     base_lams,
+    h1a_missing,
     hypothesis_h1a,
     hypothesis_h2,
     hypothesis_h3,
@@ -37,6 +39,8 @@ from paired_rollouts.stats.decisions.hypotheses import (
     spurious_counts,
 )
 from paired_rollouts.stats.decisions.secondary import secondary
+
+DesignEvidence = Callable[[str], ExpectedEvidence]  # run name -> the evidence its design calls for
 
 HYPOTHESES = ("H1a", "H2a", "H2b", "H3", "H5")
 
@@ -64,12 +68,14 @@ def _acceptance(
     pools: dict[str, str],
     groups: dict[str, Any],
     luck: Luck,
+    design: DesignEvidence | None,
 ) -> dict[str, dict[str, Any]]:
     """The acceptance entry of every run, in run order; the clean reference is descriptive only, so
     without a completeness file it enters unchecked."""
     acceptance = {}
     for run, ev in sorted(runs.items()):
-        entry = admit(ev, complete.get(run), pools, run_inputs(run, groups, luck))
+        wanted = design(run) if design is not None else None
+        entry = admit(ev, complete.get(run), pools, run_inputs(run, groups, luck), wanted)
         if run in reference and run not in complete:
             entry.update(admitted=True, reasons=[])
         acceptance[run] = entry
@@ -163,8 +169,14 @@ def decide(
     conditions: dict[str, Any] | None = None,
     expected_seeds: Sequence[int] | None = None,
     comparison: Comparison | None = None,
+    design_evidence: DesignEvidence | None = None,
+    rules_verified: bool = False,
 ) -> dict[str, Any]:
     """Build the decision register (docs/records.md section 4) from loaded evidence.
+
+    ``rules_verified``: the rules were found covered by a verification report (else nothing is
+    decided on them). ``design_evidence`` gives the evidence the design calls for of a run; each completeness record must have
+    been checked against exactly that (without it no hypothesis is decided).
 
     A hypothesis is *decided* (``passes`` true or false) only when the design's seeds are given and
     every seed pair of the design is admitted; otherwise its numbers describe the admitted pairs and
@@ -190,19 +202,32 @@ def decide(
             f"no episode records of comparison {comparison.name} ({condition} {' vs '.join(arms)}, "
             f"scaling {comparison.scaling}) among --episodes"
         )
-    acceptance = _acceptance({**candidates, **reference}, reference, complete, pools, groups, luck)
+    acceptance = _acceptance({**candidates, **reference}, reference, complete, pools, groups, luck, design_evidence)
     missing = [
         f"{run}: {reason}" for run in acceptance if run in candidates for reason in acceptance[run]["reasons"]
     ]
     missing += _orphans(episodes, groups, luck, comparison)
+    if not rules_verified:
+        missing.append(
+            f"the decision rules {rules.source} were not checked against a verification report "
+            "(--verification); no verdict on unverified rules"
+        )
+    if design_evidence is None:
+        missing.append(
+            "the design's settings were not given (--settings or --expected); the completeness records "
+            "cannot be compared with them"
+        )
     design = sorted(set(expected_seeds)) if expected_seeds is not None else None
     if design is None:
         missing.append(
             "the design's seeds were not given (--seeds); a partial seed matrix cannot be told apart"
         )
     pairs = _seed_pairs(comparison, candidates, acceptance, design, missing)
-    decided = bool(pairs) and not missing and design is not None and len(pairs) == len(design)
     tier1 = comparison.tier == 1
+    if tier1:
+        admitted = [ev for pair in pairs for ev in pair]
+        missing += h1a_missing(condition, admitted, groups, luck, rules.h1a_c2_step)
+    decided = bool(pairs) and not missing and design is not None and len(pairs) == len(design)
     register: dict[str, Any] = {
         "condition": condition,
         **(

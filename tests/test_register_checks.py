@@ -1,0 +1,292 @@
+"""Issue 26: every register checks what it was built from.
+
+Each test names the item of the issue it covers and fails on the typed-house base (48933d0): there the
+register or verdict below was accepted as written.
+"""
+
+import contextlib
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from paired_rollouts.cli import main
+from test_decision_integrity import RUNS, _rewrite
+from test_stats_decisions import (
+    EXPECTED,
+    V1,
+    checked,
+    decide,
+    make_pools,
+    rules_verification,
+    seed_matrix,
+)
+
+
+@pytest.fixture()
+def study(tmp_path):
+    assert seed_matrix(tmp_path, "C2", make_pools(tmp_path)) == RUNS
+    checked(tmp_path, RUNS, strict=True)
+    return tmp_path
+
+
+def _complete_with(root: Path, run: str, expected: dict) -> int:
+    res = root / "results"
+    return main(
+        [
+            "completeness",
+            "--run",
+            run,
+            "--expected",
+            json.dumps(expected),
+            "--evals",
+            str(res / "evals" / run),
+            "--diagnostics",
+            str(res / "diagnostics" / run),
+            "--groups",
+            str(res / "runs" / run / "groups.jsonl"),
+            "--run-manifest",
+            str(res / "runs" / run / "manifest.json"),
+            "--manifest",
+            str(root / "data" / "tasks" / "MANIFEST.json"),
+            "--luck",
+            str(res / "diagnostics" / run / "luck-step0.json"),
+            "--strict",
+            "--out",
+            str(res / "runs" / run / "complete.json"),
+        ]
+    )
+
+
+# ------------------------------------------------------------------ item 1
+
+
+def test_completeness_checked_with_weaker_settings_is_not_admitted(study):
+    """Item 1. Base: the run was admitted (complete: true, H2a decided) on a check that expected one
+    validation task where the design has two, after the second task's periodic episodes were deleted."""
+    run = "c2-paired-s1"
+    for f in (study / "results" / "evals" / run).glob("periodic-*.jsonl"):
+        _rewrite(f, lambda rows: [r for r in rows if r["task_id"] != V1])
+    weaker = copy.deepcopy(EXPECTED)
+    weaker["periodic"]["tasks"] = 1
+    assert _complete_with(study, run, weaker) == 0  # complete against the weaker settings
+    reg = decide(study, "C2", RUNS)
+    reasons = reg["acceptance"][run]["reasons"]
+    assert reg["acceptance"][run]["admitted"] is False
+    assert any("settings.periodic.tasks = 1; the design's is 2" in r for r in reasons), reasons
+    assert reg["decided"] is False and reg["H2a"]["passes"] is None
+
+
+def test_decide_without_the_design_settings_decides_nothing(study):
+    """Item 1. Base: --settings/--expected did not exist and every run was admitted unchecked."""
+    reg = decide(study, "C2", RUNS, design=False)
+    assert reg["decided"] is False and reg["H2a"]["passes"] is None
+    assert any("design's settings were not given" in m for m in reg["missing"])
+
+
+# ------------------------------------------------------------------ item 2
+
+
+def _decide_with(root: Path, luck: list[str] | None, groups: bool, out: str = "h1a.json") -> dict:
+    res = root / "results"
+    args = ["decide", "--condition", "C2", "--expected", json.dumps(EXPECTED), "--seeds", "0", "1"]
+    args += ["--episodes", *[str(res / "evals" / r) for r in RUNS]]
+    args += ["--complete", *[str(res / "runs" / r / "complete.json") for r in RUNS]]
+    if groups:
+        args += ["--groups", *[str(res / "runs" / r / "groups.jsonl") for r in RUNS]]
+    if luck is not None:
+        args += ["--luck", *luck]
+    args += ["--rules", "rules.yaml", "--verification", str(rules_verification())]
+    args += ["--manifest", str(root / "data" / "tasks" / "MANIFEST.json")]
+    with contextlib.chdir(root):
+        assert main([*args, "--out", str(root / out)]) == 0
+    return json.loads((root / out).read_text())
+
+
+@pytest.mark.parametrize("case", ["no_luck", "other_step", "no_groups"])
+def test_h1a_without_its_evidence_is_not_decided(study, case):
+    """Item 2. Base: H1a said passes false with decided true, complete true and missing []."""
+    res = study / "results"
+    luck = [str(res / "diagnostics" / r / "luck-step0.json") for r in RUNS]
+    if case == "other_step":  # the luck share of another checkpoint, not the rule's step 0
+        luck = []
+        for r in RUNS:
+            data = json.loads((res / "diagnostics" / r / "luck-step0.json").read_text())
+            data["step"] = 6
+            other = res / "diagnostics" / r / "luck-step6.json"
+            other.write_text(json.dumps(data))
+            luck.append(str(other))
+    reg = _decide_with(study, None if case == "no_luck" else luck, groups=case != "no_groups")
+    assert reg["decided"] is False and reg["complete"] is False
+    assert reg["H1a"]["passes"] is None and reg["H1a"]["decided"] is False and reg["H1a"]["reason"]
+    want = {"no_groups": "--groups", "no_luck": "--luck", "other_step": "luck-step6.json"}[case]
+    assert any(m.startswith("c2-paired-s0: ") and want in m for m in reg["missing"]), reg["missing"]
+
+
+# ------------------------------------------------------------------ item 3
+
+
+def _zero_shot(tmp_path: Path, edit) -> Path:
+    from test_calibration_gate import _register
+
+    register = _register()  # a passing register of the registered model
+    edit(register)
+    path = tmp_path / "zero_shot.json"
+    path.write_text(json.dumps(register))
+    return path
+
+
+def _band(register: dict, name: str) -> dict:
+    return next(b for b in register["bands"] if b["name"] == name)
+
+
+@pytest.mark.parametrize(
+    ("case", "edit", "needle"),
+    [
+        ("clean_missed", lambda r: _band(r, "clean_success").update(achieved=0.5), "clean_success says pass"),
+        ("luck_missed", lambda r: _band(r, "luck_share").update(achieved=0.01), "luck_share says pass"),
+        ("no_bands", lambda r: r.update(bands=[]), "the register's bands are none"),
+        ("status_fail", lambda r: r.update(status="fail", passes=False), "the register says fail"),
+        (
+            "not_applicable",
+            lambda r: [b.update(applies=False, status="not_applicable") for b in r["bands"]],
+            "applies=False but registered=True",
+        ),
+    ],
+)
+def test_calibrate_check_recomputes_each_band(tmp_path, capsys, case, edit, needle):
+    """Item 3. Base: 'calibrate check' printed PASS and exited 0 for each of these registers."""
+    path = _zero_shot(tmp_path, edit)
+    assert main(["calibrate", "check", str(path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0] and str(path) in err[0], err
+
+
+def test_the_training_gate_reads_the_verdict(tmp_path, capsys):
+    """Item 3. Base: train had no --zero-shot; the workflow gated on the register's existence only."""
+    path = _zero_shot(tmp_path, lambda r: _band(r, "clean_success").update(achieved=0.5))
+    for command in (["train", "--run", "c2-paired-s0"], ["surrogate", "arm", "--runs", "c2-paired-s0"]):
+        args = [*command, "--tasks-dir", str(tmp_path), "--zero-shot", str(path), "--settings", "{}"]
+        args += ["--model-dir", "m", "--verification", "v", "--out-dir", "o"] if command[0] == "train" else []
+        args += ["--calibration", "c", "--results", str(tmp_path / "r")] if command[0] == "surrogate" else []
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert "training does not start" in err and str(path) in err
+    assert not (tmp_path / "r").exists() and not Path("o").exists()
+
+
+# ------------------------------------------------------------------ item 4
+
+
+def test_a_forged_run_register_is_refused(study, capsys):
+    """Item 4. Base: verify-run said ACCEPT for a register whose AUCs were all set to 0.99 (it compared
+    only complete_sha256) and curves-register averaged the forged values."""
+    from test_decision_integrity import _register_and_verify
+
+    res = study / "results"
+    paths = []
+    for run in ("c2-paired-s0", "c2-independent-s0"):
+        assert _register_and_verify(study, run, capsys)[0] == 0
+        paths.append(str(res / "runs" / run / "register.json"))
+    out = study / "curves.json"
+    assert main(["curves-register", "--registers", *paths, "--out", str(out)]) == 0
+    path = Path(paths[0])
+    forged = json.loads(path.read_text())
+    forged["auc"] = {regime: 0.99 for regime in forged["auc"]}
+    path.write_text(json.dumps(forged))
+    capsys.readouterr()
+    rc = main(["verify-run", "--run-dir", str(path.parent), "--results", str(res)])
+    report = capsys.readouterr().out
+    assert rc == 3 and report.startswith("c2-paired-s0: REJECT")
+    assert "register.json differs from its recomputation from the files it names (auc)" in report
+    out.unlink()
+    assert main(["curves-register", "--registers", *paths, "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}: register.json differs from its recomputation" in err and not out.exists()
+    manifests = [str(res / "runs" / r / "manifest.json") for r in ("c2-paired-s0", "c2-independent-s0")]
+    assert main(["cross-stack", "--manifests", *manifests, "--registers", *paths, "--out", str(out)]) == 1
+    assert "differs from its recomputation" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ item 7
+
+
+def test_decide_on_edited_rules_is_refused_or_undecided(study, capsys):
+    """Item 7. Base: decide judged an edited rules file and recorded nothing about it."""
+    reg = decide(study, "C2", RUNS, verified=False, out_name="unverified.json")
+    assert reg["decided"] is False and reg["H2a"]["passes"] is None
+    assert any("not checked against a verification report" in m for m in reg["missing"])
+    rules = study / "rules.yaml"
+    rules.write_text(rules.read_text().replace("resamples: 2000", "resamples: 2001"))
+    capsys.readouterr()
+    with pytest.raises(AssertionError):
+        decide(study, "C2", RUNS, out_name="edited.json")
+    err = capsys.readouterr().err
+    assert "rules.yaml: its bytes differ from the verified" in err and not (study / "edited.json").exists()
+
+
+def test_decide_refuses_a_comparison_name_of_no_design(study, capsys):
+    """Item 7. Base: 'decide --comparison bogus' wrote a register that table 16 rendered."""
+    for name, extra in (("bogus", []), ("c2", []), ("c2-blocking", ["--scaling", "none"])):
+        with pytest.raises(AssertionError):
+            decide(study, "C2", RUNS, extra=["--comparison", name, *extra], out_name=f"{name}.json")
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"--comparison {name}: the comparison of C2" in err[0], err
+        assert not (study / f"{name}.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--pairs", "0", "99"], "argument --pairs: 0 must be at least 1"),
+        (["--draws", "0"], "argument --draws: 0 must be at least 1"),
+        (["--bootstrap-resamples", "-1"], "argument --bootstrap-resamples: -1 must be at least 1"),
+    ],
+)
+def test_power_refuses_bad_counts_in_one_line(tmp_path, capsys, args, needle):
+    """Item 7. Base: --pairs 0 99 was accepted and --draws 0 ended in a ZeroDivisionError traceback."""
+    command = ["surrogate", "power", "--decisions", "d.json", "--rules", "r.yaml", "--out", "p.json"]
+    with pytest.raises(SystemExit) as info:
+        main([*command, *args])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_power_refuses_an_undecided_register(study, capsys):
+    """Item 7. Base: power was estimated from a register with decided: false."""
+    decide(study, "C2", RUNS[:2], out_name="decisions/c2.json", seeds=("0", "1"))  # seed 1 missing
+    out = study / "power.json"
+    rc = main(
+        ["surrogate", "power", "--decisions", str(study / "decisions" / "c2.json"), "--rules"]
+        + [str(study / "rules.yaml"), "--draws", "5", "--out", str(out)]
+    )
+    err = capsys.readouterr().err
+    assert rc == 1 and "the decision is not decided" in err and not out.exists()
+
+
+def test_predictions_need_the_amendment_verification(tmp_path, capsys):
+    """Item 7. Base: 'predictions' without --verification judged tier rules nobody verified."""
+    command = ["predictions", "--tier-rules", "prereg/tier_rules.yaml", "--decisions", "d.json"]
+    with pytest.raises(SystemExit):
+        main([*command, "--group-size", "4", "--out", str(tmp_path / "p.json")])
+    assert "the following arguments are required: --verification" in capsys.readouterr().err
+
+
+def test_schema_refuses_a_condition_without_seeds(tmp_path):
+    """Item 7. Base: 'seeds: {C2: []}' passed the schema and ended in an IndexError."""
+    import yaml
+    from jsonschema import Draft202012Validator
+
+    root = Path(__file__).resolve().parents[1]
+    schema = json.loads((root / "config" / "schema.json").read_text())
+    config = yaml.safe_load((root / "config" / "config.yaml").read_text())
+    scale = next(iter(config["scales"]))
+    config["scales"][scale]["seeds"]["C2"] = []
+    errors = [e.message for e in Draft202012Validator(schema).iter_errors(config)]
+    assert any("should be non-empty" in m or "is too short" in m for m in errors), errors
+    from paired_rollouts.design import Design
+    from paired_rollouts.errors import UserError
+
+    with pytest.raises(UserError, match=f"scales.{scale}.seeds.C2: no seeds"):
+        Design.from_config(config, scale)
