@@ -8,7 +8,7 @@ rule probe_bandit:
     input:
         code=sources("probe"),
     output:
-        res("probe/bandit.json"),
+        LAYOUT.bandit_file(),
     log:
         LAYOUT.log("probe/bandit"),
     benchmark:

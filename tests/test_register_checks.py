@@ -290,3 +290,37 @@ def test_schema_refuses_a_condition_without_seeds(tmp_path):
 
     with pytest.raises(UserError, match=f"scales.{scale}.seeds.C2: no seeds"):
         Design.from_config(config, scale)
+
+
+# ------------------------------------------------------------------ item 9
+
+
+def test_surrogate_summary_reads_the_finished_studys_registers(tmp_path, capsys):
+    """Item 9. Base: the summary read probe/bandit.json as a trajectory register and stopped, recomputed
+    curves from episodes nothing checked, and accepted a results root of any scale."""
+    import shutil
+
+    from records_fixtures import synthetic_study
+
+    synthetic_study(tmp_path)
+    res = tmp_path / "results"
+    out = tmp_path / "summary.json"
+    capsys.readouterr()
+    assert main(["surrogate", "summary", "--results", str(res), "--out", str(out)]) == 1
+    assert "not the results root of a surrogate scale" in capsys.readouterr().err and not out.exists()
+    fixture = Path(__file__).parent / "fixtures/render/results/models/surrogate/calibration.json"
+    (res / "models" / "surrogate").mkdir(parents=True)
+    shutil.copy(fixture, res / "models" / "surrogate" / "calibration.json")
+    assert main(["probe", "bandit", "--out", str(res / "probe" / "bandit.json")]) == 0
+    assert main(["surrogate", "summary", "--results", str(res), "--out", str(out)]) == 0
+    summary = json.loads(out.read_text())
+    # hand-worked at_training curves (test_stats_decisions): s0 .5 .75 1, s1 .5 .5 1 -> mean .5 .625 1
+    assert summary["curves_mean_over_seeds"]["C2 at_training paired"] == {"0": 0.5, "4": 0.625, "8": 1.0}
+    assert summary["c2_validation_rise"]["paired"] == 0.5 and summary["probe"] == {}
+    curves = res / "curves" / "c2.json"
+    forged = json.loads(curves.read_text())
+    forged["arms"]["paired"]["curves"]["at_training"]["8"] = 0.99
+    curves.write_text(json.dumps(forged))
+    capsys.readouterr()
+    assert main(["surrogate", "summary", "--results", str(res)]) == 1
+    assert "arms.paired.curves is not what its run registers give" in capsys.readouterr().err

@@ -307,6 +307,10 @@ class Layout:
     def probe_file(self, trajectory: str) -> str:
         return f"{self.root}/probe/{trajectory}.json"
 
+    def bandit_file(self) -> str:
+        """The exact aligned-scalar bandit (paper appendix A.1), beside the trajectories' registers."""
+        return self.res("probe/bandit.json")
+
     def probe_files(self) -> list[str]:
         return [self.probe_file(t) for t in sorted(self.trajectories)]
 

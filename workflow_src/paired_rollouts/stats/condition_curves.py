@@ -10,14 +10,14 @@ final mean is null unless every run of the arm has the set (docs/records.md sect
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from paired_rollouts.design import ARM_ORDER, parse_run
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
-from paired_rollouts.records import RunRegister
+from paired_rollouts.records import CurvesRegister, RunRegister
 from paired_rollouts.stats.run_register import verified_register
 
 CURVES_FORMAT = "paired-rollouts-curves/1"
@@ -65,6 +65,28 @@ def build_curves_register(
         "differences": final_differences(conditions[0], arms, compare),
         "registers": {run: sha256_file(register.path) for run, register in sorted(registers.items())},
     }
+
+
+def verified_curves(path: str | Path, register_of: Callable[[str], str]) -> CurvesRegister:
+    """A curves register read for quoting: every run register it names has the sha256 it records and
+    equals its recomputation (``verified_register``), and its arms' runs, curves and final means are
+    those these registers give. ``register_of``: run name -> its register's path (``Layout.register``)."""
+    from paired_rollouts.records import read_curves_register
+
+    register = read_curves_register(path)
+    paths = [register_of(run) for run in register.registers]
+    for run, named in zip(register.registers, paths, strict=True):
+        if not Path(named).is_file() or sha256_file(named) != register.registers[run]:
+            raise UserError(f"{path}: the run register {named} is not the one it was built from; rebuild both")
+    rebuilt = build_curves_register(paths)["arms"]
+    written = register.raw["arms"]
+    for arm in sorted(set(rebuilt) | set(written)):
+        for key in ("runs", "curves", "final"):
+            if (written.get(arm) or {}).get(key) != (rebuilt.get(arm) or {}).get(key):
+                raise UserError(
+                    f"{path}: arms.{arm}.{key} is not what its run registers give; rebuild it (curves-register)"
+                )
+    return register
 
 
 def _arm_means(members: list[RunRegister]) -> dict[str, Any]:

@@ -284,34 +284,39 @@ def _verdict_numbers(block: Any) -> dict[str, Any]:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    """The figures the README quotes, read from a finished study's registers (nothing is recomputed)."""
+    """The figures the README quotes, read from a finished surrogate study's registers through their
+    readers; the curves registers are checked against the run registers they name, and those against
+    their recomputation from the evidence (nothing is taken as written that its files contradict)."""
     import numpy as np
 
     from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.layout import Layout
     from paired_rollouts.records import (
+        read_calibration,
         read_decision_register,
         read_luck,
         read_power_table,
         read_probe_register,
     )
-    from paired_rollouts.stats.decisions import HYPOTHESES, load_episodes
+    from paired_rollouts.stats.condition_curves import verified_curves
+    from paired_rollouts.stats.decisions import HYPOTHESES
 
-    root = Path(args.results)
+    layout = Layout(str(args.results))
+    calibration = Path(layout.calibration_file())
+    if not calibration.is_file():
+        raise UserError(
+            f"{args.results}: not the results root of a surrogate scale (no {calibration}); give e.g. "
+            "results/surrogate or results/tiny_surrogate"
+        )
+    read_calibration(calibration)
     out: dict = {}
-    c2, c4 = (
-        read_decision_register(root / "decisions/c2.json"),
-        read_decision_register(root / "decisions/c4.json"),
-    )
-    evidence = load_episodes([root / "evals" / run for run in c2.runs + c4.runs])
+    c2, c4 = (read_decision_register(layout.decision(name)) for name in ("c2", "c4"))
     curves: dict = {}
     for condition, regime in (("C2", "at_training"), ("C2", "challenge"), ("C4", "clean")):
+        register = verified_curves(layout.curves(condition.lower()), layout.register)
         for arm in ("paired", "independent"):
-            runs = [ev for ev in evidence.values() if ev.condition == condition and ev.arm == arm]
-            steps = runs[0].periodic_steps(regime)
-            tasks = sorted(runs[0].periodic[regime][steps[0]])
-            mean = np.mean([ev.curve(regime, steps, tasks).mean(axis=1) for ev in runs], axis=0)
             curves[f"{condition} {regime} {arm}"] = {
-                str(s): round(float(v), 4) for s, v in zip(steps, mean, strict=True)
+                str(step): round(value, 4) for step, value in register.arms[arm].curve(regime)
             }
     out["curves_mean_over_seeds"] = curves
     out["c2_validation_rise"] = {
@@ -332,7 +337,7 @@ def _summary(args: argparse.Namespace) -> int:
     }
     lams = []
     for run in c2.runs:
-        luck = read_luck(root / "diagnostics" / run / "luck-step0.json")
+        luck = read_luck(layout.step0_luck(run))
         lams.append({"run": run, "lam": luck.lam, "ci95": luck.ci95})
     out["c2_luck_step0"] = {
         "runs": lams,
@@ -341,7 +346,10 @@ def _summary(args: argparse.Namespace) -> int:
         "min_ci95_lower": float(min(x["ci95"][0] for x in lams)),
     }
     probe = {}
-    for path in sorted((root / "probe").glob("*.json")):
+    bandit = Path(layout.bandit_file())
+    for path in sorted(bandit.parent.glob("*.json")):
+        if path == bandit:
+            continue  # the aligned-scalar bandit (its own reader), not a trajectory's register
         reg = read_probe_register(path)
         probe[path.stem] = {
             str(s): {
@@ -360,7 +368,7 @@ def _summary(args: argparse.Namespace) -> int:
         for h in HYPOTHESES
         if reg.hypothesis(h) is not None
     }
-    power = root / "decisions/power.json"
+    power = Path(layout.power_file())
     if power.is_file():
         out["power"] = {k: v.power for k, v in read_power_table(power).hypotheses.items()}
     text = json.dumps(out, indent=1, sort_keys=True)
