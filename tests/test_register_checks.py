@@ -324,3 +324,46 @@ def test_surrogate_summary_reads_the_finished_studys_registers(tmp_path, capsys)
     capsys.readouterr()
     assert main(["surrogate", "summary", "--results", str(res)]) == 1
     assert "arms.paired.curves is not what its run registers give" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ item 5
+
+
+def _other_stack(study: Path, capsys, edit) -> tuple[list[str], list[str]]:
+    """The study's c2-paired-s0 again under a second results tree whose manifest says another stack."""
+    import shutil
+
+    from test_decision_integrity import _register_and_verify
+
+    res = study / "results"
+    run = "c2-paired-s0"
+    assert _register_and_verify(study, run, capsys)[0] == 0
+    other = study / "other" / "results"
+    shutil.copytree(res, other)
+    manifest = other / "runs" / run / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["hardware"] = {"device": "cuda", "gpu": "NVIDIA H100 80GB HBM3"}
+    edit(data)
+    manifest.write_text(json.dumps(data))
+    manifests = [str(r / "runs" / run / "manifest.json") for r in (res, other)]
+    registers = [str(r / "runs" / run / "register.json") for r in (res, other)]
+    return manifests, registers
+
+
+def test_cross_stack_refuses_runs_of_different_scales(study, capsys):
+    """Item 5. Base: a 100-step run and a 2-step run of one name became one replication."""
+    manifests, registers = _other_stack(study, capsys, lambda m: m["settings"].update(steps=100))
+    out = study / "cross.json"
+    assert main(["cross-stack", "--manifests", *manifests, "--registers", *registers, "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "ran different settings (steps 100 vs 2)" in err and "error: cross-stack:" not in err
+    assert not out.exists()
+
+
+def test_cross_stack_pairs_runs_of_one_scale_on_two_stacks(study, capsys):
+    """Item 5: the stack's own settings (device, dtype, batch sizes) may differ in a replication."""
+    manifests, registers = _other_stack(study, capsys, lambda m: m["settings"].update(micro_batch=16))
+    out = study / "cross.json"
+    assert main(["cross-stack", "--manifests", *manifests, "--registers", *registers, "--out", str(out)]) == 0
+    (replication,) = json.loads(out.read_text())["replications"]
+    assert replication["difference"]["auc"] == 0.0

@@ -317,6 +317,20 @@ class SurrogateSettings(Section):
         )
 
 
+# Settings of how a run executes, not of what it measures (manifest names): a replication on another
+# stack may change them (Settings.of_the_experiment).
+EXECUTION_ONLY = (
+    "micro_batch",
+    "eval_batch",
+    "extra_checkpoint_steps",
+    "vllm_gpu_memory_utilization",
+    "vllm_max_model_length",
+    "vllm_importance_sampling_correction",
+    "compact_logprobs",
+    "train_episodes",
+    "train_episodes_seeds",
+)
+
 SECTIONS: dict[str, type[Section]] = {
     "stack": StackSettings,
     "model": ModelSettings,
@@ -388,6 +402,14 @@ class Settings:
             raise UserError(f"{source}: {exc}") from None
 
     # -- the manifests' flat names: this pair is the only place they are used -----------------------
+    @staticmethod
+    def of_the_experiment(flat: dict[str, Any]) -> dict[str, Any]:
+        """The manifest settings that define the experiment (steps, tasks, rollouts, rates...), without
+        those of the stack and of execution only (device, dtype, backend, batch sizes, vLLM's memory,
+        logging): two stacks replicate a run only when these are equal."""
+        stack = {f.metadata.get("manifest", f.name) for f in dataclasses.fields(SECTIONS["stack"])}
+        return {k: v for k, v in sorted(flat.items()) if k not in stack and k not in EXECUTION_ONLY}
+
     def manifest_dict(self, sections: tuple[str, ...] | None = None) -> dict[str, Any]:
         """The settings as a run manifest records them: task_filter and every field of ``sections``
         (default: the sections the command was given, or all) under its manifest name."""

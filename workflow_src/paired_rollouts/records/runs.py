@@ -77,6 +77,7 @@ class RunManifest:
     arm: str = key(ARM)
     seed: int = key(is_int)
     settings: RunShape = key(is_dict, read=one(RunShape))
+    recorded_settings: dict[str, Any] = key(is_dict, name="settings")  # every key, as the run recorded it
     noise: RunNoise = key(is_dict, read=one(RunNoise))
     pools_sha256: dict[str, str] = key(is_dict)
     all_versions: dict[str, str | None] = key(is_dict, name="versions")
