@@ -367,3 +367,79 @@ def test_cross_stack_pairs_runs_of_one_scale_on_two_stacks(study, capsys):
     assert main(["cross-stack", "--manifests", *manifests, "--registers", *registers, "--out", str(out)]) == 0
     (replication,) = json.loads(out.read_text())["replications"]
     assert replication["difference"]["auc"] == 0.0
+
+
+# ------------------------------------------------------------------ item 6
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "data" / "published"
+
+
+def test_the_published_files_are_the_pinned_transcriptions():
+    """Item 6: the committed files are the pinned ones (a rewrite must change the pin in a reviewed commit)."""
+    from paired_rollouts.compare.published import PINNED_SHA256
+    from paired_rollouts.io import sha256_file
+
+    assert {name: sha256_file(PUBLISHED / name) for name in PINNED_SHA256} == PINNED_SHA256
+
+
+def _compare_cli(results: Path, published: Path, scale: str, out: Path) -> int:
+    args = ["compare", "--results", str(results), "--published", str(published), "--scale-name", scale]
+    return main([*args, "--scale", scale, "--out", str(out)])
+
+
+def test_rewritten_published_numbers_are_refused(tmp_path, capsys):
+    """Item 6. Base: paper.yaml rewritten to a run's values was compared (95 of 227 'reproduced')."""
+    import yaml
+
+    doc = yaml.safe_load((PUBLISHED / "paper.yaml").read_text())
+    doc["entries"][0]["value"] = 0.0
+    rewritten = tmp_path / "paper.yaml"
+    rewritten.write_text(yaml.safe_dump(doc))
+    (tmp_path / "results").mkdir()
+    out = tmp_path / "comparison.json"
+    assert _compare_cli(tmp_path / "results", rewritten, "paper", out) == 1
+    err = capsys.readouterr().err
+    assert "is not the pinned transcription of the paper" in err and not out.exists()
+    curves = tmp_path / "curves.yaml"
+    curves.write_text((PUBLISHED / "curves.yaml").read_text() + "\n")
+    from paired_rollouts.compare.published import load_published_curves
+    from paired_rollouts.errors import UserError
+
+    with pytest.raises(UserError, match="not the pinned transcription"):
+        load_published_curves(curves)
+
+
+def test_a_root_of_another_scale_is_not_compared_as_the_paper(tmp_path, capsys):
+    """Item 6. Base: results/tiny_surrogate compared as --scale-name paper claimed agreement was expected."""
+    root = tmp_path / "results" / "tiny_surrogate"
+    root.mkdir(parents=True)
+    out = tmp_path / "comparison.json"
+    assert _compare_cli(root, PUBLISHED / "paper.yaml", "paper", out) == 1
+    err = capsys.readouterr().err
+    assert "the results root of scale tiny_surrogate" in err and "--scale-name tiny_surrogate" in err
+    assert not out.exists()
+
+
+def test_a_key_of_no_register_is_an_error_not_a_scale_gap(tmp_path):
+    """Item 6. Base: a misspelled key path read 'cannot be computed at this scale'."""
+    import yaml
+    from paired_rollouts.compare.compare import Registers, compare
+    from paired_rollouts.compare.published import load_published
+    from paired_rollouts.errors import UserError
+    from records_fixtures import decision_register
+
+    (tmp_path / "decisions").mkdir()
+    (tmp_path / "decisions" / "c2.json").write_text(json.dumps(decision_register()))
+    doc = yaml.safe_load((PUBLISHED / "paper.yaml").read_text())
+    entry = next(e for e in doc["entries"] if e["op"] == "value" and e["keys"][0].startswith("decisions/c2"))
+    doc["entries"] = [entry]
+    published = tmp_path / "one.yaml"
+    for key, status in (("decisions/c2.json:secondary.auc.c2-paired-s7", "not computed"),):
+        entry["keys"] = [key]
+        published.write_text(yaml.safe_dump(doc))
+        row = compare(load_published(published), Registers(tmp_path), scale="x", scale_label="x")["entries"][0]
+        assert row["status"] == status  # a run the scale lacks: a gap of the scale
+    entry["keys"] = ["decisions/c2.json:secondary.aucc"]
+    published.write_text(yaml.safe_dump(doc))
+    with pytest.raises(UserError, match="has no key 'aucc' at any scale"):
+        compare(load_published(published), Registers(tmp_path), scale="x", scale_label="x")

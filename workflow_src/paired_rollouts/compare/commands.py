@@ -8,9 +8,24 @@ from pathlib import Path
 from paired_rollouts import cli_args as A
 
 
+def _root_of_scale(results: Path, scale: str) -> None:
+    """Refuse a results root laid out as another scale's (``results/<scale>``, the paper's ``results``):
+    the paper's numbers are expected to agree only with a paper-scale root."""
+    from paired_rollouts.errors import UserError
+    from paired_rollouts.layout import results_root
+
+    parts = results.resolve().parts
+    laid_out_as = parts[-1] if len(parts) > 1 and parts[-2] == "results" else None
+    if laid_out_as is not None and laid_out_as != scale:
+        raise UserError(
+            f"{results}: the results root of scale {laid_out_as} ({results_root(laid_out_as)}), compared as "
+            f"--scale-name {scale}; give --scale-name {laid_out_as}"
+        )
+
+
 def _compare(args: argparse.Namespace) -> int:
     from paired_rollouts.compare.compare import Registers, compare
-    from paired_rollouts.compare.published import load_published
+    from paired_rollouts.compare.published import load_published, require_pinned
     from paired_rollouts.errors import UserError
     from paired_rollouts.io import atomic_write_json
 
@@ -18,12 +33,15 @@ def _compare(args: argparse.Namespace) -> int:
         raise UserError(
             f"{args.results}: results root not found; give the folder that holds decisions/, probe/ ..."
         )
+    _root_of_scale(args.results, args.scale_name)
+    digest = require_pinned(args.published)
     published = load_published(args.published)
     out = compare(
         published,
         Registers(args.results, args.tasks_dir),
         scale=args.scale_name,
         scale_label=args.scale,
+        published_sha256=digest,
     )
     atomic_write_json(args.out, out)
     if args.html:
@@ -38,9 +56,11 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _ledger(args: argparse.Namespace) -> int:
     from paired_rollouts.compare.ledger import build_ledger
-    from paired_rollouts.compare.published import load_published
+    from paired_rollouts.compare.published import load_published, require_pinned
     from paired_rollouts.io import atomic_write_json
 
+    if args.published:
+        require_pinned(args.published)
     budget = load_published(args.published).budget if args.published else None
     out = build_ledger(list(args.benchmarks), args.results, args.accelerator, budget, runs=args.runs)
     atomic_write_json(args.out, out)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from paired_rollouts import records
+from paired_rollouts import design, records
 from paired_rollouts.compare.published import Entry, Published, split_key
 from paired_rollouts.errors import UserError
 
@@ -122,10 +122,28 @@ def _step(obj: Any, part: str, file: str, above: list[str]) -> Any:
             raise Missing(f"{file}: {where} has {len(obj)} item(s), no item {part}")
         return obj[int(part)]
     if isinstance(obj, dict):
-        if part not in obj:
+        if part in obj:
+            return obj[part]
+        if obj.get("computed") is False:
+            raise Missing(f"{file}: {where} is not computed ({obj.get('reason')})")
+        if _scale_dependent(part):
             raise Missing(f"{file}: {where} has no key {part!r}")
-        return obj[part]
+        raise UserError(
+            f"{file}: {where} has no key {part!r} at any scale (not a key of this register, docs/records.md); "
+            "fix the published key"
+        )
     raise Missing(f"{file}: {'.'.join(above)} is a value, not an object")
+
+
+def _scale_dependent(part: str) -> bool:
+    """Keys that a smaller scale may lack: steps and seeds, run names, regimes, arms, conditions."""
+    return bool(
+        part.isdigit()
+        or design.RUN_NAME.match(part)
+        or part in design.REGIMES
+        or part in design.ARMS
+        or design.CONDITION_NAME.match(part)
+    )
 
 
 def _num(x: Any, key: str) -> float:
@@ -200,8 +218,10 @@ def _clean(x: float) -> float:
     return float(f"{x:.12g}") if math.isfinite(x) else x
 
 
-def compare(published: Published, regs: Registers, *, scale: str, scale_label: str) -> dict[str, Any]:
-    """Build comparison.json (docs/compare.md)."""
+def compare(
+    published: Published, regs: Registers, *, scale: str, scale_label: str, published_sha256: str | None = None
+) -> dict[str, Any]:
+    """Build comparison.json (docs/compare.md); ``published_sha256``: the published file's pinned sha256."""
     check_readers(published)
     rows = []
     for e in published.entries:
@@ -252,6 +272,7 @@ def compare(published: Published, regs: Registers, *, scale: str, scale_label: s
     expected = scale != "paper"
     return {
         "published_source": published.source,
+        "published_sha256": published_sha256,
         "study": published.study,
         "scale": scale,
         "scale_label": scale_label,

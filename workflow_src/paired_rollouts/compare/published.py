@@ -184,6 +184,33 @@ def _entry(raw: Any, where: str) -> Entry:
     )
 
 
+# The published files as transcribed from the paper and its blog post, pinned: a number rewritten to agree
+# with a run is refused at the door (docs/compare.md). A deliberate correction changes the pin here, in
+# the same reviewed commit.
+PINNED_SHA256 = {
+    "paper.yaml": "13fea45de7743c7b10c9ed855da1ddf0c75cf4f077877a5ac2257dec2d0a67e7",
+    "curves.yaml": "2c82bc38fb43d6cbae2571a10e8599d65d4c234ce06f373a9231ca9b2a8dd5a2",
+}
+
+
+def require_pinned(path: str | Path) -> str:
+    """The sha256 of a published file (data/published/NAME), refused unless it is NAME's pinned one."""
+    from paired_rollouts.io import sha256_file
+
+    path = Path(path)
+    if path.name not in PINNED_SHA256:
+        raise UserError(f"{path}: not a published file ({', '.join(PINNED_SHA256)} under data/published/)")
+    if not path.is_file():
+        raise UserError(f"{path}: published file not found (data/published/{path.name})")
+    digest, pinned = sha256_file(path), PINNED_SHA256[path.name]
+    if digest != pinned:
+        raise UserError(
+            f"{path}: sha256 {digest} is not the pinned transcription of the paper ({pinned}, "
+            "compare/published.py PINNED_SHA256); restore the file (git checkout)"
+        )
+    return digest
+
+
 def load_published(path: str | Path) -> Published:
     """Read and validate the published file; any defect is one UserError naming the file and the entry."""
     path = Path(path)
@@ -255,7 +282,9 @@ class PublishedCurves:
 
 
 def load_published_curves(path: str | Path) -> PublishedCurves:
-    """Read and check the published curves file; a defect is one UserError naming the file and the key."""
+    """Read and check the published curves file (pinned: ``require_pinned``); a defect is one UserError
+    naming the file and the key."""
+    require_pinned(path)
     at = At(str(path), "published-curves file", "see data/published/curves.yaml")
     try:
         raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
