@@ -443,3 +443,137 @@ def test_a_key_of_no_register_is_an_error_not_a_scale_gap(tmp_path):
     published.write_text(yaml.safe_dump(doc))
     with pytest.raises(UserError, match="has no key 'aucc' at any scale"):
         compare(load_published(published), Registers(tmp_path), scale="x", scale_label="x")
+
+
+# ------------------------------------------------------------------ item 8: file-system faults
+
+
+def _mount_tmpfs(folder: Path, options: str) -> bool:
+    """A small tmpfs at ``folder`` (needs root and mount rights; False where they are missing)."""
+    import subprocess
+
+    folder.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True)
+    return done.returncode == 0
+
+
+def _umount(folder: Path) -> None:
+    import subprocess
+
+    subprocess.run(["umount", str(folder)], capture_output=True)
+
+
+@pytest.fixture()
+def read_only_folder(tmp_path):
+    """A folder no file can be created in: chmod 555 for a user, a read-only tmpfs for root (who ignores
+    modes); skipped where neither is possible."""
+    import os
+
+    folder = tmp_path / "ro"
+    if os.geteuid() != 0:
+        folder.mkdir()
+        folder.chmod(0o555)
+        yield folder, "EACCES"
+        folder.chmod(0o755)
+        return
+    if not _mount_tmpfs(folder, "size=64k,ro"):
+        pytest.skip("root without mount rights: no read-only folder can be made here")
+    yield folder, "EROFS"
+    _umount(folder)
+
+
+@pytest.fixture()
+def full_folder(tmp_path):
+    """A 16 KiB tmpfs: a larger write ends in ENOSPC (root with mount rights only, else skipped)."""
+    import os
+
+    folder = tmp_path / "full"
+    if os.geteuid() != 0 or not _mount_tmpfs(folder, "size=16k"):
+        pytest.skip("a small file system needs root with mount rights")
+    yield folder
+    _umount(folder)
+
+
+def _one_line_naming(err: str, path: Path, cause: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and f"({cause})" in lines[0], err
+    assert "Traceback" not in err
+
+
+def test_a_read_only_output_folder_is_one_line(read_only_folder, tmp_path, capsys):
+    """Item 8. Base: a 25-line traceback (only UserError was caught)."""
+    folder, cause = read_only_folder
+    out = folder / "luck.json"
+    assert main(["probe", "bandit", "--out", str(out)]) == 1
+    _one_line_naming(capsys.readouterr().err, out, cause)
+    assert list(folder.iterdir()) == []
+
+
+def test_a_full_disk_is_one_line_and_leaves_nothing(full_folder, capsys):
+    """Item 8. Base: ENOSPC ended in a traceback and left the temporary file."""
+    from paired_rollouts.errors import UserError
+    from paired_rollouts.io import atomic_write_text
+
+    out = full_folder / "big.json"
+    with pytest.raises(UserError, match=r"big\.json: No space left on device \(ENOSPC\)"):
+        atomic_write_text(out, "x" * 64 * 1024)
+    assert list(full_folder.iterdir()) == []
+
+
+def test_a_file_size_limit_is_one_line(tmp_path):
+    """Item 8 (no root needed): a subprocess under RLIMIT_FSIZE gets EFBIG writing its output."""
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+    out = tmp_path / "bandit.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "paired_rollouts", "probe", "bandit", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+    )
+    assert done.returncode == 1, done.stderr
+    _one_line_naming(done.stderr, out, "EFBIG")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_tasks_checks_its_output_folder_before_generating(read_only_folder, monkeypatch, capsys):
+    """Item 8. Base: the pools were generated (7 s) before the write failed."""
+    import paired_rollouts.backoffice.tasks as tasks
+
+    def never(*args, **kwargs):
+        raise AssertionError("the pools were generated before the folder was checked")
+
+    monkeypatch.setattr(tasks, "write_pools", never)
+    folder, cause = read_only_folder
+    assert main(["tasks", "--out", str(folder / "pools")]) == 1
+    _one_line_naming(capsys.readouterr().err, folder / "pools", cause)
+
+
+def test_stale_temporaries_of_a_killed_write_are_removed(tmp_path):
+    """Item 8. Base: temporary files of killed writes stayed forever."""
+    import os
+    import subprocess
+
+    from paired_rollouts.io import atomic_write_text
+
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        dead = tmp_path / f".x.json.{2**22 + 12345}.abcd1234.tmp"  # beyond pid_max: no such process
+        live = tmp_path / f".x.json.{sleeper.pid}.efgh5678.tmp"  # a write in progress elsewhere
+        other = tmp_path / f".y.json.{2**22 + 12345}.ijkl9012.tmp"  # another target's
+        for path in (dead, live, other):
+            path.write_text("partial")
+        atomic_write_text(tmp_path / "x.json", "{}\n")
+        assert not dead.exists() and live.exists() and other.exists()
+        assert (tmp_path / "x.json").read_text() == "{}\n"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert os.path.exists(live)

@@ -66,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"paired-rollouts {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # a full disk, a read-only or unwritable folder met outside io's writers
+        from paired_rollouts.io import os_error
+
+        print(f"paired-rollouts {args.command}: error: {os_error(exc)}", file=sys.stderr)
+        return 1
     return int(result or 0)
 
 

@@ -6,11 +6,14 @@ dies never leaves a half-written file that Snakemake or a later stage could mist
 
 from __future__ import annotations
 
+import errno
+import glob
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,12 +21,69 @@ from typing import Any
 from paired_rollouts.errors import UserError
 
 
+def os_error(exc: OSError, path: str | os.PathLike | None = None) -> UserError:
+    """One line for a file-system fault: the path (``path`` if given: the file being written, not its
+    temporary), the cause and its errno name (ENOSPC, EACCES, EROFS)."""
+    name = errno.errorcode.get(exc.errno or 0, "error")
+    where = path if path is not None else exc.filename
+    cause = exc.strerror or str(exc)
+    hint = {
+        errno.ENOSPC: "free space on that file system and rerun",
+        errno.EDQUOT: "free space on that file system and rerun",
+        errno.EFBIG: "the file exceeds the file-size limit (ulimit -f); raise it and rerun",
+        errno.EACCES: "make the folder writable (or choose another) and rerun",
+        errno.EPERM: "make the folder writable (or choose another) and rerun",
+        errno.EROFS: "write elsewhere and rerun",
+    }.get(exc.errno or 0, "fix the path and rerun")
+    return UserError(f"{where}: {cause} ({name}); {hint}")
+
+
+def _tmp_prefix(target: Path) -> str:
+    return f".{target.name}."
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Temporary files a killed write of ``target`` left behind (``.NAME.PID.XXXX.tmp`` whose process is
+    gone; an unnamed one older than an hour) are removed before the next write of the same target."""
+    prefix = _tmp_prefix(target)
+    for tmp in target.parent.glob(f"{glob.escape(prefix)}*.tmp"):
+        pid_text = tmp.name[len(prefix) :].split(".", 1)[0]
+        try:
+            if pid_text.isdigit():
+                if _alive(int(pid_text)):
+                    continue
+            elif tmp.stat().st_mtime > time.time() - 3600:
+                continue
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            continue  # another writer's; not ours to fail on
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # this process is not writing it now: a write of ours that was interrupted
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temp file + fsync + rename)."""
+    """Write ``data`` to ``path`` atomically (temp file + fsync + rename). A file-system fault (full disk,
+    read-only or unwritable folder) is one UserError naming the path and the cause; nothing is left."""
     target = Path(path)
     _check_output(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temporaries(target)
+        fd, tmp = tempfile.mkstemp(
+            dir=target.parent, prefix=f"{_tmp_prefix(target)}{os.getpid()}.", suffix=".tmp"
+        )
+    except OSError as exc:
+        raise os_error(exc, target) from None
     try:
         # mkstemp creates 0600; give the file the permissions a plain open() would have.
         umask = os.umask(0)
@@ -34,10 +94,29 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise os_error(exc, target) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def check_writable_folder(folder: str | os.PathLike, what: str = "--out") -> Path:
+    """Create ``folder`` if needed and prove a file can be written there, before long work whose result
+    would otherwise be lost (one UserError naming the folder and the cause)."""
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{what} {path}: is a file; give a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".write-check.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise os_error(exc, path) from None
+    return path
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:

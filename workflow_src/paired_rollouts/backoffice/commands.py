@@ -66,6 +66,9 @@ def run_tasks(args: argparse.Namespace) -> int:
             f"--seed {seed}: only seed {GENERATOR_SEED} reproduces the paper's pools; add "
             "--no-check to write pools for another seed"
         )
+    from paired_rollouts.io import check_writable_folder
+
+    check_writable_folder(args.out)  # before the generation's seconds of work, not after
     manifest = write_pools(args.out, seed=seed, check=not args.no_check, progress=True)
     for name in POOL_ORDER:
         entry = manifest["pools"][name]
