@@ -102,8 +102,17 @@ def test_curves_register_means_over_the_seeds_that_have_each_set(tmp_path, capsy
         _run_register(tmp_path, "c2-paired-s1", {"clean": {"0": 0.3, "4": 0.4}}, {"clean": 0.8}),
         _run_register(tmp_path, "c2-independent-s0", {"at_training": {"0": 0.25}}, {"clean": 0.1}),
     ]
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.records import read_run_register
+    from paired_rollouts.stats.condition_curves import build_curves_register
+
+    # registers written by hand (no evidence behind them): the averaging alone, read unverified; the
+    # command reads only registers equal to their recomputation (test_register_checks item 4)
     out = tmp_path / "curves" / "c2.json"
-    assert main(["curves-register", "--registers", *map(str, paths), "--out", str(out)]) == 0
+    atomic_write_json(out, build_curves_register(paths, read=read_run_register))
+    assert main(["curves-register", "--registers", *map(str, paths), "--out", str(tmp_path / "y.json")]) == 1
+    err = capsys.readouterr().err
+    assert "not recomputable from the files it names" in err and not (tmp_path / "y.json").exists()
     register = read_curves_register(out)
     assert register.condition == "C2" and set(register.arms) == {"paired", "independent"}
     paired = register.arms["paired"]
@@ -118,13 +127,8 @@ def test_curves_register_means_over_the_seeds_that_have_each_set(tmp_path, capsy
     assert (pair.paired, pair.independent) == ("c2-paired-s0", "c2-independent-s0")
     assert pair.curves_difference == {"at_training": {}, "clean": {}}  # no set evaluated by both
     c4 = _run_register(tmp_path, "c4-paired-s0", {}, {})
-    assert (
-        main(["curves-register", "--registers", str(paths[0]), str(c4), "--out", str(tmp_path / "x.json")])
-        == 1
-    )
-    err = capsys.readouterr().err.strip()
-    assert "several conditions ['C2', 'C4']" in err and len(err.splitlines()) == 1
-    assert not (tmp_path / "x.json").exists()
+    with pytest.raises(UserError, match=r"several conditions \['C2', 'C4'\]"):
+        build_curves_register([paths[0], c4], read=read_run_register)
 
 
 def test_decision_register_without_the_means_tables_3_and_4_show_is_refused(tmp_path):
@@ -157,8 +161,12 @@ def test_curves_register_pairs_hold_paired_minus_independent(tmp_path):
     for path, auc in ((a, {"clean": 0.75, "challenge": 0.5}), (b, {"clean": 0.5, "challenge": None})):
         data = json.loads(path.read_text())
         path.write_text(json.dumps({**data, "auc": auc}))
-    out = tmp_path / "c2.json"
-    assert main(["curves-register", "--registers", str(a), str(b), "--out", str(out)]) == 0
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.records import read_run_register
+    from paired_rollouts.stats.condition_curves import build_curves_register
+
+    out = tmp_path / "c2.json"  # hand-written registers: the averaging alone, read unverified
+    atomic_write_json(out, build_curves_register([a, b], read=read_run_register))
     pair = read_curves_register(out).pairs[3]
     assert pair.curves_difference == {"clean": {0: 0.25, 4: 0.25}}
     assert pair.auc_difference == {"challenge": None, "clean": 0.25}

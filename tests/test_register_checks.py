@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from paired_rollouts.cli import main
 from test_decision_integrity import RUNS, _rewrite
+from test_prereg import good_freeze, local_tsa  # noqa: F401 - fixtures of the freeze tests
 from test_stats_decisions import (
     EXPECTED,
     V1,
@@ -437,7 +438,9 @@ def test_a_key_of_no_register_is_an_error_not_a_scale_gap(tmp_path):
     for key, status in (("decisions/c2.json:secondary.auc.c2-paired-s7", "not computed"),):
         entry["keys"] = [key]
         published.write_text(yaml.safe_dump(doc))
-        row = compare(load_published(published), Registers(tmp_path), scale="x", scale_label="x")["entries"][0]
+        row = compare(load_published(published), Registers(tmp_path), scale="x", scale_label="x")["entries"][
+            0
+        ]
         assert row["status"] == status  # a run the scale lacks: a gap of the scale
     entry["keys"] = ["decisions/c2.json:secondary.aucc"]
     published.write_text(yaml.safe_dump(doc))
@@ -577,3 +580,229 @@ def test_stale_temporaries_of_a_killed_write_are_removed(tmp_path):
         sleeper.kill()
         sleeper.wait()
     assert os.path.exists(live)
+
+
+# ------------------------------------------------------------------ the weak cases ("Also")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["group-stats", "--groups", "{d}", "--out", "{o}"], "is a folder; give the file itself"),
+        (["luck-share", "--episodes", "{d}", "--out", "{o}"], "is a folder; give the file itself"),
+        (["calibrate", "check", "{d}"], "is a folder; give the file itself"),
+        (
+            [
+                "completeness",
+                "--run",
+                "c2-paired-s0",
+                "--settings",
+                "@{d}",
+                "--evals",
+                "{d}",
+                "--manifest",
+                "m",
+            ]
+            + ["--out", "{o}"],
+            "is a folder; give the settings file itself",
+        ),
+        (["verify-run", "--run-dir", "{d}/runs/x", "--results", "{d}"], "no completeness record"),
+    ],
+)
+def test_a_folder_given_as_a_file_is_one_line(tmp_path, capsys, args, needle):
+    """Also (8, 10, 11, 27). Base: 'file not found' for a folder that is there, or a traceback."""
+    (tmp_path / "runs" / "x" / "complete.json").mkdir(parents=True)
+    out = tmp_path / "out.json"
+    argv = [a.format(d=tmp_path, o=out) for a in args]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0], err
+    assert not out.exists()
+
+
+def test_luck_share_counts_must_be_positive(tmp_path, capsys):
+    """Also (16). Base: '--schedules 0' was read as 'not given'."""
+    with pytest.raises(SystemExit):
+        main(["luck-share", "--episodes", "e.jsonl", "--out", "o.json", "--schedules", "0"])
+    assert "argument --schedules: 0 must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flag", "needle"), [("--settings", "gives no training"), ("--expected", "no phase")]
+)
+def test_completeness_with_nothing_expected_is_refused(study, capsys, flag, needle):
+    """Also (28). Base: 'completeness --settings {}' reported complete: true with nothing expected."""
+    res = study / "results"
+    out = study / "c.json"
+    argv = [
+        "completeness",
+        "--run",
+        "c2-paired-s0",
+        flag,
+        "{}",
+        "--evals",
+        str(res / "evals" / "c2-paired-s0"),
+    ]
+    argv += ["--manifest", str(study / "data" / "tasks" / "MANIFEST.json"), "--out", str(out)]
+    assert main(argv) == 1
+    assert needle in capsys.readouterr().err and not out.exists()
+
+
+def test_probe_checkpoint_refuses_another_runs_folder(tmp_path, capsys):
+    """Also (33). Base: --run c2-paired-s0 with the folder of c2-paired-s1 probed s1 as s0 (or said
+    'train the run first' for a folder that does not exist)."""
+    other = tmp_path / "runs" / "c2-paired-s1"
+    other.mkdir(parents=True)
+    argv = ["probe", "checkpoint", "--run", "c2-paired-s0", "--step", "0", "--model-dir", "m"]
+    argv += ["--tasks-dir", "t", "--out", str(tmp_path / "p.json")]
+    assert main([*argv, "--run-dir", str(other)]) == 1
+    assert "holds the checkpoints of c2-paired-s1" in capsys.readouterr().err
+    assert main([*argv, "--run-dir", str(tmp_path / "runs" / "c2-paired-s0")]) == 1
+    assert "no such run folder" in capsys.readouterr().err
+
+
+def test_a_rehashed_pool_with_bad_bytes_is_one_line(tmp_path):
+    """Also (39, 43): a pool edited with a re-hashed MANIFEST is read strictly (no replaced bytes, no NaN)."""
+    from paired_rollouts.backoffice.pools import load_pool
+    from paired_rollouts.errors import UserError
+    from paired_rollouts.io import sha256_bytes
+
+    for body, needle in (
+        (b'{"task_id": "\xff"}\n', r"p\.jsonl:1: not UTF-8"),
+        (b'{"x": NaN}\n', r"p\.jsonl:1: NaN"),
+    ):
+        (tmp_path / "p.jsonl").write_bytes(body)
+        manifest = {"pools": {"p": {"path": "p.jsonl", "sha256": sha256_bytes(body), "count": 1}}}
+        (tmp_path / "MANIFEST.json").write_text(json.dumps(manifest))
+        with pytest.raises(UserError, match=needle):
+            load_pool(tmp_path / "p.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "needle"),
+    [
+        ("training", "micro_batch", 3, "micro_batch 3 must divide"),
+        ("evaluation", "eval_tasks", 250, "eval_tasks: data/tasks/validation.jsonl: has 10 tasks"),
+    ],
+)
+def test_settings_fail_when_the_workflow_is_read_not_in_a_job(section, key, value, needle):
+    """Also (59). Base: micro_batch and eval_tasks failed in the first job that read them."""
+    import yaml
+    from paired_rollouts.errors import UserError
+    from paired_rollouts.layout import Layout
+
+    root = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((root / "config" / "config.yaml").read_text())
+    tiny = yaml.safe_load((root / ".test" / "config" / "config.yaml").read_text())
+    config["scales"].update(tiny["scales"])
+    config["scales"]["tiny"].setdefault(section, {})[key] = value
+    with contextlib.chdir(root), pytest.raises(UserError, match=needle):
+        Layout.from_config(config, "tiny", "cpu").check()
+
+
+def test_tsa_urls_are_http_or_https(tmp_path, capsys):
+    """Also (81). Base: file:// and ftp:// TSAs were accepted."""
+    (tmp_path / "doc.md").write_text("x")
+    for url in ("file:///etc/passwd", "ftp://tsa.example/tsr", "freetsa.org/tsr"):
+        argv = [
+            "prereg",
+            "freeze",
+            "--out",
+            str(tmp_path / "f"),
+            "--root",
+            str(tmp_path),
+            "--documents",
+            "doc.md",
+        ]
+        assert main([*argv, "--tsa", f"a={url}", "--tsa", "b=https://tsa.example/tsr"]) == 1
+        assert "a TSA is an http:// or https:// URL" in capsys.readouterr().err
+        assert not (tmp_path / "f").exists()
+
+
+def test_luck_share_blames_the_defective_schedule_not_the_intact_ones():
+    """Also (104). Base: one duplicated sample made every intact schedule 'short' (M taken as the max)."""
+    from paired_rollouts.stats.luck_share import build_tables
+
+    rows = [
+        {"task_id": f"t{t}", "schedule_seed": k, "true_success": (k + m) % 2 == 0}
+        for t in range(3)
+        for k in range(4)
+        for m in range(4)
+    ]
+    rows.append(dict(rows[0]))  # a fifth sample of t0's schedule 0
+    built = build_tables(rows)
+    assert built["M"] == 4 and sorted(built["tables"]) == ["t1", "t2"]
+    assert built["defects"] == [{"task_id": "t0", "problem": "schedule 0 has 5 samples, expected 4"}]
+
+
+def test_a_duplicated_training_group_is_refused(study, capsys):
+    """Also (107). Base: a group recorded twice was counted twice in every rate."""
+    groups = study / "results" / "runs" / "c2-paired-s0" / "groups.jsonl"
+    lines = groups.read_text().splitlines(keepends=True)
+    groups.write_text("".join([*lines, lines[0]]))
+    out = study / "gs.json"
+    assert main(["group-stats", "--groups", str(groups), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"{groups}:{len(lines) + 1}: a second record of c2-paired-s0 step 0 group 0 (first at line 1)" in err
+    )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("key", ["tasks_dir", "decision_rules", "published"])
+def test_a_path_starting_with_a_dash_is_refused_by_the_schema(key):
+    """Also. Base: 'tasks_dir: --help' passed the path pattern (an option to the command it reached)."""
+    import yaml
+    from paired_rollouts.config_check import check_config
+    from paired_rollouts.errors import UserError
+
+    root = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((root / "config" / "config.yaml").read_text())
+    config.update(accelerator="cpu", scale="standin", **{key: "--help"})
+    with pytest.raises(UserError, match=f"{key}: '--help' is not allowed"):
+        check_config(config, root / "config" / "schema.json", "config/config.yaml")
+
+
+@pytest.mark.parametrize(("value", "ok"), [("NA", True), ("nan", False), ("-5.0", False), ("inf", False)])
+def test_the_ledger_takes_times_or_na_only(tmp_path, value, ok):
+    """Also. Base: NaN and negative times were summed into the ledger."""
+    from paired_rollouts.compare.ledger import read_benchmark
+    from paired_rollouts.errors import UserError
+
+    path = tmp_path / "b.tsv"
+    path.write_text(f"s\th:m:s\tmax_rss\tcpu_time\n{value}\t0:00:01\t10.0\t0.5\n")
+    if ok:
+        assert read_benchmark(path)["s"] != read_benchmark(path)["s"]  # NaN: not measured
+    else:
+        with pytest.raises(UserError, match=r"b\.tsv: s is .*not a time or size"):
+            read_benchmark(path)
+
+
+@pytest.mark.tsa
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda t: t.update(policy="1.2.3.4"), "policy differ(s) from the freeze record's copy"),
+        (lambda t: t.update(tsa_name="CN=Someone Else"), "tsa_name differ(s) from the freeze record's copy"),
+        (
+            lambda t: t["tsa_certificate"].update(not_after="2099-01-01T00:00:00Z"),
+            "tsa_certificate.not_after",
+        ),
+        (lambda t: t["tsa_certificate"].update(issuer="CN=Public CA"), "tsa_certificate.issuer"),
+    ],
+)
+def test_informational_freeze_fields_are_checked(request, tmp_path, capsys, edit, needle):
+    """Also (79). Base: the policy, TSA name and certificate fields freeze.json copies were never compared
+    with the token and the stored certificate, so a reader of freeze.json could be told anything."""
+    import shutil
+
+    from test_prereg import _assert_rejected
+
+    ws = tmp_path / "ws"
+    shutil.copytree(request.getfixturevalue("good_freeze"), ws)
+
+    path = ws / "freeze" / "freeze.json"
+    record = json.loads(path.read_text())
+    edit(record["tokens"][0])
+    path.write_text(json.dumps(record))
+    _assert_rejected(ws, capsys, needle)

@@ -165,11 +165,19 @@ def atomic_write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]
     return atomic_write_text(path, "".join(jsonl_line(r) for r in records))
 
 
+def require_file(path: str | os.PathLike, what: str = "file") -> Path:
+    """``path`` as a Path if it is a file; a folder or nothing there is one UserError saying which."""
+    source = Path(path)
+    if source.is_dir():
+        raise UserError(f"{source}: is a folder; give the {what} itself")
+    if not source.is_file():
+        raise UserError(f"{source}: {what} not found")
+    return source
+
+
 def iter_jsonl_numbered(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, record) of a JSON Lines file; bad bytes, JSON or NaN: UserError with file:line."""
-    source = Path(path)
-    if not source.is_file():
-        raise UserError(f"{source}: file not found")
+    source = require_file(path)
     with source.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
@@ -204,10 +212,7 @@ def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    source = Path(path)
-    if not source.is_file():
-        raise UserError(f"{source}: file not found")
-    return parse_json_file(source)
+    return parse_json_file(require_file(path))
 
 
 def read_text_utf8(source: Path) -> str:
@@ -246,9 +251,7 @@ def load_settings(value: str | None) -> dict[str, Any]:
     if value is None or value == "":
         return {}
     if value.startswith("@"):
-        path = Path(value[1:])
-        if not path.is_file():
-            raise UserError(f"settings file {path} not found")
+        path = require_file(value[1:], "settings file")
         if path.suffix in {".yaml", ".yml"}:
             import yaml
 

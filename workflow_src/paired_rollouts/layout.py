@@ -435,6 +435,30 @@ class Layout:
             beyond = [s for s in trajectory["steps"] if s > last]
             if beyond:
                 raise UserError(f"{at}: steps {beyond} beyond the last training step {last}")
+        self._check_settings(where)
+
+    def _check_settings(self, where: str) -> None:
+        """The scale's sections parsed as the jobs will parse them (e.g. micro_batch must divide the
+        generation batch), and, where the pools exist, the task counts they ask of them: a bad value
+        fails here, not in the job that first reads it."""
+        from paired_rollouts.backoffice.selection import first_selected
+        from paired_rollouts.io import iter_jsonl
+        from paired_rollouts.settings import SECTIONS, Settings
+
+        sections = {k: v for k, v in self.scale.items() if k in SECTIONS or k == "task_filter"}
+        settings = Settings.parse(sections, where)
+        wanted = [
+            (study.PHASE_POOL["periodic"], settings.evaluation.eval_tasks, "evaluation.eval_tasks"),
+            (study.PHASE_POOL["final"], settings.evaluation.final_tasks, "evaluation.final_tasks"),
+            (settings.diagnostics.pool, settings.diagnostics.tasks, "diagnostics.tasks"),
+        ]
+        for pool, count, key in wanted:
+            path = Path(self.tasks_dir) / f"{pool}.jsonl"
+            if path.is_file():
+                try:
+                    first_selected(list(iter_jsonl(path)), pool, count, settings.task_filter, path)
+                except UserError as exc:
+                    raise UserError(f"{where}.{key}: {exc}") from None
 
 
 def require_paper_pools(tasks_dir: str | Path, accelerator: str) -> None:

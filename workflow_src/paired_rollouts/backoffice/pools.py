@@ -20,7 +20,7 @@ from paired_rollouts.backoffice.generation import (
 )
 from paired_rollouts.backoffice.tools import WRITE_TOOLS
 from paired_rollouts.errors import UserError
-from paired_rollouts.io import atomic_write_bytes, atomic_write_json, sha256_bytes, sha256_file
+from paired_rollouts.io import atomic_write_bytes, atomic_write_json, loads_strict, sha256_bytes, sha256_file
 
 #: pool name on disk (docs/CONTRACT.md#targets) -> the paper's pool name, kept inside the records
 POOL_FILES: dict[str, str] = {
@@ -257,9 +257,11 @@ def load_pool(path: str | os.PathLike, manifest: Any = None) -> list[dict[str, A
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads_strict(line)
         except json.JSONDecodeError as exc:
             raise UserError(f"{source}:{number}: not valid JSON ({exc.msg}); regenerate the pool") from exc
+        except ValueError as exc:  # NaN or Infinity: no task holds one
+            raise UserError(f"{source}:{number}: {exc}; regenerate the pool") from exc
         tasks.append(_check_task(record, f"{source}:{number}"))
     if entry is not None and "count" in entry and entry["count"] != len(tasks):
         raise UserError(f"{source}: {len(tasks)} tasks but the manifest says {entry['count']}")

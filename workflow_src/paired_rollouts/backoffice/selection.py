@@ -45,7 +45,12 @@ def first_selected(
     One definition for the stages that roll the tasks out and for the completeness check that expects
     their episodes; ``source`` names the pool file in the error.
     """
-    kept = list(tasks) if pool == "diagnostic" else select_tasks(tasks, task_filter)
+    try:
+        kept = list(tasks) if pool == "diagnostic" else select_tasks(tasks, task_filter)
+    except (KeyError, TypeError) as exc:
+        raise UserError(
+            f"{source}: a task lacks what task_filter {task_filter!r} reads ({exc}); regenerate the pools"
+        ) from None
     if len(kept) < count:
         raise UserError(
             f"{source}: has {len(kept)} tasks after task_filter {task_filter!r}, the settings need {count}"

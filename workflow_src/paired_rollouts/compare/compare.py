@@ -219,7 +219,12 @@ def _clean(x: float) -> float:
 
 
 def compare(
-    published: Published, regs: Registers, *, scale: str, scale_label: str, published_sha256: str | None = None
+    published: Published,
+    regs: Registers,
+    *,
+    scale: str,
+    scale_label: str,
+    published_sha256: str | None = None,
 ) -> dict[str, Any]:
     """Build comparison.json (docs/compare.md); ``published_sha256``: the published file's pinned sha256."""
     check_readers(published)

@@ -19,6 +19,7 @@ from paired_rollouts.layout import Layout
 
 GPU_STAGES = ("train", "evaluate", "diagnose", "probe")
 COLUMNS = ("s", "max_rss", "cpu_time")
+NOT_MEASURED = ("NA", "-", "")  # what Snakemake writes where it could not measure a value
 
 
 def read_benchmark(path: Path) -> dict[str, float]:
@@ -32,11 +33,19 @@ def read_benchmark(path: Path) -> dict[str, float]:
         raise UserError(f"{path}: not a Snakemake benchmark file (columns {', '.join(COLUMNS)} expected)")
     out = {}
     for column in COLUMNS:
-        raw = rows[-1][column]
+        raw = (rows[-1][column] or "").strip()
+        if raw in NOT_MEASURED:
+            out[column] = math.nan  # counted as not measured, never as a time
+            continue
         try:
             value = float(raw)
-        except ValueError:  # Snakemake writes NA when a value could not be measured
+        except ValueError:
             value = math.nan
+        if not math.isfinite(value) or value < 0:
+            raise UserError(
+                f"{path}: {column} is {raw!r}, not a time or size (a number >= 0, or NA when not measured); "
+                "rerun the job that writes it"
+            )
         out[column] = value
     return out
 
@@ -51,7 +60,9 @@ def _total(rows: list[dict[str, float]], gpu: bool) -> dict[str, Any]:
         "wall_s": round(add("s"), 3),
         "cpu_s": round(add("cpu_time"), 3),
         "peak_rss_mb": round(max(rss), 1) if rss else None,
-        "gpu_hours": round(sum(r["s"] for r in rows if r["gpu"]) / 3600, 4) if gpu else None,
+        "gpu_hours": round(sum(r["s"] for r in rows if r["gpu"] and not math.isnan(r["s"])) / 3600, 4)
+        if gpu
+        else None,
     }
 
 

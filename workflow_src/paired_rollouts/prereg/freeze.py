@@ -47,6 +47,7 @@ from paired_rollouts.prereg.record import (
     MANIFEST,
     QUERY,
     RECORD,
+    certificate_record,
     is_test_certificate,
     list_amendments,
     manifest_text,
@@ -83,6 +84,18 @@ def parse_pairs(values: Iterable[str] | None, option: str) -> dict[str, str]:
     return out
 
 
+def _check_tsa_url(name: str, url: str) -> None:
+    """RFC 3161 over HTTP(S) only, with a host: a file:, ftp: or schemeless URL is no time-stamp service."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(
+            f"--tsa {name}={url}: a TSA is an http:// or https:// URL with a host "
+            "(e.g. freetsa=https://freetsa.org/tsr)"
+        )
+
+
 def authorities(tsa_args: list[str] | None, cafile_args: list[str] | None) -> list[Authority]:
     tsas = parse_pairs(tsa_args, "--tsa") or dict(DEFAULT_TSAS)
     cafiles = parse_pairs(cafile_args, "--cafile")
@@ -91,6 +104,8 @@ def authorities(tsa_args: list[str] | None, cafile_args: list[str] | None) -> li
         raise UserError(f"--cafile {unknown[0]}=...: no --tsa with that name; name a TSA given with --tsa")
     if len(tsas) < 2:
         raise UserError("--tsa: at least two time-stamp authorities are required (independent witnesses)")
+    for name, url in tsas.items():
+        _check_tsa_url(name, url)
     return [
         Authority(name, url, Path(cafiles[name]) if name in cafiles else None) for name, url in tsas.items()
     ]
@@ -163,18 +178,6 @@ def _trust_material(authority: Authority, response, source: str) -> tuple[object
     return leaf, intermediates, roots, root_source
 
 
-def _cert_json(cert, file: str) -> dict:
-    return {
-        "file": file,
-        "sha256": tsp.fingerprint(cert),
-        "subject": cert.subject.rfc4514_string(),
-        "issuer": cert.issuer.rfc4514_string(),
-        "serial": str(cert.serial_number),
-        "not_before": tsp.iso_utc(cert.not_valid_before_utc),
-        "not_after": tsp.iso_utc(cert.not_valid_after_utc),
-    }
-
-
 def _write_record(
     work: Path,
     kind: str,
@@ -217,7 +220,7 @@ def _write_record(
             "sha256": sha256_bytes(raw),
             "status": "granted",
             **info.as_json(),
-            "tsa_certificate": _cert_json(leaf, f"certs/{auth.name}-tsa.pem"),
+            "tsa_certificate": certificate_record(leaf, f"certs/{auth.name}-tsa.pem"),
             "roots": {
                 "file": f"certs/{auth.name}-roots.pem",
                 "sha256": [tsp.fingerprint(c) for c in roots],

@@ -64,3 +64,16 @@ def software() -> dict:
         "rfc3161-client": version("rfc3161-client"),
         "openssl": tsp.openssl_version(),
     }
+
+
+def certificate_record(cert, file: str) -> dict:
+    """What freeze.json records of a stored certificate (verify recomputes it from the stored file)."""
+    return {
+        "file": file,
+        "sha256": tsp.fingerprint(cert),
+        "subject": cert.subject.rfc4514_string(),
+        "issuer": cert.issuer.rfc4514_string(),
+        "serial": str(cert.serial_number),
+        "not_before": tsp.iso_utc(cert.not_valid_before_utc),
+        "not_after": tsp.iso_utc(cert.not_valid_after_utc),
+    }

@@ -151,11 +151,14 @@ def load_decision_rules(path: str | os.PathLike | None = None) -> dict:
     """Load and validate the frozen rules; ``path`` defaults to ``prereg/decision_rules.yaml`` (cwd-relative)."""
     import yaml
 
-    source = Path(path) if path is not None else DEFAULT_RULES_PATH
-    if not source.is_file():
-        raise UserError(f"{source}: decision rules not found; run from the repository root or pass the path")
+    from paired_rollouts.io import read_text_utf8, require_file
+
+    source = require_file(
+        path if path is not None else DEFAULT_RULES_PATH,
+        "decision rules (run from the repository root or pass the path)",
+    )
     try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_text_utf8(source))
     except yaml.YAMLError as exc:
         raise UserError(f"{source}: not valid YAML ({exc}); restore the frozen file") from exc
     return validate_decision_rules(data, str(source))
@@ -374,15 +377,18 @@ def load_tier_rules(
     """
     import yaml
 
-    source = Path(path) if path is not None else DEFAULT_TIER_RULES_PATH
-    if not source.is_file():
-        raise UserError(f"{source}: tier rules not found; run from the repository root or pass the path")
+    from paired_rollouts.io import read_text_utf8, require_file
+
+    source = require_file(
+        path if path is not None else DEFAULT_TIER_RULES_PATH,
+        "tier rules (run from the repository root or pass the path)",
+    )
     if verification is not None:
         from paired_rollouts.prereg.verify import require_covered
 
         require_covered(verification, source)
     try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_text_utf8(source))
     except yaml.YAMLError as exc:
         raise UserError(f"{source}: not valid YAML ({exc}); restore the amended file") from exc
     return validate_tier_rules(data, str(source))

@@ -136,6 +136,13 @@ def _check_token(record_dir: Path, record: dict, token: dict, stamped: tuple, fa
         row["rfc3161_client"] = {"ok": False, "detail": "not run: a stored file is missing or altered"}
         row["openssl"] = {"ok": False, "detail": "not run: a stored file is missing or altered"}
         return row
+    stored = fz.certificate_record(leaf[0], token["tsa_certificate"]["file"])
+    differ = sorted(k for k, v in stored.items() if token["tsa_certificate"].get(k) != v)
+    if differ:
+        failures.append(
+            f"{where}: tsa_certificate.{', '.join(differ)} in freeze.json differ(s) from the stored "
+            f"certificate; {REFREEZE}"
+        )
     if sha256_bytes(raw) != token.get("sha256"):
         failures.append(f"{tsr_path}: its bytes differ from the reply recorded at freeze time; {REFREEZE}")
     nonce = int(record["request"]["nonce"])
@@ -212,8 +219,15 @@ def _check_signer(raw: bytes, token: dict, row: dict, where: str, failures: list
                 f"token's signer is '{row['tsa_subject']}'; {REFREEZE}"
             )
         row["gen_time"] = tsp.iso_utc(info.gen_time)
-        if row["gen_time"] != token.get("gen_time") or str(info.serial) != token.get("serial"):
-            failures.append(f"{tsr_path}: genTime/serial differ from the freeze record; {REFREEZE}")
+        # every field the record copies from the token (genTime, serial, policy, nonce, imprint, TSA
+        # name) must be the token's own: none is informational, a reader of freeze.json sees them
+        copied = info.as_json()
+        differ = sorted(k for k, v in copied.items() if token.get(k) != v)
+        if differ:
+            failures.append(
+                f"{tsr_path}: {', '.join(differ)} differ(s) from the freeze record's copy; {REFREEZE}"
+            )
+        row["policy"] = copied["policy"]
     except UserError as exc:
         failures.append(str(exc))
     return epoch

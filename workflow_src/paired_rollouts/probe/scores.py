@@ -383,7 +383,15 @@ def probe_checkpoint_cli(args: Any) -> int:
 
     settings = Settings.parse(load_settings(args.settings))
     ident = parse_run(args.run, parse_conditions(args.conditions))
-    folder = ckpt.step_dir(Path(args.run_dir), args.step)
+    run_dir = Path(args.run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"--run-dir {run_dir}: no such run folder; give results/runs/{args.run}")
+    if run_dir.name != args.run:
+        raise UserError(
+            f"--run {args.run} names the schedules, but --run-dir {run_dir} holds the checkpoints of "
+            f"{run_dir.name}; give the folder of {args.run} (or --run {run_dir.name})"
+        )
+    folder = ckpt.step_dir(run_dir, args.step)
     if not folder.is_dir():
         raise UserError(f"{folder}: checkpoint not found; train the run to step {args.step} first")
     runner = PolicyRunner(

@@ -77,7 +77,9 @@ def read_episodes(path: str | Path) -> list[dict[str, Any]]:
 
 
 def iter_groups(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, record) of a groups.jsonl, each type-checked; the lists must have one length."""
+    """(line, record) of a groups.jsonl, each type-checked; the lists must have one length, and a group
+    (run, step, group) appears once (a duplicate would be counted twice in every rate)."""
+    seen: dict[tuple[str, int, int], int] = {}
     for line, rec in iter_jsonl_numbered(path):
         where = f"{path}:{line}"
         validate(rec, GROUP, where, "training-group record", GROUP_OPTIONAL)
@@ -86,6 +88,13 @@ def iter_groups(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise UserError(
                 f"{where}: training-group lists have lengths {sorted(lengths)}; each needs G entries"
             )
+        at = (rec["run"], rec["step"], rec["group"])
+        if at in seen:
+            raise UserError(
+                f"{where}: a second record of {at[0]} step {at[1]} group {at[2]} (first at line {seen[at]}); "
+                "regenerate the training register"
+            )
+        seen[at] = line
         yield line, rec
 
 

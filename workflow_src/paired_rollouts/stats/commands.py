@@ -74,9 +74,11 @@ def _completeness(args: argparse.Namespace) -> int:
 
     if args.settings is not None:
         settings = Settings.parse(load_settings(args.settings))
+        ExpectedEvidence.derivable_from(settings)
         expected = ExpectedEvidence.of_run(args.run, settings, parse_conditions(args.conditions))
     else:
         expected = ExpectedEvidence.from_record(load_settings(args.expected))
+    expected.require_some()
     out = check_run(
         args.run,
         expected,
@@ -116,6 +118,7 @@ def _design_evidence(args: argparse.Namespace, conditions):
 
     if args.settings is not None:
         settings = Settings.parse(load_settings(args.settings))
+        ExpectedEvidence.derivable_from(settings)
         return lambda run: ExpectedEvidence.of_run(run, settings, conditions)
     if args.expected is not None:
         spelled = ExpectedEvidence.from_record(load_settings(args.expected))
@@ -295,9 +298,13 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, type=Path, help="results/diagnostics/RUN/luck-stepN.json")
     p.add_argument("--resamples", type=A.positive, default=10000, help="bootstrap resamples (default 10000)")
     p.add_argument("--seed", type=int, default=20260911, help="bootstrap seed (default 20260911)")
-    p.add_argument("--schedules", type=int, default=None, help="expected K (default: the largest found)")
-    p.add_argument("--samples", type=int, default=None, help="expected M (default: the largest found)")
-    p.add_argument("--tasks", type=int, default=None, help="expected number of diagnostic tasks")
+    p.add_argument(
+        "--schedules", type=A.positive, default=None, help="expected K (default: the most common found)"
+    )
+    p.add_argument(
+        "--samples", type=A.positive, default=None, help="expected M (default: the most common found)"
+    )
+    p.add_argument("--tasks", type=A.positive, default=None, help="expected number of diagnostic tasks")
     p.set_defaults(handler=_luck_share)
 
     p = subparsers.add_parser(

@@ -15,8 +15,8 @@ from typing import Any
 
 from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
-from paired_rollouts.settings import Settings
 from paired_rollouts.records import RunManifest, RunRegister, read_run_manifest
+from paired_rollouts.settings import Settings
 from paired_rollouts.stats.run_register import verified_register
 
 CROSS_STACK_FORMAT = "paired-rollouts-cross-stack/1"

@@ -81,6 +81,12 @@ def lam_bootstrap(
     return percentile_interval(task_bootstrap_nanmean(v, resamples, rng), lower, upper)
 
 
+def _usual(counts: Iterable[int]) -> int:
+    """The most common count (the largest of those tied)."""
+    tally = Counter(counts)
+    return max(tally, key=lambda count: (tally[count], count))
+
+
 def build_tables(
     records: Iterable[dict[str, Any]],
     schedules: int | None = None,
@@ -102,8 +108,12 @@ def build_tables(
         )
     if not by_task:
         raise UserError("no diagnostic episodes found; run 'paired-rollouts diagnose' first")
-    k_expected = schedules or max(len(rows) for rows in by_task.values())
-    m_expected = samples or max(len(v) for rows in by_task.values() for v in rows.values())
+    # without the design's K and M, the shape most tables have: a duplicated or missing row is then
+    # blamed on its own task, not on every intact one (the largest would make the intact ones short)
+    k_expected = schedules if schedules is not None else _usual(len(rows) for rows in by_task.values())
+    m_expected = (
+        samples if samples is not None else _usual(len(v) for rows in by_task.values() for v in rows.values())
+    )
     defects: list[dict[str, Any]] = []
     tables: dict[str, tuple[list[int], np.ndarray]] = {}
     if tasks is not None and len(by_task) != tasks:

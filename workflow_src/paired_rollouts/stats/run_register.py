@@ -226,8 +226,10 @@ def register_differences(path: Path, run_dir: Path, results: Path) -> list[str]:
     keys = sorted(k for k in set(written) | set(rebuilt) if written.get(k) != rebuilt.get(k))
     if not keys:
         return []
-    return [f"register.json differs from its recomputation from the files it names ({', '.join(keys)}); "
-            "rebuild it (run-register)"]
+    return [
+        f"register.json differs from its recomputation from the files it names ({', '.join(keys)}); "
+        "rebuild it (run-register)"
+    ]
 
 
 def verified_register(path: str | Path) -> RunRegister:
@@ -238,7 +240,10 @@ def verified_register(path: str | Path) -> RunRegister:
     run_dir = path.parent
     if run_dir.name != register.run:
         raise UserError(f"{path}: the register of {register.run} lies in the folder of {run_dir.name}")
-    differences = register_differences(path, run_dir, run_dir.parent.parent)
+    try:
+        differences = register_differences(path, run_dir, run_dir.parent.parent)
+    except UserError as exc:
+        raise UserError(f"{path}: not recomputable from the files it names ({exc})") from None
     if differences:
         raise UserError(f"{path}: {differences[0]}")
     return register

@@ -181,6 +181,26 @@ class ExpectedEvidence:
         """The task filter the sets were selected with (all, when the record does not say)."""
         return self.task_filter or "all"
 
+    SECTIONS = ("training", "evaluation", "diagnostics")
+
+    @classmethod
+    def derivable_from(cls, settings: Settings) -> None:
+        """Refuse settings that do not give the sections the expected evidence follows from: their
+        defaults (the embedded stand-in's) would be checked instead of the scale's."""
+        absent = [name for name in cls.SECTIONS if name not in settings.given]
+        if absent:
+            raise UserError(
+                f"--settings gives no {', '.join(absent)} section(s); the expected evidence follows from the "
+                f"scale's {', '.join(cls.SECTIONS)} sections (the workflow passes them)\n{EXPECTED_HELP}"
+            )
+
+    def require_some(self) -> None:
+        """An expectation of nothing would make any folder complete: at least one phase is required."""
+        if all(getattr(self, name) is None for name in _PHASES):
+            raise UserError(
+                f"expected evidence: no phase ({', '.join(_PHASES)}); nothing would be checked\n{EXPECTED_HELP}"
+            )
+
     @classmethod
     def of_run(
         cls, run: str, settings: Settings, conditions: Mapping[str, design.Condition] | None = None

@@ -15,7 +15,6 @@ import numpy as np
 from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
-from paired_rollouts.stats.completeness.expected import ExpectedEvidence
 from paired_rollouts.records import (
     Completeness,
     LuckShare,
@@ -24,6 +23,7 @@ from paired_rollouts.records import (
     read_completeness,
     read_luck,
 )
+from paired_rollouts.stats.completeness.expected import ExpectedEvidence
 
 
 @dataclass
@@ -274,15 +274,23 @@ def admit(
     for name, want in sorted(pools.items()):
         if recorded.get(name) != want:
             reasons.append(f"task pool {name}: run used {recorded.get(name)}, manifest says {want}")
-    checked_files = complete.files
-    given = {**ev.files, **(inputs or {})}
-    for rel, digest in sorted(given.items()):
-        if rel not in checked_files:
-            reasons.append(f"{rel}: not covered by the completeness check")
-        elif checked_files[rel] != digest:
-            reasons.append(f"{rel}: sha256 differs from complete.json (tampered)")
-    for rel in sorted(checked_files):
-        if rel.startswith("evals/") and rel not in ev.files:
-            reasons.append(f"{rel}: checked for completeness but not given to decide")
+    reasons += _file_reasons(complete.files, ev.files, inputs or {})
     entry["admitted"] = not reasons
     return entry
+
+
+def _file_reasons(
+    checked: dict[str, str], episodes: dict[str, str], inputs: dict[str, str | None]
+) -> list[str]:
+    """Each file decide reads must be one the completeness check hashed, with that digest; each checked
+    evaluation file must be given."""
+    reasons = []
+    for rel, digest in sorted({**episodes, **inputs}.items()):
+        if rel not in checked:
+            reasons.append(f"{rel}: not covered by the completeness check")
+        elif checked[rel] != digest:
+            reasons.append(f"{rel}: sha256 differs from complete.json (tampered)")
+    for rel in sorted(checked):
+        if rel.startswith("evals/") and rel not in episodes:
+            reasons.append(f"{rel}: checked for completeness but not given to decide")
+    return reasons

@@ -428,7 +428,9 @@ def _h1a_outcome(
     return block
 
 
-def h1a_missing(condition: str, runs: list[RunEvidence], groups: dict[str, Any], luck: Luck, step: int) -> list[str]:
+def h1a_missing(
+    condition: str, runs: list[RunEvidence], groups: dict[str, Any], luck: Luck, step: int
+) -> list[str]:
     """What H1a reads and was not given, per admitted run: its training groups (both kinds) and, under
     tool faults, its luck share at the rule's base step."""
     out = []

@@ -202,7 +202,9 @@ def decide(
             f"no episode records of comparison {comparison.name} ({condition} {' vs '.join(arms)}, "
             f"scaling {comparison.scaling}) among --episodes"
         )
-    acceptance = _acceptance({**candidates, **reference}, reference, complete, pools, groups, luck, design_evidence)
+    acceptance = _acceptance(
+        {**candidates, **reference}, reference, complete, pools, groups, luck, design_evidence
+    )
     missing = [
         f"{run}: {reason}" for run in acceptance if run in candidates for reason in acceptance[run]["reasons"]
     ]
