@@ -124,8 +124,10 @@ def auc_gap_block(name: str, seeds, auc_paired, auc_independent, final_paired, f
 def run_registers(results, out) -> list:
     """Run registers of every run under ``results/evals``, built by the stats stage's own
     ``build_register`` (so a renamed register key fails the render tests), written to ``out/runs/RUN``
-    with a copy of the run's manifest."""
+    with a copy of the run's manifest and of its evaluation files under ``out/evals/RUN`` (a register
+    is read only beside the evidence it is recomputed from)."""
     import json
+    import shutil
     from pathlib import Path
 
     from paired_rollouts.io import sha256_file
@@ -139,6 +141,7 @@ def run_registers(results, out) -> list:
         manifest = results / "runs" / evals.name / "manifest.json"
         if manifest.is_file():  # beside its register, so that tables pair them by results tree
             (run_dir / "manifest.json").write_bytes(manifest.read_bytes())
+        shutil.copytree(evals, out / "evals" / evals.name, dirs_exist_ok=True)
         files = {f"evals/{f.name}": sha256_file(f) for f in sorted(evals.glob("*.jsonl"))}
         (run_dir / "complete.json").write_text(
             json.dumps(
@@ -153,7 +156,7 @@ def run_registers(results, out) -> list:
                 }
             )
         )
-        (run_dir / "register.json").write_text(json.dumps(build_register(run_dir, results)))
+        (run_dir / "register.json").write_text(json.dumps(build_register(run_dir, out)))
         paths.append(run_dir / "register.json")
     return paths
 

@@ -17,6 +17,7 @@ from test_stats_decisions import (
     EXPECTED,
     V1,
     checked,
+    completeness,
     decide,
     make_pools,
     rules_verification,
@@ -31,34 +32,6 @@ def study(tmp_path):
     return tmp_path
 
 
-def _complete_with(root: Path, run: str, expected: dict) -> int:
-    res = root / "results"
-    return main(
-        [
-            "completeness",
-            "--run",
-            run,
-            "--expected",
-            json.dumps(expected),
-            "--evals",
-            str(res / "evals" / run),
-            "--diagnostics",
-            str(res / "diagnostics" / run),
-            "--groups",
-            str(res / "runs" / run / "groups.jsonl"),
-            "--run-manifest",
-            str(res / "runs" / run / "manifest.json"),
-            "--manifest",
-            str(root / "data" / "tasks" / "MANIFEST.json"),
-            "--luck",
-            str(res / "diagnostics" / run / "luck-step0.json"),
-            "--strict",
-            "--out",
-            str(res / "runs" / run / "complete.json"),
-        ]
-    )
-
-
 # ------------------------------------------------------------------ item 1
 
 
@@ -70,12 +43,44 @@ def test_completeness_checked_with_weaker_settings_is_not_admitted(study):
         _rewrite(f, lambda rows: [r for r in rows if r["task_id"] != V1])
     weaker = copy.deepcopy(EXPECTED)
     weaker["periodic"]["tasks"] = 1
-    assert _complete_with(study, run, weaker) == 0  # complete against the weaker settings
+    assert completeness(study, run, strict=True, expected=weaker)["complete"]  # against the weaker settings
     reg = decide(study, "C2", RUNS)
     reasons = reg["acceptance"][run]["reasons"]
     assert reg["acceptance"][run]["admitted"] is False
     assert any("settings.periodic.tasks = 1; the design's is 2" in r for r in reasons), reasons
     assert reg["decided"] is False and reg["H2a"]["passes"] is None
+
+
+def test_a_complete_json_rehashed_over_edited_evidence_is_not_admitted(study):
+    """Item 1 (recomputation). Base: complete.json with its digests rewritten over periodic files from
+    which a validation task was deleted was admitted (only the digests were compared)."""
+    from paired_rollouts.io import sha256_file
+
+    run = "c2-paired-s1"
+    path = study / "results" / "runs" / run / "complete.json"
+    record = json.loads(path.read_text())
+    for f in (study / "results" / "evals" / run).glob("periodic-*.jsonl"):
+        _rewrite(f, lambda rows: [r for r in rows if r["task_id"] != V1])
+        record["files"][f"evals/{f.name}"] = sha256_file(f)
+    path.write_text(json.dumps(record))
+    reg = decide(study, "C2", RUNS)
+    reasons = reg["acceptance"][run]["reasons"]
+    assert any("not what the completeness check gives on its files now" in r for r in reasons), reasons
+    assert reg["decided"] is False and reg["H2a"]["passes"] is None
+
+
+def test_a_complete_status_that_its_entries_contradict_is_refused(study, capsys):
+    """A status is never trusted where its numbers are at hand. Base: complete: true with an entry under
+    missing was admitted."""
+    path = study / "results" / "runs" / "c2-paired-s0" / "complete.json"
+    record = json.loads(path.read_text())
+    record["missing"] = [{"kind": "file", "path": "evals/x.jsonl"}]
+    path.write_text(json.dumps(record))
+    with pytest.raises(AssertionError):
+        decide(study, "C2", RUNS, out_name="contradicted.json")
+    err = capsys.readouterr().err
+    assert f"{path}: complete is true with 1 missing and 0 defects" in err
+    assert not (study / "contradicted.json").exists()
 
 
 def test_decide_without_the_design_settings_decides_nothing(study):
@@ -702,7 +707,7 @@ def test_settings_fail_when_the_workflow_is_read_not_in_a_job(section, key, valu
 
 def test_tsa_urls_are_http_or_https(tmp_path, capsys):
     """Also (81). Base: file:// and ftp:// TSAs were accepted."""
-    (tmp_path / "doc.md").write_text("x")
+    (tmp_path / "doc.txt").write_text("x")
     for url in ("file:///etc/passwd", "ftp://tsa.example/tsr", "freetsa.org/tsr"):
         argv = [
             "prereg",
@@ -712,7 +717,7 @@ def test_tsa_urls_are_http_or_https(tmp_path, capsys):
             "--root",
             str(tmp_path),
             "--documents",
-            "doc.md",
+            "doc.txt",
         ]
         assert main([*argv, "--tsa", f"a={url}", "--tsa", "b=https://tsa.example/tsr"]) == 1
         assert "a TSA is an http:// or https:// URL" in capsys.readouterr().err

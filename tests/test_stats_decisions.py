@@ -262,7 +262,10 @@ def make_run(root: Path, cond: str, arm: str, seed: int, pools, lam_high=True, s
     return run
 
 
-def completeness(root: Path, run: str, strict: bool = False, rc_expected: int = 0) -> dict:
+def completeness(
+    root: Path, run: str, strict: bool = False, rc_expected: int = 0, expected: dict | None = None
+) -> dict:
+    """The run's completeness record, checked against ``expected`` (default: the design's, EXPECTED)."""
     res = root / "results"
     out = res / "runs" / run / "complete.json"
     luck_file = res / "diagnostics" / run / "luck-step0.json"
@@ -272,7 +275,7 @@ def completeness(root: Path, run: str, strict: bool = False, rc_expected: int = 
             "--run",
             run,
             "--expected",
-            json.dumps(EXPECTED),
+            json.dumps(expected or EXPECTED),
             "--evals",
             str(res / "evals" / run),
             "--diagnostics",

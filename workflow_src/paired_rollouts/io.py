@@ -246,7 +246,7 @@ def sha256_file(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def load_settings(value: str | None) -> dict[str, Any]:
+def load_settings(value: str | None, option: str = "--settings") -> dict[str, Any]:
     """Parse a ``--settings`` argument: inline JSON, or ``@path`` to a JSON/YAML file, or None -> {}."""
     if value is None or value == "":
         return {}
@@ -265,9 +265,9 @@ def load_settings(value: str | None) -> dict[str, Any]:
         try:
             data = loads_strict(value)
         except ValueError as exc:
-            raise UserError(f"--settings is not valid JSON: {getattr(exc, 'msg', exc)}") from exc
+            raise UserError(f"{option} is not valid JSON: {getattr(exc, 'msg', exc)}") from exc
     if not isinstance(data, dict):
-        raise UserError(f"--settings {value[:60]!r} must be a JSON object")
+        raise UserError(f"{option} {value[:60]!r} must be a JSON object")
     return data
 
 

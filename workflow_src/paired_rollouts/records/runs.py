@@ -171,6 +171,11 @@ class Completeness:
         for rel, digest in self.files.items():
             if not is_sha256(digest):
                 raise UserError(f"{at.path}: files.{rel} is {digest!r}, expected a sha256 hex digest")
+        if self.complete != (not self.missing and not self.defects):
+            raise UserError(
+                f"{at.path}: complete is {str(self.complete).lower()} with {len(self.missing)} missing and "
+                f"{len(self.defects)} defects (complete means none); rerun the completeness check"
+            )
 
     @property
     def pool_sha256(self) -> dict[str, str | None]:

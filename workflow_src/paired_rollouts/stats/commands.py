@@ -77,7 +77,7 @@ def _completeness(args: argparse.Namespace) -> int:
         ExpectedEvidence.derivable_from(settings)
         expected = ExpectedEvidence.of_run(args.run, settings, parse_conditions(args.conditions))
     else:
-        expected = ExpectedEvidence.from_record(load_settings(args.expected))
+        expected = ExpectedEvidence.from_record(load_settings(args.expected, "--expected"))
     expected.require_some()
     out = check_run(
         args.run,
@@ -121,7 +121,7 @@ def _design_evidence(args: argparse.Namespace, conditions):
         ExpectedEvidence.derivable_from(settings)
         return lambda run: ExpectedEvidence.of_run(run, settings, conditions)
     if args.expected is not None:
-        spelled = ExpectedEvidence.from_record(load_settings(args.expected))
+        spelled = ExpectedEvidence.from_record(load_settings(args.expected, "--expected"))
         return lambda run: spelled
     return None
 

@@ -32,7 +32,7 @@ from paired_rollouts.stats.curves import auc_weights
 REGISTER_FORMAT = "paired-rollouts-run-register/1"
 
 
-def _evidence_path(rel: str, run: str, run_dir: Path, results: Path) -> Path:
+def evidence_path(rel: str, run: str, run_dir: Path, results: Path) -> Path:
     """Where a ``complete.json`` file key lives (docs/records.md section 3)."""
     top, _, rest = rel.partition("/")
     if top == "evals":
@@ -55,7 +55,7 @@ def _outcomes(
     final: dict[str, list[float]] = defaultdict(list)
     luck: dict[str, Any] = {}
     for rel in sorted(complete.files):
-        path = _evidence_path(rel, run, run_dir, results)
+        path = evidence_path(rel, run, run_dir, results)
         if rel.startswith("evals/"):
             for _, rec in iter_episodes(path):
                 success = 1.0 if rec["true_success"] else 0.0
@@ -175,7 +175,7 @@ def _changed_files(complete: Completeness, run: str, run_dir: Path, results: Pat
     """Files complete.json lists that are missing or whose bytes changed after the check."""
     reasons = []
     for rel, digest in sorted(complete.files.items()):
-        path = _evidence_path(rel, run, run_dir, results)
+        path = evidence_path(rel, run, run_dir, results)
         if not path.is_file():
             reasons.append(f"{rel}: listed in complete.json but missing ({path})")
         elif sha256_file(path) != digest:

@@ -30,11 +30,14 @@ records it under "settings":
    "training": {"steps": S, "prompts": P, "generations": G}}
 (every block optional; tasks are the first N task_ids of data/tasks/{pool}.jsonl after task_filter)"""
 
+# One line per error: the form itself is in `paired-rollouts completeness --help` (EXPECTED_HELP).
+FORM = "the form is in 'paired-rollouts completeness --help'"
+
 Regimes = Mapping[str, tuple[int, ...]]
 
 
 def _fail(where: str, problem: str) -> UserError:
-    return UserError(f"expected evidence: '{where}' {problem}\n{EXPECTED_HELP}")
+    return UserError(f"expected evidence: '{where}' {problem}; {FORM}")
 
 
 def _int(value: Any, where: str) -> int:
@@ -191,14 +194,14 @@ class ExpectedEvidence:
         if absent:
             raise UserError(
                 f"--settings gives no {', '.join(absent)} section(s); the expected evidence follows from the "
-                f"scale's {', '.join(cls.SECTIONS)} sections (the workflow passes them)\n{EXPECTED_HELP}"
+                f"scale's {', '.join(cls.SECTIONS)} sections (the workflow passes them); {FORM}"
             )
 
     def require_some(self) -> None:
         """An expectation of nothing would make any folder complete: at least one phase is required."""
         if all(getattr(self, name) is None for name in _PHASES):
             raise UserError(
-                f"expected evidence: no phase ({', '.join(_PHASES)}); nothing would be checked\n{EXPECTED_HELP}"
+                f"expected evidence: no phase ({', '.join(_PHASES)}); nothing would be checked; {FORM}"
             )
 
     @classmethod
@@ -242,10 +245,10 @@ class ExpectedEvidence:
     def from_record(cls, data: Any) -> ExpectedEvidence:
         """The form ``record`` writes (complete.json's ``settings``); any other key or shape is an error."""
         if not isinstance(data, dict):
-            raise UserError(f"expected evidence: expected a JSON object\n{EXPECTED_HELP}")
+            raise UserError(f"expected evidence: expected a JSON object; {FORM}")
         unknown = sorted(set(data) - {"run", "task_filter", *_PHASES})
         if unknown:
-            raise UserError(f"expected evidence: unknown keys {unknown}\n{EXPECTED_HELP}")
+            raise UserError(f"expected evidence: unknown keys {unknown}; {FORM}")
         blocks = {
             name: block.from_record(data[name], name) for name, block in _PHASES.items() if name in data
         }

@@ -236,12 +236,49 @@ def settings_mismatch(complete: Completeness, design: ExpectedEvidence) -> list[
     ]
 
 
+def recheck_completeness(complete: Completeness, design: ExpectedEvidence, data_manifest: str) -> list[str]:
+    """complete.json is a summary of files: the completeness check is run again on the files it names
+    (``RESULTS/runs/RUN/complete.json``: the run's folders under that results root) against the design's
+    evidence, and must give the same record; a record re-hashed over edited evidence differs here."""
+    from paired_rollouts.layout import Layout
+    from paired_rollouts.stats.completeness import check_run
+    from paired_rollouts.stats.run_register import evidence_path
+
+    run_dir = Path(complete.path).parent
+    results = run_dir.parent.parent
+    layout = Layout(str(results))
+    diagnostics = Path(layout.diagnostics_dir(complete.run))
+    luck = [
+        evidence_path(rel, complete.run, run_dir, results)
+        for rel in sorted(complete.files)
+        if rel.startswith("diagnostics/luck-step")
+    ]
+    try:
+        again = check_run(
+            complete.run,
+            design,
+            evals_dir=layout.eval_dir(complete.run),
+            diagnostics_dir=diagnostics if diagnostics.is_dir() else None,
+            groups_path=run_dir / "groups.jsonl",
+            run_manifest_path=run_dir / "manifest.json",
+            data_manifest_path=data_manifest,
+            luck_paths=luck,
+        )
+    except UserError as exc:
+        return [f"complete.json cannot be recomputed from the files it names ({exc})"]
+    keys = sorted(k for k in set(again) | set(complete.raw) if again.get(k) != complete.raw.get(k))
+    if not keys:
+        return []
+    return [f"complete.json is not what the completeness check gives on its files now ({', '.join(keys)})"]
+
+
 def admit(
     ev: RunEvidence,
     complete: Completeness | None,
     pools: dict[str, str],
     inputs: dict[str, str | None] | None = None,
     design: ExpectedEvidence | None = None,
+    data_manifest: str | None = None,
 ) -> dict[str, Any]:
     """Is this run's evidence whole and untouched, and was it checked against the design? Returns the
     acceptance entry.
@@ -275,6 +312,8 @@ def admit(
         if recorded.get(name) != want:
             reasons.append(f"task pool {name}: run used {recorded.get(name)}, manifest says {want}")
     reasons += _file_reasons(complete.files, ev.files, inputs or {})
+    if not reasons and design is not None and data_manifest is not None:
+        reasons += recheck_completeness(complete, design, data_manifest)
     entry["admitted"] = not reasons
     return entry
 

@@ -69,13 +69,14 @@ def _acceptance(
     groups: dict[str, Any],
     luck: Luck,
     design: DesignEvidence | None,
+    data_manifest: str,
 ) -> dict[str, dict[str, Any]]:
     """The acceptance entry of every run, in run order; the clean reference is descriptive only, so
     without a completeness file it enters unchecked."""
     acceptance = {}
     for run, ev in sorted(runs.items()):
         wanted = design(run) if design is not None else None
-        entry = admit(ev, complete.get(run), pools, run_inputs(run, groups, luck), wanted)
+        entry = admit(ev, complete.get(run), pools, run_inputs(run, groups, luck), wanted, data_manifest)
         if run in reference and run not in complete:
             entry.update(admitted=True, reasons=[])
         acceptance[run] = entry
@@ -203,7 +204,7 @@ def decide(
             f"scaling {comparison.scaling}) among --episodes"
         )
     acceptance = _acceptance(
-        {**candidates, **reference}, reference, complete, pools, groups, luck, design_evidence
+        {**candidates, **reference}, reference, complete, pools, groups, luck, design_evidence, manifest.path
     )
     missing = [
         f"{run}: {reason}" for run in acceptance if run in candidates for reason in acceptance[run]["reasons"]
