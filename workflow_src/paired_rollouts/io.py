@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -44,19 +43,15 @@ def _tmp_prefix(target: Path) -> str:
 
 def _remove_stale_temporaries(target: Path) -> None:
     """Temporary files a killed write of ``target`` left behind (``.NAME.PID.XXXX.tmp`` whose process is
-    gone; an unnamed one older than an hour) are removed before the next write of the same target."""
+    gone) are removed before the next write of the same target."""
     prefix = _tmp_prefix(target)
     for tmp in target.parent.glob(f"{glob.escape(prefix)}*.tmp"):
         pid_text = tmp.name[len(prefix) :].split(".", 1)[0]
-        try:
-            if pid_text.isdigit():
-                if _alive(int(pid_text)):
-                    continue
-            elif tmp.stat().st_mtime > time.time() - 3600:
-                continue
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            continue  # another writer's; not ours to fail on
+        if pid_text.isdigit() and not _alive(int(pid_text)):
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                continue  # not ours to fail on: the write goes ahead
 
 
 def _alive(pid: int) -> bool:

@@ -286,7 +286,8 @@ def admit(
     ``inputs`` are the run's other decision inputs (``groups.jsonl``, ``diagnostics/luck-stepN.json``:
     relative path -> sha256); like every episode file, each must be listed in complete.json with the
     same digest. ``design``: the evidence the design calls for; the settings complete.json was checked
-    against must equal it (None: not compared; the register then is not decided)."""
+    against must equal it, and with ``data_manifest`` the check run again on the run's files must give
+    complete.json as written (None: not compared; the register then is not decided)."""
     entry: dict[str, Any] = {
         "admitted": False,
         "checked": complete is not None,

@@ -437,8 +437,9 @@ def h1a_missing(
     for ev in runs:
         if ev.run not in groups:
             out.append(f"{ev.run}: no training-group records given (--groups); H1a reads them")
-        if condition == "C2" and base_lams(ev.run, ev, luck, step)[0] is None:
-            out.append(f"{ev.run}: {base_lams(ev.run, ev, luck, step)[1]} (--luck); H1a reads it")
+        lams, source = base_lams(ev.run, ev, luck, step) if condition == "C2" else (True, "")
+        if lams is None:
+            out.append(f"{ev.run}: {source} (--luck); H1a reads it")
     return out
 
 
