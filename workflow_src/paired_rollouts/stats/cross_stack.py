@@ -39,12 +39,14 @@ def _difference(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
-def _same_experiment(members: list[dict[str, Any]], settings: dict[tuple[str, str], dict[str, Any]]) -> None:
+def _same_experiment(
+    members: list[dict[str, Any]], experiment: dict[tuple[str, str], dict[str, Any]]
+) -> None:
     """Runs of two stacks are one replication only if they ran the same experiment (scale settings)."""
     first = members[0]
-    want = settings[(first["root"], first["run"])]
+    want = experiment[(first["root"], first["run"])]
     for other in members[1:]:
-        got = settings[(other["root"], other["run"])]
+        got = experiment[(other["root"], other["run"])]
         keys = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
         if keys:
             diffs = ", ".join(f"{k} {want.get(k)!r} vs {got.get(k)!r}" for k in keys[:6])
@@ -58,11 +60,11 @@ def build_cross_stack(manifests: Iterable[str | Path], registers: Iterable[str |
     """Per (condition, arm, seed) run under more than one stack: each run's AUC (at training for C2,
     else clean) and final clean / p=0.25 / held-out success, and with two runs their difference."""
     stacks: dict[tuple[str, str], str] = {}
-    settings: dict[tuple[str, str], dict[str, Any]] = {}
+    experiment: dict[tuple[str, str], dict[str, Any]] = {}
     for path in manifests:
         manifest = read_run_manifest(path)
         stacks[(_root(path), manifest.run)] = stack_label(manifest)
-        settings[(_root(path), manifest.run)] = Settings.of_the_experiment(manifest.recorded_settings)
+        experiment[(_root(path), manifest.run)] = Settings.of_the_experiment(manifest.recorded_settings)
     values: dict[tuple[str, str], RunRegister] = {}
     for path in registers:
         register = verified_register(path)
@@ -86,7 +88,7 @@ def build_cross_stack(manifests: Iterable[str | Path], registers: Iterable[str |
     for (condition, arm, seed), members in sorted(by_ident.items()):
         if len({m["stack"] for m in members}) < 2:
             continue
-        _same_experiment(members, settings)
+        _same_experiment(members, experiment)
         entry: dict[str, Any] = {"condition": condition, "arm": arm, "seed": seed, "runs": members}
         if len(members) == 2:
             a, b = members

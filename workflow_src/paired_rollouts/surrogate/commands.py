@@ -289,6 +289,7 @@ def _summary(args: argparse.Namespace) -> int:
     their recomputation from the evidence (nothing is taken as written that its files contradict)."""
     import numpy as np
 
+    from paired_rollouts.design import decided_comparisons
     from paired_rollouts.io import atomic_write_json
     from paired_rollouts.layout import Layout
     from paired_rollouts.records import (
@@ -310,7 +311,7 @@ def _summary(args: argparse.Namespace) -> int:
         )
     read_calibration(calibration)
     out: dict = {}
-    c2, c4 = (read_decision_register(layout.decision(name)) for name in ("c2", "c4"))
+    c2, c4 = (read_decision_register(layout.decision(c.lower())) for c in decided_comparisons())
     curves: dict = {}
     for condition, regime in (("C2", "at_training"), ("C2", "challenge"), ("C4", "clean")):
         register = verified_curves(layout.curves(condition.lower()), layout.register)
