@@ -143,13 +143,15 @@ def test_probe_command_takes_the_run_and_the_design_from_its_arguments(
     monkeypatch.setattr(scores, "probe_checkpoint", spy)
     conditions = {"C0": {"p": 0.0, "q": 0.0}, "C5": {"p": 0.15, "q": 0.0}}
     out = tmp_path / "step0.json"
+    run_dir = tmp_path / "c5-paired-s3"  # the run's folder is named after it (probe checks --run-dir)
+    run_dir.symlink_to(standin_run / "run", target_is_directory=True)
     argv = [
         "probe",
         "checkpoint",
         "--run",
         "c5-paired-s3",
         "--run-dir",
-        str(standin_run / "run"),
+        str(run_dir),
         "--step",
         "0",
         "--model-dir",
