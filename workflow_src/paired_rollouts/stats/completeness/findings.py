@@ -15,13 +15,7 @@ class Findings:
 
     def __init__(self, run: str) -> None:
         self.run = run
-        ident = parse_run(run)
-        self.ident = {
-            "condition": ident.condition,
-            "arm": ident.arm,
-            "seed": ident.seed,
-            "scaling": ident.scaling,
-        }
+        self.ident = parse_run(run).to_dict()
         self.missing: list[dict[str, Any]] = []
         self.defects: list[dict[str, Any]] = []
         self.files: dict[str, str] = {}
