@@ -47,24 +47,33 @@ STANDARD_FINAL_RUNS = [r for r in ALL_RUNS if r not in OWN_FINAL_RUNS]
 PACKAGE = Path("workflow_src/paired_rollouts")
 
 
-# Package modules a sub-package's commands read beyond its own files: settings parsed, paths looked up.
+# Package modules a sub-package's commands read beyond its own files: settings parsed, paths looked up,
+# and the public pairing API whose draws and diagnostics the noise layer and the statistics run.
 SHARED_MODULES = {
     "training": ["settings.py"],
     "surrogate": ["settings.py", "layout.py", "records.py"],
-    "stats": ["layout.py", "records.py"],
+    "stats": ["layout.py", "records.py", "pairing"],
     "render": ["records.py"],
     "calibration": ["records.py"],
     "compare": ["records.py"],
+    "noise": ["pairing"],
+    "examples": ["pairing"],
 }
+
+
+def package_files(module):
+    """A sub-package's Python and C files ('noise') or a single module ('episode.py')."""
+    path = PACKAGE / module
+    return sorted([*path.rglob("*.py"), *path.rglob("*.c")]) if path.is_dir() else [path]
 
 
 def sources(*modules):
     """The package files a stage executes: whole sub-packages ('noise') or single modules ('episode.py')."""
     files = [PACKAGE / "io.py", PACKAGE / "errors.py", PACKAGE / "cli.py"]
     for module in modules:
-        path = PACKAGE / module
-        files.extend(sorted([*path.rglob("*.py"), *path.rglob("*.c")]) if path.is_dir() else [path])
-        files.extend(PACKAGE / shared for shared in SHARED_MODULES.get(module.split("/")[0], []))
+        files.extend(package_files(module))
+        for shared in SHARED_MODULES.get(module.split("/")[0], []):
+            files.extend(package_files(shared))
     return [str(f) for f in dict.fromkeys(files)]
 
 
