@@ -11,9 +11,8 @@ from typing import Any
 
 from paired_rollouts.backoffice.tools import LIST_TOOLS, READ_TOOLS, TOOL_NAMES, WRITE_TOOLS
 from paired_rollouts.noise.config import NoiseConfig
-from paired_rollouts.pairing.dice import FATE_DRAWS, Dice, Fate, FaultMixture, FaultTable
-
-__all__ = ["APPLICABLE_TYPES", "FATE_DRAWS", "Fate", "NoiseSchedule", "event_key"]
+from paired_rollouts.pairing.dice import FATE_DRAWS as FATE_DRAWS  # which path draws (benchmarks)
+from paired_rollouts.pairing.dice import Dice, Fate, FaultMixture, FaultTable
 
 #: Fields that identify the resource a call acts on (v3 event keys); free text never enters the key.
 RESOURCE_FIELDS: dict[str, tuple[str, ...]] = {

@@ -12,7 +12,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-# The seed derivations are the public pairing API's (one implementation); the study's names import them here.
+# The derivations are the public pairing API's (one implementation), importable from here too.
 from paired_rollouts.pairing.seeds import (
     MOD31,
     derive_seed,

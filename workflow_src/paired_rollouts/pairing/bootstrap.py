@@ -124,7 +124,7 @@ def arm_gap(
     steps: Sequence[float] | None = None,
     resamples: int = RESAMPLES,
     rng: np.random.Generator | None = None,
-    interval: tuple[float, float] = (2.5, 97.5),
+    percentiles: tuple[float, float] = (2.5, 97.5),
 ) -> ArmGap:
     """Did the treatment arm do better? The AUC gap with its paired-bootstrap interval.
 
@@ -149,8 +149,8 @@ def arm_gap(
     return ArmGap(
         gap=float(by_seed.mean()),
         by_seed=[float(v) for v in by_seed],
-        interval=percentile_interval(replicates, *interval),
-        interval_percentiles=(float(interval[0]), float(interval[1])),
+        interval=percentile_interval(replicates, *percentiles),
+        interval_percentiles=(float(percentiles[0]), float(percentiles[1])),
         resamples=int(resamples),
         seed_pairs=int(contrib.shape[0]),
         tasks=int(contrib.shape[1]),

@@ -103,13 +103,14 @@ def luck_share(
     *,
     resamples: int = RESAMPLES,
     rng: np.random.Generator | None = None,
-    interval: tuple[float, float] = (2.5, 97.5),
+    percentiles: tuple[float, float] = (2.5, 97.5),
 ) -> LuckShare:
     """The luck share of (task, schedule, sample) outcomes: an array of shape (tasks, K, M).
 
     Collect it by rolling out each task under K schedules (paired: one seed per row) and M policy samples
-    per schedule, and record the *true* outcome (before any grader noise). ``resamples=0`` skips the
-    bootstrap; ``rng`` defaults to ``numpy.random.default_rng(BOOTSTRAP_SEED)``.
+    per schedule, and record the *true* outcome (before any grader noise). ``interval`` holds the
+    ``percentiles`` (default 2.5 and 97.5: 95 %) of ``resamples`` task-bootstrap replicates; ``resamples=0``
+    skips the bootstrap; ``rng`` defaults to ``numpy.random.default_rng(BOOTSTRAP_SEED)``.
     """
     stack = np.asarray(outcomes, dtype=float)
     comps = variance_components(stack.reshape((-1,) + stack.shape[-2:]))
@@ -119,7 +120,7 @@ def luck_share(
     pol_mean = float(comps["sigma2_pol"].mean())
     pooled_den = env_mean + pol_mean
     bounds = (
-        luck_share_interval(lam, resamples, rng or np.random.default_rng(BOOTSTRAP_SEED), *interval)
+        luck_share_interval(lam, resamples, rng or np.random.default_rng(BOOTSTRAP_SEED), *percentiles)
         if resamples > 0
         else [None, None]
     )

@@ -223,8 +223,8 @@ class Dice:
     """The event-keyed draws of one schedule seed (stateless: the caller names the repeat index).
 
     ``key`` parts are any values with a stable ``str`` (tool names, resource ids); they are joined with
-    "|" into the hashed text, so ``dice.fate(faults, "get_order", '{"order_id":"O0011"}', repeat=2)``
-    hashes ``f"{seed}|event|get_order|{{...}}|2"``.
+    "|" into the hashed text: ``Dice(659565755).fate(faults, "get_order", '{"order_id":"O0011"}',
+    repeat=2)`` hashes ``659565755|event|get_order|{"order_id":"O0011"}|2``.
     """
 
     __slots__ = ("seed", "_prefix")

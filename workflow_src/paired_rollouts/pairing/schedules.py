@@ -20,6 +20,7 @@ from paired_rollouts.pairing.errors import PairingError
 from paired_rollouts.pairing.seeds import independent_seed, seed_family
 
 Mode = Literal["paired", "independent", "clean"]
+#: The group designs: one schedule per group, one per rollout, none.
 MODES: tuple[Mode, ...] = ("paired", "independent", "clean")
 
 
