@@ -121,6 +121,18 @@ def test_fate_by_random_methods_equals_the_inlined_draws() -> None:
         assert dice_module._fate_by_methods(n, table) == expected
 
 
+def test_fault_types_at_their_own_rates() -> None:
+    faults = pairing.FaultMixture.from_rates({"timeout": 0.1, "stale": 0.05})
+    assert faults.rate == pytest.approx(0.15) and faults.weights == {"timeout": 0.1, "stale": 0.05}
+    kinds = [pairing.Dice(seed).fate(faults, "tool", "r", repeat=0) for seed in range(20000)]
+    counts = {
+        kind: sum(1 for f in kinds if f is not None and f.kind == kind) for kind in ("timeout", "stale")
+    }
+    assert abs(counts["timeout"] / 20000 - 0.1) < 0.008 and abs(counts["stale"] / 20000 - 0.05) < 0.006
+    with pytest.raises(pairing.PairingError):
+        pairing.FaultMixture.from_rates({"a": 0.7, "b": 0.6})
+
+
 def test_schedule_counts_repeats_and_clean_never_draws() -> None:
     faults = pairing.FaultMixture(1.0, {"unavailable": 1.0})
     schedule = pairing.Schedule(12345, faults, flip_rate=1.0)

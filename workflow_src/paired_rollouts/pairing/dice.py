@@ -84,6 +84,12 @@ class FaultMixture:
             raise PairingError("a fault rate above 0 needs at least one positive fault weight")
         self._tables: dict[tuple[str, ...] | None, FaultTable | None] = {}
 
+    @classmethod
+    def from_rates(cls, rates: Mapping[str, float]) -> FaultMixture:
+        """Each fault type at its own rate per event (``{"timeout": 0.1, "stale": 0.05}``): the mixture
+        with ``rate`` = the sum of the rates (at most 1) and the rates as weights."""
+        return cls(sum(_number(f"rate of {k}", v, 1.0) for k, v in rates.items()), rates)
+
     @property
     def weights(self) -> dict[str, float]:
         """The weights as given (a copy)."""
