@@ -32,7 +32,12 @@ ADV_EPS = 1e-4
 
 @dataclass(frozen=True)
 class StudySettings:
-    """What one study runs (``PRESETS`` names the two the command offers)."""
+    """What one study runs (``PRESETS`` names the two the command offers).
+
+    Fixed before the comparison ran (docs/pairing.md#a-second-environment-flaky-search): G = 8 as in the
+    paper; the learning rate is the best of 4, 8, 16, 32, 64 for the *independent* arm alone on pilot
+    seeds 100-105 (disjoint from the study's), where gradient noise limits learning.
+    """
 
     seeds: int = 32
     steps: int = 60
