@@ -62,5 +62,7 @@ def register(subparsers) -> None:
     p = sub.add_parser(
         "check", help="recompute a register's summary from its evidence (exit 1 on a mismatch)"
     )
-    p.add_argument("--register", required=True, type=Path, help="R/examples/flaky_search/register.json")
+    p.add_argument(
+        "--register", required=True, type=Path, help="R/examples/flaky_search/PRESET/register.json"
+    )
     p.set_defaults(handler=_check)
