@@ -33,11 +33,11 @@ PACKAGE = Path("workflow_src/paired_rollouts")
 LEDGER = []
 
 
-# Package modules a sub-package's commands read beyond its own files: settings parsed, paths looked up.
+# Package modules a sub-package's commands read beyond its own files: settings, paths, records, pairing.
 SHARED_MODULES = {
     "training": ["settings.py", "settings_fields.py"],
     "surrogate": ["settings.py", "settings_fields.py", "layout.py", "records"],
-    "stats": ["settings.py", "settings_fields.py", "layout.py", "records"],
+    "stats": ["settings.py", "settings_fields.py", "layout.py", "records", "pairing"],
     "probe": ["settings.py", "settings_fields.py", "records"],
     "render": ["records"],
     "calibration": ["records"],
@@ -56,7 +56,7 @@ def sources(*modules):
     return [str(f) for f in dict.fromkeys(files)]
 
 
-SIMULATOR = ("backoffice", "noise", "episode.py")
+SIMULATOR = ("backoffice", "noise", "pairing", "episode.py")  # noise draws through pairing.Dice
 # Templates are code too, but each job depends only on the templates it renders.
 RENDER_SOURCES = sources("render")
 TEMPLATES = PACKAGE / "render" / "templates"

@@ -47,7 +47,7 @@ APT_PACKAGES=(
   munge slurmctld slurmd slurm-client
   texlive-latex-base texlive-latex-recommended lmodern latexmk
   poppler-utils
-  gcc python3-dev  # builds noise/_fate_draws.c (optional: without them fates are drawn by random.Random)
+  gcc python3-dev  # builds pairing/_fate_draws.c (optional: without them fates are drawn by random.Random)
   chromium  # headless browser: the Snakemake report is checked in it (tests/test_report.py)
 )
 
@@ -115,11 +115,11 @@ install_venv() {
     }
   fi
   stamp=$VENV/.paired-rollouts-installed
-  want=$(cat pyproject.toml setup.py workflow_src/paired_rollouts/noise/_fate_draws.c | sha256sum | cut -d' ' -f1)
-  # The editable install builds noise/_fate_draws.c into the checkout (a fresh clone beside an existing
+  want=$(cat pyproject.toml setup.py workflow_src/paired_rollouts/pairing/_fate_draws.c | sha256sum | cut -d' ' -f1)
+  # The editable install builds pairing/_fate_draws.c into the checkout (a fresh clone beside an existing
   # venv has no build yet). Where the build failed the stamp says so ("pure": fates by random.Random),
   # so the install is not retried on every run.
-  local probe='import paired_rollouts.noise._fate_draws'
+  local probe='import paired_rollouts.pairing._fate_draws'
   [[ -f $stamp && $(cat "$stamp") == "$want pure" ]] && probe='import paired_rollouts'
   if [[ -f $stamp && $(cut -d' ' -f1 "$stamp") == "$want" ]] && "$VENV/bin/python" -c "$probe" 2>/dev/null; then
     say "venv up to date ($VENV)"
@@ -152,10 +152,10 @@ if bad:
 if torch.version.cuda is not None:
     print(f"[setup] warning: torch {torch.__version__} is a CUDA build; the CPU build is expected", file=sys.stderr)
 PY
-  if "$VENV/bin/python" -c 'import paired_rollouts.noise._fate_draws' 2>/dev/null; then
+  if "$VENV/bin/python" -c 'import paired_rollouts.pairing._fate_draws' 2>/dev/null; then
     echo "$want" >"$stamp"
   else
-    say "noise/_fate_draws.c was not built (no C compiler or Python headers): fates are drawn by random.Random, same numbers, slower"
+    say "pairing/_fate_draws.c was not built (no C compiler or Python headers): fates are drawn by random.Random, same numbers, slower"
     echo "$want pure" >"$stamp"
   fi
   say "venv ready ($VENV)"

@@ -1,13 +1,13 @@
 /* The draws of one fate, as CPython's random.Random(n) makes them, without seeding a whole generator.
  *
  * A fate (docs/simulator.md#event-keys-and-fates) is Random(n) for a 64-bit n, then u = random() and,
- * when u < p, the draws of the retry index and the dropped field (rejection sampling on getrandbits) and
+ * when u < p, the draws of the retry index and the detail (rejection sampling on getrandbits) and
  * the random() that picks the type. Seeding is most of that cost in CPython: init_genrand(19650218)
  * (the same 624 words for every n), init_by_array over n's 32-bit words, then a full 624-word twist
  * before the first output. Here the constant part is computed once, and only the outputs a fate reads
  * are twisted: output i needs words i, i + 1 and i + 397, none of them rewritten by the twist while
- * i < 227. Every number equals CPython's: noise/schedule.py checks that on import (and draws with
- * random.Random when it does not hold), and tests/test_noise.py compares the two on 102,006 seeds.
+ * i < 227. Every number equals CPython's: pairing/dice.py checks that on import (and draws with
+ * random.Random when it does not hold), and tests/test_pairing.py compares the two on 102,006 seeds.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
