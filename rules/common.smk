@@ -37,8 +37,8 @@ LEDGER = []
 SHARED_MODULES = {
     "training": ["settings.py", "settings_fields.py"],
     "surrogate": ["settings.py", "settings_fields.py", "layout.py", "records"],
-    "stats": ["settings.py", "settings_fields.py", "layout.py", "records", "pairing"],
-    "probe": ["settings.py", "settings_fields.py", "records"],
+    "stats": ["settings.py", "settings_fields.py", "layout.py", "records", "pairing", "noise/seeds.py"],
+    "probe": ["settings.py", "settings_fields.py", "records", "pairing", "noise/seeds.py"],
     "render": ["records"],
     "calibration": ["records"],
     "compare": ["layout.py", "records"],

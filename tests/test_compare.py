@@ -566,7 +566,7 @@ def _set(path: Path, dotted: str, value) -> None:
 def test_a_malformed_register_stops_the_comparison_with_its_readers_line(
     paper_root, tmp_path, capsys, file, dotted, value, needle
 ):
-    """Each register compare reads goes through its records.py reader: a register of another shape is one
+    """Each register compare reads goes through its reader in the records package: a register of another shape is one
     line naming the file (not "not computed" rows, not a traceback), and no comparison is written."""
     import shutil
 

@@ -401,7 +401,7 @@ def _first_row(d):
 
 
 # (input key, table or figure, edit, the key the one error line names): each register the typed readers
-# of records.py read for render (and for the stats code that reads it back) refuses another shape.
+# of the records package read for render (and for the stats code that reads it back) refuses another shape.
 MALFORMED = [
     ("group_stats", 10, lambda d: d.pop("G"), "missing key 'G'"),
     ("group_stats", 10, lambda d: d.update(zero_variance_frac="0.25"), "'zero_variance_frac'"),

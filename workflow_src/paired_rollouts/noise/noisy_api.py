@@ -138,7 +138,7 @@ class NoisyToolAPI(ToolAPI):
             return super()._dispatch(tool, args)
         return self.invoke(tool, args)
 
-    def _faulted(  # noqa: C901 - a branch per fault kind (docs/simulator.md#fault-types-per-tool)
+    def _faulted(  # noqa: C901 - one branch per fault kind of the mixture (docs/simulator.md#fault-types-per-tool)
         self, tool: str, args: dict[str, Any], event: str, k: int, fate: Fate, text: bool = True
     ) -> str | None:
         """A call whose fate is a fault (``invoke``'s rarer branch)."""

@@ -153,7 +153,7 @@ class PoolCheck:
 
 @dataclass(frozen=True)
 class Completeness:
-    """results/runs/RUN/complete.json (stats/completeness.py, docs/records.md section 3)."""
+    """results/runs/RUN/complete.json (stats/completeness/, docs/records.md section 3)."""
 
     path: str
     raw: dict[str, Any]
