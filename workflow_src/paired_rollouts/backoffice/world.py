@@ -13,7 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from bisect import bisect
+from collections.abc import Sequence
 from functools import lru_cache
+from itertools import accumulate
 from typing import Any
 
 from paired_rollouts.backoffice import words
@@ -344,6 +347,105 @@ class World(State):
 # --------------------------------------------------------------------------------------------------
 # generation (docs/simulator.md#world-generation); draw order is part of the contract
 # --------------------------------------------------------------------------------------------------
+class WorldDraws:
+    """The draws of ``random.Random(seed)`` that world generation makes, as CPython's ``random.py`` makes
+    them (``_randbelow`` is rejection sampling on ``getrandbits``; ``choices`` bisects one ``random()``),
+    in one Python call each instead of two or three. ``build_initial_state`` uses it only where
+    ``_world_draws_agree`` found every method equal to ``random.Random``'s on this Python."""
+
+    __slots__ = ("random", "_bits")
+
+    def __init__(self, seed: int) -> None:
+        rng = random.Random(seed)
+        self.random = rng.random
+        self._bits = rng.getrandbits
+
+    def randint(self, a: int, b: int) -> int:
+        n = b - a + 1
+        k, bits = n.bit_length(), self._bits
+        r = bits(k)
+        while r >= n:
+            r = bits(k)
+        return a + r
+
+    def randrange(self, start: int, stop: int, step: int) -> int:
+        n = (stop - start + step - 1) // step  # step > 0
+        k, bits = n.bit_length(), self._bits
+        r = bits(k)
+        while r >= n:
+            r = bits(k)
+        return start + step * r
+
+    def choice(self, seq: Sequence[Any]) -> Any:
+        n = len(seq)
+        k, bits = n.bit_length(), self._bits
+        r = bits(k)
+        while r >= n:
+            r = bits(k)
+        return seq[r]
+
+    def shuffle(self, x: list[Any]) -> None:
+        bits = self._bits
+        for i in range(len(x) - 1, 0, -1):
+            n = i + 1
+            k = n.bit_length()
+            j = bits(k)
+            while j >= n:
+                j = bits(k)
+            x[i], x[j] = x[j], x[i]
+
+    def sample(self, population: Sequence[Any], k: int) -> list[Any]:
+        """``Random.sample`` where it keeps a set of the picks (k <= 5 < population size - 21)."""
+        n = len(population)
+        if not (0 <= k <= 5 and n > 21):
+            raise ValueError("WorldDraws.sample covers k <= 5 picks from more than 21 items")
+        width, bits = n.bit_length(), self._bits
+        picked: list[int] = []
+        for _ in range(k):
+            j = bits(width)
+            while j >= n or j in picked:  # _randbelow's rejection, then the redraw of a repeat
+                j = bits(width)
+            picked.append(j)
+        return [population[j] for j in picked]
+
+    def choices(self, population: Sequence[Any], weights: Sequence[float]) -> list[Any]:
+        cum = list(accumulate(weights))
+        return [population[bisect(cum, self.random() * (cum[-1] + 0.0), 0, len(cum) - 1)]]
+
+
+def _world_draws_agree() -> bool:
+    """Do ``WorldDraws``' methods draw what ``random.Random``'s draw on this Python (as world generation
+    calls them)?"""
+    population = [f"x{i}" for i in range(30)]
+    for seed in range(16):
+        ours, theirs = WorldDraws(seed), random.Random(seed)
+        for n in (1, 2, 3, 7, 10, 40, 250, 9000):
+            if ours.randint(1, n) != theirs.randint(1, n) or ours.choice(population[:n]) != theirs.choice(
+                population[:n]
+            ):
+                return False
+        if ours.randrange(500, 50001, 50) != theirs.randrange(500, 50001, 50):
+            return False
+        mine, yours = list(population), list(population)
+        ours.shuffle(mine)
+        theirs.shuffle(yours)
+        if mine != yours:
+            return False
+        for k in (1, 2, 3, 5):
+            if ours.sample(population, k) != theirs.sample(population, k):
+                return False
+        weights = (25, 30, 20, 15, 10)
+        if ours.choices(population[:5], weights) != theirs.choices(population[:5], weights=weights):
+            return False
+        if ours.random() != theirs.random():
+            return False
+    return True
+
+
+#: world generation's draw source: the same numbers either way
+_DRAWS = WorldDraws if _world_draws_agree() else random.Random
+
+
 def _random_address(rng: random.Random) -> dict[str, str]:
     number = rng.randint(1, 250)
     street = f"{number} {rng.choice(words.STREETS)}"
@@ -354,7 +456,7 @@ def _random_address(rng: random.Random) -> dict[str, str]:
 
 def build_initial_state(seed: int) -> State:
     """Generate the initial world of ``seed`` exactly as docs/simulator.md#world-generation prescribes."""
-    rng = random.Random(seed)
+    rng = _DRAWS(seed)
     customers: dict[str, Record] = {}
     used_names: set[str] = set()
     for i in range(1, N_CUSTOMERS + 1):
