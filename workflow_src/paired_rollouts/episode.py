@@ -22,7 +22,7 @@ from paired_rollouts.backoffice.tools import (
 from paired_rollouts.backoffice.world import World
 from paired_rollouts.noise.config import NoiseConfig
 from paired_rollouts.noise.noisy_api import NoisyToolAPI
-from paired_rollouts.noise.schedule import NoiseSchedule
+from paired_rollouts.noise.schedule import NoiseSchedule, shared_schedule
 
 MSG_NO_EPISODE = "no episode is active; reset the environment before calling tools"
 MSG_POSITIONAL = "tools take keyword arguments only"
@@ -77,7 +77,7 @@ class EpisodeSession:
             resolved = schedule_seed if resolved_seed is None else resolved_seed
             if resolved is None:
                 raise ValueError("a noisy episode needs schedule_seed (or resolved_seed)")
-            schedule = NoiseSchedule(int(resolved), config)
+            schedule = shared_schedule(int(resolved), config)
         self.episode_index += 1
         self.task = task
         self.config = config

@@ -244,9 +244,10 @@ FATE_DRAWS = "compiled (noise/_fate_draws.c)" if _COMPILED_DRAWS is not None els
 
 
 class NoiseSchedule:
-    """Fates for one resolved seed under one config."""
+    """Fates for one resolved seed under one config, memoised: a fate is a pure function of (seed, config,
+    tool, event, k), so every rollout that shares the schedule (``shared_schedule``) draws it once."""
 
-    __slots__ = ("seed", "config", "_tables", "_prefix", "_p", "_challenge")
+    __slots__ = ("seed", "config", "_tables", "_prefix", "_p", "_challenge", "_fates", "_flip")
 
     def __init__(self, seed: int, config: NoiseConfig) -> None:
         self.seed = int(seed)
@@ -257,6 +258,8 @@ class NoiseSchedule:
         )
         self._p = config.p
         self._challenge = config.challenge == "writes_once"
+        self._fates: dict[tuple[str, str, int], Fate | None] = {}
+        self._flip: bool | None = None
 
     def fate(self, tool: str, event: str, k: int) -> Fate | None:
         """The fault of the k-th call (0-based) of ``tool`` on ``event``, or None.
@@ -269,16 +272,28 @@ class NoiseSchedule:
         table = self._tables.get(tool)
         if table is None:  # no fault type can hit ``tool``; a challenge config (p = 0) has no tables
             return _CHALLENGE_FATE if self._challenge and k == 0 and tool in _WRITE_SET else None
+        key = (tool, event, k)
+        fates = self._fates
+        if key in fates:
+            return fates[key]
         n = _first_u64(_sha256(f"{self._prefix}{tool}|{event}|{k}".encode()).digest())[0]
         draws = _COMPILED_DRAWS(n, self._p) if _COMPILED_DRAWS is not None else NotImplemented
         if draws is NotImplemented:
             if not _INLINE_DRAWS:
-                return _fate_by_methods(n, self._p, table)
+                fate = fates[key] = _fate_by_methods(n, self._p, table)
+                return fate
             draws = _pure_draws(n, self._p)
-        return None if draws is None else _fault(draws, table)
+        fate = fates[key] = None if draws is None else _fault(draws, table)
+        return fate
 
     def outcome_flip(self) -> bool:
         """One draw per episode: does the grader report a true success as a failure?"""
+        flip = self._flip
+        if flip is None:
+            flip = self._flip = self._draw_flip()
+        return flip
+
+    def _draw_flip(self) -> bool:
         q = self.config.q
         if self.config.is_clean or q <= 0:
             return False
@@ -286,3 +301,20 @@ class NoiseSchedule:
         draws = _COMPILED_DRAWS(n, q) if _COMPILED_DRAWS is not None else NotImplemented
         # None exactly when Random(n).random() >= q
         return random.Random(n).random() < q if draws is NotImplemented else draws is not None
+
+
+#: schedules by (seed, config JSON): rollouts that share a resolved seed (a paired group, an evaluation
+#: schedule at every checkpoint) share one schedule and so its memoised fates
+_SHARED: dict[tuple[int, str], NoiseSchedule] = {}
+_SHARED_MAX = 4096
+
+
+def shared_schedule(seed: int, config: NoiseConfig) -> NoiseSchedule:
+    """The process's schedule of (seed, config); a new one when absent (the cache is emptied when full)."""
+    key = (seed, config.to_json())
+    schedule = _SHARED.get(key)
+    if schedule is None:
+        if len(_SHARED) >= _SHARED_MAX:
+            _SHARED.clear()
+        schedule = _SHARED[key] = NoiseSchedule(seed, config)
+    return schedule
