@@ -1,7 +1,9 @@
-"""The one compiled part: fate draws without seeding a whole Mersenne Twister (noise/_fate_draws.c).
+"""The one compiled part: Mersenne Twister draws as random.Random makes them (noise/_fate_draws.c): a
+fate's without seeding a whole generator, and world generation's.
 
 Optional on purpose: where no C compiler or Python headers are present the build is skipped with a
-warning and noise/schedule.py draws with random.Random: the same numbers, about 12 % slower episodes.
+warning, noise/schedule.py draws with random.Random and backoffice/world.py through its pure-Python
+WorldDraws: the same numbers, slower.
 """
 
 from setuptools import Extension, setup

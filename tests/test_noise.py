@@ -428,6 +428,32 @@ def test_paired_siblings_share_draws_independent_do_not(sim_pools: dict) -> None
     assert differ >= 15  # at p = 0.25 most episodes meet a fault somewhere
 
 
+def test_compiled_world_draws_equal_random_random() -> None:
+    """The C helper's whole generator (``MersenneDraws``, world generation's draws) is seeded like
+    ``random.Random(seed)`` and draws what its methods draw, output after output (twists included)."""
+    from paired_rollouts.noise._fate_draws import MersenneDraws
+
+    rng = random.Random(20261202)
+    seeds = [0, 1, 2**32 - 1, 2**32, 2**64 - 1] + [rng.getrandbits(64) for _ in range(40)]
+    for seed in seeds:
+        ours, theirs = MersenneDraws(seed), random.Random(seed)
+        for n in (1, 2, 7, 10, 250, 9001, 2**31, 2**32 - 1):  # 2,000 outputs: several twists
+            assert [ours.randint(3, n + 2) for _ in range(50)] == [
+                theirs.randint(3, n + 2) for _ in range(50)
+            ]
+            assert [ours.below(n) for _ in range(50)] == [theirs._randbelow(n) for _ in range(50)]
+            assert [ours.random() for _ in range(50)] == [theirs.random() for _ in range(50)]
+        assert ours.randrange(500, 50001, 50) == theirs.randrange(500, 50001, 50)
+        assert ours.choice("abcdefghijk") == theirs.choice("abcdefghijk")
+    for bad in (-1, 2**64):
+        with pytest.raises(OverflowError):
+            MersenneDraws(bad)
+    with pytest.raises(IndexError):
+        MersenneDraws(1).choice(())
+    with pytest.raises(ValueError):
+        MersenneDraws(1).randint(0, 2**32)
+
+
 def test_a_shared_schedule_memoises_the_fates_a_fresh_one_draws() -> None:
     """Rollouts that share (seed, config) share one schedule; its memoised fates and flip are the ones a
     fresh schedule draws, whatever order they are asked in."""

@@ -23,15 +23,17 @@ def test_world_fingerprints(seed: int) -> None:
 
 
 def test_world_draws_are_random_randoms_draws(monkeypatch: pytest.MonkeyPatch) -> None:
-    """World generation draws through ``WorldDraws`` on this Python (its import check passed), and a world
-    built that way equals the one built with ``random.Random``'s own methods, seed by seed."""
-    assert world._DRAWS is world.WorldDraws
+    """World generation draws in C where the install built the helper (noise/_fate_draws.c), and a world
+    built that way equals the one built through ``WorldDraws`` and the one built with ``random.Random``'s
+    own methods, seed by seed (one- and two-word seeds, and one beyond the helper's 64 bits)."""
+    assert world.WORLD_DRAWS.startswith("compiled"), "run bash scripts/setup.sh (pip install -e .)"
     rng = random.Random(20261202)
-    seeds = [0, 1, 126704, 2**31 - 1, 2**32, 2**40 + 7] + [rng.getrandbits(31) for _ in range(60)]
+    seeds = [0, 1, 126704, 2**31 - 1, 2**32, 2**40 + 7, 2**64 + 3] + [rng.getrandbits(31) for _ in range(60)]
     fast = [build_initial_state(seed).fingerprint() for seed in seeds]
-    monkeypatch.setattr(world, "_DRAWS", random.Random)
-    assert [build_initial_state(seed).fingerprint() for seed in seeds] == fast
     assert fast[:3] == [FINGERPRINTS[0], FINGERPRINTS[1], FINGERPRINTS[126704]]
+    for source in (world.WorldDraws, random.Random):
+        monkeypatch.setattr(world, "_DRAWS", source)
+        assert [build_initial_state(seed).fingerprint() for seed in seeds] == fast
 
 
 def test_world_0_details() -> None:

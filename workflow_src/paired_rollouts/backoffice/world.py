@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 from bisect import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from itertools import accumulate
 from typing import Any
@@ -347,11 +348,43 @@ class World(State):
 # --------------------------------------------------------------------------------------------------
 # generation (docs/simulator.md#world-generation); draw order is part of the contract
 # --------------------------------------------------------------------------------------------------
-class WorldDraws:
+class _Arrangements:
+    """``shuffle``, ``sample`` and ``choices`` as ``random.py`` makes them, on a draw source's ``below``
+    (``Random._randbelow``) and ``random``."""
+
+    __slots__ = ()
+    below: Callable[[int], int]
+    random: Callable[[], float]
+
+    def shuffle(self, x: list[Any]) -> None:
+        below = self.below
+        for i in range(len(x) - 1, 0, -1):
+            j = below(i + 1)
+            x[i], x[j] = x[j], x[i]
+
+    def sample(self, population: Sequence[Any], k: int) -> list[Any]:
+        """``Random.sample`` where it keeps a set of the picks (k <= 5 < population size - 21)."""
+        n = len(population)
+        if not (0 <= k <= 5 and n > 21):
+            raise ValueError("sample covers k <= 5 picks from more than 21 items")
+        below = self.below
+        picked: list[int] = []
+        for _ in range(k):
+            j = below(n)
+            while j in picked:
+                j = below(n)
+            picked.append(j)
+        return [population[j] for j in picked]
+
+    def choices(self, population: Sequence[Any], weights: Sequence[float]) -> list[Any]:
+        cum = list(accumulate(weights))
+        return [population[bisect(cum, self.random() * (cum[-1] + 0.0), 0, len(cum) - 1)]]
+
+
+class WorldDraws(_Arrangements):
     """The draws of ``random.Random(seed)`` that world generation makes, as CPython's ``random.py`` makes
     them (``_randbelow`` is rejection sampling on ``getrandbits``; ``choices`` bisects one ``random()``),
-    in one Python call each instead of two or three. ``build_initial_state`` uses it only where
-    ``_world_draws_agree`` found every method equal to ``random.Random``'s on this Python."""
+    in one Python call each instead of two or three."""
 
     __slots__ = ("random", "_bits")
 
@@ -359,6 +392,13 @@ class WorldDraws:
         rng = random.Random(seed)
         self.random = rng.random
         self._bits = rng.getrandbits
+
+    def below(self, n: int) -> int:
+        k, bits = n.bit_length(), self._bits
+        r = bits(k)
+        while r >= n:
+            r = bits(k)
+        return r
 
     def randint(self, a: int, b: int) -> int:
         n = b - a + 1
@@ -384,45 +424,35 @@ class WorldDraws:
             r = bits(k)
         return seq[r]
 
-    def shuffle(self, x: list[Any]) -> None:
-        bits = self._bits
-        for i in range(len(x) - 1, 0, -1):
-            n = i + 1
-            k = n.bit_length()
-            j = bits(k)
-            while j >= n:
-                j = bits(k)
-            x[i], x[j] = x[j], x[i]
 
-    def sample(self, population: Sequence[Any], k: int) -> list[Any]:
-        """``Random.sample`` where it keeps a set of the picks (k <= 5 < population size - 21)."""
-        n = len(population)
-        if not (0 <= k <= 5 and n > 21):
-            raise ValueError("WorldDraws.sample covers k <= 5 picks from more than 21 items")
-        width, bits = n.bit_length(), self._bits
-        picked: list[int] = []
-        for _ in range(k):
-            j = bits(width)
-            while j >= n or j in picked:  # _randbelow's rejection, then the redraw of a repeat
-                j = bits(width)
-            picked.append(j)
-        return [population[j] for j in picked]
+def _compiled_draws() -> Any:
+    """``WorldDraws`` with its draws in C (``noise/_fate_draws.c``'s ``MersenneDraws``), or None where the
+    helper is not built or is switched off (``PAIRED_ROLLOUTS_PURE_FATES=1``)."""
+    if os.environ.get("PAIRED_ROLLOUTS_PURE_FATES", "") not in ("", "0"):
+        return None
+    try:
+        from paired_rollouts.noise._fate_draws import MersenneDraws
+    except ImportError:
+        return None
 
-    def choices(self, population: Sequence[Any], weights: Sequence[float]) -> list[Any]:
-        cum = list(accumulate(weights))
-        return [population[bisect(cum, self.random() * (cum[-1] + 0.0), 0, len(cum) - 1)]]
+    class CompiledWorldDraws(MersenneDraws, _Arrangements):
+        """random, below, randint, randrange and choice in C; seeds 0 <= seed < 2**64."""
+
+        __slots__ = ()
+
+    return CompiledWorldDraws
 
 
-def _world_draws_agree() -> bool:
-    """Do ``WorldDraws``' methods draw what ``random.Random``'s draw on this Python (as world generation
-    calls them)?"""
+def _draws_agree(draws: Callable[[int], Any]) -> bool:
+    """Does ``draws(seed)`` draw what ``random.Random(seed)`` draws on this Python, as world generation
+    calls it (one- and two-word seeds)?"""
     population = [f"x{i}" for i in range(30)]
-    for seed in range(16):
-        ours, theirs = WorldDraws(seed), random.Random(seed)
-        for n in (1, 2, 3, 7, 10, 40, 250, 9000):
-            if ours.randint(1, n) != theirs.randint(1, n) or ours.choice(population[:n]) != theirs.choice(
-                population[:n]
-            ):
+    for seed in (*range(12), 2**32 - 1, 2**32 + 5, 2**63 + 12345):
+        ours, theirs = draws(seed), random.Random(seed)
+        for n in (1, 2, 3, 7, 10, 30, 250, 9000):
+            if ours.randint(1, n) != theirs.randint(1, n) or ours.below(n) != theirs._randbelow(n):
+                return False
+            if ours.choice(population[: min(n, 30)]) != theirs.choice(population[: min(n, 30)]):
                 return False
         if ours.randrange(500, 50001, 50) != theirs.randrange(500, 50001, 50):
             return False
@@ -442,8 +472,22 @@ def _world_draws_agree() -> bool:
     return True
 
 
-#: world generation's draw source: the same numbers either way
-_DRAWS = WorldDraws if _world_draws_agree() else random.Random
+def _draw_source() -> tuple[Callable[[int], Any], str]:
+    """World generation's draws and their name: compiled where built and equal to ``random.Random``'s,
+    else ``WorldDraws`` where equal, else ``random.Random`` itself. The same numbers on every path."""
+    pure: Callable[[int], Any] = WorldDraws if _draws_agree(WorldDraws) else random.Random
+    compiled = _compiled_draws()
+    if compiled is None or not _draws_agree(compiled):
+        return pure, pure.__name__
+
+    def draws(seed: int) -> Any:
+        return compiled(seed) if 0 <= seed < 2**64 else pure(seed)
+
+    return draws, "compiled (noise/_fate_draws.c)"
+
+
+#: world generation's draw source, and its name (for benchmarks and tests)
+_DRAWS, WORLD_DRAWS = _draw_source()
 
 
 def _random_address(rng: random.Random) -> dict[str, str]:
@@ -457,6 +501,7 @@ def _random_address(rng: random.Random) -> dict[str, str]:
 def build_initial_state(seed: int) -> State:
     """Generate the initial world of ``seed`` exactly as docs/simulator.md#world-generation prescribes."""
     rng = _DRAWS(seed)
+    randint = rng.randint
     customers: dict[str, Record] = {}
     used_names: set[str] = set()
     for i in range(1, N_CUSTOMERS + 1):
@@ -471,7 +516,7 @@ def build_initial_state(seed: int) -> State:
             first = rng.choice(words.FIRST_NAMES)
         name = f"{first} {last}"
         used_names.add(name)
-        phone = "+880" + "".join(str(rng.randint(0, 9)) for _ in range(10))
+        phone = "+880" + "".join([str(randint(0, 9)) for _ in range(10)])
         address = _random_address(rng)
         cid = f"C{i:04d}"
         customers[cid] = {
