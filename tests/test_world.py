@@ -22,18 +22,25 @@ def test_world_fingerprints(seed: int) -> None:
     assert build_initial_state(seed).fingerprint() == FINGERPRINTS[seed]  # uncached path too
 
 
-def test_world_draws_are_random_randoms_draws(monkeypatch: pytest.MonkeyPatch) -> None:
-    """World generation draws in C where the install built the helper (noise/_fate_draws.c), and a world
-    built that way equals the one built through ``WorldDraws`` and the one built with ``random.Random``'s
-    own methods, seed by seed (one- and two-word seeds, and one beyond the helper's 64 bits)."""
+def test_compiled_worlds_equal_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Worlds come from the C helper (noise/_fate_draws.c) where the install built it, and each equals the
+    Python reference's record for record (keys in order, values and their types), whether the reference
+    draws through ``WorldDraws`` or with ``random.Random``'s own methods; seeds beyond the helper's 64
+    bits take the reference."""
     assert world.WORLD_DRAWS.startswith("compiled"), "run bash scripts/setup.sh (pip install -e .)"
     rng = random.Random(20261202)
-    seeds = [0, 1, 126704, 2**31 - 1, 2**32, 2**40 + 7, 2**64 + 3] + [rng.getrandbits(31) for _ in range(60)]
-    fast = [build_initial_state(seed).fingerprint() for seed in seeds]
-    assert fast[:3] == [FINGERPRINTS[0], FINGERPRINTS[1], FINGERPRINTS[126704]]
-    for source in (world.WorldDraws, random.Random):
-        monkeypatch.setattr(world, "_DRAWS", source)
-        assert [build_initial_state(seed).fingerprint() for seed in seeds] == fast
+    seeds = [0, 1, 126704, 2**31 - 1, 2**32, 2**40 + 7, 2**64 - 1] + [rng.getrandbits(31) for _ in range(400)]
+    compiled = [world._collections(build_initial_state(seed)) for seed in seeds]
+    assert [world._collections(world.reference_initial_state(seed)) for seed in seeds] == compiled
+    assert [build_initial_state(seed).fingerprint() for seed in (0, 1, 126704)] == [
+        FINGERPRINTS[0],
+        FINGERPRINTS[1],
+        FINGERPRINTS[126704],
+    ]
+    monkeypatch.setattr(world, "_DRAWS", random.Random)
+    assert [world._collections(world.reference_initial_state(seed)) for seed in seeds[:60]] == compiled[:60]
+    beyond = build_initial_state(2**64 + 3)
+    assert world._collections(beyond) == world._collections(world.reference_initial_state(2**64 + 3))
 
 
 def test_world_0_details() -> None:
