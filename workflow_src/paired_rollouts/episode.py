@@ -7,7 +7,6 @@ on a task with a noise config and a schedule seed, ``call`` is the budgeted tool
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from paired_rollouts.backoffice.grader import grade, observe
@@ -17,6 +16,7 @@ from paired_rollouts.backoffice.tools import (
     MSG_EPISODE_FINISHED,
     TOOL_NAMES,
     UnknownToolError,
+    dumps_sorted,
     error_response,
 )
 from paired_rollouts.backoffice.world import World
@@ -29,6 +29,7 @@ MSG_POSITIONAL = "tools take keyword arguments only"
 MAX_DIFFS_IN_RECORD = 5
 MAX_FAILED_CALLS_IN_RECORD = 6
 _CONTROL = frozenset(CONTROL_TOOLS)
+_TOOLS = frozenset(TOOL_NAMES)
 
 
 def budget_message(budget: int) -> str:
@@ -112,20 +113,26 @@ class EpisodeSession:
     def call(self, tool: str, *args: Any, **kwargs: Any) -> str:
         """Call a tool; returns its JSON string. Raises UnknownToolError for names outside the 13 tools
         and TypeError (after counting the call) for missing or unknown keyword arguments."""
-        if tool not in TOOL_NAMES:
+        if args and tool in _TOOLS and self.api is not None:
+            return error_response("INVALID_ARGUMENT", MSG_POSITIONAL)
+        return self.invoke(tool, kwargs)  # type: ignore[return-value]
+
+    def invoke(self, tool: str, args: dict[str, Any], text: bool = True) -> str | None:
+        """``call(tool, **args)`` with the arguments as one dict, which the call log keeps (never change it
+        afterwards). ``text=False``: a successful call returns None instead of its response text (the
+        surrogate reads the text of list pages only); it is counted, executed and logged the same."""
+        if tool not in _TOOLS:
             raise UnknownToolError(f"unknown tool {tool!r}; the tools are: {', '.join(TOOL_NAMES)}")
         api = self.api
         if api is None:
             return error_response("NO_EPISODE", MSG_NO_EPISODE)
-        if args:
-            return error_response("INVALID_ARGUMENT", MSG_POSITIONAL)
         if tool != "finish" and not api.finished:
             self.calls += 1
             if self.calls > self.budget:
                 self.budget_exceeded = True
                 api.finished = True
                 return error_response("BUDGET_EXCEEDED", budget_message(self.budget))
-        return api.invoke(tool, kwargs)
+        return api.invoke(tool, args, text)
 
     def tool(self, name: str):
         """A bound callable for one tool (``session.tool("get_order")(order_id="O0001")``)."""
@@ -156,12 +163,14 @@ class EpisodeSession:
                     {
                         "tool": entry["tool"],
                         "code": entry["code"],
-                        "args": json.dumps(entry["args"], sort_keys=True, default=str)[:200],
+                        "args": dumps_sorted(entry["args"], str)[:200],
                     }
                 )
                 if len(failed) >= MAX_FAILED_CALLS_IN_RECORD:
                     break
-        counts = api.exposure_counts
+        counts: dict[str, int] = {}  # api.exposure_counts without building a Counter
+        for fault in api.fault_log:
+            counts[fault["kind"]] = counts.get(fault["kind"], 0) + 1
         self.record = {
             **self._meta,
             "true_success": result.success,
@@ -176,12 +185,14 @@ class EpisodeSession:
             "changed_from_initial": result.changed_from_initial,
             "diffs": result.diffs[:MAX_DIFFS_IN_RECORD],
             "tool_sequence": [
-                {
+                {"tool": e["tool"], "ok": e["ok"], "code": e["code"], "event": None, "repeat": None}
+                if clean or e["tool"] in _CONTROL
+                else {
                     "tool": e["tool"],
                     "ok": e["ok"],
                     "code": e["code"],
-                    "event": None if clean or e["tool"] in _CONTROL else e.get("event"),
-                    "repeat": None if clean or e["tool"] in _CONTROL else e.get("repeat"),
+                    "event": e.get("event"),
+                    "repeat": e.get("repeat"),
                 }
                 for e in api.call_log
             ],
