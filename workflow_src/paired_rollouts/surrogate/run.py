@@ -14,7 +14,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -124,6 +124,46 @@ def cycle_collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+class _Inputs:
+    """What a run derives from the task pools alone (their check, the pools, evaluation and diagnostic
+    rows), kept for the next run of the process while the pool files are unchanged: an arm job runs
+    several seeds on the same pools. Never changed by a run."""
+
+    def __init__(self, signature: tuple[Any, ...]) -> None:
+        self.signature = signature
+        self._values: dict[Any, Any] = {}
+
+    def once(self, key: Any, make: Callable[..., Any], *args: Any) -> Any:
+        """``make(*args)``, made on the first call with ``key``."""
+        if key not in self._values:
+            self._values[key] = make(*args)
+        return self._values[key]
+
+
+_INPUTS: list[_Inputs] = []
+
+
+def _load_pools(tasks_dir: str) -> dict[str, list[dict[str, Any]]]:
+    from paired_rollouts.backoffice.tasks import load_pool
+
+    return {name: load_pool(Path(tasks_dir) / f"{name}.jsonl") for name in POOLS}
+
+
+def _inputs(tasks_dir: str) -> _Inputs:
+    """The process's inputs of ``tasks_dir``, new when a pool file or the manifest changed (path, inode,
+    size or modification time)."""
+    folder = Path(tasks_dir).resolve()
+    files = [folder / "MANIFEST.json", *(folder / f"{name}.jsonl" for name in POOLS)]
+    signature = tuple(
+        (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        for path in files
+        if path.is_file() and (st := path.stat())
+    )
+    if not _INPUTS or _INPUTS[0].signature != signature:
+        _INPUTS[:] = [_Inputs(signature)]
+    return _INPUTS[0]
+
+
 def run_one(
     run: str,
     *,
@@ -154,7 +194,6 @@ def _run_one(
     results: str,
     conditions: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    from paired_rollouts.backoffice.tasks import load_pool
     from paired_rollouts.design import PAPER_CONDITIONS, PERIODIC_REGIMES
     from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows, final_regimes, roll_rows
     from paired_rollouts.surrogate.policy import parameter_names
@@ -170,13 +209,16 @@ def _run_one(
     ident = run_id(run, conditions)
     condition, arm, seed = ident.condition, ident.arm, ident.seed
     spec = conditions[condition]
-    pool_hashes = check_pools(tasks_dir)
+    inputs = _inputs(tasks_dir)
+    pool_hashes = inputs.once("pool_hashes", check_pools, tasks_dir)
     theta0 = np.asarray(load_calibration(calibration), dtype=np.float64)
     files = layout.Layout(str(Path(results)))
     run_dir = Path(files.run_dir(run))
     steps, P_, G = settings["steps"], settings["prompts_per_step"], settings["num_generations"]
-    pools = {name: load_pool(Path(tasks_dir) / f"{name}.jsonl") for name in POOLS}
-    tasks_by_id = {t["task_id"]: t for pool in pools.values() for t in pool}
+    pools = inputs.once("pools", _load_pools, tasks_dir)
+    tasks_by_id = inputs.once(
+        "tasks_by_id", lambda: {t["task_id"]: t for pool in pools.values() for t in pool}
+    )
     train_tasks = filter_tasks(pools["train"], settings["task_filter"])
     rows = build_rows(train_tasks, condition, arm, seed, steps, P_, conditions)
     meta = {"run": run, "condition": condition, "arm": arm, "seed": seed}
@@ -266,15 +308,15 @@ def _run_one(
     plan += [("final", steps, r, files.eval_file(run, "final", steps, r)) for r in final_regimes(spec)]
     diag_steps = layout.diagnostic_steps_of(settings["diagnostic_steps"], seed)
     plan += [("diagnostic", s, "diag", files.diagnostic_episodes(run, s)) for s in diag_steps]
-    rows_of: dict[tuple[str, str], list[dict[str, Any]]] = {}  # a set's rows are the same at every step
+    shape = json.dumps(settings, sort_keys=True)  # a set's rows are the same at every step and seed
     for phase, step, regime, out in plan:
-        rows_ = rows_of.get((phase, regime))
-        if rows_ is None:
-            if phase == "diagnostic":
-                rows_ = diagnostic_rows(tasks_dir, spec, seed, settings)
-            else:
-                rows_ = evaluation_rows(tasks_dir, phase, regime, spec, settings)
-            rows_of[(phase, regime)] = rows_
+        if phase == "diagnostic":
+            rows_ = inputs.once(
+                ("diagnostic", spec, seed, shape), diagnostic_rows, tasks_dir, spec, seed, settings
+            )
+        else:
+            key = (phase, regime, spec, shape)
+            rows_ = inputs.once(key, evaluation_rows, tasks_dir, phase, regime, spec, settings)
         records = roll_rows(
             SurrogateRunner(thetas[step], tasks_by_id),
             rows_,
