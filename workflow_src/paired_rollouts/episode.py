@@ -30,6 +30,19 @@ MAX_DIFFS_IN_RECORD = 5
 MAX_FAILED_CALLS_IN_RECORD = 6
 _CONTROL = frozenset(CONTROL_TOOLS)
 _TOOLS = frozenset(TOOL_NAMES)
+_META_FIELDS = frozenset(
+    (
+        "task_id",
+        "phase",
+        "attempt",
+        "condition",
+        "mode",
+        "schedule_seed",
+        "resolved_seed",
+        "slot",
+        "episode_index",
+    )
+)
 
 
 def budget_message(budget: int) -> str:
@@ -70,24 +83,60 @@ class EpisodeSession:
     ) -> None:
         """Start an episode. ``noise`` None means clean. ``resolved_seed`` None => ``schedule_seed``
         (paired/clean); independent arms pass ``independent_seed(...)``. ``budget`` None => budget_for."""
+        config, resolved = self._begin(
+            task, schedule_seed, noise, resolved_seed, slot, phase, condition, attempt
+        )
+        self.schedule = None if resolved is None else shared_schedule(int(resolved), config)
+        self.world = World.generate(int(task["world_seed"]))
+        self.api = NoisyToolAPI(self.world, self.schedule)
+        self.calls = 0
+        self.budget = budget_for(task) if budget is None else int(budget)
+        self.budget_exceeded = False
+
+    def repeat(
+        self,
+        course: dict[str, Any],
+        task: dict[str, Any],
+        schedule_seed: int | None = None,
+        noise: NoiseConfig | str | dict | None = None,
+        resolved_seed: int | None = None,
+        slot: int = 0,
+        phase: str = "train",
+        condition: str = "",
+        attempt: int = 1,
+    ) -> dict[str, Any]:
+        """The record of an episode that need not be played: ``course`` is ``course_of`` the record of an
+        earlier episode on the same task, resolved seed, noise config and budget that took the same
+        decisions. An episode is a pure function of those (the world, the fates and the flip are drawn
+        from them), so only the meta fields differ. Counted as ``reset`` counts; the session then holds no
+        live episode, and ``finish_and_grade`` returns this record."""
+        self._begin(task, schedule_seed, noise, resolved_seed, slot, phase, condition, attempt)
+        self.schedule = self.world = self.api = None
+        self.record = {**self._meta, **course}
+        return self.record
+
+    def _begin(
+        self,
+        task: dict[str, Any],
+        schedule_seed: int | None,
+        noise: NoiseConfig | str | dict | None,
+        resolved_seed: int | None,
+        slot: int,
+        phase: str,
+        condition: str,
+        attempt: int,
+    ) -> tuple[NoiseConfig, int | None]:
+        """Count the episode and set its task, config and meta fields; returns (config, resolved seed)."""
         config = NoiseConfig.clean() if noise is None else NoiseConfig.from_json(noise)
         if config.is_clean:
-            schedule = None
             resolved = None
         else:
             resolved = schedule_seed if resolved_seed is None else resolved_seed
             if resolved is None:
                 raise ValueError("a noisy episode needs schedule_seed (or resolved_seed)")
-            schedule = shared_schedule(int(resolved), config)
         self.episode_index += 1
         self.task = task
         self.config = config
-        self.schedule = schedule
-        self.world = World.generate(int(task["world_seed"]))
-        self.api = NoisyToolAPI(self.world, schedule)
-        self.calls = 0
-        self.budget = budget_for(task) if budget is None else int(budget)
-        self.budget_exceeded = False
         self.record = None
         self._meta = {
             "task_id": task["task_id"],
@@ -100,6 +149,7 @@ class EpisodeSession:
             "slot": slot,
             "episode_index": self.episode_index,
         }
+        return config, resolved
 
     @property
     def active(self) -> bool:
@@ -200,6 +250,11 @@ class EpisodeSession:
             "noise": self.config.to_json() if self.config is not None else None,
         }
         return self.record
+
+    @staticmethod
+    def course_of(record: dict[str, Any]) -> dict[str, Any]:
+        """What ``repeat`` needs of a record: every field but the meta fields that ``reset`` sets."""
+        return {key: value for key, value in record.items() if key not in _META_FIELDS}
 
     @property
     def reward(self) -> float:

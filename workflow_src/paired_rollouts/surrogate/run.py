@@ -197,7 +197,7 @@ def _run_one(
     from paired_rollouts.design import PAPER_CONDITIONS, PERIODIC_REGIMES
     from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows, final_regimes, roll_rows
     from paired_rollouts.surrogate.policy import parameter_names
-    from paired_rollouts.surrogate.rollout import SurrogateRunner
+    from paired_rollouts.surrogate.rollout import SurrogateRunner, Trajectories
     from paired_rollouts.surrogate.trainer import Adam, train_step
     from paired_rollouts.training.inputs import check_pools
     from paired_rollouts.training.register import episode_record
@@ -233,7 +233,7 @@ def _run_one(
         thetas[0] = theta.tolist()
     for step in range(steps):
         t0 = time.perf_counter()
-        runner = SurrogateRunner(theta.tolist(), tasks_by_id)
+        runner = SurrogateRunner(theta.tolist(), tasks_by_id, Trajectories())  # a step's groups share
         batch = rows[step * P_ : (step + 1) * P_]
         grad, info, recs_by_group = train_step(
             runner, batch, step=step, G=G, arm=arm, seed=seed, scaling=ident.scaling
@@ -309,6 +309,7 @@ def _run_one(
     diag_steps = layout.diagnostic_steps_of(settings["diagnostic_steps"], seed)
     plan += [("diagnostic", s, "diag", files.diagnostic_episodes(run, s)) for s in diag_steps]
     shape = json.dumps(settings, sort_keys=True)  # a set's rows are the same at every step and seed
+    evaluated = Trajectories()  # schedules met at every checkpoint and by every diagnostic sample
     for phase, step, regime, out in plan:
         if phase == "diagnostic":
             rows_ = inputs.once(
@@ -318,7 +319,7 @@ def _run_one(
             key = (phase, regime, spec, shape)
             rows_ = inputs.once(key, evaluation_rows, tasks_dir, phase, regime, spec, settings)
         records = roll_rows(
-            SurrogateRunner(thetas[step], tasks_by_id),
+            SurrogateRunner(thetas[step], tasks_by_id, evaluated),
             rows_,
             run=run,
             condition=condition,
