@@ -66,10 +66,23 @@ _ALL = {ctx: tuple(range(len(actions))) for ctx, actions in CONTEXTS.items()}
 _NO_NEXT = {ctx: tuple(j for j, a in enumerate(actions) if a != NEXT) for ctx, actions in CONTEXTS.items()}
 
 
+_CODES: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
+
+
 def _code(text: str) -> tuple[str | None, dict[str, Any] | None]:
-    """The error code of a response (None for a success); the payload only where its fields are needed."""
+    """The error code of a response (None for a success); the payload only where its fields are needed.
+    Memoised per error text (a few hundred distinct ones; the payload is only read)."""
     if not text.startswith('{"error"'):
         return None, None
+    found = _CODES.get(text)
+    if found is None:
+        if len(_CODES) >= 4096:
+            _CODES.clear()
+        found = _CODES[text] = _parse_code(text)
+    return found
+
+
+def _parse_code(text: str) -> tuple[str | None, dict[str, Any] | None]:
     if '"RATE_LIMITED"' in text:
         payload = json.loads(text)
         return payload["error"].get("code"), payload
@@ -135,15 +148,16 @@ def play(session: EpisodeSession, task: dict[str, Any], policy: Policy, rng: ran
             return "over"
         return "error"
 
+    api = session.api  # the episode's API: ``session.finished`` is its flag
+    choose = policy.choose
     ctx = proceed_context() or "done"
     for _ in range(MAX_TURNS):
-        if ctx in ("done", "over") or session.finished:
+        if ctx in ("done", "over") or api.finished:
             break
-        actions = CONTEXTS[ctx]
         avail = _NO_NEXT[ctx] if i >= len(plan) and ctx not in _PROCEED_CONTEXTS else _ALL[ctx]
-        chosen = policy.choose(ctx, avail, rng)
+        chosen = choose(ctx, avail, rng)
         decisions.append((ctx, avail, chosen))
-        action = actions[chosen]
+        action = CONTEXTS[ctx][chosen]
         if action == FINISH:
             break
         if action == PROCEED or (action == NEXT and ctx not in _PROCEED_CONTEXTS):
@@ -193,7 +207,7 @@ def play(session: EpisodeSession, task: dict[str, Any], policy: Policy, rng: ran
             ctx = ("after_write" if i < len(plan) else "after_last_write") if verdict else "unverified"
             continue
         raise AssertionError(action)
-    if not session.finished:
+    if not api.finished:
         session.call("finish", summary="done")
     return decisions
 
