@@ -109,6 +109,7 @@ class Estimator:
     ) -> None:
         from paired_rollouts.backoffice.tasks import load_pool
         from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows
+        from paired_rollouts.surrogate.rollout import Trajectories
 
         settings = {
             "eval_tasks": eval_tasks,
@@ -130,12 +131,13 @@ class Estimator:
         self.diag = diagnostic_rows(tasks_dir, "C2", 0, settings)
         self.samples = samples
         self.K, self.M = diag_schedules, diag_samples
+        self.trajectories = Trajectories()  # the same schedules are played at every knob setting
 
     def _play(self, theta: list[float], rows: list[dict], tag: str, samples: int) -> list[dict]:
         from paired_rollouts.noise.seeds import derive_seed
         from paired_rollouts.surrogate.rollout import SurrogateRunner, policy_rng
 
-        runner = SurrogateRunner(theta, self.tasks)
+        runner = SurrogateRunner(theta, self.tasks, self.trajectories)
         out = []
         for j, row in enumerate(rows):
             for s in range(samples):
