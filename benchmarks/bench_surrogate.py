@@ -1,14 +1,17 @@
 """Cost of one surrogate run at the surrogate scale's shape, in CPU seconds (wall time on a shared machine
 also counts other people's work).
 
-Run: ``OMP_NUM_THREADS=1 python benchmarks/bench_surrogate.py [--tasks-dir data/tasks] [--runs 2]
-[--calibration results/surrogate/models/surrogate/calibration.json]``.
+Run: ``OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/bench_surrogate.py [--tasks-dir data/tasks] [--runs 2]
+[--arm independent] [--calibration results/surrogate/models/surrogate/calibration.json]``.
 The runs start from a real calibration register: the one given, or one this script fits first with the
 calibration stage's own code (``surrogate calibrate``, a few CPU seconds, printed too), so the arm job
 reads it through the same typed reader as in the study.
 Prints CPU seconds per run (training, evaluation + diagnostics), surrogate episodes per CPU second, and the
 projected wall time of the study's 80 runs on 2 free cores. Budget: the whole surrogate study within
-8 minutes on 2 cores, i.e. about 5 CPU seconds per run for the arm jobs.
+8 minutes on 2 cores, i.e. about 5 CPU seconds per run for the arm jobs. The runs are C2 runs of one arm
+(``--arm``, independent by default: every training rollout on its own schedule, so none of a paired
+group's shared episodes; docs/simulator.md#speed, fourth pass), seeds 0, 1, ... in one process, as an
+arm job runs them. The first line says which paths draw the fates and generate the worlds.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from paired_rollouts.backoffice.world import WORLD_DRAWS  # noqa: E402
 from paired_rollouts.io import atomic_write_json  # noqa: E402
+from paired_rollouts.noise.schedule import FATE_DRAWS  # noqa: E402
 from paired_rollouts.settings import Settings  # noqa: E402
 from paired_rollouts.surrogate.calibration import (  # noqa: E402
     Estimator,
@@ -60,9 +65,11 @@ def main() -> int:
     parser.add_argument("--tasks-dir", default="data/tasks")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--calibration", type=Path, default=None, help="a calibration register to reuse")
+    parser.add_argument("--arm", choices=("independent", "paired"), default="independent")
     args = parser.parse_args()
     settings = Settings.parse(SHAPE)
     training, evaluation = settings.training, settings.evaluation
+    print(f"fate draws: {FATE_DRAWS}; worlds: {WORLD_DRAWS}")
     with tempfile.TemporaryDirectory() as tmp:
         calibration = args.calibration or Path(tmp) / "calibration.json"
         if args.calibration is None:
@@ -82,7 +89,7 @@ def main() -> int:
         for k in range(args.runs):
             began = time.process_time()
             run_one(
-                f"c2-independent-s{k}",
+                f"c2-{args.arm}-s{k}",
                 tasks_dir=args.tasks_dir,
                 calibration=str(calibration),
                 settings=settings,
@@ -91,7 +98,8 @@ def main() -> int:
             per_run.append(time.process_time() - began)
     mean = sum(per_run) / len(per_run)
     print(
-        f"surrogate run ({training.steps} steps x {training.prompts_per_step} x {training.num_generations}"
+        f"surrogate run (C2 {args.arm}, {training.steps} steps x {training.prompts_per_step} x "
+        f"{training.num_generations}"
         f" + evaluations + diagnostics, {episodes} episodes): {mean:.2f} CPU s per run "
         f"({episodes / mean:.0f} episodes per CPU second); {RUNS_IN_STUDY} runs on 2 free cores: "
         f"{RUNS_IN_STUDY * mean / 2 / 60:.1f} min for the arm jobs"

@@ -52,7 +52,7 @@ def sources(*modules):
     for module in modules:
         for name in (module, *SHARED_MODULES.get(module.split("/")[0], [])):
             path = PACKAGE / name
-            files.extend(sorted([*path.rglob("*.py"), *path.rglob("*.c")]) if path.is_dir() else [path])
+            files.extend(sorted([*path.rglob("*.py"), *path.rglob("*.[ch]")]) if path.is_dir() else [path])
     return [str(f) for f in dict.fromkeys(files)]
 
 

@@ -13,6 +13,7 @@ from paired_rollouts.agents.scripted import run_scripted
 from paired_rollouts.backoffice.world import World
 from paired_rollouts.design import PAPER_CONDITIONS
 from paired_rollouts.errors import UserError
+from paired_rollouts.noise import schedule
 from paired_rollouts.noise.config import NO_OUTAGE_WEIGHTS, NoiseConfig
 from paired_rollouts.noise.noisy_api import NoisyToolAPI
 from paired_rollouts.noise.schedule import APPLICABLE_TYPES, Fate, NoiseSchedule, event_key
@@ -426,6 +427,29 @@ def test_paired_siblings_share_draws_independent_do_not(sim_pools: dict) -> None
         same += x == y
         differ += x != y
     assert differ >= 15  # at p = 0.25 most episodes meet a fault somewhere
+
+
+def test_a_shared_schedule_memoises_the_fates_a_fresh_one_draws() -> None:
+    """Rollouts that share (seed, config) share one schedule; its memoised fates and flip are the ones a
+    fresh schedule draws, whatever order they are asked in."""
+    config = NoiseConfig(p=0.5, q=0.5)
+    shared = schedule.shared_schedule(659565755, config)
+    assert schedule.shared_schedule(659565755, NoiseConfig.from_json(config.to_json())) is shared
+    assert schedule.shared_schedule(659565756, config) is not shared
+    assert schedule.shared_schedule(659565755, C2) is not shared
+    calls = [
+        (tool, event_key(tool, {"order_id": f"O{i:04d}", "customer_id": "C0001", "sku": "SKU-0001"}), k)
+        for tool in APPLICABLE_TYPES
+        for i in range(1, 4)
+        for k in range(4)
+    ]
+    fresh = [NoiseSchedule(659565755, config).fate(*call) for call in calls]
+    assert any(f is not None for f in fresh) and any(f is None for f in fresh)
+    assert [shared.fate(*call) for call in reversed(calls)] == fresh[::-1]
+    assert [shared.fate(*call) for call in calls] == fresh
+    flips = [NoiseSchedule(seed, config).outcome_flip() for seed in range(64)]
+    assert [schedule.shared_schedule(seed, config).outcome_flip() for seed in range(64)] * 2 == flips * 2
+    assert 0 < sum(flips) < 64
 
 
 FATE_LISTING = """

@@ -140,6 +140,46 @@ def test_paired_groups_share_one_resolved_seed_and_independent_rollouts_do_not()
                 assert group["schedule_seeds"] == [r["resolved_seed"] for r in recs]
 
 
+def _played_with(tree: object) -> tuple[list, int]:
+    """A paired training step and two evaluation passes (clean and noisy schedules, each row three times);
+    the outputs, and how many episodes the session repeated instead of playing."""
+    from paired_rollouts.evaluation.evaluate import evaluation_rows
+    from paired_rollouts.settings import Settings
+    from paired_rollouts.surrogate.rollout import SurrogateRunner
+    from paired_rollouts.surrogate.trainer import train_step
+
+    tasks = {t["task_id"]: t for name in ("train", "validation") for t in load_pool(TASKS / f"{name}.jsonl")}
+    settings = Settings.from_manifest({"eval_tasks": 6, "final_tasks": 0, "task_filter": "all"})
+    rows = [
+        r
+        for regime in ("clean", "at_training")
+        for r in evaluation_rows(str(TASKS), "periodic", regime, "C2", settings)
+    ]
+    runner = SurrogateRunner(cal.theta_from_knobs(cal.START), tasks, tree)  # type: ignore[arg-type]
+    repeated = []
+    repeat = runner.session.repeat
+    runner.session.repeat = lambda *a, **k: repeated.append(1) or repeat(*a, **k)  # type: ignore[method-assign]
+    grad, groups, records = train_step(runner, _rows("paired")[:4], step=0, G=8, arm="paired", seed=0)
+    evaluated = [runner.rollout(rows * 3, "periodic:step0", seed) for seed in (5, 6)]
+    return [grad.tolist(), groups, records, evaluated, runner.session.episode_index], len(repeated)
+
+
+def test_shared_schedules_repeat_known_episodes_to_the_byte(validation: list[dict]) -> None:
+    """Rollouts that share a schedule walk the trajectory tree (surrogate/rollout.py): episodes it knows are
+    not played again (``EpisodeSession.repeat``), and every record, decision list, group and gradient
+    equals what playing every episode gives (paired training groups; evaluation schedules, the clean
+    ones shared across schedule seeds)."""
+    from paired_rollouts.surrogate.rollout import Trajectories
+
+    plain, none_repeated = _played_with(None)
+    shared, repeated = _played_with(Trajectories())
+    assert shared == plain and none_repeated == 0 and repeated > 20
+    session = EpisodeSession()
+    session.reset(validation[0], schedule_seed=1, noise=NoiseConfig.transition(0.25))
+    record = session.finish_and_grade()
+    assert set(record) - set(EpisodeSession.course_of(record)) == set(session._meta)  # course = all but meta
+
+
 def test_a_trained_policy_beats_its_initial_one_on_the_challenge_set(validation: list[dict]) -> None:
     from paired_rollouts.evaluation.evaluate import evaluation_rows
     from paired_rollouts.settings import Settings

@@ -134,9 +134,11 @@ def _fate_tables(config: NoiseConfig) -> dict[str, FaultTable]:
 
 class NoiseSchedule:
     """Fates for one resolved seed under one config, drawn by ``pairing.Dice`` with the event key
-    (tool, event): ``Random(derive_seed(seed, "event", tool, event, k))``."""
+    (tool, event): ``Random(derive_seed(seed, "event", tool, event, k))``. Memoised: a fate is a pure
+    function of (seed, config, tool, event, k), so every rollout that shares the schedule
+    (``shared_schedule``) draws it once."""
 
-    __slots__ = ("seed", "config", "_tables", "_dice", "_challenge")
+    __slots__ = ("seed", "config", "_tables", "_dice", "_challenge", "_fates", "_flip")
 
     def __init__(self, seed: int, config: NoiseConfig) -> None:
         self.seed = int(seed)
@@ -144,6 +146,8 @@ class NoiseSchedule:
         self._tables = _fate_tables(config)
         self._dice = Dice(self.seed)
         self._challenge = config.challenge == "writes_once"
+        self._fates: dict[tuple[str, str, int], Fate | None] = {}
+        self._flip: bool | None = None
 
     def fate(self, tool: str, event: str, k: int) -> Fate | None:
         """The fault of the k-th call (0-based) of ``tool`` on ``event``, or None (``Dice.fate``: u,
@@ -151,11 +155,35 @@ class NoiseSchedule:
         table = self._tables.get(tool)
         if table is None:  # no fault type can hit ``tool``; a challenge config (p = 0) has no tables
             return _CHALLENGE_FATE if self._challenge and k == 0 and tool in _WRITE_SET else None
-        return self._dice.fate(table, tool, event, repeat=k)
+        key = (tool, event, k)
+        fates = self._fates
+        if key in fates:
+            return fates[key]
+        fate = fates[key] = self._dice.fate(table, tool, event, repeat=k)
+        return fate
 
     def outcome_flip(self) -> bool:
-        """One draw per episode: does the grader report a true success as a failure? (``Dice.flip``)"""
-        q = self.config.q
-        if self.config.is_clean or q <= 0:
-            return False
-        return self._dice.flip(q)
+        """One draw per episode: does the grader report a true success as a failure? (``Dice.flip``,
+        drawn once per schedule)"""
+        flip = self._flip
+        if flip is None:
+            q = self.config.q
+            flip = self._flip = not self.config.is_clean and q > 0 and self._dice.flip(q)
+        return flip
+
+
+#: schedules by (seed, config JSON): rollouts that share a resolved seed (a paired group, an evaluation
+#: schedule at every checkpoint) share one schedule and so its memoised fates
+_SHARED: dict[tuple[int, str], NoiseSchedule] = {}
+_SHARED_MAX = 4096
+
+
+def shared_schedule(seed: int, config: NoiseConfig) -> NoiseSchedule:
+    """The process's schedule of (seed, config); a new one when absent (the cache is emptied when full)."""
+    key = (seed, config.to_json())
+    schedule = _SHARED.get(key)
+    if schedule is None:
+        if len(_SHARED) >= _SHARED_MAX:
+            _SHARED.clear()
+        schedule = _SHARED[key] = NoiseSchedule(seed, config)
+    return schedule

@@ -105,6 +105,7 @@ class Estimator:
         from paired_rollouts.design import DIAGNOSTIC_P
         from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows
         from paired_rollouts.settings import Settings
+        from paired_rollouts.surrogate.rollout import Trajectories
 
         settings = Settings.from_manifest({"task_filter": task_filter, **sets}, "calibration sets")
         settings = dataclasses.replace(
@@ -121,12 +122,13 @@ class Estimator:
         self.diag = diagnostic_rows(tasks_dir, "C2", 0, settings)
         self.samples = samples
         self.K, self.M = settings.diagnostics.schedules, settings.diagnostics.samples
+        self.trajectories = Trajectories()  # the same schedules are played at every knob setting
 
     def _play(self, theta: list[float], rows: list[dict], tag: str, samples: int) -> list[dict]:
         from paired_rollouts.noise.seeds import derive_seed
         from paired_rollouts.surrogate.rollout import SurrogateRunner, policy_rng
 
-        runner = SurrogateRunner(theta, self.tasks)
+        runner = SurrogateRunner(theta, self.tasks, self.trajectories)
         out = []
         for j, row in enumerate(rows):
             for s in range(samples):

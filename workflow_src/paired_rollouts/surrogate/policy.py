@@ -80,6 +80,7 @@ class Policy:
         self._logits = {c: [0.0 if i < 0 else theta[i] for i in PARAM_INDEX[c]] for c in CONTEXTS}
         self._probs: dict[tuple[str, tuple[int, ...]], list[float]] = {}
         self._cdf: dict[tuple[str, tuple[int, ...]], list[float]] = {}
+        self._score_terms: dict[tuple[str, tuple[int, ...]], tuple[tuple[int, float], ...]] = {}
 
     def probabilities(self, ctx: str, avail: Sequence[int]) -> list[float]:
         """pi over the available action positions ``avail`` (indices into CONTEXTS[ctx]); cached per menu."""
@@ -111,6 +112,16 @@ class Policy:
                 return j
         return avail[-1]
 
+    def score_terms(self, ctx: str, avail: tuple[int, ...]) -> tuple[tuple[int, float], ...]:
+        """(parameter index, pi) of the menu's actions that own a parameter, in menu order; cached per menu."""
+        key = (ctx, avail)
+        terms = self._score_terms.get(key)
+        if terms is None:
+            index = PARAM_INDEX[ctx]
+            pairs = zip(avail, self.probabilities(ctx, avail), strict=True)
+            terms = self._score_terms[key] = tuple((index[j], p) for j, p in pairs if index[j] >= 0)
+        return terms
+
 
 Decision = tuple[str, tuple[int, ...], int]  # (context, available positions, chosen position)
 
@@ -126,19 +137,21 @@ def log_probability(theta: Sequence[float], decisions: Sequence[Decision]) -> fl
 
 
 def score(theta: Sequence[float], decisions: Sequence[Decision], policy: Policy | None = None) -> np.ndarray:
-    """The exact score d/dtheta log pi_theta(decisions): sum over decisions of e[chosen] - E_pi[e]."""
+    """The exact score d/dtheta log pi_theta(decisions): sum over decisions of e[chosen] - E_pi[e].
+
+    Accumulated in Python floats (IEEE doubles, the same operations in the same order as on a float64
+    array: per decision, minus each available action's pi, then plus one for the chosen action)."""
     policy = policy or Policy(theta)
-    out = np.zeros(P, dtype=np.float64)
+    out = [0.0] * P
     for ctx, avail, chosen in decisions:
         if len(avail) == 1:
             continue
-        index = PARAM_INDEX[ctx]
-        for j, p in zip(avail, policy.probabilities(ctx, avail), strict=True):
-            if index[j] >= 0:
-                out[index[j]] -= p
-        if index[chosen] >= 0:
-            out[index[chosen]] += 1.0
-    return out
+        for i, p in policy.score_terms(ctx, avail):
+            out[i] -= p
+        i = PARAM_INDEX[ctx][chosen]
+        if i >= 0:
+            out[i] += 1.0
+    return np.array(out, dtype=np.float64)
 
 
 def counted_decisions(decisions: Sequence[Decision]) -> int:

@@ -37,9 +37,9 @@ def probe_checkpoint(
     )
     from paired_rollouts.probe.groups import ProbeGroup, probe_groups
     from paired_rollouts.surrogate.policy import P
-    from paired_rollouts.surrogate.rollout import SurrogateRunner
+    from paired_rollouts.surrogate.rollout import SurrogateRunner, Trajectories
 
-    runner = SurrogateRunner(theta, tasks_by_id)
+    runner = SurrogateRunner(theta, tasks_by_id, Trajectories())  # a group's samples share schedules
     probe, training = settings.probe, settings.training
     K, M = probe.schedules, probe.samples
     clean_groups, diag_groups = probe_groups(tasks_dir, settings, condition, seed)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from paired_rollouts.episode import EpisodeSession
+from paired_rollouts.noise.config import NoiseConfig
 from paired_rollouts.noise.seeds import derive_seed
 from paired_rollouts.surrogate.menu import play
 from paired_rollouts.surrogate.policy import Decision, Policy, counted_decisions, score
@@ -23,14 +24,85 @@ def policy_rng(sampling_seed: int, position: int) -> random.Random:
     return random.Random(derive_seed("surrogate-policy", sampling_seed, position))
 
 
+class _Node:
+    """A point of a trajectory tree: the menu decided there (None: not seen yet) and a child per choice,
+    or, where the episode ended, its record's course (``EpisodeSession.course_of``)."""
+
+    __slots__ = ("menu", "children", "course")
+
+    def __init__(self) -> None:
+        self.menu: tuple[str, tuple[int, ...]] | None = None
+        self.children: dict[int, _Node] = {}
+        self.course: dict[str, Any] | None = None
+
+
+class _Recorder:
+    """The policy seen by ``play`` while a trajectory is played for the tree: the choices already drawn
+    on the way down (``forced``) first, then the policy's own; each decision extends the tree."""
+
+    __slots__ = ("policy", "forced", "node")
+
+    def __init__(self, policy: Policy, forced: list[int], root: _Node) -> None:
+        self.policy, self.forced, self.node = policy, forced[::-1], root
+
+    def choose(self, ctx: str, avail: tuple[int, ...], rng: random.Random) -> int:
+        node = self.node
+        if node.menu is None:
+            node.menu = (ctx, avail)
+        elif node.menu != (ctx, avail):
+            raise AssertionError(f"the episode offered {(ctx, avail)} where it offered {node.menu} before")
+        chosen = self.forced.pop() if self.forced else self.policy.choose(ctx, avail, rng)
+        child = node.children.get(chosen)
+        if child is None:
+            child = node.children[chosen] = _Node()
+        self.node = child
+        return chosen
+
+
+class Trajectories:
+    """Episodes already played, by (task, schedule, noise, budget): a tree of decisions each.
+
+    An episode is a pure function of its task, resolved seed (none under clean noise), noise config,
+    budget and decisions, and the policy's next decision depends only on the menu it is shown and its own
+    random stream. So a rollout that shares a schedule with earlier ones (a paired group, an evaluation
+    schedule at another checkpoint, a diagnostic sample) walks the tree drawing its decisions as it would
+    in play; if it reaches a known end its record is the course found there, else the episode is played
+    with the choices drawn so far. Same draws, same records; the episodes already seen are not simulated
+    again. At most ``max_courses`` ends are kept (then the trees start afresh).
+    """
+
+    def __init__(self, max_courses: int = 20_000) -> None:
+        self.max_courses = max_courses
+        self.courses = 0
+        self._roots: dict[tuple[Any, ...], tuple[dict[str, Any], _Node]] = {}
+
+    def root(self, task: dict[str, Any], row: dict[str, Any]) -> _Node:
+        noise = row["noise"]
+        seed = None if NoiseConfig.from_json(noise).is_clean else row["schedule_seed"]
+        key = (row["task_id"], seed, noise, row.get("budget"))
+        entry = self._roots.get(key)
+        if entry is None or entry[0] is not task:  # another task object under the id: start afresh
+            if self.courses >= self.max_courses:
+                self._roots.clear()
+                self.courses = 0
+            entry = self._roots[key] = (task, _Node())
+        return entry[1]
+
+
 class SurrogateRunner:
     """Plays rows with one parameter vector; keeps each rollout's decisions for scores."""
 
-    def __init__(self, theta: list[float], tasks_by_id: dict[str, dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        theta: list[float],
+        tasks_by_id: dict[str, dict[str, Any]],
+        trajectories: Trajectories | None = None,
+    ) -> None:
         self.theta = list(theta)
         self.policy = Policy(self.theta)
         self.tasks = tasks_by_id
         self.session = EpisodeSession()
+        self.trajectories = trajectories
         self.last_decisions: list[list[Decision]] = []
 
     def play_row(
@@ -43,20 +115,49 @@ class SurrogateRunner:
         slot: int = 0,
     ) -> tuple[dict[str, Any], list[Decision]]:
         task = self.tasks[row["task_id"]]
-        self.session.reset(
-            task,
-            schedule_seed=row["schedule_seed"],
-            noise=row["noise"],
-            budget=row.get("budget"),
-            resolved_seed=resolved_seed,
-            slot=slot,
-            phase=phase,
-            condition=row["condition"],
-        )
-        decisions = play(self.session, task, self.policy, rng)
-        record = dict(self.session.finish_and_grade())
+        start = {
+            "schedule_seed": row["schedule_seed"],
+            "noise": row["noise"],
+            "resolved_seed": resolved_seed,
+            "slot": slot,
+            "phase": phase,
+            "condition": row["condition"],
+        }
+        tree = self.trajectories
+        if tree is None or resolved_seed is not None or not isinstance(row["noise"], str):
+            # a rollout's own schedule (independent arms) is met once: nothing to share
+            self.session.reset(task, budget=row.get("budget"), **start)
+            decisions = play(self.session, task, self.policy, rng)
+            record = dict(self.session.finish_and_grade())
+        else:
+            record, decisions = self._play_shared(tree, task, row, rng, start)
         record["decisions"] = counted_decisions(decisions)
         return record, decisions
+
+    def _play_shared(
+        self, tree: Trajectories, task: dict[str, Any], row: dict[str, Any], rng: random.Random, start: dict
+    ) -> tuple[dict[str, Any], list[Decision]]:
+        """``play_row`` on a schedule others may share: down the tree as far as it is known, then play."""
+        node = root = tree.root(task, row)
+        decisions: list[Decision] = []
+        while node.course is None and node.menu is not None:
+            ctx, avail = node.menu
+            chosen = self.policy.choose(ctx, avail, rng)
+            decisions.append((ctx, avail, chosen))
+            child = node.children.get(chosen)
+            if child is None:
+                break
+            node = child
+        else:
+            if node.course is not None:
+                return dict(self.session.repeat(node.course, task, **start)), decisions
+        recorder = _Recorder(self.policy, [chosen for _, _, chosen in decisions], root)
+        self.session.reset(task, budget=row.get("budget"), **start)
+        decisions = play(self.session, task, recorder, rng)  # type: ignore[arg-type]
+        record = self.session.finish_and_grade()
+        recorder.node.course = EpisodeSession.course_of(record)
+        tree.courses += 1
+        return dict(record), decisions
 
     def rollout(self, rows: list[dict[str, Any]], phase: str, sampling_seed: int) -> tuple[list[dict], None]:
         """One record per row (paired evaluation schedules: the row's seed is the resolved seed)."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from paired_rollouts.design import ARMS
 from paired_rollouts.noise.seeds import derive_seed, independent_seed
-from paired_rollouts.surrogate.policy import P, counted_decisions, score
+from paired_rollouts.surrogate.policy import P, score
 from paired_rollouts.surrogate.rollout import SurrogateRunner, policy_rng
 from paired_rollouts.training.register import sample_std
 
@@ -80,23 +80,23 @@ def train_step(
     grad = np.zeros(P)
     total_decisions = 0
     groups, records_by_group = [], []
+    independent = ARMS[arm].coupling == "independent"
+    sampling_seed = derive_seed("train", seed, step)
     for g, row in enumerate(rows):
         recs, scores_, seeds = [], [], []
         for i in range(G):
             slot = g * G + i
             resolved = (
-                independent_seed(int(row["schedule_seed"]), slot, step, "train")
-                if ARMS[arm].coupling == "independent"
-                else None
+                independent_seed(int(row["schedule_seed"]), slot, step, "train") if independent else None
             )
-            rng = policy_rng(derive_seed("train", seed, step), slot)
+            rng = policy_rng(sampling_seed, slot)
             record, decisions = runner.play_row(row, rng, phase="train", resolved_seed=resolved, slot=slot)
             record["episode_index"] = (
                 step  # this slot's training episodes so far (the TRL environment's count)
             )
             recs.append(record)
             scores_.append(score(runner.theta, decisions, runner.policy))
-            total_decisions += counted_decisions(decisions)
+            total_decisions += record["decisions"]
             seeds.append(int(row["schedule_seed"]) if resolved is None else int(resolved))
         rewards = [float(r["observed_reward"]) for r in recs]
         adv = group_advantages(rewards, scaling)
