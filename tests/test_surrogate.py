@@ -149,7 +149,7 @@ def _played_with(tree: object) -> tuple[list, int]:
     from paired_rollouts.surrogate.trainer import train_step
 
     tasks = {t["task_id"]: t for name in ("train", "validation") for t in load_pool(TASKS / f"{name}.jsonl")}
-    settings = Settings.from_manifest({"eval_tasks": 6, "final_tasks": 0, "task_filter": "all"})
+    settings = Settings.from_manifest({"eval_tasks": 6, "task_filter": "all"})
     rows = [
         r
         for regime in ("clean", "at_training")
