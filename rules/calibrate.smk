@@ -7,10 +7,10 @@
 if SURROGATE:
 
     rule zero_shot_calibration:
-        """The surrogate's register: its calibration's step-0 values against the bands of the model it is
+        """The surrogate's register: its step-0 calibration's values against the bands of the model it is
         fitted to (the surrogate calibration itself checks its tighter targets)."""
         input:
-            calibration=CALIBRATION_FILE,
+            calibration=STEP0_FILE,
             rules=config["prereg"]["tier_rules"],
             verification=ancient(LAYOUT.amendment_verification_file()),  # as train's: re-verifying reruns nothing
             code=sources("calibration", "prereg"),

@@ -27,6 +27,7 @@ RESULTS = LAYOUT.root
 res = LAYOUT.res
 SURROGATE = SCALE["model"]["kind"] == "surrogate"
 CALIBRATION_FILE = res("models/surrogate/calibration.json")
+STEP0_FILE = res("models/surrogate/step0.json")  # the calibration before any run (rules/surrogate.smk)
 POWER_FILE = res("decisions/power.json")
 PUBLISHED_CURVES = "data/published/curves.yaml"
 POOLS = list(study.POOLS)

@@ -3,19 +3,33 @@
 # chunk (luck share, group statistics, completeness: the same commands, called in one process), and the
 # exact probe. The files and their schemas are those of the LLM stages, so decide and render read them
 # unchanged. At this scale a run takes seconds: per-file jobs would spend most of their time starting.
+#
+# The calibration comes in two steps: the step-0 register (fitted knobs, the shape's step-0 targets)
+# before any run; then the arms the paper ran without pairing (C0, C2 independent, C4 independent) train
+# from it, their mean learning curves are checked against the published ones, and only the passing
+# calibration register lets every other run (the paired arms first) start.
+
+
+from paired_rollouts.surrogate import calibration as surrogate_calibration
 
 
 wildcard_constraints:
     trajectory="|".join(TRAJECTORIES),
 
 
+# The tier-1 runs of the unpaired arms whose curves the calibration checks.
+CURVE_RUNS = [run for run in RUNS if surrogate_calibration.is_curve_run(run)]
+
+
 rule surrogate_calibrate:
-    """Fit the initial parameters to the paper's step-0 agent; fails (exit 1) when a target is missed."""
+    """Fit the initial parameters to the paper's step-0 agent and check the shape's step-0 targets; fails
+    (exit 1) when a target is missed."""
     input:
         pools=pool_files(),
-        code=sources(*SIMULATOR, "agents", "evaluation", "training", "stats", "surrogate"),
+        published=published_file(),
+        code=sources(*SIMULATOR, "agents", "evaluation", "training", "stats", "probe", "compare", "surrogate"),
     output:
-        CALIBRATION_FILE,
+        STEP0_FILE,
     log:
         res("logs/surrogate/calibrate.log"),
     benchmark:
@@ -27,7 +41,33 @@ rule surrogate_calibrate:
         settings=stage_settings("surrogate"),
     shell:
         "paired-rollouts surrogate calibrate --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--published {input.published:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule surrogate_calibration:
+    """The unpaired arms' mean learning curves against the published ones: the calibration register;
+    fails (exit 1) on a miss, so no paired run starts from an uncalibrated surrogate."""
+    input:
+        step0=STEP0_FILE,
+        evals=of_runs(CURVE_RUNS, LAYOUT.eval_files),
+        published_curves=PUBLISHED_CURVES,
+        code=sources("surrogate"),
+    output:
+        CALIBRATION_FILE,
+    log:
+        res("logs/surrogate/calibration.log"),
+    benchmark:
+        res("benchmarks/surrogate/calibration.tsv")
+    conda:
+        software_env()
+    params:
+        runs=CURVE_RUNS,
+        results=results_root_of,
+        settings=stage_settings("surrogate"),
+    shell:
+        "paired-rollouts surrogate curves --step0 {input.step0:q} --runs {params.runs:q} "
+        "--results {params.results:q} --settings {params.settings:q} "
+        "--published-curves {input.published_curves:q} --out {output:q} > {log:q} 2>&1"
 
 
 for _job, _runs in LAYOUT.surrogate_jobs().items():
@@ -39,7 +79,8 @@ for _job, _runs in LAYOUT.surrogate_jobs().items():
             pools=pool_files(),
             manifest=f"{TASKS_DIR}/MANIFEST.json",
             verification=ancient(LAYOUT.verification_file()),
-            calibration=CALIBRATION_FILE,
+            # the unpaired arms train from the step-0 register, every other run after the curves passed
+            calibration=STEP0_FILE if set(_runs) <= set(CURVE_RUNS) else CALIBRATION_FILE,
             zero_shot=ancient(LAYOUT.zero_shot_file()),  # the registered-band gate (rules/calibrate.smk)
             code=sources(*SIMULATOR, "agents", "evaluation", "training", "surrogate"),
         output:
@@ -107,7 +148,7 @@ rule surrogate_probe:
         tasks_dir=tasks_dir_of,
         run_dir=probe_run_dir,
         steps=probe_steps,
-        settings=stage_settings("training", "diagnostics", "probe"),
+        settings=stage_settings("training", "diagnostics", "probe", "surrogate"),
     shell:
         "paired-rollouts surrogate probe --trajectory {wildcards.trajectory:q} --run-dir {params.run_dir:q} "
         "--steps {params.steps:q} --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "

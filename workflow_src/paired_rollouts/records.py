@@ -705,15 +705,21 @@ def read_power_table(path: str | Path) -> dict[str, Any]:
 
 
 CALIBRATION = {
+    "stage": _one_of("step0", "curves"),
     "passes": _is_bool,
     "knobs": _map_of(_is_num),
+    "shape": _map_of(_is_num),
     "theta": _list_of(_is_num),
     "parameter_names": _list_of(_is_str),
     "targets": _list_of(_is_dict),
     "luck_share": _is_dict,
+    "mechanism": _is_dict,
+    "signal_to_noise": _map_of(_is_dict),
     "iterations": _list_of(_is_dict),
     "estimation": _is_dict,
 }
+# The calibration register proper (stage "curves") adds the unpaired arms' curves to the step-0 register.
+CALIBRATION_CURVES = {"step0_sha256": _is_sha256, "curves": _map_of(_is_dict)}
 CALIBRATION_TARGET = {
     "target_name": _is_str,
     "target": _is_num,
@@ -721,6 +727,7 @@ CALIBRATION_TARGET = {
     "achieved": _nullable(_is_num),
     "difference": _nullable(_is_num),
     "passes": _is_bool,
+    "kind": _is_str,
     "source": _is_str,
 }
 CALIBRATION_ESTIMATION = {
@@ -729,12 +736,25 @@ CALIBRATION_ESTIMATION = {
     "clean_episodes": _is_int,
     "noisy_episodes": _is_int,
     "diagnostic_episodes": _is_int,
+    "probe_captures": _is_int,
+    "snr_groups": _is_int,
+}
+CALIBRATION_CURVE = {
+    "condition": _is_condition,
+    "arm": _one_of(*ARMS),
+    "regime": _is_str,
+    "runs": _list_of(_is_str),
+    "points": _list_of(_is_dict),
+    "rms_gap": _nullable(_is_num),
+    "tolerance": _is_num,
+    "checked": _is_bool,
 }
 
 
 def read_calibration(path: str | Path) -> dict[str, Any]:
-    """results/<scale>/models/surrogate/calibration.json (surrogate/calibration.py, docs/records.md
-    section 8.2), typed; theta has one value per parameter name."""
+    """results/<scale>/models/surrogate/{step0,calibration}.json (surrogate/calibration.py, docs/records.md
+    section 8.2), typed; theta has one value per parameter name; the calibration register proper (stage
+    "curves") also carries the unpaired arms' curves."""
     data = read_json(path)
     where, what, command = str(path), "surrogate calibration register", "paired-rollouts surrogate calibrate"
     _typed(data, CALIBRATION, where, what, command)
@@ -748,6 +768,11 @@ def read_calibration(path: str | Path) -> dict[str, Any]:
         what,
         command,
     )
+    if data["stage"] == "curves":
+        command = "paired-rollouts surrogate curves"
+        _typed(data, CALIBRATION_CURVES, where, what, command)
+        for name, curve in data["curves"].items():
+            _typed(curve, CALIBRATION_CURVE, f"{where}: curves.{name}", what, command)
     if len(data["theta"]) != len(data["parameter_names"]):
         raise UserError(
             f"{where}: {len(data['theta'])} theta values for {len(data['parameter_names'])} parameter names; "

@@ -344,9 +344,42 @@ class SurrogateSettings(_Section):
         "Seeds whose runs write train_episodes.jsonl (every run writes groups.jsonl); all 80 runs would "
         "take gigabytes.",
     )
+    task_difficulty: float = _f(
+        1.0,
+        "Spread (logit units) of the per-task difficulty that shifts every mistake up and every recovery "
+        "down; fitted offline to the paper's spread of step-0 success over tasks (docs/training.md).",
+    )
+    phrasing_tokens: int = _f(
+        16,
+        "Reward-irrelevant phrasing tokens the policy writes per decision (its score's token-sampling "
+        "noise); fitted offline with error_phrasing_tokens to the probe's step-0 reductions.",
+    )
+    error_phrasing_tokens: int = _f(
+        96,
+        "Phrasing tokens per decision taken right after an error observation (an LLM says more after a "
+        "failed call); fitted offline to the outcome probe's step-0 reduction.",
+    )
+    mechanism_captures: int = _f(
+        8,
+        "Step-0 probe captures (run seeds 0..n-1) whose mean the calibration compares with the paper's "
+        "trace reductions; their spread sets the tolerance.",
+    )
+    snr_groups: int = _f(
+        256,
+        "Training groups per design on which the calibration measures the gradient signal-to-noise per step "
+        "at step 0.",
+    )
+    check_curves: bool = _f(
+        True,
+        "Check the unpaired arms' mean learning curves against the published ones (false only where the "
+        "run shape is not the paper's: the test scale).",
+    )
 
     def __post_init__(self) -> None:
         self.at_least(1, "calibration_samples")
+        self.at_least(0, "phrasing_tokens", "error_phrasing_tokens")
+        self.at_least(2, "mechanism_captures", "snr_groups")
+        self.check(self.task_difficulty >= 0, f"task_difficulty must be >= 0, got {self.task_difficulty}")
         self.check(
             all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in self.train_episodes_seeds),
             "train_episodes_seeds must be a list of seeds >= 0",

@@ -2,8 +2,9 @@
 
 Same captures and statistics as ``probe/scores.py`` (one clean group per validation task, K x M diagnostic
 rollouts per diagnostic task, ``paired_rollouts.probe``'s outcome enumeration and transition resampling);
-the score vectors are the policy's analytic scores and rho = 1 (every rollout is on-policy). Decision
-counts stand in for token counts in t_ref.
+the score vectors are the policy's analytic scores over every parameter (the actions and the phrasing
+tokens, drawn per group from ``phrasing_rng("probe", seed, step, tag)``) and rho = 1 (every rollout is
+on-policy). Decision counts stand in for token counts in t_ref.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ def probe_checkpoint(
     tasks_dir: str,
     settings: dict[str, Any],
     tasks_by_id: dict[str, dict],
+    shape: Any,
 ) -> dict[str, Any]:
     from paired_rollouts.noise.seeds import derive_seed
     from paired_rollouts.probe import (
@@ -34,10 +36,11 @@ def probe_checkpoint(
         t_ref_from_tokens,
     )
     from paired_rollouts.probe.groups import ProbeGroup, probe_groups
-    from paired_rollouts.surrogate.policy import P
+    from paired_rollouts.surrogate.phrasing import DIMENSION as P
+    from paired_rollouts.surrogate.phrasing import phrasing_rng
     from paired_rollouts.surrogate.rollout import SurrogateRunner
 
-    runner = SurrogateRunner(theta, tasks_by_id)
+    runner = SurrogateRunner(theta, tasks_by_id, shape)
     K, M = settings["probe_schedules"], settings["probe_samples"]
     clean_groups, diag_groups = probe_groups(tasks_dir, settings, condition, seed)
 
@@ -45,7 +48,8 @@ def probe_checkpoint(
         records, _ = runner.rollout(
             group.rows, f"probe:step{step}", derive_seed("probe", seed, step, group.tag) % (2**31)
         )
-        return records, runner.scores(), np.asarray([r["decisions"] for r in records], dtype=float)
+        scores = runner.scores(phrasing_rng("probe", seed, step, group.tag))
+        return records, scores, np.asarray([r["decisions"] for r in records], dtype=float)
 
     clean = [capture(g) for g in clean_groups]
     diag = [capture(g) for g in diag_groups]

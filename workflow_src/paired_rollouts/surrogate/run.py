@@ -52,7 +52,17 @@ def run_settings(raw: dict[str, Any] | None, where: str = "--settings") -> dict[
         "diagnostic_steps": diagnostics.steps,
         "train_episodes_seeds": settings.surrogate.train_episodes_seeds,
         "extra_checkpoint_steps": training.extra_checkpoint_steps,
+        "task_difficulty": settings.surrogate.task_difficulty,
+        "phrasing_tokens": settings.surrogate.phrasing_tokens,
+        "error_phrasing_tokens": settings.surrogate.error_phrasing_tokens,
     }
+
+
+def shape_of(settings: dict[str, Any]) -> Any:
+    """The policy's shape (difficulty spread, phrasing tokens) from a run's flat settings."""
+    from paired_rollouts.surrogate.policy import Shape
+
+    return Shape(settings["task_difficulty"], settings["phrasing_tokens"], settings["error_phrasing_tokens"])
 
 
 def checkpoint_steps(settings: dict[str, Any]) -> list[int]:
@@ -62,13 +72,13 @@ def checkpoint_steps(settings: dict[str, Any]) -> list[int]:
 
 
 def write_checkpoint(run_dir: Path, step: int, theta: np.ndarray, adam: dict[str, Any]) -> None:
-    from paired_rollouts.surrogate.policy import parameter_names
+    from paired_rollouts.surrogate.rollout import all_parameter_names
 
     folder = run_dir / "checkpoints" / f"step{step:04d}"
     body = {
         "step": step,
         "theta": [float(x) for x in theta],
-        "parameter_names": parameter_names(),
+        "parameter_names": all_parameter_names(),
         "adam": adam,
     }
     atomic_write_json(folder / "theta.json", body)
@@ -113,9 +123,8 @@ def run_one(
     from paired_rollouts.backoffice.tasks import load_pool
     from paired_rollouts.design import PAPER_CONDITIONS, PERIODIC_REGIMES
     from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows, final_regimes, roll_rows
-    from paired_rollouts.surrogate.policy import parameter_names
-    from paired_rollouts.surrogate.rollout import SurrogateRunner
-    from paired_rollouts.surrogate.trainer import Adam, train_step
+    from paired_rollouts.surrogate.rollout import SurrogateRunner, all_parameter_names, full_vector
+    from paired_rollouts.surrogate.trainer import Trainer
     from paired_rollouts.training.inputs import check_pools
     from paired_rollouts.training.register import episode_record
     from paired_rollouts.training.rows import build_rows, run_id, training_noise
@@ -127,7 +136,8 @@ def run_one(
     condition, arm, seed = ident.condition, ident.arm, ident.seed
     spec = conditions[condition]
     pool_hashes = check_pools(tasks_dir)
-    theta0 = np.asarray(load_calibration(calibration), dtype=np.float64)
+    theta0 = np.asarray(full_vector(load_calibration(calibration)), dtype=np.float64)
+    shape = shape_of(settings)
     files = layout.Layout(str(Path(results)))
     run_dir = Path(files.run_dir(run))
     steps, P_, G = settings["steps"], settings["prompts_per_step"], settings["num_generations"]
@@ -137,20 +147,18 @@ def run_one(
     rows = build_rows(train_tasks, condition, arm, seed, steps, P_, conditions)
     meta = {"run": run, "condition": condition, "arm": arm, "seed": seed}
 
-    theta = theta0.copy()
-    adam = Adam(lr=settings["learning_rate"])
+    trainer = Trainer(theta0, tasks_by_id, shape, settings["learning_rate"])
     saves = checkpoint_steps(settings)
     thetas: dict[int, list[float]] = {}
     groups_lines, episode_lines, timings = [], [], []
     if 0 in saves:
-        write_checkpoint(run_dir, 0, theta, adam.state())
-        thetas[0] = theta.tolist()
+        write_checkpoint(run_dir, 0, trainer.theta, trainer.adam.state())
+        thetas[0] = trainer.theta.tolist()
     for step in range(steps):
         t0 = time.perf_counter()
-        runner = SurrogateRunner(theta.tolist(), tasks_by_id)
         batch = rows[step * P_ : (step + 1) * P_]
-        grad, info, recs_by_group = train_step(
-            runner, batch, step=step, G=G, arm=arm, seed=seed, scaling=ident.scaling
+        grad, info, recs_by_group = trainer.step(
+            batch, step=step, G=G, arm=arm, seed=seed, scaling=ident.scaling
         )
         for g, (row, gi, recs) in enumerate(zip(batch, info, recs_by_group, strict=True)):
             observed = [float(r["observed_reward"]) for r in recs]
@@ -195,10 +203,9 @@ def run_one(
                     )
                     rec.update(group=g, rollout=k, advantage=gi["advantages"][k])
                     episode_lines.append(jsonl_line(rec))
-        theta = adam.step(theta, grad)
         if step + 1 in saves:
-            write_checkpoint(run_dir, step + 1, theta, adam.state())
-            thetas[step + 1] = theta.tolist()
+            write_checkpoint(run_dir, step + 1, trainer.theta, trainer.adam.state())
+            thetas[step + 1] = trainer.theta.tolist()
         timings.append(
             {
                 "step": step,
@@ -228,7 +235,7 @@ def run_one(
         else:
             rows_ = evaluation_rows(tasks_dir, phase, regime, spec, settings)
         records = roll_rows(
-            SurrogateRunner(thetas[step], tasks_by_id),
+            SurrogateRunner(thetas[step], tasks_by_id, shape),
             rows_,
             run=run,
             condition=condition,
@@ -249,7 +256,7 @@ def run_one(
         "model": {
             "kind": "surrogate",
             "parameters": len(theta0),
-            "parameter_names": parameter_names(),
+            "parameter_names": all_parameter_names(),
             "calibration": str(calibration),
             "calibration_sha256": sha256_file(calibration),
         },
