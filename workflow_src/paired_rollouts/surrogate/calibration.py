@@ -289,8 +289,12 @@ class Estimator:
         }
 
     def mechanism(self, theta: Sequence[float], captures: int) -> dict[str, Any]:
-        """The probe at step 0 (the paper's design) for run seeds 0..captures-1: MC trace reductions under
-        transition and outcome noise, lhs/rhs of Equation 5; their mean and the SD of one capture."""
+        """The probe at step 0 (the paper's design) for run seeds 0..captures-1: the MC trace reductions
+        under transition and outcome noise over every coordinate, and over the action parameters and the
+        phrasing vocabulary alone (which part of the score decides them); lhs/rhs of Equation 5; the
+        contrast reduction (1 - paired/independent reward-contrast variance, the luck in the contrasts).
+        Their means and the SD of one capture."""
+        from paired_rollouts.surrogate.policy import P
         from paired_rollouts.surrogate.probe import probe_checkpoint
 
         rows = []
@@ -304,19 +308,23 @@ class Estimator:
                 settings=PROBE_DESIGN,
                 tasks_by_id=self.tasks,
                 shape=self.shape,
+                blocks={"actions": slice(0, P), "phrasing": slice(P, None)},
             )
-            outcome, transition = probe["outcome"]["mean_centered"], probe["transition"]["mean_centered"]
-            rows.append(
-                {
-                    "seed": seed,
-                    "transition": 1.0 - transition["ratio_paired_over_independent"],
-                    "outcome": 1.0 - outcome["ratio_paired_over_independent"],
-                    "lhs_over_rhs": probe["outcome"]["lhs_over_rhs"],
-                    "transition_reward_variance_ratio": transition["reward_variance"]["paired"]
-                    / transition["reward_variance"]["independent_resampled"],
-                }
-            )
-        keys = ("transition", "outcome", "lhs_over_rhs", "transition_reward_variance_ratio")
+            parts = {
+                "": probe,
+                "_actions": probe["blocks"]["actions"],
+                "_phrasing": probe["blocks"]["phrasing"],
+            }
+            row: dict[str, Any] = {"seed": seed}
+            for suffix, part in parts.items():
+                for noise in ("transition", "outcome"):
+                    ratio = part[noise]["mean_centered"]["ratio_paired_over_independent"]
+                    row[noise + suffix] = None if ratio is None else 1.0 - ratio
+            contrast = probe["transition"]["mean_centered"]["reward_variance"]
+            row["contrast_reduction"] = 1.0 - contrast["paired"] / contrast["independent_resampled"]
+            row["lhs_over_rhs"] = probe["outcome"]["lhs_over_rhs"]
+            rows.append(row)
+        keys = [k for k in rows[0] if k != "seed"]
         return {
             "captures": rows,
             "mean": {k: float(np.mean([r[k] for r in rows])) for k in keys},

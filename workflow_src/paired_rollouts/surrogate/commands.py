@@ -326,7 +326,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--published-curves", required=True, type=Path, help="data/published/curves.yaml")
     p.add_argument("--difficulties", nargs="+", type=float, default=None, help="task_difficulty grid")
     p.add_argument("--error-tokens", nargs="+", type=int, default=None, help="error_phrasing_tokens grid")
-    p.add_argument("--learning-rates", nargs="+", type=float, required=True)
+    p.add_argument(
+        "--learning-rates",
+        nargs="+",
+        type=float,
+        default=[],
+        help="learning-rate grid (none: the shape only)",
+    )
     p.add_argument("--seeds", type=int, default=4, help="runs per unpaired arm and learning rate")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (results do not depend on it)")
     p.add_argument("--out", required=True, type=Path)

@@ -30,6 +30,7 @@ from paired_rollouts.surrogate.calibration import (
     SPREAD_TOLERANCE,
     Estimator,
     calibrate,
+    curve_runs,
     paper_spread,
     published_curves,
     published_reductions,
@@ -205,6 +206,7 @@ def fit(
     targets = published_curves(published_curves_path)
     runs = [f"c0-clean-s{s}" for s in range(seeds)]
     runs += [f"{c}-independent-s{s}" for c in ("c2", "c4") for s in range(seeds)]
+    curve_runs(runs)  # by construction only the unpaired arms; refuses anything else
     work = [(best["theta"], shape, lr, run, tasks_dir, run_settings) for lr in learning_rates for run in runs]
     curves: dict[float, dict[str, Any]] = {lr: {} for lr in learning_rates}
     with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -218,7 +220,6 @@ def fit(
         if progress:
             text = ", ".join(f"{name} {g['rms_gap']:.3f}" for name, g in gaps.items())
             print(f"learning rate {lr}: RMS gaps {text}; largest {worst:.3f}", flush=True)
-    chosen = min(rates, key=lambda r: r["max_rms_gap"])
     for point in grid:
         point.pop("theta")
     return {
@@ -229,9 +230,11 @@ def fit(
             "error_phrasing_tokens": shape.error_tokens,
         },
         "learning_rates": rates,
-        "chosen_learning_rate": chosen["learning_rate"],
+        "chosen_learning_rate": min(rates, key=lambda r: r["max_rms_gap"])["learning_rate"]
+        if rates
+        else None,
         "seeds": seeds,
-        "runs": runs,
+        "runs": runs if learning_rates else [],
         "captures": captures,
         "targets": {"reductions": reductions, "clean_task_spread": paper_spread(), "curves": targets},
     }

@@ -61,10 +61,11 @@ class Phrasing:
 
     def score(self, tokens: Sequence[np.ndarray]) -> np.ndarray:
         """Exact scores of the episodes' tokens (len(tokens) x VOCABULARY): counts - n * pi."""
-        out = np.zeros((len(tokens), VOCABULARY))
-        for row, drawn in zip(out, tokens, strict=True):
-            row += np.bincount(drawn, minlength=VOCABULARY) - len(drawn) * self.pi
-        return out
+        n = np.asarray([len(t) for t in tokens], dtype=np.int64)
+        owner = np.repeat(np.arange(len(tokens)), n)
+        drawn = np.concatenate(tokens) if len(tokens) else np.zeros(0, dtype=np.int64)
+        counts = np.bincount(owner * VOCABULARY + drawn, minlength=len(tokens) * VOCABULARY)
+        return counts.reshape(len(tokens), VOCABULARY) - n[:, None] * self.pi[None, :]
 
     def log_probability(self, tokens: np.ndarray) -> float:
         """log pi of one episode's tokens (the quantity whose gradient is ``score``)."""

@@ -24,24 +24,18 @@ def probe_checkpoint(
     settings: dict[str, Any],
     tasks_by_id: dict[str, dict],
     shape: Any,
+    blocks: dict[str, slice] | None = None,
 ) -> dict[str, Any]:
+    """The probe register's checkpoint entry; with ``blocks`` ({name: columns of the score}) also the
+    outcome and transition summaries of each block of coordinates alone, on the same rollouts and
+    resampled groups (which part of the score decides the reductions)."""
     from paired_rollouts.noise.seeds import derive_seed
-    from paired_rollouts.probe import (
-        OUTCOME_VECTOR_KEYS,
-        TRANSITION_VECTOR_KEYS,
-        OutcomeProbe,
-        TransitionProbe,
-        probe_rng_seed,
-        schedule_major_order,
-        t_ref_from_tokens,
-    )
+    from paired_rollouts.probe import t_ref_from_tokens
     from paired_rollouts.probe.groups import ProbeGroup, probe_groups
-    from paired_rollouts.surrogate.phrasing import DIMENSION as P
-    from paired_rollouts.surrogate.phrasing import phrasing_rng
+    from paired_rollouts.surrogate.phrasing import DIMENSION, phrasing_rng
     from paired_rollouts.surrogate.rollout import SurrogateRunner
 
     runner = SurrogateRunner(theta, tasks_by_id, shape)
-    K, M = settings["probe_schedules"], settings["probe_samples"]
     clean_groups, diag_groups = probe_groups(tasks_dir, settings, condition, seed)
 
     def capture(group: ProbeGroup) -> tuple[list[dict], np.ndarray, np.ndarray]:
@@ -51,14 +45,59 @@ def probe_checkpoint(
         scores = runner.scores(phrasing_rng("probe", seed, step, group.tag))
         return records, scores, np.asarray([r["decisions"] for r in records], dtype=float)
 
-    clean = [capture(g) for g in clean_groups]
-    diag = [capture(g) for g in diag_groups]
+    clean = [(g, *capture(g)) for g in clean_groups]
+    diag = [(g, *capture(g)) for g in diag_groups]
     counts = np.concatenate([c for *_, c in clean + diag])
     t_ref = t_ref_from_tokens(counts, settings["prompts_per_step"], settings["num_generations"])
+    outcome, transition = _summaries(clean, diag, t_ref, settings, step, slice(None))
+    out = {
+        "t_ref": t_ref,
+        "P": DIMENSION,
+        "scores": "analytic (exact, every parameter)",
+        "counts": {
+            "clean_groups": len(clean),
+            "clean_rollouts": sum(len(r) for _, r, *_ in clean),
+            "diagnostic_tasks": len(diag),
+            "diagnostic_rollouts": sum(len(r) for _, r, *_ in diag),
+            "groups_per_design": transition.get("groups_per_design"),
+            "rho_zero_fraction": 0.0,
+        },
+        "outcome": outcome,
+        "transition": transition,
+    }
+    if blocks:
+        out["blocks"] = {
+            name: dict(
+                zip(
+                    ("outcome", "transition"),
+                    _summaries(clean, diag, t_ref, settings, step, columns),
+                    strict=True,
+                )
+            )
+            for name, columns in blocks.items()
+        }
+    return out
 
+
+def _summaries(
+    clean: list[tuple], diag: list[tuple], t_ref: float, settings: dict[str, Any], step: int, columns: slice
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Outcome and transition summaries of captured (group, records, scores, counts), scores restricted to
+    ``columns``."""
+    from paired_rollouts.probe import (
+        OUTCOME_VECTOR_KEYS,
+        TRANSITION_VECTOR_KEYS,
+        OutcomeProbe,
+        TransitionProbe,
+        probe_rng_seed,
+        schedule_major_order,
+    )
+
+    K, M = settings["probe_schedules"], settings["probe_samples"]
     outcome = OutcomeProbe(settings["probe_q"], t_ref)
-    vectors = {k: np.zeros(P) for k in OUTCOME_VECTOR_KEYS}
-    for (records, s, _), group in zip(clean, clean_groups, strict=True):
+    vectors: dict[str, np.ndarray] = {}
+    for group, records, scores, _ in clean:
+        s = scores[:, columns]
         coeffs = outcome.add_group(
             s @ s.T,
             [bool(r["true_success"]) for r in records],
@@ -66,17 +105,17 @@ def probe_checkpoint(
             task_id=group.task["task_id"],
         )
         for key, c in coeffs.items():
-            vectors[key] += np.asarray(c, dtype=np.float64) @ s
+            vectors[key] = vectors.get(key, 0.0) + np.asarray(c, dtype=np.float64) @ s
     outcome_summary = outcome.summary(_gram(vectors, OUTCOME_VECTOR_KEYS))
 
     transition = TransitionProbe(
         K, M, settings["probe_resamples"], t_ref, probe_rng_seed(settings["probe_seed"], step)
     )
-    vectors = {k: np.zeros(P) for k in TRANSITION_VECTOR_KEYS}
-    for (records, s, _), group in zip(diag, diag_groups, strict=True):
+    vectors = {}
+    for group, records, scores, _ in diag:
         seeds = [r["schedule_seed"] for r in records]
         order = schedule_major_order(seeds, K, M)
-        s = s[order]
+        s = scores[order][:, columns]
         coeffs = transition.add_task(
             s @ s.T,
             [float(records[i]["true_success"]) for i in order],
@@ -85,23 +124,8 @@ def probe_checkpoint(
             schedule_seeds=[seeds[i] for i in order],
         )
         for key, c in coeffs.items():
-            vectors[key] += np.asarray(c, dtype=np.float64) @ s
-    transition_summary = transition.summary(_gram(vectors, TRANSITION_VECTOR_KEYS))
-    return {
-        "t_ref": t_ref,
-        "P": P,
-        "scores": "analytic (exact, every parameter)",
-        "counts": {
-            "clean_groups": len(clean),
-            "clean_rollouts": sum(len(r) for r, *_ in clean),
-            "diagnostic_tasks": len(diag),
-            "diagnostic_rollouts": sum(len(r) for r, *_ in diag),
-            "groups_per_design": transition_summary.get("groups_per_design"),
-            "rho_zero_fraction": 0.0,
-        },
-        "outcome": outcome_summary,
-        "transition": transition_summary,
-    }
+            vectors[key] = vectors.get(key, 0.0) + np.asarray(c, dtype=np.float64) @ s
+    return outcome_summary, transition.summary(_gram(vectors, TRANSITION_VECTOR_KEYS))
 
 
 def _gram(vectors: dict[str, np.ndarray], keys: tuple[str, ...]) -> np.ndarray:
