@@ -345,9 +345,9 @@ class SurrogateSettings(_Section):
         "take gigabytes.",
     )
     task_difficulty: float = _f(
-        1.0,
-        "Spread (logit units) of the per-task difficulty that shifts every mistake up and every recovery "
-        "down; fitted offline to the paper's spread of step-0 success over tasks (docs/training.md).",
+        1.2,
+        "Spread (logit units) of the per-task difficulty that shifts every mistake logit of a task; fitted "
+        "offline to the paper's spread of step-0 success over tasks (docs/training.md).",
     )
     phrasing_tokens: int = _f(
         16,

@@ -408,6 +408,7 @@ def _summary(args: argparse.Namespace) -> int:
 
     from paired_rollouts.io import atomic_write_json
     from paired_rollouts.records import (
+        read_calibration,
         read_decision_register,
         read_luck,
         read_power_table,
@@ -456,8 +457,46 @@ def _summary(args: argparse.Namespace) -> int:
         "min": float(min(x["lam"] for x in lams)),
         "min_ci95_lower": float(min(x["ci95"][0] for x in lams)),
     }
+    later = sorted({int(p.stem.split("step")[1]) for p in (root / "diagnostics").glob("*/luck-step*.json")})
+    out["c2_luck_by_step"] = {
+        arm: {
+            str(step): float(
+                np.nanmean(
+                    [
+                        read_luck(path)["lam"] if read_luck(path)["lam"] is not None else np.nan
+                        for run in c2["runs"]
+                        if f"-{arm}-" in run
+                        and (path := root / "diagnostics" / run / f"luck-step{step}.json").is_file()
+                    ]
+                )
+            )
+            for step in later
+        }
+        for arm in ("paired", "independent")
+    }
+    calibration = root / "models/surrogate/calibration.json"
+    if calibration.is_file():
+        register = read_calibration(calibration)
+        out["calibration"] = {
+            "passes": register["passes"],
+            "targets": {
+                r["target_name"]: [r["target"], r["achieved"], r["tolerance"]] for r in register["targets"]
+            },
+            "curves": {
+                name: {"rms_gap": c["rms_gap"], "achieved": [round(p["achieved"], 4) for p in c["points"]]}
+                for name, c in register["curves"].items()
+            },
+            "mechanism": register["mechanism"]["mean"],
+            "snr_per_step": {
+                design: {
+                    part: [row[part]["snr_per_step"], row[part]["snr_per_step_se"]]
+                    for part in ("all", "actions")
+                }
+                for design, row in register["signal_to_noise"].items()
+            },
+        }
     probe = {}
-    for path in sorted((root / "probe").glob("*.json")):
+    for path in sorted(p for p in (root / "probe").glob("*.json") if p.name != "bandit.json"):
         reg = read_probe_register(path)
         probe[path.stem] = {
             s: {

@@ -6,7 +6,7 @@ parameter, the reference action's feature is zero. So pi(a | c, avail) = exp(the
 available actions, and the score of one decision is e[chosen] - sum_a pi(a) e[a]: tool results never
 enter it (they only decide which context comes next), as in the paper's masked token loss.
 
-A task's difficulty shifts its logits: every mistake by +d_t and every recovery by -d_t, with d_t =
+A task's difficulty shifts every mistake logit (wrong argument, skipped step, finishing early) by d_t =
 ``difficulty`` x a standard normal fixed by the task id. It is not a parameter (the same theta acts on
 every task), so the score keeps its form with the task's own probabilities; it gives the tasks the spread
 of step-0 success the paper's agent had (docs/training.md, "What the surrogate lacked").
@@ -78,10 +78,9 @@ def parameter_names() -> list[str]:
 
 
 MISTAKES = frozenset({WRONG, SKIP, FINISH})
-RECOVERIES = frozenset({RETRY, WAIT, CHECK, PAGE})
-# +1 on mistakes, -1 on recoveries, 0 elsewhere: the direction a task's difficulty shifts the logits.
+# 1 on the mistakes, 0 elsewhere: the direction a task's difficulty shifts the logits.
 DIFFICULTY_DIRECTION: tuple[float, ...] = tuple(
-    1.0 if action in MISTAKES else -1.0 if action in RECOVERIES else 0.0 for _, action in PARAMETERS
+    1.0 if action in MISTAKES else 0.0 for _, action in PARAMETERS
 )
 
 
