@@ -440,3 +440,50 @@ def test_the_curves_register_equals_a_hand_computation_and_a_miss_is_one_line(tm
     assert "curve_rms_c0_clean_validation" in err and json.loads(out.read_text())["passes"] is False
     assert cli.main([*argv, "c2-paired-s0", "--out", str(tmp_path / "other.json")]) == 1
     assert "never a paired curve" in capsys.readouterr().err and not (tmp_path / "other.json").exists()
+
+
+def test_the_offline_fit_runs_its_grids_on_the_unpaired_arms_only(monkeypatch) -> None:
+    """The committed fit at a toy size: the shape grid, then the learning rates, training only C0, C2
+    independent and C4 independent runs (every run it trains is recorded), choosing the smallest loss."""
+    from paired_rollouts.surrogate import fit as fitting
+
+    trained = []
+    real = fitting.run_curves
+
+    def recording(theta0, shape, lr, run, tasks_dir, settings):
+        trained.append(run)
+        return real(theta0, shape, lr, run, tasks_dir, settings)
+
+    monkeypatch.setattr(fitting, "run_curves", recording)
+    small = {"eval_tasks": 6, "samples": 1, "diag_pool": "diagnostic", "diag_tasks": 2, "diag_schedules": 2}
+    settings = {
+        "steps": 2,
+        "prompts_per_step": 2,
+        "num_generations": 4,
+        "checkpoint_every": 2,
+        "eval_tasks": 3,
+        "final_tasks": 0,
+        "eval_batch": 64,
+        "task_filter": "all",
+    }
+    report = fitting.fit(
+        str(TASKS),
+        estimator_keywords={**small, "diag_samples": 2, "task_filter": "all"},
+        run_settings=settings,
+        published=TASKS.parents[1] / "data/published/paper.yaml",
+        published_curves_path=TASKS.parents[1] / "data/published/curves.yaml",
+        difficulties=[0.0, 1.2],
+        tokens=2,
+        error_tokens=[6],
+        captures=2,
+        learning_rates=[0.01, 0.02],
+        seeds=1,
+        jobs=1,
+    )
+    losses = {p["task_difficulty"]: p["loss"] for p in report["shape_grid"]}
+    assert report["chosen_shape"]["task_difficulty"] == min(losses, key=losses.get)
+    assert sorted(set(trained)) == ["c0-clean-s0", "c2-independent-s0", "c4-independent-s0"]
+    assert len(trained) == 6 and not any("paired" in run for run in trained)
+    rates = {r["learning_rate"]: r["max_rms_gap"] for r in report["learning_rates"]}
+    assert report["chosen_learning_rate"] == min(rates, key=rates.get)
+    assert all(g["points"][0]["step"] == 0 for r in report["learning_rates"] for g in r["curves"].values())

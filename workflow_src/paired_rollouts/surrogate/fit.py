@@ -209,9 +209,13 @@ def fit(
     curve_runs(runs)  # by construction only the unpaired arms; refuses anything else
     work = [(best["theta"], shape, lr, run, tasks_dir, run_settings) for lr in learning_rates for run in runs]
     curves: dict[float, dict[str, Any]] = {lr: {} for lr in learning_rates}
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for run, lr, curve in pool.map(_run_curves, work):
-            curves[lr][run] = curve
+    if jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            done = list(pool.map(_run_curves, work))
+    else:
+        done = [_run_curves(job) for job in work]
+    for run, lr, curve in done:
+        curves[lr][run] = curve
     rates = []
     for lr in learning_rates:
         gaps = curve_gaps(curves[lr], targets)
