@@ -271,6 +271,15 @@ def _power(args: argparse.Namespace) -> int:
     return 0
 
 
+SURROGATE_SECTION = "JSON: the scale's `surrogate` section as in config/config.yaml"
+PUBLISHED_FILES = {"published": "data/published/paper.yaml", "published-curves": "data/published/curves.yaml"}
+
+
+def _add_published(p: argparse.ArgumentParser, *names: str) -> None:
+    for name in names:
+        p.add_argument(f"--{name}", required=True, type=Path, help=PUBLISHED_FILES[name])
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     top = subparsers.add_parser(
         "surrogate",
@@ -287,8 +296,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "signal-to-noise per step, write the step-0 register and exit 1 when a target is missed.",
     )
     A.add_tasks_dir(p)
-    A.add_settings(p, "JSON: the scale's `surrogate` section as in config/config.yaml", required=True)
-    p.add_argument("--published", required=True, type=Path, help="data/published/paper.yaml")
+    A.add_settings(p, SURROGATE_SECTION, required=True)
+    _add_published(p, "published")
     p.add_argument("--out", required=True, type=Path, help="results/<scale>/models/surrogate/step0.json")
     p.set_defaults(handler=_calibrate)
 
@@ -305,8 +314,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--runs", required=True, nargs="+", help="the unpaired runs, e.g. c0-clean-s0 c2-independent-s0"
     )
     A.add_results_root(p, "results root, e.g. results/surrogate", required=True, type=None)
-    A.add_settings(p, "JSON: the scale's `surrogate` section as in config/config.yaml", required=True)
-    p.add_argument("--published-curves", required=True, type=Path, help="data/published/curves.yaml")
+    A.add_settings(p, SURROGATE_SECTION, required=True)
+    _add_published(p, "published-curves")
     p.add_argument(
         "--out", required=True, type=Path, help="results/<scale>/models/surrogate/calibration.json"
     )
@@ -322,8 +331,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     A.add_tasks_dir(p)
     A.add_settings(p, "JSON: the scale's training, evaluation and surrogate sections", required=True)
-    p.add_argument("--published", required=True, type=Path, help="data/published/paper.yaml")
-    p.add_argument("--published-curves", required=True, type=Path, help="data/published/curves.yaml")
+    _add_published(p, "published", "published-curves")
     p.add_argument("--difficulties", nargs="+", type=float, default=None, help="task_difficulty grid")
     p.add_argument("--error-tokens", nargs="+", type=int, default=None, help="error_phrasing_tokens grid")
     p.add_argument(
