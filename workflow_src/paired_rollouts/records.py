@@ -778,6 +778,13 @@ def read_calibration(path: str | Path) -> dict[str, Any]:
             f"{where}: {len(data['theta'])} theta values for {len(data['parameter_names'])} parameter names; "
             f"regenerate it with '{command}'"
         )
+    from paired_rollouts.surrogate.calibration import summary_mismatch
+
+    mismatch = summary_mismatch(data)
+    if mismatch is not None:
+        raise UserError(
+            f"{where}: {mismatch}; its summaries must follow from its detail: regenerate it with '{command}'"
+        )
     return data
 
 

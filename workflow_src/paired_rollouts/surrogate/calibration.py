@@ -619,6 +619,66 @@ def curves_register(
     }
 
 
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def summary_mismatch(register: dict[str, Any]) -> str | None:
+    """The first stated summary or verdict of a register that its own detail does not give back, or None:
+    the mechanism's means and SDs from its captures, the luck share from its captures, each curve's gaps and
+    RMS gap from its points, each target row's achieved value (from those), tolerance, difference and
+    verdict, and the overall verdict. Its readers call this (records.read_calibration)."""
+    mechanism = register["mechanism"]
+    captures = mechanism.get("captures", [])
+    for key in mechanism.get("mean", {}):
+        values = [c[key] for c in captures]
+        if not _same(mechanism["mean"][key], float(np.mean(values))):
+            return f"mechanism.mean.{key} is {mechanism['mean'][key]}, its captures give {np.mean(values)}"
+        if len(values) > 1 and not _same(mechanism["sd"][key], float(np.std(values, ddof=1))):
+            return f"mechanism.sd.{key} is {mechanism['sd'][key]}, its captures give {np.std(values, ddof=1)}"
+    luck = register["luck_share"]
+    if luck.get("lam_by_capture") and None not in luck["lam_by_capture"]:
+        lam = float(np.mean(luck["lam_by_capture"]))
+        if not _same(luck["lam"], lam):
+            return f"luck_share.lam is {luck['lam']}, its captures give {lam}"
+    stated: dict[str, tuple[float | None, float | None]] = {"luck_share_p025": (luck["lam"], None)}
+    for name, (_, key) in MECHANISM.items():
+        if key in mechanism.get("mean", {}):
+            spread = mechanism["sd"][key] * math.sqrt(1 + 1 / len(captures))
+            stated[name] = (mechanism["mean"][key], max(MECHANISM_MIN_TOLERANCE, 2 * spread))
+    for name, curve in register.get("curves", {}).items():
+        for point in curve["points"]:
+            if not _same(point["gap"], point["achieved"] - point["target"]):
+                return f"curves.{name} step {point['step']}: gap {point['gap']} is not achieved - target"
+        gaps = [p["gap"] ** 2 for p in curve["points"]]
+        rms = math.sqrt(float(np.mean(gaps))) if gaps else None
+        if not _same(curve["rms_gap"], rms):
+            return f"curves.{name}.rms_gap is {curve['rms_gap']}, its points give {rms}"
+        stated[f"curve_rms_{name}"] = (rms, CURVE_TOLERANCE)
+    for row in register["targets"]:
+        name = row["target_name"]
+        achieved, tolerance = stated.get(name, (row["achieved"], row["tolerance"]))
+        if not _same(row["achieved"], achieved):
+            return f"targets {name}: achieved {row['achieved']}, the register's detail gives {achieved}"
+        if tolerance is not None and not _same(row["tolerance"], tolerance):
+            return f"targets {name}: tolerance {row['tolerance']}, the register's detail gives {tolerance}"
+        difference = None if achieved is None else achieved - row["target"]
+        if not _same(row["difference"], difference):
+            return f"targets {name}: difference {row['difference']} is not achieved - target"
+        reported = row["kind"].startswith("reported")
+        curve = register.get("curves", {}).get(name.removeprefix("curve_rms_"))
+        if name.startswith("curve_rms_") and curve is not None and curve["checked"] == reported:
+            return f"targets {name}: kind {row['kind']!r} but curves checked is {curve['checked']}"
+        verdict = reported or (difference is not None and abs(difference) <= row["tolerance"])
+        if row["passes"] != verdict:
+            return f"targets {name}: passes is {row['passes']}, its values give {verdict}"
+    if register["passes"] != all(r["passes"] for r in register["targets"]):
+        return f"passes is {register['passes']}, its targets give {not register['passes']}"
+    return None
+
+
 def check_register(register: dict[str, Any], path: str) -> None:
     """Fail loudly, naming every missed target."""
     missed = [r for r in register["targets"] if not r["passes"]]

@@ -410,6 +410,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_summary)
 
 
+def _standard_error(values: list[float]) -> float:
+    """Of the mean over seed pairs: the between-pair SD (ddof 1) over sqrt(pairs)."""
+    import numpy as np
+
+    return float(np.std(values, ddof=1) / np.sqrt(len(values)))
+
+
 def _summary(args: argparse.Namespace) -> int:
     """The figures the README quotes, read from a finished study's registers (nothing is recomputed)."""
     import numpy as np
@@ -531,6 +538,11 @@ def _summary(args: argparse.Namespace) -> int:
                 )
                 if k in reg[h]
             },
+            **(
+                {"auc_difference_se": _standard_error(reg[h]["auc_difference_by_seed"])}
+                if "auc_difference_by_seed" in reg[h]
+                else {}
+            ),
         }
         for reg in (c2, c4)
         for h in ("H1a", "H2a", "H2b", "H3", "H5")
