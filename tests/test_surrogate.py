@@ -350,6 +350,8 @@ def test_the_fit_never_reads_a_paired_curve(tmp_path: Path) -> None:
         assert not cal.is_curve_run(run)
         with pytest.raises(UserError, match="never a paired curve"):
             cal.curve_runs(["c2-independent-s0", run])
+    with pytest.raises(UserError, match="c2-independent-s0 is given twice"):
+        cal.curve_runs(["c2-independent-s0", "c2-independent-s1", "c2-independent-s0"])
     assert cal.curve_runs(["c0-clean-s1", "c2-independent-s0", "c4-independent-s2"]) == {
         ("C0", "clean"): ["c0-clean-s1"],
         ("C2", "independent"): ["c2-independent-s0"],

@@ -552,6 +552,8 @@ def curve_runs(runs: Iterable[str]) -> dict[tuple[str, str], list[str]]:
                 f"run {run}: the calibration reads only the arms the paper ran without pairing "
                 f"({', '.join(sorted(f'{c} {a}' for c, a in UNPAIRED_ARMS))}), never a paired curve"
             )
+        if run in out.get(key, []):
+            raise UserError(f"run {run} is given twice: each run counts once in its arm's mean curve")
         out.setdefault(key, []).append(run)
     return out
 
