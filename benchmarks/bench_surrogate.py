@@ -3,9 +3,9 @@ also counts other people's work).
 
 Run: ``OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/bench_surrogate.py [--tasks-dir data/tasks] [--runs 2]
 [--arm independent] [--calibration results/surrogate/models/surrogate/calibration.json]``.
-The runs start from a real calibration register: the one given, or one this script fits first with the
-calibration stage's own code (``surrogate calibrate``, a few CPU seconds, printed too), so the arm job
-reads it through the same typed reader as in the study.
+The runs start from a real calibration register: the one given, or the step-0 register this script fits
+first with the calibration stage's own code (``surrogate calibrate``, printed too), so the arm job reads it
+through the same typed reader as in the study. The shape is the surrogate scale's in config/config.yaml.
 Prints CPU seconds per run (training, evaluation + diagnostics), surrogate episodes per CPU second, and the
 projected wall time of the study's 80 runs on 2 free cores. Budget: the whole surrogate study within
 8 minutes on 2 cores, i.e. about 5 CPU seconds per run for the arm jobs. The runs are C2 runs of one arm
@@ -31,32 +31,25 @@ from paired_rollouts.noise.schedule import FATE_DRAWS  # noqa: E402
 from paired_rollouts.settings import Settings  # noqa: E402
 from paired_rollouts.surrogate.calibration import (  # noqa: E402
     Estimator,
-    calibrate,
     check_register,
     estimator_settings,
+    step0_register,
 )
+from paired_rollouts.surrogate.policy import Shape  # noqa: E402
 from paired_rollouts.surrogate.run import run_one  # noqa: E402
 
-# The surrogate scale's sections as config/config.yaml writes them (no training episode records).
-SHAPE = {
-    "task_filter": "all",
-    "training": {
-        "steps": 100,
-        "prompts_per_step": 8,
-        "num_generations": 8,
-        "checkpoint_every": 20,
-        "learning_rate": 0.05,
-    },
-    "evaluation": {"eval_tasks": 32, "final_tasks": 100, "eval_batch": 64},
-    "diagnostics": {
-        "pool": "diagnostic",
-        "tasks": 16,
-        "schedules": 8,
-        "samples": 8,
-        "steps": {"seed0": [0, 100], "other": [0, 100]},
-    },
-    "surrogate": {"train_episodes_seeds": [], "calibration_samples": 8},
-}
+
+def scale_sections() -> dict:
+    """The surrogate scale's sections as config/config.yaml writes them (no training episode records)."""
+    import yaml
+
+    scale = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())["scales"]
+    sections = {k: scale["surrogate"][k] for k in ("training", "evaluation", "diagnostics", "surrogate")}
+    sections["diagnostics"] = {k: v for k, v in sections["diagnostics"].items() if k != "resamples"}
+    sections["surrogate"] = {**sections["surrogate"], "train_episodes_seeds": []}
+    return {"task_filter": scale["surrogate"]["task_filter"], **sections}
+
+
 RUNS_IN_STUDY = 80
 
 
@@ -67,15 +60,19 @@ def main() -> int:
     parser.add_argument("--calibration", type=Path, default=None, help="a calibration register to reuse")
     parser.add_argument("--arm", choices=("independent", "paired"), default="independent")
     args = parser.parse_args()
-    settings = Settings.parse(SHAPE)
+    sections = scale_sections()
+    settings = Settings.parse(sections)
     training, evaluation = settings.training, settings.evaluation
     print(f"fate draws: {FATE_DRAWS}; worlds: {WORLD_DRAWS}")
     with tempfile.TemporaryDirectory() as tmp:
         calibration = args.calibration or Path(tmp) / "calibration.json"
         if args.calibration is None:
             began = time.process_time()
-            fit = estimator_settings(SHAPE)
-            register = {**calibrate(Estimator(args.tasks_dir, **fit)), "settings": fit}
+            fit, surrogate = estimator_settings(sections), settings.surrogate
+            estimator = Estimator(
+                args.tasks_dir, **fit, shape=Shape.of(surrogate), snr_groups=surrogate.snr_groups
+            )
+            register = step0_register(estimator, "data/published/paper.yaml", surrogate.mechanism_captures)
             atomic_write_json(calibration, register)
             check_register(register, str(calibration))
             print(f"calibration (surrogate calibrate): {time.process_time() - began:.2f} CPU s")

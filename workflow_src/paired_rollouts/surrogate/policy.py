@@ -5,6 +5,11 @@ of available actions; each (context, action) pair except the context's reference
 parameter, the reference action's feature is zero. So pi(a | c, avail) = exp(theta[c,a]) / sum over the
 available actions, and the score of one decision is e[chosen] - sum_a pi(a) e[a]: tool results never
 enter it (they only decide which context comes next), as in the paper's masked token loss.
+
+A task's difficulty shifts every mistake logit (wrong argument, skipped step, finishing early) by d_t =
+``difficulty`` x a standard normal fixed by the task id. It is not a parameter (the same theta acts on
+every task), so the score keeps its form with the task's own probabilities; it gives the tasks the spread
+of step-0 success the paper's agent had (docs/training.md, "What the surrogate lacked").
 """
 
 from __future__ import annotations
@@ -12,8 +17,13 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from statistics import NormalDist
 
 import numpy as np
+
+from paired_rollouts.settings import SurrogateSettings
 
 # Actions. NEXT = make the next planned call / move on past a failed call (the reference in most contexts).
 NEXT, RETRY, WAIT, PAGE, REREAD, CHECK, WRONG, SKIP, FINISH, PROCEED = (
@@ -67,6 +77,47 @@ P = len(PARAMETERS)
 
 def parameter_names() -> list[str]:
     return [f"{ctx}/{action}" for ctx, action in PARAMETERS]
+
+
+MISTAKES = frozenset({WRONG, SKIP, FINISH})
+# 1 on the mistakes, 0 elsewhere: the direction a task's difficulty shifts the logits.
+DIFFICULTY_DIRECTION: tuple[float, ...] = tuple(
+    1.0 if action in MISTAKES else 0.0 for _, action in PARAMETERS
+)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the 32 action parameters leave out (config `surrogate:`, fitted offline: docs/training.md):
+    the spread of task difficulty and the phrasing tokens written per decision and after an error."""
+
+    difficulty: float = 0.0
+    tokens: int = 0
+    error_tokens: int = 0
+
+    @classmethod
+    def of(cls, surrogate: SurrogateSettings) -> Shape:
+        """From the scale's ``surrogate:`` section."""
+        return cls(surrogate.task_difficulty, surrogate.phrasing_tokens, surrogate.error_phrasing_tokens)
+
+
+PLAIN = Shape()  # the 32 action parameters alone: no difficulty spread, no phrasing
+
+
+@cache
+def task_effect(task_id: str) -> float:
+    """The task's standard-normal difficulty draw, fixed by its id (a SHA-256-derived uniform)."""
+    from paired_rollouts.noise.seeds import derive_seed
+
+    return NormalDist().inv_cdf((derive_seed("surrogate-difficulty", task_id) + 0.5) / 2.0**64)
+
+
+def task_logits(theta: Sequence[float], task_id: str, difficulty: float) -> list[float]:
+    """The action parameters as the policy applies them to one task (theta + d_t * direction)."""
+    if difficulty == 0.0:
+        return [float(x) for x in theta[:P]]
+    shift = difficulty * task_effect(task_id)
+    return [float(x) + shift * d for x, d in zip(theta[:P], DIFFICULTY_DIRECTION, strict=True)]
 
 
 class Policy:

@@ -8,6 +8,7 @@ writes the surrogate's evaluation and diagnostic records with the very code that
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -15,8 +16,19 @@ import numpy as np
 from paired_rollouts.episode import EpisodeSession
 from paired_rollouts.noise.config import NoiseConfig
 from paired_rollouts.noise.seeds import derive_seed
+from paired_rollouts.surrogate import policy as _actions
 from paired_rollouts.surrogate.menu import play
-from paired_rollouts.surrogate.policy import Decision, Policy, counted_decisions, score
+from paired_rollouts.surrogate.phrasing import DIMENSION, Phrasing, phrase_names
+from paired_rollouts.surrogate.policy import (
+    PLAIN,
+    Decision,
+    P,
+    Policy,
+    Shape,
+    counted_decisions,
+    score,
+    task_logits,
+)
 
 
 def policy_rng(sampling_seed: int, position: int) -> random.Random:
@@ -89,21 +101,51 @@ class Trajectories:
         return entry[1]
 
 
+def all_parameter_names() -> list[str]:
+    """Every parameter's name: the (context, action) pairs, then the phrasing vocabulary."""
+    return _actions.parameter_names() + phrase_names()
+
+
+def full_vector(theta: Sequence[float]) -> list[float]:
+    """The whole parameter vector: the action parameters, then the phrasing vocabulary (zero when only
+    the 32 action parameters are given: a uniform vocabulary)."""
+    values = [float(x) for x in theta]
+    if len(values) == P:
+        return values + [0.0] * (DIMENSION - P)
+    if len(values) != DIMENSION:
+        raise ValueError(
+            f"theta has {len(values)} entries; the surrogate has {P} actions + phrasing = {DIMENSION}"
+        )
+    return values
+
+
 class SurrogateRunner:
-    """Plays rows with one parameter vector; keeps each rollout's decisions for scores."""
+    """Plays rows with one parameter vector; keeps each rollout's decisions (and its task's policy) for
+    scores."""
 
     def __init__(
         self,
-        theta: list[float],
+        theta: Sequence[float],
         tasks_by_id: dict[str, dict[str, Any]],
+        shape: Shape = PLAIN,
         trajectories: Trajectories | None = None,
     ) -> None:
-        self.theta = list(theta)
-        self.policy = Policy(self.theta)
+        self.theta = full_vector(theta)
+        self.shape = shape
         self.tasks = tasks_by_id
         self.session = EpisodeSession()
         self.trajectories = trajectories
+        self._policies: dict[str, Policy] = {}
+        self.phrasing = Phrasing(self.theta[P:], shape.tokens, shape.error_tokens)
         self.last_decisions: list[list[Decision]] = []
+        self.last_policies: list[Policy] = []
+
+    def policy_for(self, task_id: str) -> Policy:
+        """The action policy on one task (its difficulty applied), cached."""
+        policy = self._policies.get(task_id)
+        if policy is None:
+            policy = self._policies[task_id] = Policy(task_logits(self.theta, task_id, self.shape.difficulty))
+        return policy
 
     def play_row(
         self,
@@ -123,26 +165,33 @@ class SurrogateRunner:
             "phase": phase,
             "condition": row["condition"],
         }
+        policy = self.policy_for(task["task_id"])
         tree = self.trajectories
         if tree is None or resolved_seed is not None or not isinstance(row["noise"], str):
             # a rollout's own schedule (independent arms) is met once: nothing to share
             self.session.reset(task, budget=row.get("budget"), **start)
-            decisions = play(self.session, task, self.policy, rng)
+            decisions = play(self.session, task, policy, rng)
             record = dict(self.session.finish_and_grade())
         else:
-            record, decisions = self._play_shared(tree, task, row, rng, start)
+            record, decisions = self._play_shared(tree, policy, task, row, rng, start)
         record["decisions"] = counted_decisions(decisions)
         return record, decisions
 
     def _play_shared(
-        self, tree: Trajectories, task: dict[str, Any], row: dict[str, Any], rng: random.Random, start: dict
+        self,
+        tree: Trajectories,
+        policy: Policy,
+        task: dict[str, Any],
+        row: dict[str, Any],
+        rng: random.Random,
+        start: dict,
     ) -> tuple[dict[str, Any], list[Decision]]:
         """``play_row`` on a schedule others may share: down the tree as far as it is known, then play."""
         node = root = tree.root(task, row)
         decisions: list[Decision] = []
         while node.course is None and node.menu is not None:
             ctx, avail = node.menu
-            chosen = self.policy.choose(ctx, avail, rng)
+            chosen = policy.choose(ctx, avail, rng)
             decisions.append((ctx, avail, chosen))
             child = node.children.get(chosen)
             if child is None:
@@ -151,7 +200,7 @@ class SurrogateRunner:
         else:
             if node.course is not None:
                 return dict(self.session.repeat(node.course, task, **start)), decisions
-        recorder = _Recorder(self.policy, [chosen for _, _, chosen in decisions], root)
+        recorder = _Recorder(policy, [chosen for _, _, chosen in decisions], root)
         self.session.reset(task, budget=row.get("budget"), **start)
         decisions = play(self.session, task, recorder, rng)  # type: ignore[arg-type]
         record = self.session.finish_and_grade()
@@ -161,16 +210,30 @@ class SurrogateRunner:
 
     def rollout(self, rows: list[dict[str, Any]], phase: str, sampling_seed: int) -> tuple[list[dict], None]:
         """One record per row (paired evaluation schedules: the row's seed is the resolved seed)."""
-        out, self.last_decisions = [], []
+        out, self.last_decisions, self.last_policies = [], [], []
         for j, row in enumerate(rows):
             record, decisions = self.play_row(row, policy_rng(sampling_seed, j), phase=phase, slot=j)
             out.append(record)
             self.last_decisions.append(decisions)
+            self.last_policies.append(self.policy_for(row["task_id"]))
         return out, None
 
-    def scores(self) -> np.ndarray:
-        """Exact score vectors (n x P) of the last rollout's rows."""
-        return np.stack([score(self.theta, d, self.policy) for d in self.last_decisions])
+    def scores(self, phrasing_rng: np.random.Generator) -> np.ndarray:
+        """Exact score vectors (n x DIMENSION) of the last rollout's rows: the action part, then the
+        phrasing tokens (drawn now from ``phrasing_rng``)."""
+        return episode_scores(self, self.last_decisions, self.last_policies, phrasing_rng)
 
     def close(self) -> None:
         """Nothing to release (the LLM runner's interface)."""
+
+
+def episode_scores(
+    runner: SurrogateRunner,
+    decisions: Sequence[Sequence[Decision]],
+    policies: Sequence[Policy],
+    phrasing_rng: np.random.Generator,
+) -> np.ndarray:
+    """Score vectors (n x DIMENSION) of episodes played by ``runner``: exact action scores under each
+    episode's own task policy, then the phrasing scores."""
+    actions = np.stack([score(runner.theta, d, p) for d, p in zip(decisions, policies, strict=True)])
+    return np.concatenate([actions, runner.phrasing.scores(decisions, phrasing_rng)], axis=1)

@@ -49,6 +49,9 @@ MANIFEST_SETTINGS = (
     "diag_samples",
     "diagnostic_steps",
     "train_episodes_seeds",
+    "task_difficulty",
+    "phrasing_tokens",
+    "error_phrasing_tokens",
 )
 
 
@@ -65,13 +68,13 @@ def checkpoint_steps(training: TrainingSettings) -> list[int]:
 
 
 def write_checkpoint(run_dir: Path, step: int, theta: np.ndarray, adam: dict[str, Any]) -> None:
-    from paired_rollouts.surrogate.policy import parameter_names
+    from paired_rollouts.surrogate.rollout import all_parameter_names
 
     folder = run_dir / "checkpoints" / f"step{step:04d}"
     body = {
         "step": step,
         "theta": [float(x) for x in theta],
-        "parameter_names": parameter_names(),
+        "parameter_names": all_parameter_names(),
         "adam": adam,
     }
     atomic_write_json(folder / "theta.json", body)
@@ -197,9 +200,14 @@ def _run_one(
     from paired_rollouts.backoffice.tasks import select_tasks
     from paired_rollouts.design import PAPER_CONDITIONS, PERIODIC_REGIMES, parse_run
     from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows, final_regimes, roll_rows
-    from paired_rollouts.surrogate.policy import parameter_names
-    from paired_rollouts.surrogate.rollout import SurrogateRunner, Trajectories
-    from paired_rollouts.surrogate.trainer import Adam, train_step
+    from paired_rollouts.surrogate.policy import Shape
+    from paired_rollouts.surrogate.rollout import (
+        SurrogateRunner,
+        Trajectories,
+        all_parameter_names,
+        full_vector,
+    )
+    from paired_rollouts.surrogate.trainer import Trainer
     from paired_rollouts.training.inputs import check_pools
     from paired_rollouts.training.register import episode_record
     from paired_rollouts.training.rows import build_rows, training_noise
@@ -211,7 +219,8 @@ def _run_one(
     spec = conditions[condition]
     inputs = _inputs(tasks_dir)
     pool_hashes = inputs.once("pool_hashes", check_pools, tasks_dir)
-    theta0 = np.asarray(load_calibration(calibration), dtype=np.float64)
+    theta0 = np.asarray(full_vector(load_calibration(calibration)), dtype=np.float64)
+    shape = Shape.of(settings.surrogate)
     files = layout.Layout(str(Path(results)))
     run_dir = Path(files.run_dir(run))
     training = settings.training
@@ -225,20 +234,18 @@ def _run_one(
     rows = build_rows(train_tasks, condition, arm, seed, steps, P_, conditions)
     meta = {"run": run, "condition": condition, "arm": arm, "seed": seed}
 
-    theta = theta0.copy()
-    adam = Adam(lr=training.learning_rate)
+    trainer = Trainer(theta0, tasks_by_id, shape, training.learning_rate)
     saves = checkpoint_steps(training)
     thetas: dict[int, list[float]] = {}
     groups_lines, episode_lines, timings = [], [], []
     if 0 in saves:
-        write_checkpoint(run_dir, 0, theta, adam.state())
-        thetas[0] = theta.tolist()
+        write_checkpoint(run_dir, 0, trainer.theta, trainer.adam.state())
+        thetas[0] = trainer.theta.tolist()
     for step in range(steps):
         t0 = time.perf_counter()
-        runner = SurrogateRunner(theta.tolist(), tasks_by_id, Trajectories())  # a step's groups share
         batch = rows[step * P_ : (step + 1) * P_]
-        grad, info, recs_by_group = train_step(
-            runner, batch, step=step, G=G, arm=arm, seed=seed, scaling=ident.scaling
+        grad, info, recs_by_group = trainer.step(
+            batch, step=step, G=G, arm=arm, seed=seed, scaling=ident.scaling
         )
         for g, (row, gi, recs) in enumerate(zip(batch, info, recs_by_group, strict=True)):
             observed = [float(r["observed_reward"]) for r in recs]
@@ -283,10 +290,9 @@ def _run_one(
                     )
                     rec.update(group=g, rollout=k, advantage=gi["advantages"][k])
                     episode_lines.append(jsonl_line(rec))
-        theta = adam.step(theta, grad)
         if step + 1 in saves:
-            write_checkpoint(run_dir, step + 1, theta, adam.state())
-            thetas[step + 1] = theta.tolist()
+            write_checkpoint(run_dir, step + 1, trainer.theta, trainer.adam.state())
+            thetas[step + 1] = trainer.theta.tolist()
         timings.append(
             {
                 "step": step,
@@ -310,18 +316,18 @@ def _run_one(
     plan += [("final", steps, r, files.eval_file(run, "final", steps, r)) for r in final_regimes(spec)]
     diag_steps = layout.diagnostic_steps_of(settings.diagnostics.steps, seed)
     plan += [("diagnostic", s, "diag", files.diagnostic_episodes(run, s)) for s in diag_steps]
-    shape = repr(settings)  # a set's rows are the same at every step and seed
+    sets = repr(settings)  # a set's rows are the same at every step and seed
     evaluated = Trajectories()  # schedules met at every checkpoint and by every diagnostic sample
     for phase, step, regime, out in plan:
         if phase == "diagnostic":
             rows_ = inputs.once(
-                ("diagnostic", spec, seed, shape), diagnostic_rows, tasks_dir, spec, seed, settings
+                ("diagnostic", spec, seed, sets), diagnostic_rows, tasks_dir, spec, seed, settings
             )
         else:
-            key = (phase, regime, spec, shape)
+            key = (phase, regime, spec, sets)
             rows_ = inputs.once(key, evaluation_rows, tasks_dir, phase, regime, spec, settings)
         records = roll_rows(
-            SurrogateRunner(thetas[step], tasks_by_id, evaluated),
+            SurrogateRunner(thetas[step], tasks_by_id, shape, evaluated),
             rows_,
             run=run,
             condition=condition,
@@ -342,7 +348,7 @@ def _run_one(
         "model": {
             "kind": "surrogate",
             "parameters": len(theta0),
-            "parameter_names": parameter_names(),
+            "parameter_names": all_parameter_names(),
             "calibration": str(calibration),
             "calibration_sha256": sha256_file(calibration),
         },
