@@ -527,7 +527,7 @@ def test_the_offline_fit_runs_its_grids_on_the_unpaired_arms_only(monkeypatch) -
     report = fitting.fit(
         str(TASKS),
         estimator_keywords={**small, "diag_samples": 2, "task_filter": "all"},
-        run_settings=settings,
+        settings=settings,
         published=TASKS.parents[1] / "data/published/paper.yaml",
         published_curves_path=TASKS.parents[1] / "data/published/curves.yaml",
         difficulties=[0.0, 1.2],

@@ -89,7 +89,7 @@ def _fit(args: argparse.Namespace) -> int:
     report = fit(
         args.tasks_dir,
         estimator_keywords=estimator_settings(raw),
-        run_settings=settings,
+        settings=settings,
         published=args.published,
         published_curves_path=args.published_curves,
         difficulties=args.difficulties or [surrogate.task_difficulty],

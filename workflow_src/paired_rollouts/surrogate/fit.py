@@ -28,6 +28,7 @@ from paired_rollouts.settings import Settings
 from paired_rollouts.surrogate.calibration import (
     CURVES,
     MECHANISM,
+    MECHANISM_MIN_TOLERANCE,
     SPREAD_TOLERANCE,
     Estimator,
     calibrate,
@@ -67,7 +68,7 @@ def shape_loss(point: dict[str, Any], reductions: dict[str, float]) -> float:
     loss = ((point["clean_task_spread"] - paper_spread()) / SPREAD_TOLERANCE) ** 2
     for name, target in reductions.items():
         key = MECHANISM[name][1]
-        tolerance = max(0.03, 2 * point["mechanism"]["sd"][key])
+        tolerance = max(MECHANISM_MIN_TOLERANCE, 2 * point["mechanism"]["sd"][key])
         loss += ((point["mechanism"]["mean"][key] - target) / tolerance) ** 2
     return float(loss)
 
@@ -175,7 +176,7 @@ def fit(
     tasks_dir: str,
     *,
     estimator_keywords: dict[str, Any],
-    run_settings: Settings,
+    settings: Settings,
     published: str | Path,
     published_curves_path: str | Path,
     difficulties: list[float],
@@ -209,7 +210,7 @@ def fit(
     runs = [f"c0-clean-s{s}" for s in range(seeds)]
     runs += [f"{c}-independent-s{s}" for c in ("c2", "c4") for s in range(seeds)]
     curve_runs(runs)  # by construction only the unpaired arms; refuses anything else
-    work = [(best["theta"], shape, lr, run, tasks_dir, run_settings) for lr in learning_rates for run in runs]
+    work = [(best["theta"], shape, lr, run, tasks_dir, settings) for lr in learning_rates for run in runs]
     curves: dict[float, dict[str, Any]] = {lr: {} for lr in learning_rates}
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
