@@ -75,12 +75,14 @@ class Trajectories:
     """Episodes already played, by (task, schedule, noise, budget): a tree of decisions each.
 
     An episode is a pure function of its task, resolved seed (none under clean noise), noise config,
-    budget and decisions, and the policy's next decision depends only on the menu it is shown and its own
-    random stream. So a rollout that shares a schedule with earlier ones (a paired group, an evaluation
-    schedule at another checkpoint, a diagnostic sample) walks the tree drawing its decisions as it would
-    in play; if it reaches a known end its record is the course found there, else the episode is played
-    with the choices drawn so far. Same draws, same records; the episodes already seen are not simulated
-    again. At most ``max_courses`` ends are kept (then the trees start afresh).
+    budget and decisions, and the policy's next decision depends only on the task (its difficulty), the
+    menu it is shown and its own random stream; a tree holds menus and ends, never a choice, so it serves
+    every parameter vector and shape (the phrasing tokens are drawn after the episode). So a rollout that
+    shares a schedule with earlier ones (a paired group, an evaluation schedule at another checkpoint, a
+    diagnostic sample) walks the tree drawing its decisions as it would in play; if it reaches a known end
+    its record is the course found there, else the episode is played with the choices drawn so far. Same
+    draws, same records; the episodes already seen are not simulated again. At most ``max_courses`` ends
+    are kept (then the trees start afresh).
     """
 
     def __init__(self, max_courses: int = 20_000) -> None:
