@@ -71,6 +71,8 @@ include: "rules/register.smk"
 include: "rules/decide.smk"
 include: "rules/compare.smk"
 include: "rules/render.smk"
+# The second environment, on the public pairing API alone (target `examples`).
+include: "rules/examples.smk"
 
 
 rule all:

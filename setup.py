@@ -1,17 +1,31 @@
-"""The one compiled part: fate draws without seeding a whole Mersenne Twister (noise/_fate_draws.c).
+"""The compiled parts: Mersenne Twister draws as random.Random makes them, sharing its seeding
+(pairing/_mersenne.h): a fate's without seeding a whole generator (pairing/_fate_draws.c) and a world's
+(backoffice/_world_draws.c).
 
 Optional on purpose: where no C compiler or Python headers are present the build is skipped with a
-warning and noise/schedule.py draws with random.Random: the same numbers, about 12 % slower episodes.
+warning, pairing/dice.py draws with random.Random and backoffice/world.py through its pure-Python
+WorldDraws: the same numbers, slower.
 """
 
 from setuptools import Extension, setup
 
+PACKAGE = "workflow_src/paired_rollouts"
+MERSENNE = [f"{PACKAGE}/pairing/_mersenne.h"]
+
 setup(
     ext_modules=[
         Extension(
-            "paired_rollouts.noise._fate_draws",
-            ["workflow_src/paired_rollouts/noise/_fate_draws.c"],
+            "paired_rollouts.pairing._fate_draws",
+            [f"{PACKAGE}/pairing/_fate_draws.c"],
+            depends=MERSENNE,
             optional=True,
-        )
+        ),
+        Extension(
+            "paired_rollouts.backoffice._world_draws",
+            [f"{PACKAGE}/backoffice/_world_draws.c"],
+            include_dirs=[f"{PACKAGE}/pairing"],
+            depends=MERSENNE,
+            optional=True,
+        ),
     ]
 )

@@ -11,10 +11,10 @@ import argparse
 import time
 
 import numpy as np
+from paired_rollouts.pairing import paired_bootstrap
 from paired_rollouts.prereg.rules import load_decision_rules, rules_from_dict
 from paired_rollouts.records import Completeness, LuckShare, PoolManifest
 from paired_rollouts.records.schema import At, parse
-from paired_rollouts.stats.bootstrap import paired_bootstrap
 from paired_rollouts.stats.decisions import LuckFile, RunEvidence, decide
 
 STEPS = [0, 20, 40, 60, 80, 100]

@@ -5,7 +5,7 @@ Target: >= 10000 episodes per CPU second with noise on (C2, p = 0.25, recovering
 states and read responses are cached per seed, so the first pass over the tasks (warm-up, not timed) pays
 for generation. The last row drives the same kind of episode through ``EpisodeSession`` (the path the
 trainers use: string responses, the full episode record); it is reported, not held to the target.
-The fates come from the compiled helper when it is built (noise/_fate_draws.c); the first line says which.
+The fates come from the compiled helper when it is built (pairing/_fate_draws.c); the first line says which.
 """
 
 from __future__ import annotations

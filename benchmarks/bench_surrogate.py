@@ -1,14 +1,17 @@
 """Cost of one surrogate run at the surrogate scale's shape, in CPU seconds (wall time on a shared machine
 also counts other people's work).
 
-Run: ``OMP_NUM_THREADS=1 python benchmarks/bench_surrogate.py [--tasks-dir data/tasks] [--runs 2]
-[--calibration results/surrogate/models/surrogate/calibration.json]``.
-The runs start from a real calibration register: the one given, or one this script fits first with the
-calibration stage's own code (``surrogate calibrate``, a few CPU seconds, printed too), so the arm job
-reads it through the same typed reader as in the study.
+Run: ``OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/bench_surrogate.py [--tasks-dir data/tasks] [--runs 2]
+[--arm independent] [--calibration results/surrogate/models/surrogate/calibration.json]``.
+The runs start from a real calibration register: the one given, or the step-0 register this script fits
+first with the calibration stage's own code (``surrogate calibrate``, printed too), so the arm job reads it
+through the same typed reader as in the study. The shape is the surrogate scale's in config/config.yaml.
 Prints CPU seconds per run (training, evaluation + diagnostics), surrogate episodes per CPU second, and the
 projected wall time of the study's 80 runs on 2 free cores. Budget: the whole surrogate study within
-8 minutes on 2 cores, i.e. about 5 CPU seconds per run for the arm jobs.
+8 minutes on 2 cores, i.e. about 5 CPU seconds per run for the arm jobs. The runs are C2 runs of one arm
+(``--arm``, independent by default: every training rollout on its own schedule, so none of a paired
+group's shared episodes; docs/simulator.md#speed, fourth pass), seeds 0, 1, ... in one process, as an
+arm job runs them. The first line says which paths draw the fates and generate the worlds.
 """
 
 from __future__ import annotations
@@ -22,36 +25,31 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from paired_rollouts.backoffice.world import WORLD_DRAWS  # noqa: E402
 from paired_rollouts.io import atomic_write_json  # noqa: E402
+from paired_rollouts.noise.schedule import FATE_DRAWS  # noqa: E402
 from paired_rollouts.settings import Settings  # noqa: E402
 from paired_rollouts.surrogate.calibration import (  # noqa: E402
     Estimator,
-    calibrate,
     check_register,
     estimator_settings,
+    step0_register,
 )
+from paired_rollouts.surrogate.policy import Shape  # noqa: E402
 from paired_rollouts.surrogate.run import run_one  # noqa: E402
 
-# The surrogate scale's sections as config/config.yaml writes them (no training episode records).
-SHAPE = {
-    "task_filter": "all",
-    "training": {
-        "steps": 100,
-        "prompts_per_step": 8,
-        "num_generations": 8,
-        "checkpoint_every": 20,
-        "learning_rate": 0.05,
-    },
-    "evaluation": {"eval_tasks": 32, "final_tasks": 100, "eval_batch": 64},
-    "diagnostics": {
-        "pool": "diagnostic",
-        "tasks": 16,
-        "schedules": 8,
-        "samples": 8,
-        "steps": {"seed0": [0, 100], "other": [0, 100]},
-    },
-    "surrogate": {"train_episodes_seeds": [], "calibration_samples": 8},
-}
+
+def scale_sections() -> dict:
+    """The surrogate scale's sections as config/config.yaml writes them (no training episode records)."""
+    import yaml
+
+    scale = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())["scales"]
+    sections = {k: scale["surrogate"][k] for k in ("training", "evaluation", "diagnostics", "surrogate")}
+    sections["diagnostics"] = {k: v for k, v in sections["diagnostics"].items() if k != "resamples"}
+    sections["surrogate"] = {**sections["surrogate"], "train_episodes_seeds": []}
+    return {"task_filter": scale["surrogate"]["task_filter"], **sections}
+
+
 RUNS_IN_STUDY = 80
 
 
@@ -60,15 +58,21 @@ def main() -> int:
     parser.add_argument("--tasks-dir", default="data/tasks")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--calibration", type=Path, default=None, help="a calibration register to reuse")
+    parser.add_argument("--arm", choices=("independent", "paired"), default="independent")
     args = parser.parse_args()
-    settings = Settings.parse(SHAPE)
+    sections = scale_sections()
+    settings = Settings.parse(sections)
     training, evaluation = settings.training, settings.evaluation
+    print(f"fate draws: {FATE_DRAWS}; worlds: {WORLD_DRAWS}")
     with tempfile.TemporaryDirectory() as tmp:
         calibration = args.calibration or Path(tmp) / "calibration.json"
         if args.calibration is None:
             began = time.process_time()
-            fit = estimator_settings(SHAPE)
-            register = {**calibrate(Estimator(args.tasks_dir, **fit)), "settings": fit}
+            fit, surrogate = estimator_settings(sections), settings.surrogate
+            estimator = Estimator(
+                args.tasks_dir, **fit, shape=Shape.of(surrogate), snr_groups=surrogate.snr_groups
+            )
+            register = step0_register(estimator, "data/published/paper.yaml", surrogate.mechanism_captures)
             atomic_write_json(calibration, register)
             check_register(register, str(calibration))
             print(f"calibration (surrogate calibrate): {time.process_time() - began:.2f} CPU s")
@@ -82,7 +86,7 @@ def main() -> int:
         for k in range(args.runs):
             began = time.process_time()
             run_one(
-                f"c2-independent-s{k}",
+                f"c2-{args.arm}-s{k}",
                 tasks_dir=args.tasks_dir,
                 calibration=str(calibration),
                 settings=settings,
@@ -91,7 +95,8 @@ def main() -> int:
             per_run.append(time.process_time() - began)
     mean = sum(per_run) / len(per_run)
     print(
-        f"surrogate run ({training.steps} steps x {training.prompts_per_step} x {training.num_generations}"
+        f"surrogate run (C2 {args.arm}, {training.steps} steps x {training.prompts_per_step} x "
+        f"{training.num_generations}"
         f" + evaluations + diagnostics, {episodes} episodes): {mean:.2f} CPU s per run "
         f"({episodes / mean:.0f} episodes per CPU second); {RUNS_IN_STUDY} runs on 2 free cores: "
         f"{RUNS_IN_STUDY * mean / 2 / 60:.1f} min for the arm jobs"

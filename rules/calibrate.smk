@@ -7,7 +7,7 @@
 if SURROGATE:
 
     rule zero_shot_calibration:
-        """The surrogate's register: its calibration's step-0 values against the bands of the model it is
+        """The surrogate's register: its step-0 calibration's values against the bands of the model it is
         fitted to (the surrogate calibration itself checks its tighter targets)."""
         input:
             calibration=rules.surrogate_calibrate.output[0],

@@ -33,12 +33,12 @@ PACKAGE = Path("workflow_src/paired_rollouts")
 LEDGER = []
 
 
-# Package modules a sub-package's commands read beyond its own files: settings parsed, paths looked up.
+# Package modules a sub-package's commands read beyond its own files: settings, paths, records, pairing.
 SHARED_MODULES = {
     "training": ["settings.py", "settings_fields.py"],
     "surrogate": ["settings.py", "settings_fields.py", "layout.py", "records"],
-    "stats": ["settings.py", "settings_fields.py", "layout.py", "records", "noise/seeds.py"],
-    "probe": ["settings.py", "settings_fields.py", "records", "noise/seeds.py"],
+    "stats": ["settings.py", "settings_fields.py", "layout.py", "records", "pairing", "noise/seeds.py"],
+    "probe": ["settings.py", "settings_fields.py", "records", "pairing", "noise/seeds.py"],
     "render": ["records"],
     "calibration": ["records"],
     "compare": ["layout.py", "records"],
@@ -52,11 +52,11 @@ def sources(*modules):
     for module in modules:
         for name in (module, *SHARED_MODULES.get(module.split("/")[0], [])):
             path = PACKAGE / name
-            files.extend(sorted([*path.rglob("*.py"), *path.rglob("*.c")]) if path.is_dir() else [path])
+            files.extend(sorted([*path.rglob("*.py"), *path.rglob("*.[ch]")]) if path.is_dir() else [path])
     return [str(f) for f in dict.fromkeys(files)]
 
 
-SIMULATOR = ("backoffice", "noise", "episode.py")
+SIMULATOR = ("backoffice", "noise", "pairing", "episode.py")  # noise draws through pairing.Dice
 # Templates are code too, but each job depends only on the templates it renders.
 RENDER_SOURCES = sources("render")
 TEMPLATES = PACKAGE / "render" / "templates"

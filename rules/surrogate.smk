@@ -3,19 +3,32 @@
 # chunk (luck share, group statistics, completeness: the same commands, called in one process), and the
 # exact probe. The files and their schemas are those of the LLM stages, so decide and render read them
 # unchanged. At this scale a run takes seconds: per-file jobs would spend most of their time starting.
+#
+# The calibration comes in two steps: the step-0 register (fitted knobs, the shape's step-0 targets)
+# before any run; then the arms the paper ran without pairing (C0, C2 independent, C4 independent) train
+# from it, their mean learning curves are checked against the published ones, and only the passing
+# calibration register lets every other run (the paired arms first) start.
+
+
+from paired_rollouts.surrogate.calibration import is_curve_run
 
 
 wildcard_constraints:
     trajectory="|".join(sorted(LAYOUT.trajectories)),
 
 
+CURVE_RUNS = [run for run in RUNS if is_curve_run(run)]  # tier 1's unpaired arms, whose curves are checked
+
+
 rule surrogate_calibrate:
-    """Fit the initial parameters to the paper's step-0 agent; fails (exit 1) when a target is missed."""
+    """Fit the initial parameters to the paper's step-0 agent and check the shape's step-0 targets; fails
+    (exit 1) when a target is missed."""
     input:
         pools=LAYOUT.pools(),
-        code=sources(*SIMULATOR, "agents", "evaluation", "training", "stats", "surrogate"),
+        published=config["published"],
+        code=sources(*SIMULATOR, "agents", "evaluation", "training", "stats", "probe", "compare", "surrogate"),
     output:
-        LAYOUT.calibration_file(),
+        LAYOUT.step0_file(),
     log:
         LAYOUT.log("surrogate/calibrate"),
     benchmark:
@@ -27,7 +40,33 @@ rule surrogate_calibrate:
         settings=stage_settings("surrogate"),
     shell:
         "paired-rollouts surrogate calibrate --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--published {input.published:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule surrogate_calibration:
+    """The unpaired arms' mean learning curves against the published ones: the calibration register;
+    fails (exit 1) on a miss, so no paired run starts from an uncalibrated surrogate."""
+    input:
+        step0=rules.surrogate_calibrate.output[0],
+        evals=LAYOUT.files(LAYOUT.eval_files, CURVE_RUNS),
+        published_curves=LAYOUT.published_curves(),
+        code=sources("surrogate"),
+    output:
+        LAYOUT.calibration_file(),
+    log:
+        LAYOUT.log("surrogate/calibration"),
+    benchmark:
+        LAYOUT.benchmark("surrogate/calibration")
+    conda:
+        software_env()
+    params:
+        runs=CURVE_RUNS,
+        results=results_root,
+        settings=stage_settings("surrogate"),
+    shell:
+        "paired-rollouts surrogate curves --step0 {input.step0:q} --runs {params.runs:q} "
+        "--results {params.results:q} --settings {params.settings:q} "
+        "--published-curves {input.published_curves:q} --out {output:q} > {log:q} 2>&1"
 
 
 STUDY_CHUNKS = LAYOUT.surrogate_jobs("study")  # tier 1's chunks (the ledger counts their jobs)
@@ -40,7 +79,8 @@ for _job, _runs in LAYOUT.surrogate_jobs().items():
             pools=LAYOUT.pools(),
             manifest=LAYOUT.pool_manifest(),
             verification=ancient(LAYOUT.verification_file()),
-            calibration=rules.surrogate_calibrate.output[0],
+            # the unpaired arms' tier-1 runs train from the step-0 register, every other run after the curves
+            calibration=LAYOUT.step0_file() if set(_runs) <= set(CURVE_RUNS) else LAYOUT.calibration_file(),
             zero_shot=ancient(LAYOUT.zero_shot_file()),  # the registered-band gate (rules/calibrate.smk)
             code=sources(*SIMULATOR, "agents", "evaluation", "training", "surrogate"),
         output:
@@ -117,7 +157,7 @@ rule surrogate_probe:
         conditions=CONDITIONS_JSON,
         run_dir=folder_of("run_manifest"),
         steps=lambda wildcards: LAYOUT.trajectory(wildcards.trajectory)["steps"],
-        settings=stage_settings("training", "diagnostics", "probe"),
+        settings=stage_settings("training", "diagnostics", "probe", "surrogate"),
     shell:
         "paired-rollouts surrogate probe --trajectory {wildcards.trajectory:q} --run {params.run:q} "
         "--conditions {params.conditions:q} --run-dir {params.run_dir:q} "
@@ -150,5 +190,6 @@ rule surrogate_power:
 
 
 LEDGER += expand(rules.surrogate_calibrate.benchmark)
+LEDGER += expand(rules.surrogate_calibration.benchmark)
 LEDGER += expand(rules.surrogate_probe.benchmark, trajectory=sorted(LAYOUT.trajectories))
 LEDGER += expand(rules.surrogate_power.benchmark)  # table 13 reads it

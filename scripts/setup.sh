@@ -11,11 +11,11 @@
 # cluster) unless PAIRED_ROLLOUTS_SKIP_APT=0 is given, and carry Snakemake themselves.
 #
 # 1. apt: SLURM + munge (the local test cluster), LaTeX (tables PDF), poppler-utils (pdftotext in tests),
-#    gcc and Python headers (the one C helper).
+#    gcc and Python headers (the two optional C helpers).
 #    Skipped for packages already installed; needs root (or sudo) only when something is missing.
 # 2. .venv with `pip install -e .[train,workflow,dev]` (torch==2.13.0 as the CPU build).
-#    Re-run only when pyproject.toml, setup.py or the C helper changed since the last successful install
-#    (stamp in .venv), or when this checkout lacks the helper's build.
+#    Re-run only when pyproject.toml, setup.py or a C helper changed since the last successful install
+#    (stamp in .venv), or when this checkout lacks the helpers' builds.
 #
 # Environment: PAIRED_ROLLOUTS_VENV (default .venv), PYTHON (default python3.11 or python3),
 # PAIRED_ROLLOUTS_SKIP_APT=1 to skip step 1, TORCH_CPU_INDEX (the index used for the CPU torch
@@ -47,11 +47,20 @@ APT_PACKAGES=(
   munge slurmctld slurmd slurm-client
   texlive-latex-base texlive-latex-recommended lmodern latexmk
   poppler-utils
-  gcc python3-dev  # builds noise/_fate_draws.c (optional: without them fates are drawn by random.Random)
+  gcc python3-dev  # builds pairing/_fate_draws.c and backoffice/_world_draws.c (optional: pure-Python draws)
   chromium  # headless browser: the Snakemake report is checked in it (tests/test_report.py)
 )
 
 say() { printf '[setup] %s\n' "$*" >&2; }
+
+# The optional compiled helpers (setup.py): their sources for the install stamp, and the import that
+# proves both were built.
+C_HELPERS=(
+  workflow_src/paired_rollouts/pairing/_mersenne.h
+  workflow_src/paired_rollouts/pairing/_fate_draws.c
+  workflow_src/paired_rollouts/backoffice/_world_draws.c
+)
+C_PROBE='import paired_rollouts.pairing._fate_draws, paired_rollouts.backoffice._world_draws'
 
 # --print-plan: print what a GPU stack install would run (venv, pip commands) and run nothing.
 run() { if ((PLAN)); then printf '+ %s\n' "$*"; else "$@"; fi; }
@@ -115,11 +124,11 @@ install_venv() {
     }
   fi
   stamp=$VENV/.paired-rollouts-installed
-  want=$(cat pyproject.toml setup.py workflow_src/paired_rollouts/noise/_fate_draws.c | sha256sum | cut -d' ' -f1)
-  # The editable install builds noise/_fate_draws.c into the checkout (a fresh clone beside an existing
-  # venv has no build yet). Where the build failed the stamp says so ("pure": fates by random.Random),
-  # so the install is not retried on every run.
-  local probe='import paired_rollouts.noise._fate_draws'
+  want=$(cat pyproject.toml setup.py "${C_HELPERS[@]}" | sha256sum | cut -d' ' -f1)
+  # The editable install builds the C helpers into the checkout (a fresh clone beside an existing venv has
+  # no build yet). Where a build failed the stamp says so ("pure": fates by random.Random, worlds by the
+  # pure-Python reference), so the install is not retried on every run.
+  local probe=$C_PROBE
   [[ -f $stamp && $(cat "$stamp") == "$want pure" ]] && probe='import paired_rollouts'
   if [[ -f $stamp && $(cut -d' ' -f1 "$stamp") == "$want" ]] && "$VENV/bin/python" -c "$probe" 2>/dev/null; then
     say "venv up to date ($VENV)"
@@ -152,10 +161,10 @@ if bad:
 if torch.version.cuda is not None:
     print(f"[setup] warning: torch {torch.__version__} is a CUDA build; the CPU build is expected", file=sys.stderr)
 PY
-  if "$VENV/bin/python" -c 'import paired_rollouts.noise._fate_draws' 2>/dev/null; then
+  if "$VENV/bin/python" -c "$C_PROBE" 2>/dev/null; then
     echo "$want" >"$stamp"
   else
-    say "noise/_fate_draws.c was not built (no C compiler or Python headers): fates are drawn by random.Random, same numbers, slower"
+    say "a C helper was not built (no C compiler or Python headers): fates and worlds are drawn in pure Python, same numbers, slower"
     echo "$want pure" >"$stamp"
   fi
   say "venv ready ($VENV)"

@@ -86,7 +86,10 @@ def test_the_surrogate_commands_read_their_sections_as_written() -> None:
     flat = manifest_settings(Settings.parse(json.loads(json.dumps(given))))
     assert flat["diag_pool"] == "diagnostic" and flat["diag_schedules"] == 8 and flat["eval_batch"] == 64
     assert flat["diagnostic_steps"] == {"seed0": [0, 100], "other": [0, 100]}
-    assert flat["train_episodes_seeds"] == [0] and flat["learning_rate"] == 0.05
+    written = config["scales"]["surrogate"]
+    assert flat["train_episodes_seeds"] == [0]
+    assert flat["learning_rate"] == written["training"]["learning_rate"]  # the fitted rate
+    assert flat["prompts_per_step"] == written["training"]["prompts_per_step"] == 24  # the paper's batch
     calibration = estimator_settings(stage_settings(config, "tiny_surrogate", "cpu", "surrogate"))
     assert calibration == {
         "eval_tasks": 64,

@@ -429,36 +429,27 @@ def test_paired_siblings_share_draws_independent_do_not(sim_pools: dict) -> None
     assert differ >= 15  # at p = 0.25 most episodes meet a fault somewhere
 
 
-def test_compiled_fate_draws_equal_random_random() -> None:
-    """The C helper (noise/_fate_draws.c) is built by the install and draws exactly what
-    ``random.Random(n)`` draws: u, and after u < p the retry index, dropped field and type draw."""
-    try:
-        from paired_rollouts.noise._fate_draws import fault_draws
-    except ImportError:
-        pytest.fail("noise/_fate_draws.c is not built: run bash scripts/setup.sh (pip install -e .)")
-    assert schedule.FATE_DRAWS.startswith("compiled")
-    rng = random.Random(20261201)
-    seeds = [0, 1, 2**31, 2**32 - 1, 2**32, 2**64 - 1] + [rng.getrandbits(64) for _ in range(100_000)]
-    seeds += [rng.getrandbits(32) for _ in range(2000)]  # one-word keys
-    for p in (0.25, 1.0):
-        compiled = [fault_draws(n, p) for n in seeds]
-        assert compiled == [schedule._pure_draws(n, p) for n in seeds]
-    faulted = [d for d in compiled if d is not None]
-    assert {d[0] for d in faulted} == {0, 1, 2, 3} and len(faulted) == len(seeds)
-    with pytest.raises(OverflowError):
-        fault_draws(2**64, 0.5)
-    with pytest.raises(TypeError):
-        fault_draws(1, "0.5")
-
-
-def test_fate_by_random_methods_equals_the_inlined_draws() -> None:
-    """The fallback for a Python whose ``random`` methods draw otherwise gives, here, the same fates."""
-    table = schedule._fate_tables(C2)["get_order"]
-    for n in [derive_seed("methods", i) for i in range(2000)]:
-        draws = schedule._pure_draws(n, 0.25)
-        assert schedule._fate_by_methods(n, 0.25, table) == (
-            None if draws is None else schedule._fault(draws, table)
-        )
+def test_a_shared_schedule_memoises_the_fates_a_fresh_one_draws() -> None:
+    """Rollouts that share (seed, config) share one schedule; its memoised fates and flip are the ones a
+    fresh schedule draws, whatever order they are asked in."""
+    config = NoiseConfig(p=0.5, q=0.5)
+    shared = schedule.shared_schedule(659565755, config)
+    assert schedule.shared_schedule(659565755, NoiseConfig.from_json(config.to_json())) is shared
+    assert schedule.shared_schedule(659565756, config) is not shared
+    assert schedule.shared_schedule(659565755, C2) is not shared
+    calls = [
+        (tool, event_key(tool, {"order_id": f"O{i:04d}", "customer_id": "C0001", "sku": "SKU-0001"}), k)
+        for tool in APPLICABLE_TYPES
+        for i in range(1, 4)
+        for k in range(4)
+    ]
+    fresh = [NoiseSchedule(659565755, config).fate(*call) for call in calls]
+    assert any(f is not None for f in fresh) and any(f is None for f in fresh)
+    assert [shared.fate(*call) for call in reversed(calls)] == fresh[::-1]
+    assert [shared.fate(*call) for call in calls] == fresh
+    flips = [NoiseSchedule(seed, config).outcome_flip() for seed in range(64)]
+    assert [schedule.shared_schedule(seed, config).outcome_flip() for seed in range(64)] * 2 == flips * 2
+    assert 0 < sum(flips) < 64
 
 
 FATE_LISTING = """

@@ -1,7 +1,7 @@
 """The vectorised paired bootstrap equals the explicit resampling, is reproducible, keeps seed pairs."""
 
 import numpy as np
-from paired_rollouts.stats.bootstrap import (
+from paired_rollouts.pairing.bootstrap import (
     draw_seed_task_indices,
     paired_bootstrap,
     percentile_interval,

@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 from paired_rollouts.cli import main
-from paired_rollouts.stats.groups import group_statistics, spurious_rate_closed_form
+from paired_rollouts.pairing import spurious_rate_closed_form
+from paired_rollouts.stats.groups import group_statistics
 
 
 @pytest.mark.parametrize("q,expected", [(0.02, 0.15), (0.05, 0.34), (0.10, 0.57)])

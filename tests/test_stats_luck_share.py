@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from paired_rollouts.cli import main
 from paired_rollouts.errors import UserError
-from paired_rollouts.stats.luck_share import luck_share, summarize_tables, variance_components
+from paired_rollouts.pairing import variance_components
+from paired_rollouts.stats.luck_share import luck_share, summarize_tables
 
 
 def test_hand_example():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +15,12 @@ from paired_rollouts.episode import EpisodeSession
 from paired_rollouts.errors import UserError
 from paired_rollouts.noise.config import NoiseConfig
 from paired_rollouts.noise.seeds import eval_schedule_seed
+from paired_rollouts.settings import Settings
 from paired_rollouts.surrogate import calibration as cal
 from paired_rollouts.surrogate.menu import play
-from paired_rollouts.surrogate.policy import P, Policy, log_probability, score
+from paired_rollouts.surrogate.policy import PLAIN, P, Policy, Shape, log_probability, score
+
+SHAPE = Shape(1.2, 4, 12)  # a small phrasing: the tests' rollouts are few
 
 TASKS = Path(__file__).resolve().parents[1] / "data/tasks"
 
@@ -77,7 +81,7 @@ def test_score_matches_autograd(validation: list[dict]) -> None:
     assert math.isclose(float(total), log_probability(theta, decisions), rel_tol=1e-12)
 
 
-def _small_estimator() -> cal.Estimator:
+def _small_estimator(shape: Shape = PLAIN, **keywords) -> cal.Estimator:
     return cal.Estimator(
         str(TASKS),
         eval_tasks=12,
@@ -86,16 +90,18 @@ def _small_estimator() -> cal.Estimator:
         diag_tasks=3,
         diag_schedules=4,
         diag_samples=4,
+        shape=shape,
+        **keywords,
     )
 
 
 def test_calibration_is_reproducible_to_the_last_digit() -> None:
-    first = json.dumps(cal.calibrate(_small_estimator(), iterations=2), sort_keys=True)
-    second = json.dumps(cal.calibrate(_small_estimator(), iterations=2), sort_keys=True)
+    first = json.dumps(cal.calibrate(_small_estimator(SHAPE), iterations=2), sort_keys=True)
+    second = json.dumps(cal.calibrate(_small_estimator(SHAPE), iterations=2), sort_keys=True)
     assert first == second
-    register = json.loads(first)
-    assert {r["target_name"] for r in register["targets"]} == set(cal.TARGETS)
-    assert all({"target", "achieved", "tolerance", "passes"} <= set(r) for r in register["targets"])
+    fit = json.loads(first)
+    assert set(fit["knobs"]) == set(cal.KNOBS) and len(fit["theta"]) == P
+    assert fit["iterations"] and all(len(it["residual"]) == len(cal.FITTED) for it in fit["iterations"])
 
 
 def test_a_missed_calibration_target_fails_loudly() -> None:
@@ -130,7 +136,8 @@ def test_paired_groups_share_one_resolved_seed_and_independent_rollouts_do_not()
     theta = cal.theta_from_knobs(cal.START)
     for arm in ("paired", "independent"):
         rows = _rows(arm)
-        _, groups, records = train_step(SurrogateRunner(theta, tasks), rows[:4], step=0, G=8, arm=arm, seed=0)
+        runner = SurrogateRunner(theta, tasks, SHAPE)
+        _, groups, records = train_step(runner, rows[:4], step=0, G=8, arm=arm, seed=0)
         for row, group, recs in zip(rows[:4], groups, records, strict=True):
             resolved = {r["resolved_seed"] for r in recs}
             if arm == "paired":
@@ -140,34 +147,70 @@ def test_paired_groups_share_one_resolved_seed_and_independent_rollouts_do_not()
                 assert group["schedule_seeds"] == [r["resolved_seed"] for r in recs]
 
 
-def test_a_trained_policy_beats_its_initial_one_on_the_challenge_set(validation: list[dict]) -> None:
+def _played_with(tree: object) -> tuple[list, int]:
+    """A paired training step and two evaluation passes (clean and noisy schedules, each row three times);
+    the outputs, and how many episodes the session repeated instead of playing."""
     from paired_rollouts.evaluation.evaluate import evaluation_rows
     from paired_rollouts.settings import Settings
     from paired_rollouts.surrogate.rollout import SurrogateRunner
-    from paired_rollouts.surrogate.trainer import Adam, train_step
+    from paired_rollouts.surrogate.trainer import train_step
 
     tasks = {t["task_id"]: t for name in ("train", "validation") for t in load_pool(TASKS / f"{name}.jsonl")}
-    theta0 = np.asarray(cal.theta_from_knobs(cal.START))
+    settings = Settings.from_manifest({"eval_tasks": 6, "task_filter": "all"})
+    rows = [
+        r
+        for regime in ("clean", "at_training")
+        for r in evaluation_rows(str(TASKS), "periodic", regime, "C2", settings)
+    ]
+    runner = SurrogateRunner(cal.theta_from_knobs(cal.START), tasks, SHAPE, tree)  # type: ignore[arg-type]
+    repeated = []
+    repeat = runner.session.repeat
+    runner.session.repeat = lambda *a, **k: repeated.append(1) or repeat(*a, **k)  # type: ignore[method-assign]
+    grad, groups, records = train_step(runner, _rows("paired")[:4], step=0, G=8, arm="paired", seed=0)
+    evaluated = [runner.rollout(rows * 3, "periodic:step0", seed) for seed in (5, 6)]
+    return [grad.tolist(), groups, records, evaluated, runner.session.episode_index], len(repeated)
+
+
+def test_shared_schedules_repeat_known_episodes_to_the_byte(validation: list[dict]) -> None:
+    """Rollouts that share a schedule walk the trajectory tree (surrogate/rollout.py): episodes it knows are
+    not played again (``EpisodeSession.repeat``), and every record, decision list, group and gradient
+    equals what playing every episode gives (paired training groups; evaluation schedules, the clean
+    ones shared across schedule seeds)."""
+    from paired_rollouts.surrogate.rollout import Trajectories
+
+    plain, none_repeated = _played_with(None)
+    shared, repeated = _played_with(Trajectories())
+    assert shared == plain and none_repeated == 0 and repeated > 20
+    session = EpisodeSession()
+    session.reset(validation[0], schedule_seed=1, noise=NoiseConfig.transition(0.25))
+    record = session.finish_and_grade()
+    assert set(record) - set(EpisodeSession.course_of(record)) == set(session._meta)  # course = all but meta
+
+
+def test_a_trained_policy_beats_its_initial_one_on_the_challenge_set(validation: list[dict]) -> None:
+    """The Trainer (Adam on the mixed coordinates, phrasing noise, task difficulty) still learns."""
+    from paired_rollouts.evaluation.evaluate import evaluation_rows
+    from paired_rollouts.settings import Settings
+    from paired_rollouts.surrogate.rollout import SurrogateRunner, full_vector
+    from paired_rollouts.surrogate.trainer import Trainer
+
+    tasks = {t["task_id"]: t for name in ("train", "validation") for t in load_pool(TASKS / f"{name}.jsonl")}
+    theta0 = np.asarray(full_vector(cal.theta_from_knobs(cal.START)))
     rows = _rows("paired", steps=40, prompts=8)
-    theta, adam = theta0.copy(), Adam(lr=0.05)
+    trainer = Trainer(theta0, tasks, SHAPE, lr=0.05)
     for step in range(40):
-        grad, _, _ = train_step(
-            SurrogateRunner(theta.tolist(), tasks),
-            rows[step * 8 : (step + 1) * 8],
-            step=step,
-            G=8,
-            arm="paired",
-            seed=0,
-        )
-        theta = adam.step(theta, grad)
+        trainer.step(rows[step * 8 : (step + 1) * 8], step=step, G=8, arm="paired", seed=0)
+    assert np.abs(trainer.theta[P:]).max() > 0  # the phrasing parameters move too
     settings = Settings.from_manifest({"eval_tasks": 32, "task_filter": "all"})
     challenge = evaluation_rows(str(TASKS), "periodic", "challenge", "C2", settings)
 
     def success(vector: np.ndarray) -> float:
-        records, _ = SurrogateRunner(vector.tolist(), tasks).rollout(challenge * 4, "periodic:test", 11)
+        records, _ = SurrogateRunner(vector.tolist(), tasks, SHAPE).rollout(
+            challenge * 4, "periodic:test", 11
+        )
         return float(np.mean([r["true_success"] for r in records]))
 
-    before, after = success(theta0), success(theta)
+    before, after = success(theta0), success(trainer.theta)
     assert after > before + 0.1, (before, after)
 
 
@@ -198,9 +241,11 @@ def test_the_arm_job_reads_its_calibration_through_the_typed_reader(tmp_path) ->
     short.write_text(json.dumps({"passes": True, "theta": register["theta"]}))
     with pytest.raises(UserError) as info:
         load_calibration(short)
-    assert str(info.value).startswith(f"{short}: missing key 'knobs'") and "\n" not in str(info.value)
+    assert str(info.value).startswith(f"{short}: missing key 'stage'") and "\n" not in str(info.value)
     missed = tmp_path / "missed.json"
-    missed.write_text(json.dumps({**register, "passes": False}))
+    row = next(r for r in register["targets"] if r["target_name"] == "c4_clean_validation")
+    row.update(achieved=0.70, difference=0.70 - row["target"], passes=False)
+    missed.write_text(json.dumps({**register, "passes": False}))  # a consistent register that missed
     with pytest.raises(UserError, match=r"missed\.json: the calibration missed a target"):
         load_calibration(missed)
 
@@ -208,9 +253,10 @@ def test_the_arm_job_reads_its_calibration_through_the_typed_reader(tmp_path) ->
 def test_a_surrogate_checkpoint_is_read_through_its_typed_reader(tmp_path) -> None:
     """The probe reads the arm job's checkpoints through records.read_surrogate_checkpoint: the written
     theta comes back; an edited theta.json, or one of another shape, is one line naming the file."""
+    from paired_rollouts.surrogate.rollout import full_vector
     from paired_rollouts.surrogate.run import read_checkpoint, write_checkpoint
 
-    theta = np.asarray(cal.theta_from_knobs(cal.START))
+    theta = np.asarray(full_vector(cal.theta_from_knobs(cal.START)))
     write_checkpoint(tmp_path, 20, theta, {"t": 20, "m": [0.0], "v": [0.0]})
     assert read_checkpoint(tmp_path, 20) == theta.tolist()
     path = tmp_path / "checkpoints/step0020/theta.json"
@@ -230,3 +276,349 @@ def test_a_surrogate_checkpoint_is_read_through_its_typed_reader(tmp_path) -> No
     marker.write_text(json.dumps({"step": 20, "files": {"theta.json": sha256_file(path)}}))
     with pytest.raises(UserError, match=r"theta\.json: surrogate checkpoint key 'theta' is \['0\.5'"):
         read_checkpoint(tmp_path, 20)
+
+
+# ---------------------------------------------------------------- what the 32 action parameters lacked
+
+
+def test_phrasing_scores_are_exact_and_unbiased(validation: list[dict]) -> None:
+    """counts - n * pi is the finite-difference gradient of the drawn tokens' log probability, and its mean
+    over many draws is zero (the tokens never reach the environment: no bias)."""
+    from paired_rollouts.surrogate.phrasing import VOCABULARY, Phrasing, phrasing_rng
+
+    rng = np.random.default_rng(5)
+    theta = rng.normal(0, 0.7, VOCABULARY)
+    episodes = _episodes(cal.theta_from_knobs(cal.START), validation[:6], NoiseConfig.transition(0.25), 6)
+    phrasing = Phrasing(theta, 3, 11)
+    tokens = phrasing.draw(episodes, phrasing_rng("test", 1))
+    assert [len(t) for t in tokens] == [phrasing.count(d) for d in episodes]
+    assert any(phrasing.count(d) > 3 * len(d) for d in episodes)  # more tokens after an error
+    analytic = phrasing.score(tokens)
+    h = 1e-6
+    for k in rng.choice(VOCABULARY, 12, replace=False):
+        up, down = theta.copy(), theta.copy()
+        up[k] += h
+        down[k] -= h
+        numeric = [
+            (Phrasing(up, 3, 11).log_probability(t) - Phrasing(down, 3, 11).log_probability(t)) / (2 * h)
+            for t in tokens
+        ]
+        np.testing.assert_allclose(analytic[:, k], numeric, atol=1e-5)
+    draws = np.stack([phrasing.scores(episodes[:1], phrasing_rng("test", i))[0] for i in range(400)])
+    n = phrasing.count(episodes[0])
+    assert np.abs(draws.mean(axis=0)).max() < 4 * np.sqrt(n / 400)  # mean zero within sampling error
+    assert np.abs(draws).max() >= 1.0  # and the test can fail: individual scores are not zero
+
+
+def test_the_optimizer_basis_is_orthonormal_and_exactly_invertible() -> None:
+    """Traces and Gram matrices (the probe) do not see the basis; Adam does: every coordinate mixes every
+    parameter with the same weight."""
+    from paired_rollouts.surrogate import basis
+    from paired_rollouts.surrogate.phrasing import DIMENSION
+
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=DIMENSION)
+    assert np.array_equal(basis.to_parameters(basis.to_trained(x)), x) or np.allclose(
+        basis.to_parameters(basis.to_trained(x)), x, rtol=0, atol=1e-13
+    )
+    columns = np.stack([basis.to_trained(e) for e in np.eye(DIMENSION)[:40]])
+    np.testing.assert_allclose(columns @ columns.T, np.eye(40), atol=1e-14)
+    assert np.all(np.abs(columns) == 1 / 32)
+    scores = rng.normal(size=(8, DIMENSION))
+    mixed = np.stack([basis.to_trained(v) for v in scores])
+    np.testing.assert_allclose(mixed @ mixed.T, scores @ scores.T, rtol=1e-12)
+
+
+def test_task_difficulty_shifts_the_mistakes_with_an_exact_score(validation) -> None:
+    from paired_rollouts.surrogate.policy import DIFFICULTY_DIRECTION, PARAMETERS, task_effect, task_logits
+
+    theta = cal.theta_from_knobs(cal.START)
+    assert task_effect("heldout-00001") == task_effect("heldout-00001")
+    effects = [task_effect(t["task_id"]) for t in validation[:64]]
+    assert 0.6 < np.std(effects) < 1.4 and len(set(effects)) == 64
+    shifted = task_logits(theta, "heldout-00001", 2.0)
+    for (ctx, action), before, after, d in zip(PARAMETERS, theta, shifted, DIFFICULTY_DIRECTION, strict=True):
+        assert d == (1 if action in ("wrong_argument", "skip_step", "finish_early") else 0), (ctx, action)
+        assert after == pytest.approx(before + 2.0 * task_effect("heldout-00001") * d)
+    # the score under a task's policy is the gradient of that task's log probability w.r.t. theta
+    task = validation[3]
+    offset = 1.5 * task_effect(task["task_id"])
+    policy = Policy(task_logits(theta, task["task_id"], 1.5))
+    session = EpisodeSession()
+    session.reset(
+        task, schedule_seed=eval_schedule_seed(task["task_id"], 1), noise=NoiseConfig.transition(0.25)
+    )
+    decisions = play(session, task, policy, random.Random(3))
+    h = 1e-6
+    for k in range(P):
+        up, down = list(theta), list(theta)
+        up[k] += h
+        down[k] -= h
+        shift = [offset * d for d in DIFFICULTY_DIRECTION]
+        numeric = (
+            log_probability([a + b for a, b in zip(up, shift, strict=True)], decisions)
+            - log_probability([a + b for a, b in zip(down, shift, strict=True)], decisions)
+        ) / (2 * h)
+        assert score(theta, decisions, policy)[k] == pytest.approx(numeric, abs=1e-6)
+
+
+# ---------------------------------------------------------------- the curves: never a paired one
+
+
+def _curves_file(tmp_path: Path, paired: object) -> Path:
+    import yaml
+
+    data = yaml.safe_load((TASKS.parents[1] / "data/published/curves.yaml").read_text())
+    for panel in data["panels"].values():
+        if paired is None:
+            del panel["paired"]
+        else:
+            panel["paired"] = paired
+    out = tmp_path / f"curves-{len(list(tmp_path.iterdir()))}.yaml"
+    out.write_text(yaml.safe_dump(data))
+    return out
+
+
+def test_the_fit_never_reads_a_paired_curve(tmp_path: Path) -> None:
+    """The published targets are the same whatever the paired columns hold, or without them; a paired run
+    (or any arm the paper did not run unpaired) is refused by the curve check and by the fit."""
+    reference = cal.published_curves(TASKS.parents[1] / "data/published/curves.yaml")
+    for paired in (None, [0, 0, 0, 0, 0, 0], "not a curve", [99.0] * 6):
+        assert cal.published_curves(_curves_file(tmp_path, paired)) == reference
+    assert set(reference) == set(cal.CURVES)
+    assert reference["c2_noisy_validation"]["values"][0] == pytest.approx(0.521)
+    assert reference["c0_clean_validation"]["values"][-1] == pytest.approx(0.895)
+    for run in ("c2-paired-s0", "c4-paired-s3", "c2-blocking_paired-s0", "c4-independent-scale_none-s0"):
+        assert not cal.is_curve_run(run)
+        with pytest.raises(UserError, match="never a paired curve"):
+            cal.curve_runs(["c2-independent-s0", run])
+    with pytest.raises(UserError, match="c2-independent-s0 is given twice"):
+        cal.curve_runs(["c2-independent-s0", "c2-independent-s1", "c2-independent-s0"])
+    assert cal.curve_runs(["c0-clean-s1", "c2-independent-s0", "c4-independent-s2"]) == {
+        ("C0", "clean"): ["c0-clean-s1"],
+        ("C2", "independent"): ["c2-independent-s0"],
+        ("C4", "independent"): ["c4-independent-s2"],
+    }
+
+
+def _eval_file(root: Path, run: str, step: int, regime: str, successes: list[int]) -> None:
+    from paired_rollouts.design import parse_run
+    from paired_rollouts.io import atomic_write_jsonl
+    from paired_rollouts.layout import Layout
+
+    ident = parse_run(run)
+    records = [
+        {
+            "run": run,
+            "condition": ident.condition,
+            "arm": ident.arm,
+            "seed": ident.seed,
+            "phase": "periodic",
+            "step": step,
+            "regime": regime,
+            "task_id": f"heldout-{i:05d}",
+            "schedule_index": 1,
+            "schedule_seed": 7,
+            "true_success": bool(s),
+            "observed_reward": float(s),
+            "flipped": False,
+            "exposed": False,
+            "calls": 3,
+            "budget": 12,
+            "finished": True,
+            "faults": {},
+        }
+        for i, s in enumerate(successes)
+    ]
+    atomic_write_jsonl(Layout(str(root)).eval_file(run, "periodic", step, regime), records)
+
+
+def test_the_curves_register_equals_a_hand_computation_and_a_miss_is_one_line(tmp_path: Path, capsys) -> None:
+    """Two runs per unpaired arm with known successes at every published step: the register's points,
+    RMS gaps and verdicts are the hand-computed ones; the command exits with one line naming the file."""
+    from paired_rollouts import cli, records
+    from paired_rollouts.io import atomic_write_json, sha256_file
+
+    published = TASKS.parents[1] / "data/published/curves.yaml"
+    targets = cal.published_curves(published)
+    runs = ["c0-clean-s0", "c0-clean-s1", "c2-independent-s0", "c2-independent-s1"]
+    runs += ["c4-independent-s0", "c4-independent-s1"]
+    # run s0 scores 3 of 4 tasks at every step and regime, s1 2 of 4: the arm mean is 0.625 everywhere
+    for run in runs:
+        for name, (condition, arm, regime, *_) in cal.CURVES.items():
+            if run.startswith(f"{condition.lower()}-{arm}"):
+                for step in targets[name]["steps"]:
+                    _eval_file(
+                        tmp_path, run, step, regime, [1, 1, 1, 0] if run.endswith("s0") else [1, 1, 0, 0]
+                    )
+    step0 = json.loads(
+        (Path(__file__).parent / "fixtures/render/results/models/surrogate/calibration.json").read_text()
+    )
+    step0 = {k: v for k, v in step0.items() if k not in ("curves", "step0_sha256")}
+    step0.update(
+        stage="step0", targets=[r for r in step0["targets"] if not r["target_name"].startswith("curve_")]
+    )
+    atomic_write_json(tmp_path / "step0.json", step0)
+    register = cal.curves_register(
+        step0, sha256_file(tmp_path / "step0.json"), runs, tmp_path, published, True
+    )
+    for name in cal.CURVES:
+        curve = register["curves"][name]
+        gaps = [0.625 - v for v in targets[name]["values"]]
+        assert [p["achieved"] for p in curve["points"]] == [0.625] * 6
+        assert curve["rms_gap"] == pytest.approx(math.sqrt(np.mean(np.square(gaps))))
+        assert curve["points"][0]["se"] == pytest.approx(0.125)  # sd(0.75, 0.5) / sqrt(2)
+        row = next(r for r in register["targets"] if r["target_name"] == f"curve_rms_{name}")
+        assert row["passes"] == (curve["rms_gap"] <= cal.CURVE_TOLERANCE)
+    assert register["passes"] is False  # 0.625 is far from the clean curves (0.81-0.93)
+    out = tmp_path / "calibration.json"
+    settings = json.dumps({"surrogate": {"check_curves": True}})
+    argv = ["surrogate", "curves", "--step0", str(tmp_path / "step0.json"), "--results", str(tmp_path)]
+    argv += ["--settings", settings, "--published-curves", str(published), "--runs", *runs]
+    assert cli.main([*argv, "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert (
+        err.startswith(f"paired-rollouts surrogate: error: {out}: surrogate calibration missed")
+        and "\n" not in err
+    )
+    assert "curve_rms_c0_clean_validation" in err and json.loads(out.read_text())["passes"] is False
+    # the written register's curves are the eval files' recomputed, and its reader checks its own sums
+    assert records.read_calibration(out).raw["curves"] == register["curves"]
+    for edit, says in (
+        (lambda c: c["points"][2].update(achieved=0.9), "curves.c2_challenge step 40: gap"),
+        (lambda c: c.update(rms_gap=0.01), "curves.c2_challenge.rms_gap is 0.01"),
+        (lambda c: c.update(checked=False), "targets curve_rms_c2_challenge: kind 'checked'"),
+    ):
+        data = json.loads(out.read_text())
+        edit(data["curves"]["c2_challenge"])
+        (tmp_path / "edited.json").write_text(json.dumps(data))
+        with pytest.raises(UserError, match=f"edited.json: {re.escape(says)}"):
+            records.read_calibration(tmp_path / "edited.json")
+    assert cli.main([*argv, "c2-paired-s0", "--out", str(tmp_path / "other.json")]) == 1
+    assert "never a paired curve" in capsys.readouterr().err and not (tmp_path / "other.json").exists()
+
+
+def test_the_offline_fit_runs_its_grids_on_the_unpaired_arms_only(monkeypatch) -> None:
+    """The committed fit at a toy size: the shape grid, then the learning rates, training only C0, C2
+    independent and C4 independent runs (every run it trains is recorded), choosing the smallest loss."""
+    from paired_rollouts.surrogate import fit as fitting
+
+    trained = []
+    real = fitting.run_curves
+
+    def recording(theta0, shape, lr, run, tasks_dir, settings):
+        trained.append(run)
+        return real(theta0, shape, lr, run, tasks_dir, settings)
+
+    monkeypatch.setattr(fitting, "run_curves", recording)
+    small = {"eval_tasks": 6, "samples": 1, "diag_pool": "diagnostic", "diag_tasks": 2, "diag_schedules": 2}
+    settings = Settings.from_manifest(
+        {
+            "steps": 2,
+            "prompts_per_step": 2,
+            "num_generations": 4,
+            "micro_batch": 8,
+            "checkpoint_every": 2,
+            "eval_tasks": 3,
+            "eval_batch": 64,
+            "task_filter": "all",
+        }
+    )
+    report = fitting.fit(
+        str(TASKS),
+        estimator_keywords={**small, "diag_samples": 2, "task_filter": "all"},
+        settings=settings,
+        published=TASKS.parents[1] / "data/published/paper.yaml",
+        published_curves_path=TASKS.parents[1] / "data/published/curves.yaml",
+        difficulties=[0.0, 1.2],
+        tokens=2,
+        error_tokens=[6],
+        captures=2,
+        learning_rates=[0.01, 0.02],
+        seeds=1,
+        jobs=1,
+    )
+    losses = {p["task_difficulty"]: p["loss"] for p in report["shape_grid"]}
+    assert report["chosen_shape"]["task_difficulty"] == min(losses, key=losses.get)
+    assert sorted(set(trained)) == ["c0-clean-s0", "c2-independent-s0", "c4-independent-s0"]
+    assert len(trained) == 6 and not any("paired" in run for run in trained)
+    rates = {r["learning_rate"]: r["max_rms_gap"] for r in report["learning_rates"]}
+    assert report["chosen_learning_rate"] == min(rates, key=rates.get)
+    assert all(g["points"][0]["step"] == 0 for r in report["learning_rates"] for g in r["curves"].values())
+
+
+# ---------------------------------------------------------------- the register recomputed
+
+
+def test_the_step0_register_is_what_its_theta_gives_recomputed_and_a_tampered_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    """At toy size: the register's step-0 reductions (the probe at the paper's design, over its captures)
+    and behaviour come back when recomputed from its own theta and shape on a fresh estimator; its
+    summaries and verdicts follow from its detail; an edited capture, verdict or tolerance is refused by
+    the reader with one line naming the file."""
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.records import read_calibration
+
+    published = TASKS.parents[1] / "data/published/paper.yaml"
+    register = cal.step0_register(_small_estimator(SHAPE, snr_groups=4), published, captures=2, iterations=1)
+    fresh = _small_estimator(SHAPE, snr_groups=4)
+    assert fresh.mechanism(register["theta"], 2) == register["mechanism"]
+    assert fresh.fitted(register["theta"]) == {
+        r["target_name"]: r["achieved"] for r in register["targets"] if r["kind"] == "fitted"
+    }
+    rows = {r["target_name"]: r for r in register["targets"]}
+    for name, (_, key) in cal.MECHANISM.items():
+        captures = [c[key] for c in register["mechanism"]["captures"]]
+        assert rows[name]["achieved"] == pytest.approx(np.mean(captures), rel=1e-12)
+        assert 0.0 < rows[name]["achieved"] < 1.0  # pairing removes part of the trace at this shape
+    path = tmp_path / "step0.json"
+    atomic_write_json(path, register)
+    assert read_calibration(path).mechanism == register["mechanism"]
+
+    def tampered(edit) -> str:
+        data = json.loads(path.read_text())
+        edit(data)
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps(data))
+        with pytest.raises(UserError) as info:
+            read_calibration(bad)
+        assert str(info.value).startswith(f"{bad}: ") and "\n" not in str(info.value)
+        return str(info.value)
+
+    def capture(d: dict) -> None:
+        d["mechanism"]["captures"][0]["transition"] += 0.1
+
+    def verdict(d: dict) -> None:
+        row = next(r for r in d["targets"] if r["target_name"] == "outcome_mc_reduction")
+        row["passes"] = not row["passes"]
+
+    def tolerance(d: dict) -> None:
+        row = next(r for r in d["targets"] if r["target_name"] == "transition_mc_reduction")
+        row["tolerance"] = 1.0
+
+    def luck(d: dict) -> None:
+        d["luck_share"]["lam"] = 0.355
+
+    assert "mechanism.mean.transition" in tampered(capture)
+    assert "outcome_mc_reduction: passes" in tampered(verdict)
+    assert "transition_mc_reduction: tolerance" in tampered(tolerance)
+    assert "luck_share.lam" in tampered(luck)
+
+
+def test_the_summary_gives_each_auc_gap_with_its_standard_error_over_seed_pairs(tmp_path: Path) -> None:
+    """The README's gap +- standard error: the between-pair SD over sqrt(pairs), here of two pairs,
+    |d1 - d2| / 2, from the decision registers' per-pair differences."""
+    from paired_rollouts import cli
+
+    fixtures = Path(__file__).parent / "fixtures/render/results"
+    out = tmp_path / "summary.json"
+    assert cli.main(["surrogate", "summary", "--results", str(fixtures), "--out", str(out)]) == 0
+    decisions = json.loads(out.read_text())["decisions"]
+    for condition, hypothesis in (("c2", "H2a"), ("c4", "H2b")):
+        by_pair = json.loads((fixtures / f"decisions/{condition}.json").read_text())[hypothesis][
+            "auc_difference_by_seed"
+        ]
+        assert len(by_pair) == 2 and by_pair[0] != by_pair[1]
+        stated = decisions[f"{condition.upper()} {hypothesis}"]["auc_difference_se"]
+        assert stated == pytest.approx(abs(by_pair[0] - by_pair[1]) / 2, rel=1e-12)

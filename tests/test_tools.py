@@ -14,6 +14,7 @@ from paired_rollouts.backoffice.tools import (
     WRITE_TOOLS,
     ToolAPI,
     UnknownToolError,
+    dumps_sorted,
 )
 from paired_rollouts.backoffice.world import World
 
@@ -393,3 +394,21 @@ def test_bad_calls_raise_like_python() -> None:
     api.invoke("search_customers", {"query": "omar"})
     assert api.call_log[0]["args"] == {"query": "omar", "offset": 0}
     assert api.call_log[1]["args"] == {"query": "omar"}
+
+
+def test_dumps_sorted_is_json_dumps_with_sorted_keys() -> None:
+    """The grader's and the episode record's encoder: the bytes, the errors and the ``default`` of
+    ``json.dumps(obj, sort_keys=True, default=...)``."""
+    circular: list = []
+    circular.append(circular)
+    values = ['a"b\u00e9\n', 0.1, 1e300, -0.0, float("nan"), 7, None, True, [], {}, {"k": object()}, circular]
+    values.append({"b": [1, {"z": None, "a": 2.5}], "a": "x", "é": ("t", 1)})
+    for value in values:
+        for default in (None, str):
+            outcomes = []
+            for dump in (lambda v, d: json.dumps(v, sort_keys=True, default=d), dumps_sorted):
+                try:
+                    outcomes.append(dump(value, default))
+                except (TypeError, ValueError) as exc:
+                    outcomes.append(repr(exc))
+            assert outcomes[0] == outcomes[1]

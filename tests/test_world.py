@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
+from paired_rollouts.backoffice import world
 from paired_rollouts.backoffice.tools import ToolAPI
 from paired_rollouts.backoffice.world import World, build_initial_state
 
@@ -17,6 +20,53 @@ FINGERPRINTS = {
 def test_world_fingerprints(seed: int) -> None:
     assert World.generate(seed).fingerprint() == FINGERPRINTS[seed]
     assert build_initial_state(seed).fingerprint() == FINGERPRINTS[seed]  # uncached path too
+
+
+def test_compiled_worlds_equal_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Worlds come from the C helper (backoffice/_world_draws.c) where the install built it, and each equals the
+    Python reference's record for record (keys in order, values and their types), whether the reference
+    draws through ``WorldDraws`` or with ``random.Random``'s own methods; seeds beyond the helper's 64
+    bits take the reference."""
+    assert world.WORLD_DRAWS.startswith("compiled"), "run bash scripts/setup.sh (pip install -e .)"
+    rng = random.Random(20261202)
+    seeds = [0, 1, 126704, 2**31 - 1, 2**32, 2**40 + 7, 2**64 - 1] + [rng.getrandbits(31) for _ in range(400)]
+    compiled = [world._collections(build_initial_state(seed)) for seed in seeds]
+    assert [world._collections(world.reference_initial_state(seed)) for seed in seeds] == compiled
+    assert [build_initial_state(seed).fingerprint() for seed in (0, 1, 126704)] == [
+        FINGERPRINTS[0],
+        FINGERPRINTS[1],
+        FINGERPRINTS[126704],
+    ]
+    monkeypatch.setattr(world, "_DRAWS", random.Random)
+    assert [world._collections(world.reference_initial_state(seed)) for seed in seeds[:60]] == compiled[:60]
+    beyond = build_initial_state(2**64 + 3)
+    assert world._collections(beyond) == world._collections(world.reference_initial_state(2**64 + 3))
+
+
+def test_compiled_world_draws_equal_random_random() -> None:
+    """The world helper's whole generator (``MersenneDraws`` of backoffice/_world_draws.c) is seeded like
+    ``random.Random(seed)`` and draws what its methods draw, output after output (twists included)."""
+    from paired_rollouts.backoffice._world_draws import MersenneDraws
+
+    rng = random.Random(20261202)
+    seeds = [0, 1, 2**32 - 1, 2**32, 2**64 - 1] + [rng.getrandbits(64) for _ in range(40)]
+    for seed in seeds:
+        ours, theirs = MersenneDraws(seed), random.Random(seed)
+        for n in (1, 2, 7, 10, 250, 9001, 2**31, 2**32 - 1):  # 2,000 outputs: several twists
+            assert [ours.randint(3, n + 2) for _ in range(50)] == [
+                theirs.randint(3, n + 2) for _ in range(50)
+            ]
+            assert [ours.below(n) for _ in range(50)] == [theirs._randbelow(n) for _ in range(50)]
+            assert [ours.random() for _ in range(50)] == [theirs.random() for _ in range(50)]
+        assert ours.randrange(500, 50001, 50) == theirs.randrange(500, 50001, 50)
+        assert ours.choice("abcdefghijk") == theirs.choice("abcdefghijk")
+    for bad in (-1, 2**64):
+        with pytest.raises(OverflowError):
+            MersenneDraws(bad)
+    with pytest.raises(IndexError):
+        MersenneDraws(1).choice(())
+    with pytest.raises(ValueError):
+        MersenneDraws(1).randint(0, 2**32)
 
 
 def test_world_0_details() -> None:

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "surrogate",
     "render",
     "compare",
+    "examples",
 )
 
 

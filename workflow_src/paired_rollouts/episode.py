@@ -7,7 +7,6 @@ on a task with a noise config and a schedule seed, ``call`` is the budgeted tool
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from paired_rollouts.backoffice.grader import grade, observe
@@ -17,18 +16,33 @@ from paired_rollouts.backoffice.tools import (
     MSG_EPISODE_FINISHED,
     TOOL_NAMES,
     UnknownToolError,
+    dumps_sorted,
     error_response,
 )
 from paired_rollouts.backoffice.world import World
 from paired_rollouts.noise.config import NoiseConfig
 from paired_rollouts.noise.noisy_api import NoisyToolAPI
-from paired_rollouts.noise.schedule import NoiseSchedule
+from paired_rollouts.noise.schedule import NoiseSchedule, shared_schedule
 
 MSG_NO_EPISODE = "no episode is active; reset the environment before calling tools"
 MSG_POSITIONAL = "tools take keyword arguments only"
 MAX_DIFFS_IN_RECORD = 5
 MAX_FAILED_CALLS_IN_RECORD = 6
 _CONTROL = frozenset(CONTROL_TOOLS)
+_TOOLS = frozenset(TOOL_NAMES)
+_META_FIELDS = frozenset(
+    (
+        "task_id",
+        "phase",
+        "attempt",
+        "condition",
+        "mode",
+        "schedule_seed",
+        "resolved_seed",
+        "slot",
+        "episode_index",
+    )
+)
 
 
 def budget_message(budget: int) -> str:
@@ -69,24 +83,60 @@ class EpisodeSession:
     ) -> None:
         """Start an episode. ``noise`` None means clean. ``resolved_seed`` None => ``schedule_seed``
         (paired/clean); independent arms pass ``independent_seed(...)``. ``budget`` None => budget_for."""
+        config, resolved = self._begin(
+            task, schedule_seed, noise, resolved_seed, slot, phase, condition, attempt
+        )
+        self.schedule = None if resolved is None else shared_schedule(int(resolved), config)
+        self.world = World.generate(int(task["world_seed"]))
+        self.api = NoisyToolAPI(self.world, self.schedule)
+        self.calls = 0
+        self.budget = budget_for(task) if budget is None else int(budget)
+        self.budget_exceeded = False
+
+    def repeat(
+        self,
+        course: dict[str, Any],
+        task: dict[str, Any],
+        schedule_seed: int | None = None,
+        noise: NoiseConfig | str | dict | None = None,
+        resolved_seed: int | None = None,
+        slot: int = 0,
+        phase: str = "train",
+        condition: str = "",
+        attempt: int = 1,
+    ) -> dict[str, Any]:
+        """The record of an episode that need not be played: ``course`` is ``course_of`` the record of an
+        earlier episode on the same task, resolved seed, noise config and budget that took the same
+        decisions. An episode is a pure function of those (the world, the fates and the flip are drawn
+        from them), so only the meta fields differ. Counted as ``reset`` counts; the session then holds no
+        live episode, and ``finish_and_grade`` returns this record."""
+        self._begin(task, schedule_seed, noise, resolved_seed, slot, phase, condition, attempt)
+        self.schedule = self.world = self.api = None
+        self.record = {**self._meta, **course}
+        return self.record
+
+    def _begin(
+        self,
+        task: dict[str, Any],
+        schedule_seed: int | None,
+        noise: NoiseConfig | str | dict | None,
+        resolved_seed: int | None,
+        slot: int,
+        phase: str,
+        condition: str,
+        attempt: int,
+    ) -> tuple[NoiseConfig, int | None]:
+        """Count the episode and set its task, config and meta fields; returns (config, resolved seed)."""
         config = NoiseConfig.clean() if noise is None else NoiseConfig.from_json(noise)
         if config.is_clean:
-            schedule = None
             resolved = None
         else:
             resolved = schedule_seed if resolved_seed is None else resolved_seed
             if resolved is None:
                 raise ValueError("a noisy episode needs schedule_seed (or resolved_seed)")
-            schedule = NoiseSchedule(int(resolved), config)
         self.episode_index += 1
         self.task = task
         self.config = config
-        self.schedule = schedule
-        self.world = World.generate(int(task["world_seed"]))
-        self.api = NoisyToolAPI(self.world, schedule)
-        self.calls = 0
-        self.budget = budget_for(task) if budget is None else int(budget)
-        self.budget_exceeded = False
         self.record = None
         self._meta = {
             "task_id": task["task_id"],
@@ -99,6 +149,7 @@ class EpisodeSession:
             "slot": slot,
             "episode_index": self.episode_index,
         }
+        return config, resolved
 
     @property
     def active(self) -> bool:
@@ -112,20 +163,26 @@ class EpisodeSession:
     def call(self, tool: str, *args: Any, **kwargs: Any) -> str:
         """Call a tool; returns its JSON string. Raises UnknownToolError for names outside the 13 tools
         and TypeError (after counting the call) for missing or unknown keyword arguments."""
-        if tool not in TOOL_NAMES:
+        if args and tool in _TOOLS and self.api is not None:
+            return error_response("INVALID_ARGUMENT", MSG_POSITIONAL)
+        return self.invoke(tool, kwargs)  # type: ignore[return-value]
+
+    def invoke(self, tool: str, args: dict[str, Any], text: bool = True) -> str | None:
+        """``call(tool, **args)`` with the arguments as one dict, which the call log keeps (never change it
+        afterwards). ``text=False``: a successful call returns None instead of its response text (the
+        surrogate reads the text of list pages only); it is counted, executed and logged the same."""
+        if tool not in _TOOLS:
             raise UnknownToolError(f"unknown tool {tool!r}; the tools are: {', '.join(TOOL_NAMES)}")
         api = self.api
         if api is None:
             return error_response("NO_EPISODE", MSG_NO_EPISODE)
-        if args:
-            return error_response("INVALID_ARGUMENT", MSG_POSITIONAL)
         if tool != "finish" and not api.finished:
             self.calls += 1
             if self.calls > self.budget:
                 self.budget_exceeded = True
                 api.finished = True
                 return error_response("BUDGET_EXCEEDED", budget_message(self.budget))
-        return api.invoke(tool, kwargs)
+        return api.invoke(tool, args, text)
 
     def tool(self, name: str):
         """A bound callable for one tool (``session.tool("get_order")(order_id="O0001")``)."""
@@ -156,12 +213,14 @@ class EpisodeSession:
                     {
                         "tool": entry["tool"],
                         "code": entry["code"],
-                        "args": json.dumps(entry["args"], sort_keys=True, default=str)[:200],
+                        "args": dumps_sorted(entry["args"], str)[:200],
                     }
                 )
                 if len(failed) >= MAX_FAILED_CALLS_IN_RECORD:
                     break
-        counts = api.exposure_counts
+        counts: dict[str, int] = {}  # api.exposure_counts without building a Counter
+        for fault in api.fault_log:
+            counts[fault["kind"]] = counts.get(fault["kind"], 0) + 1
         self.record = {
             **self._meta,
             "true_success": result.success,
@@ -176,12 +235,14 @@ class EpisodeSession:
             "changed_from_initial": result.changed_from_initial,
             "diffs": result.diffs[:MAX_DIFFS_IN_RECORD],
             "tool_sequence": [
-                {
+                {"tool": e["tool"], "ok": e["ok"], "code": e["code"], "event": None, "repeat": None}
+                if clean or e["tool"] in _CONTROL
+                else {
                     "tool": e["tool"],
                     "ok": e["ok"],
                     "code": e["code"],
-                    "event": None if clean or e["tool"] in _CONTROL else e.get("event"),
-                    "repeat": None if clean or e["tool"] in _CONTROL else e.get("repeat"),
+                    "event": e.get("event"),
+                    "repeat": e.get("repeat"),
                 }
                 for e in api.call_log
             ],
@@ -189,6 +250,11 @@ class EpisodeSession:
             "noise": self.config.to_json() if self.config is not None else None,
         }
         return self.record
+
+    @staticmethod
+    def course_of(record: dict[str, Any]) -> dict[str, Any]:
+        """What ``repeat`` needs of a record: every field but the meta fields that ``reset`` sets."""
+        return {key: value for key, value in record.items() if key not in _META_FIELDS}
 
     @property
     def reward(self) -> float:

@@ -283,8 +283,13 @@ class Layout:
     def power_file(self) -> str:
         return self.res("decisions/power.json")
 
+    def step0_file(self) -> str:
+        """The surrogate's step-0 calibration register, before any run (surrogate scales)."""
+        return self.res("models/surrogate/step0.json")
+
     def calibration_file(self) -> str:
-        """The surrogate's calibration to the paper's step-0 agent (surrogate scales)."""
+        """The surrogate's calibration register: the step-0 one plus the unpaired arms' learning curves
+        (surrogate scales); every run but those arms' tier-1 runs starts after it passed."""
         return self.res("models/surrogate/calibration.json")
 
     # -- the probe ----------------------------------------------------------------------------------

@@ -308,6 +308,44 @@ class SurrogateSettings(Section):
         "train_episodes_seeds",
         **{"$ref": "#/$defs/seedlist"},
     )
+    task_difficulty: float = _f(
+        1.2,
+        "Spread (logit units) of the per-task difficulty that shifts every mistake logit of a task; fitted "
+        "offline to the paper's spread of step-0 success over tasks (docs/training.md).",
+        "task_difficulty",
+        minimum=0,
+    )
+    phrasing_tokens: int = _f(
+        16,
+        "Reward-irrelevant phrasing tokens the policy writes per decision (its score's token-sampling "
+        "noise); fitted offline with error_phrasing_tokens to the probe's step-0 reductions.",
+        "phrasing_tokens",
+        minimum=0,
+    )
+    error_phrasing_tokens: int = _f(
+        96,
+        "Phrasing tokens per decision taken right after an error observation (an LLM says more after a "
+        "failed call); fitted offline to the outcome probe's step-0 reduction.",
+        "error_phrasing_tokens",
+        minimum=0,
+    )
+    mechanism_captures: int = _f(
+        8,
+        "Step-0 probe captures (run seeds 0..n-1) whose mean the calibration compares with the paper's "
+        "trace reductions; their spread sets the tolerance.",
+        minimum=2,
+    )
+    snr_groups: int = _f(
+        256,
+        "Training groups per design on which the calibration measures the gradient signal-to-noise per step "
+        "at step 0.",
+        minimum=2,
+    )
+    check_curves: bool = _f(
+        True,
+        "Check the unpaired arms' mean learning curves against the published ones (false only where the "
+        "run shape is not the paper's: the test scale).",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from paired_rollouts.backoffice.tools import dumps_sorted
 from paired_rollouts.backoffice.world import State, World
 
 MAX_DIFFS = 20
@@ -93,10 +94,7 @@ def diff(
             elif expected[key] != actual[key]:  # equal values add no line (records hold no NaN)
                 diff(expected[key], actual[key], f"{path}/{key}", out, limit)
     elif expected != actual:
-        out.append(
-            f"{path}: expected {json.dumps(expected, sort_keys=True)}, got "
-            f"{json.dumps(actual, sort_keys=True)}"
-        )
+        out.append(f"{path}: expected {dumps_sorted(expected)}, got {dumps_sorted(actual)}")
     return out
 
 

@@ -80,6 +80,26 @@ def dumps_compact(obj: Any) -> str:
     return "".join(_C_ENCODE(obj, 0))
 
 
+def dumps_sorted(obj: Any, default: Callable[[Any], Any] | None = None) -> str:
+    """``json.dumps(obj, sort_keys=True, default=default)`` (default separators, circular references
+    checked) with the C encoder made directly: the grader's diff lines and the episode record's failed
+    calls dump small values, where building ``JSONEncoder`` in Python cost more than the encoding."""
+    if _C_MAKE_ENCODER is None:
+        return json.dumps(obj, sort_keys=True, default=default)
+    encode = _C_MAKE_ENCODER(
+        {},
+        default or _ENCODER.default,
+        json.encoder.encode_basestring_ascii,
+        None,
+        ": ",
+        ", ",
+        True,
+        False,
+        True,
+    )
+    return "".join(encode(obj, 0))
+
+
 def error_payload(code: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, **extra}}
 

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
+from bisect import bisect
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from itertools import accumulate
 from typing import Any
 
 from paired_rollouts.backoffice import words
@@ -25,6 +29,8 @@ N_CUSTOMERS = 40
 N_PRODUCTS = 30
 N_ORDERS = 80
 N_TICKETS = 10
+STOCK_CHOICES = (0, 0, 2, 5, 10, 20, 50)
+TICKET_STATUSES = ("open", "closed")
 COLLECTIONS = ("customers", "products", "orders", "shipments", "tickets")
 
 Record = dict[str, Any]
@@ -344,6 +350,96 @@ class World(State):
 # --------------------------------------------------------------------------------------------------
 # generation (docs/simulator.md#world-generation); draw order is part of the contract
 # --------------------------------------------------------------------------------------------------
+class WorldDraws:
+    """The draws of ``random.Random(seed)`` that world generation makes, as CPython's ``random.py`` makes
+    them (``_randbelow`` is rejection sampling on ``getrandbits``; ``choices`` bisects one ``random()``),
+    in one Python call each instead of two or three: the reference generator's draws where the compiled
+    generator is not built."""
+
+    __slots__ = ("random", "_bits")
+
+    def __init__(self, seed: int) -> None:
+        rng = random.Random(seed)
+        self.random = rng.random
+        self._bits = rng.getrandbits
+
+    def below(self, n: int) -> int:
+        k, bits = n.bit_length(), self._bits
+        r = bits(k)
+        while r >= n:
+            r = bits(k)
+        return r
+
+    def randint(self, a: int, b: int) -> int:  # below() inlined: the most frequent draw
+        n = b - a + 1
+        k, bits = n.bit_length(), self._bits
+        r = bits(k)
+        while r >= n:
+            r = bits(k)
+        return a + r
+
+    def randrange(self, start: int, stop: int, step: int) -> int:
+        return start + step * self.below((stop - start + step - 1) // step)  # step > 0
+
+    def choice(self, seq: Sequence[Any]) -> Any:  # below() inlined
+        n = len(seq)
+        k, bits = n.bit_length(), self._bits
+        r = bits(k)
+        while r >= n:
+            r = bits(k)
+        return seq[r]
+
+    def shuffle(self, x: list[Any]) -> None:
+        below = self.below
+        for i in range(len(x) - 1, 0, -1):
+            j = below(i + 1)
+            x[i], x[j] = x[j], x[i]
+
+    def sample(self, population: Sequence[Any], k: int) -> list[Any]:
+        """``Random.sample`` where it keeps a set of the picks (k <= 5 < population size - 21)."""
+        n = len(population)
+        if not (0 <= k <= 5 and n > 21):
+            raise ValueError("WorldDraws.sample covers k <= 5 picks from more than 21 items")
+        below = self.below
+        picked: list[int] = []
+        for _ in range(k):
+            j = below(n)
+            while j in picked:
+                j = below(n)
+            picked.append(j)
+        return [population[j] for j in picked]
+
+    def choices(self, population: Sequence[Any], weights: Sequence[float]) -> list[Any]:
+        cum = list(accumulate(weights))
+        return [population[bisect(cum, self.random() * (cum[-1] + 0.0), 0, len(cum) - 1)]]
+
+
+def _draw_sequence(rng: Any) -> list[Any]:
+    """Every kind of draw world generation makes, in one order, from ``WorldDraws`` or ``random.Random``."""
+    population = [f"x{i}" for i in range(30)]
+    below = rng.below if isinstance(rng, WorldDraws) else rng._randbelow
+    out: list[Any] = []
+    for n in (1, 2, 3, 7, 10, 30, 250, 9000):
+        out += [rng.randint(1, n), below(n), rng.choice(population[: min(n, 30)])]
+    out.append(rng.randrange(500, 50001, 50))
+    shuffled = list(population)
+    rng.shuffle(shuffled)
+    out += [shuffled, *(rng.sample(population, k) for k in (1, 2, 3, 5))]
+    out += [rng.choices(population[:5], weights=(25, 30, 20, 15, 10)), rng.random()]
+    return out
+
+
+def _world_draws_agree() -> bool:
+    """Does ``WorldDraws(seed)`` draw what ``random.Random(seed)`` draws on this Python, as world
+    generation calls it (one- and two-word seeds)?"""
+    seeds = (*range(12), 2**32 - 1, 2**32 + 5, 2**63 + 12345)
+    return all(_draw_sequence(WorldDraws(seed)) == _draw_sequence(random.Random(seed)) for seed in seeds)
+
+
+#: the Python generator's draw source: the same numbers as random.Random's methods
+_DRAWS: Callable[[int], Any] = WorldDraws if _world_draws_agree() else random.Random
+
+
 def _random_address(rng: random.Random) -> dict[str, str]:
     number = rng.randint(1, 250)
     street = f"{number} {rng.choice(words.STREETS)}"
@@ -352,9 +448,11 @@ def _random_address(rng: random.Random) -> dict[str, str]:
     return {"street": street, "city": city, "postal_code": postal}
 
 
-def build_initial_state(seed: int) -> State:  # noqa: C901 - docs/simulator.md#world-generation step by step: its draw order is the world's identity
-    """Generate the initial world of ``seed`` exactly as docs/simulator.md#world-generation prescribes."""
-    rng = random.Random(seed)
+def reference_initial_state(seed: int) -> State:  # noqa: C901 - docs/simulator.md#world-generation step by step: its draw order is the world's identity
+    """Generate the initial world of ``seed`` exactly as docs/simulator.md#world-generation prescribes
+    (the reference; ``build_initial_state`` uses the compiled generator where it agrees with this one)."""
+    rng = _DRAWS(seed)
+    randint = rng.randint
     customers: dict[str, Record] = {}
     used_names: set[str] = set()
     for i in range(1, N_CUSTOMERS + 1):
@@ -369,7 +467,7 @@ def build_initial_state(seed: int) -> State:  # noqa: C901 - docs/simulator.md#w
             first = rng.choice(words.FIRST_NAMES)
         name = f"{first} {last}"
         used_names.add(name)
-        phone = "+880" + "".join(str(rng.randint(0, 9)) for _ in range(10))
+        phone = "+880" + "".join([str(randint(0, 9)) for _ in range(10)])
         address = _random_address(rng)
         cid = f"C{i:04d}"
         customers[cid] = {
@@ -387,7 +485,7 @@ def build_initial_state(seed: int) -> State:  # noqa: C901 - docs/simulator.md#w
     for i in range(1, N_PRODUCTS + 1):
         sku = f"SKU-{i:04d}"
         price = rng.randrange(500, 50001, 50)
-        stock = rng.choice((0, 0, 2, 5, 10, 20, 50))
+        stock = rng.choice(STOCK_CHOICES)
         products[sku] = {"sku": sku, "name": names[i - 1], "price_cents": price, "stock": stock}
 
     skus = sorted(products)
@@ -466,10 +564,74 @@ def build_initial_state(seed: int) -> State:  # noqa: C901 - docs/simulator.md#w
             "category": rng.choice(words.TICKET_CATEGORIES),
             "priority": rng.choice(words.TICKET_PRIORITIES),
             "summary": rng.choice(words.TICKET_SUMMARIES),
-            "status": rng.choice(("open", "closed")),
+            "status": rng.choice(TICKET_STATUSES),
         }
     state.tickets = tickets
     return state
+
+
+#: world generation's word lists and sizes in the order backoffice/_world_draws.c's initial_world takes them
+WORLD_WORDS = (
+    words.FIRST_NAMES,
+    words.LAST_NAMES,
+    words.STREETS,
+    words.CITIES,
+    words.CUSTOMER_TIERS,
+    words.PRODUCT_NAMES,
+    STOCK_CHOICES,
+    words.ORDER_STATUSES,
+    words.ORDER_STATUS_WEIGHTS,
+    words.CARRIERS,
+    words.REFUND_REASONS,
+    words.TICKET_CATEGORIES,
+    words.TICKET_PRIORITIES,
+    words.TICKET_SUMMARIES,
+    TICKET_STATUSES,
+)
+WORLD_SIZES = (N_CUSTOMERS, N_PRODUCTS, N_ORDERS, N_TICKETS, TODAY_DAY)
+
+
+def _collections(state: State) -> str:
+    """Every record of a state with its keys in order and its value types (``repr``)."""
+    return repr([getattr(state, name) for name in COLLECTIONS])
+
+
+def _compiled_generator() -> Callable[..., tuple[dict, ...]] | None:
+    """backoffice/_world_draws.c's ``initial_world`` where it is built and builds the reference's worlds
+    on this Python (checked on one- and two-word seeds), else None. ``PAIRED_ROLLOUTS_PURE_FATES=1``
+    switches the compiled helper off (to audit or time the pure path)."""
+    if os.environ.get("PAIRED_ROLLOUTS_PURE_FATES", "") not in ("", "0"):
+        return None
+    try:
+        from paired_rollouts.backoffice._world_draws import initial_world
+    except ImportError:
+        return None
+    for seed in (0, 126704, 2**32 + 7):
+        built = _state_of(initial_world(seed, WORLD_WORDS, WORLD_SIZES))
+        if _collections(built) != _collections(reference_initial_state(seed)):
+            return None
+    return initial_world
+
+
+def _state_of(collections: tuple[dict, ...]) -> State:
+    """The initial state of compiled collections, its read cache as the reference's stock floor leaves it."""
+    customers, products, orders, shipments, tickets = collections
+    state = State(TODAY_DAY, 0, 0, customers, products, orders, shipments, tickets, frozenset())
+    state.read_cache()[_RESERVED_KEY] = _reserved_totals(orders.values())
+    return state
+
+
+_COMPILED_WORLD = _compiled_generator()
+#: which path generates the worlds in this process, for benchmarks and tests
+WORLD_DRAWS = "compiled (backoffice/_world_draws.c)" if _COMPILED_WORLD is not None else _DRAWS.__name__
+
+
+def build_initial_state(seed: int) -> State:
+    """The initial world of ``seed`` (docs/simulator.md#world-generation): compiled where it agrees with
+    ``reference_initial_state``, else the reference itself."""
+    if _COMPILED_WORLD is not None and 0 <= seed < 2**64:
+        return _state_of(_COMPILED_WORLD(seed, WORLD_WORDS, WORLD_SIZES))
+    return reference_initial_state(seed)
 
 
 @lru_cache(maxsize=1024)

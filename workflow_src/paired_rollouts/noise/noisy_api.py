@@ -172,7 +172,7 @@ class NoisyToolAPI(ToolAPI):
                 elif kind == "field_dropout":
                     keys = sorted(payload)
                     payload = dict(payload)
-                    del payload[keys[fate.dropped % len(keys)]]
+                    del payload[keys[fate.detail % len(keys)]]
                     logged_fault = kind
         if logged_fault is not None:
             self._log_fault(tool, event, k, logged_fault)

@@ -2,63 +2,50 @@
 
 ``derive_seed`` hashes its parts, so a seed depends only on *what* it is for (task, index, slot, ...) and
 never on the order in which things were computed; that is what keeps paired arms, checkpoints and
-re-runs comparable.
+re-runs comparable. The derivations are ``paired_rollouts.pairing.seeds`` (the public API); this module
+adds the study's evaluation indices and its training rows.
 """
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Sequence
 from typing import Any
 
-MOD31 = 2**31
+# The derivations are the public pairing API's (one implementation), importable from here too.
+from paired_rollouts.pairing.seeds import (
+    MOD31,
+    derive_seed,
+    diagnostic_seed,
+    eval_schedule_seed,
+    independent_seed,
+    resolve_seed,
+    seed_family,
+    training_schedule_seed,
+)
+
+__all__ = [
+    "CHALLENGE_EVAL_INDICES",
+    "DIAGNOSTIC_INDICES",
+    "FINAL_EVAL_INDICES",
+    "MOD31",
+    "PERIODIC_EVAL_INDICES",
+    "build_blocking_rows",
+    "build_training_rows",
+    "derive_seed",
+    "diagnostic_seed",
+    "eval_schedule_seed",
+    "independent_seed",
+    "resolve_seed",
+    "row_order",
+    "seed_family",
+    "training_schedule_seed",
+]
+
 FINAL_EVAL_INDICES: tuple[int, ...] = (1, 2, 3, 4)
 PERIODIC_EVAL_INDICES: tuple[int, ...] = (1, 2)
 CHALLENGE_EVAL_INDICES: tuple[int, ...] = (1,)
 DIAGNOSTIC_INDICES: tuple[int, ...] = tuple(range(8))
-
-
-def derive_seed(*parts: Any) -> int:
-    """First 8 bytes (big-endian, unsigned) of SHA-256 over ``"|".join(str(p) for p in parts)``."""
-    text = "|".join(str(part) for part in parts)
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
-
-
-def eval_schedule_seed(task_id: str, index: int) -> int:
-    """The evaluation schedule ``index`` (1-based) of a task; identical across arms and checkpoints."""
-    return derive_seed("eval", task_id, index) % MOD31
-
-
-def diagnostic_seed(run_seed: int, task_id: str, index: int) -> int:
-    """The ``index``-th (0..7) diagnostic schedule of a task for one run seed."""
-    return derive_seed("diag", run_seed, task_id, index) % MOD31
-
-
-def training_schedule_seed(run_seed: int, condition: str, row_index: int) -> int:
-    """The schedule seed of training row ``row_index``; ``condition`` is the condition name, e.g. "C2"."""
-    return derive_seed("schedule", run_seed, condition, row_index) % MOD31
-
-
-def independent_seed(schedule_seed: int, slot: int, draw_index: int, family: str) -> int:
-    """A rollout's own seed in the independent arm: full 64 bits, family "train" or "eval"."""
-    if family not in ("train", "eval"):
-        raise ValueError(f"family must be 'train' or 'eval', not {family!r}")
-    return derive_seed("independent", schedule_seed, slot, draw_index, family)
-
-
-def seed_family(phase: str) -> str:
-    """ "train" for training phases ("train", "train:step20"), else "eval"."""
-    return "train" if phase.startswith("train") else "eval"
-
-
-def resolve_seed(
-    mode: str, schedule_seed: int, slot: int = 0, draw_index: int = 0, phase: str = "train"
-) -> int:
-    """The seed one rollout uses: the row's seed when paired/clean, its own seed when independent."""
-    if mode == "independent":
-        return independent_seed(schedule_seed, slot, draw_index, seed_family(phase))
-    return schedule_seed
 
 
 def row_order(n_tasks: int, run_seed: int) -> list[int]:

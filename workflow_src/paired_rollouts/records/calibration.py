@@ -4,16 +4,22 @@ sections 8.1-8.2, docs/prereg.md, docs/simulator.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from paired_rollouts.design import ARMS
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import read_json, sha256_file
 from paired_rollouts.records.schema import (
     At,
+    by_name,
     each,
     is_bool,
+    is_condition,
     is_dict,
     is_int,
     is_num,
@@ -32,11 +38,13 @@ from paired_rollouts.records.schema import (
 # ---------------------------------------------------------------- surrogate calibration
 
 CALIBRATE = "paired-rollouts surrogate calibrate"
+CURVES = "paired-rollouts surrogate curves"
 
 
 @dataclass(frozen=True, kw_only=True)
 class CalibrationTarget:
-    """One step-0 target of the paper's agent: its value, tolerance, what the surrogate achieved."""
+    """One target of the calibration: its value, tolerance, what the surrogate achieved, and its kind
+    (fitted, fitted offline, checked, or reported where the scale does not check it)."""
 
     target_name: str = key(is_str)
     target: float = key(is_num)
@@ -44,12 +52,16 @@ class CalibrationTarget:
     achieved: float | None = key(nullable(is_num))
     difference: float | None = key(nullable(is_num))
     passes: bool = key(is_bool)
+    kind: str = key(is_str)
     source: str = key(is_str)
 
 
 @dataclass(frozen=True, kw_only=True)
 class CalibrationLuck:
+    """The zero-shot luck share: the mean over the probe captures' diagnostic schedules and each one's."""
+
     lam: float | None = key(nullable(is_num))
+    lam_by_capture: list[float | None] = key(list_of(nullable(is_num)))
     tasks: int = key(is_int)
     tasks_defined: int = key(is_int)
 
@@ -61,35 +73,161 @@ class CalibrationEstimation:
     clean_episodes: int = key(is_int)
     noisy_episodes: int = key(is_int)
     diagnostic_episodes: int = key(is_int)
+    probe_captures: int = key(is_int)
+    snr_groups: int = key(is_int)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibrationCurve:
+    """One unpaired arm's mean learning curve against the published one (the register of stage curves)."""
+
+    condition: str = key(is_condition)
+    arm: str = key(one_of(*ARMS))
+    regime: str = key(is_str)
+    runs: list[str] = key(list_of(is_str))
+    points: list[dict[str, Any]] = key(list_of(is_dict))
+    rms_gap: float | None = key(nullable(is_num))
+    tolerance: float = key(is_num)
+    checked: bool = key(is_bool)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Calibration:
-    """results/<scale>/models/surrogate/calibration.json (surrogate/calibration.py, docs/records.md
-    section 8.2): theta has one value per parameter name."""
+    """results/<scale>/models/surrogate/{step0,calibration}.json (surrogate/calibration.py, docs/records.md
+    section 8.2): theta has one value per parameter name; the calibration register proper (stage
+    ``curves``) also carries the unpaired arms' curves and the step-0 register's sha256. Every summary and
+    verdict must follow from the register's own detail (``summary_mismatch``)."""
 
     path: str
     raw: dict[str, Any]
+    stage: str = key(one_of("step0", "curves"))
     passes: bool = key(is_bool)
     knobs: dict[str, float] = key(map_of(is_num))
+    shape: dict[str, float] = key(map_of(is_num))
     theta: list[float] = key(list_of(is_num))
     parameter_names: list[str] = key(list_of(is_str))
     targets: list[CalibrationTarget] = key(list_of(is_dict), read=each(CalibrationTarget))
     luck_share: CalibrationLuck = key(is_dict, read=one(CalibrationLuck))
+    mechanism: dict[str, Any] = key(is_dict)
+    signal_to_noise: dict[str, dict[str, Any]] = key(map_of(is_dict))
     iterations: list[dict[str, Any]] = key(list_of(is_dict))
     estimation: CalibrationEstimation = key(is_dict, read=one(CalibrationEstimation))
+    step0_sha256: str | None = key(is_sha256, default=None)
+    curves: dict[str, CalibrationCurve] = key(is_dict, read=by_name(CalibrationCurve), factory=dict)
 
     def _check(self, at: At) -> None:
         if len(self.theta) != len(self.parameter_names):
             raise at.error(f"{len(self.theta)} theta values for {len(self.parameter_names)} parameter names")
+        if self.stage == "curves":
+            fix = replace(at, fix=f"regenerate it with '{CURVES}'")
+            for name in ("step0_sha256", "curves"):
+                if name not in self.raw:
+                    raise fix.missing(name)
+        mismatch = summary_mismatch(self.raw)
+        if mismatch is not None:
+            raise at.error(f"{mismatch}; its summaries must follow from its detail")
 
     def target(self, name: str) -> CalibrationTarget | None:
         return {t.target_name: t for t in self.targets}.get(name)
 
 
 def read_calibration(path: str | Path) -> Calibration:
-    """results/<scale>/models/surrogate/calibration.json, typed."""
+    """results/<scale>/models/surrogate/{step0,calibration}.json, typed, its summaries recomputed."""
     return read_register(Calibration, path, "surrogate calibration register", CALIBRATE)
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _mechanism_mismatch(mechanism: dict[str, Any]) -> str | None:
+    """The mechanism's means and SDs against its captures."""
+    captures = mechanism.get("captures", [])
+    for name in mechanism.get("mean", {}):
+        values = [c[name] for c in captures]
+        if not _same(mechanism["mean"][name], float(np.mean(values))):
+            return f"mechanism.mean.{name} is {mechanism['mean'][name]}, its captures give {np.mean(values)}"
+        sd = float(np.std(values, ddof=1)) if len(values) > 1 else None
+        if sd is not None and not _same(mechanism["sd"][name], sd):
+            return f"mechanism.sd.{name} is {mechanism['sd'][name]}, its captures give {sd}"
+    return None
+
+
+def _curve_mismatch(name: str, curve: dict[str, Any]) -> tuple[str | None, float | None]:
+    """A curve's gaps against its points and its RMS gap against its gaps; and that RMS gap."""
+    for point in curve["points"]:
+        if not _same(point["gap"], point["achieved"] - point["target"]):
+            return f"curves.{name} step {point['step']}: gap {point['gap']} is not achieved - target", None
+    gaps = [p["gap"] ** 2 for p in curve["points"]]
+    rms = math.sqrt(float(np.mean(gaps))) if gaps else None
+    if not _same(curve["rms_gap"], rms):
+        return f"curves.{name}.rms_gap is {curve['rms_gap']}, its points give {rms}", None
+    return None, rms
+
+
+def _stated(register: dict[str, Any]) -> tuple[str | None, dict[str, tuple[float | None, float | None]]]:
+    """What the register's detail gives for the targets it summarises: {name: (achieved, tolerance)}."""
+    from paired_rollouts.surrogate.calibration import CURVE_TOLERANCE, MECHANISM, mechanism_tolerance
+
+    mechanism, luck = register["mechanism"], register["luck_share"]
+    if luck.get("lam_by_capture") and None not in luck["lam_by_capture"]:
+        lam = float(np.mean(luck["lam_by_capture"]))
+        if not _same(luck["lam"], lam):
+            return f"luck_share.lam is {luck['lam']}, its captures give {lam}", {}
+    stated: dict[str, tuple[float | None, float | None]] = {"luck_share_p025": (luck["lam"], None)}
+    captures = len(mechanism.get("captures", []))
+    for name, (_, part) in MECHANISM.items():
+        if part in mechanism.get("mean", {}):
+            stated[name] = (mechanism["mean"][part], mechanism_tolerance(mechanism["sd"][part], captures))
+    for name, curve in register.get("curves", {}).items():
+        mismatch, rms = _curve_mismatch(name, curve)
+        if mismatch is not None:
+            return mismatch, {}
+        stated[f"curve_rms_{name}"] = (rms, CURVE_TOLERANCE)
+    return None, stated
+
+
+def _target_mismatch(register: dict[str, Any], row: dict[str, Any], stated: dict[str, tuple]) -> str | None:
+    """One target row's achieved value, tolerance, difference, kind and verdict against the detail."""
+    name = row["target_name"]
+    achieved, tolerance = stated.get(name, (row["achieved"], row["tolerance"]))
+    if not _same(row["achieved"], achieved):
+        return f"targets {name}: achieved {row['achieved']}, the register's detail gives {achieved}"
+    if tolerance is not None and not _same(row["tolerance"], tolerance):
+        return f"targets {name}: tolerance {row['tolerance']}, the register's detail gives {tolerance}"
+    difference = None if achieved is None else achieved - row["target"]
+    if not _same(row["difference"], difference):
+        return f"targets {name}: difference {row['difference']} is not achieved - target"
+    reported = row["kind"].startswith("reported")
+    curve = register.get("curves", {}).get(name.removeprefix("curve_rms_"))
+    if name.startswith("curve_rms_") and curve is not None and curve["checked"] == reported:
+        return f"targets {name}: kind {row['kind']!r} but curves checked is {curve['checked']}"
+    verdict = reported or (difference is not None and abs(difference) <= row["tolerance"])
+    if row["passes"] != verdict:
+        return f"targets {name}: passes is {row['passes']}, its values give {verdict}"
+    return None
+
+
+def summary_mismatch(register: dict[str, Any]) -> str | None:
+    """The first stated summary or verdict of a calibration register (as written) that its own detail does
+    not give back, or None: the mechanism's means and SDs from its captures, the luck share from its
+    captures, each curve's gaps and RMS gap from its points, each target row's achieved value (from those),
+    tolerance, difference and verdict, and the overall verdict."""
+    mismatch = _mechanism_mismatch(register["mechanism"])
+    if mismatch is not None:
+        return mismatch
+    mismatch, stated = _stated(register)
+    if mismatch is not None:
+        return mismatch
+    for row in register["targets"]:
+        mismatch = _target_mismatch(register, row, stated)
+        if mismatch is not None:
+            return mismatch
+    if register["passes"] != all(r["passes"] for r in register["targets"]):
+        return f"passes is {register['passes']}, its targets give {not register['passes']}"
+    return None
 
 
 # ---------------------------------------------------------------- surrogate checkpoints

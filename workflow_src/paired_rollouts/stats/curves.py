@@ -12,26 +12,7 @@ from typing import Any
 import numpy as np
 
 from paired_rollouts.errors import UserError
-
-
-def auc_weights(steps: Sequence[float]) -> np.ndarray:
-    """Trapezoid weights that turn a curve at ``steps`` into its mean over [first, last].
-
-    For 0, 20, ..., 100 these are .1 .2 .2 .2 .2 .1. A single step has weight 1 (the curve value).
-    """
-    x = np.asarray(steps, dtype=float)
-    if x.ndim != 1 or x.size == 0:
-        raise UserError("AUC needs at least one evaluated step")
-    if np.any(np.diff(x) <= 0):
-        raise UserError(f"AUC steps must be strictly increasing, got {list(steps)}")
-    if x.size == 1:
-        return np.ones(1)
-    span = x[-1] - x[0]
-    gaps = np.diff(x)
-    weights = np.zeros_like(x)
-    weights[:-1] += gaps / 2
-    weights[1:] += gaps / 2
-    return weights / span
+from paired_rollouts.pairing.bootstrap import auc_weights  # the one implementation (public API)
 
 
 def auc(steps: Sequence[float], values: Sequence[float]) -> float:

@@ -3,43 +3,27 @@
 Under outcome noise an all-correct group of G independent rollouts shows reward variance unless all
 G or none of its rewards flip: 1 - (1-q)^G - q^G of them carry a spurious learning signal. A paired
 group flips as one, so it never does. The seed-sharing check proves the arms were run as designed.
+The flags and the closed form are ``paired_rollouts.pairing``'s diagnostics.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from paired_rollouts import pairing
 from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
 
 if TYPE_CHECKING:
     from paired_rollouts.records import GroupStats
 
-ZERO_VAR_TOL = 1e-12
-
-
-def spurious_rate_closed_form(q: float, group_size: int) -> float:
-    """Share of all-correct groups whose observed rewards still differ: 1-(1-q)^G-q^G."""
-    if group_size < 2:
-        return 0.0
-    return 1.0 - (1.0 - q) ** group_size - q**group_size
-
 
 def group_flags(true_success: list[Any], observed: list[float]) -> dict[str, bool]:
     """zero_variance (ddof-1 std of observed == 0), all_correct, spurious (all correct yet varying)."""
-    obs = [float(x) for x in observed]
-    n = len(obs)
-    if n < 2:
-        zero_var = True
-    else:  # sample std (ddof 1) in plain Python: groups are small and there are thousands of them
-        mean = sum(obs) / n
-        zero_var = math.sqrt(sum((x - mean) ** 2 for x in obs) / (n - 1)) <= ZERO_VAR_TOL
-    all_correct = bool(all(bool(t) for t in true_success))
-    return {"zero_variance": zero_var, "all_correct": all_correct, "spurious": all_correct and not zero_var}
+    return pairing.group_flags(true_success, observed)._asdict()
 
 
 def seed_sharing(
@@ -172,7 +156,7 @@ def group_statistics(
         "spurious_among_all_correct": spurious / all_correct if all_correct else None,
         "mean_max_abs_advantage": float(np.mean(max_adv)) if max_adv else None,
         "expected_spurious_rate": (
-            {"q": q, "G": group_size, "rate": spurious_rate_closed_form(q, group_size)}
+            {"q": q, "G": group_size, "rate": pairing.spurious_rate_closed_form(q, group_size)}
             if q is not None
             else None
         ),

@@ -1,5 +1,8 @@
 """Luck share: the fraction of outcome variance explained by the fault schedule (docs/analysis.md#luck-share).
 
+The estimator is ``paired_rollouts.pairing.luck_share``; this module builds the study's tables from its
+diagnostic episodes and writes ``luck-step{N}.json``.
+
 One K x M table per diagnostic task and checkpoint (K schedules as rows, ordered by schedule seed; M
 samples of the policy per schedule). A one-way random-effects decomposition splits the variance into
 between-schedule (environment luck) and within-schedule (policy) parts. The environment component is
@@ -16,69 +19,31 @@ from typing import Any
 
 import numpy as np
 
+from paired_rollouts import pairing
 from paired_rollouts.errors import UserError
-from paired_rollouts.stats.bootstrap import percentile_interval, task_bootstrap_nanmean
-
-
-def variance_components(tables: np.ndarray) -> dict[str, np.ndarray]:
-    """Components for a stack of tables (N x K x M, or one K x M); lam is NaN where undefined."""
-    r = np.asarray(tables, dtype=float)
-    single = r.ndim == 2
-    if single:
-        r = r[None]
-    if r.ndim != 3:
-        raise UserError(f"luck share needs K x M tables, got shape {np.shape(tables)}")
-    _, k, m = r.shape
-    if k < 2 or m < 2:
-        raise UserError(f"luck share needs K >= 2 schedules and M >= 2 samples, got {k} x {m}")
-    row_mean = r.mean(axis=2)
-    grand = row_mean.mean(axis=1)
-    ms_between = m / (k - 1) * ((row_mean - grand[:, None]) ** 2).sum(axis=1)
-    ms_within = ((r - row_mean[:, :, None]) ** 2).sum(axis=(1, 2)) / (k * (m - 1))
-    env = np.maximum(0.0, (ms_between - ms_within) / m)
-    pol = ms_within
-    denom = env + pol
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lam = np.where(denom > 0, env / np.where(denom > 0, denom, 1.0), np.nan)
-    out = {"ms_between": ms_between, "ms_within": ms_within, "sigma2_env": env, "sigma2_pol": pol, "lam": lam}
-    if single:
-        out = {key: value[0] for key, value in out.items()}
-    return out
 
 
 def luck_share(table: np.ndarray) -> float | None:
     """lambda of one K x M table; None when undefined (all-0 or all-1 table)."""
-    lam = float(variance_components(table)["lam"])
+    lam = float(pairing.variance_components(table)["lam"])
     return None if np.isnan(lam) else lam
 
 
 def summarize_tables(tables: np.ndarray) -> dict[str, Any]:
     """lam (mean over defined tasks), lam_pooled and the mean components over all tables."""
-    comps = variance_components(np.asarray(tables, dtype=float).reshape((-1,) + np.shape(tables)[-2:]))
-    lam = comps["lam"]
-    defined = ~np.isnan(lam)
-    env_mean = float(comps["sigma2_env"].mean())
-    pol_mean = float(comps["sigma2_pol"].mean())
-    pooled_den = env_mean + pol_mean
+    share = pairing.luck_share(tables, resamples=0)
+    return {**_summary(share), "components": share.components}
+
+
+def _summary(share: pairing.LuckShare) -> dict[str, Any]:
     return {
-        "tasks": int(lam.size),
-        "tasks_defined": int(defined.sum()),
-        "lam": float(lam[defined].mean()) if defined.any() else None,
-        "lam_pooled": env_mean / pooled_den if pooled_den > 0 else None,
-        "sigma2_env_mean": env_mean,
-        "sigma2_pol_mean": pol_mean,
-        "components": comps,
+        "tasks": share.tasks,
+        "tasks_defined": share.tasks_defined,
+        "lam": share.lam,
+        "lam_pooled": share.lam_pooled,
+        "sigma2_env_mean": share.sigma2_env_mean,
+        "sigma2_pol_mean": share.sigma2_pol_mean,
     }
-
-
-def lam_bootstrap(
-    lams: np.ndarray, resamples: int, rng: np.random.Generator, lower: float = 2.5, upper: float = 97.5
-) -> list[float | None]:
-    """Percentile interval (default 95%) of the task-bootstrap of mean lam (nanmean, nanpercentile)."""
-    v = np.asarray(lams, dtype=float)
-    if v.size == 0 or np.all(np.isnan(v)):
-        return [None, None]
-    return percentile_interval(task_bootstrap_nanmean(v, resamples, rng), lower, upper)
 
 
 def _usual(counts: Iterable[int]) -> int:
@@ -181,11 +146,11 @@ def luck_share_file(
         )
         return out
     stack = np.stack([built["tables"][t][1] for t in task_ids])
-    summary = summarize_tables(stack)
-    comps = summary.pop("components")
-    out.update(summary)
-    out["ci95"] = lam_bootstrap(comps["lam"], resamples, np.random.default_rng(seed))
-    lam = summary["lam"]
+    share = pairing.luck_share(stack, resamples=resamples, rng=np.random.default_rng(seed))
+    comps = share.components
+    out.update(_summary(share))
+    out["ci95"] = share.interval
+    lam = share.lam
     out["contrast_precision_equivalent"] = m / (1 - lam) if lam is not None and lam < 1 else None
     out["per_task"] = [
         {

@@ -1,4 +1,4 @@
-"""CLI: ``paired-rollouts surrogate calibrate|arm|stats|probe|power``."""
+"""CLI: ``paired-rollouts surrogate calibrate|curves|fit|arm|stats|probe|power|summary``."""
 
 from __future__ import annotations
 
@@ -12,24 +12,97 @@ from paired_rollouts import cli_args as A
 from paired_rollouts.errors import UserError
 
 
+def _print_targets(register: dict) -> None:
+    for row in register["targets"]:
+        achieved = "undefined" if row["achieved"] is None else f"{row['achieved']:.4f}"
+        print(
+            f"{row['target_name']}: target {row['target']:.4f} +- {row['tolerance']:.4f}, achieved {achieved} "
+            f"({row['kind']}) {'ok' if row['passes'] else 'MISSED'}"
+        )
+
+
 def _calibrate(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json, load_settings
-    from paired_rollouts.surrogate.calibration import Estimator, calibrate, check_register, estimator_settings
+    from paired_rollouts.settings import Settings
+    from paired_rollouts.surrogate.calibration import (
+        Estimator,
+        check_register,
+        estimator_settings,
+        step0_register,
+    )
+    from paired_rollouts.surrogate.policy import Shape
 
-    settings = estimator_settings(load_settings(args.settings))
+    raw = load_settings(args.settings)
+    settings, surrogate = estimator_settings(raw), Settings.parse(raw).surrogate
     began = time.perf_counter()
-    register = calibrate(Estimator(args.tasks_dir, **settings))
+    estimator = Estimator(
+        args.tasks_dir, **settings, shape=Shape.of(surrogate), snr_groups=surrogate.snr_groups
+    )
+    register = step0_register(estimator, args.published, surrogate.mechanism_captures)
     register["settings"] = settings
     atomic_write_json(args.out, register)
-    for row in register["targets"]:
+    _print_targets(register)
+    for design, row in register["signal_to_noise"].items():
+        every, actions = row["all"], row["actions"]
         print(
-            f"{row['target_name']}: target {row['target']} +- {row['tolerance']}, achieved {row['achieved']:.4f} "
-            f"{'ok' if row['passes'] else 'MISSED'}"
+            f"signal-to-noise per step at step 0, {design}: {every['snr_per_step']:.4f} +- "
+            f"{every['snr_per_step_se']:.4f} (action parameters {actions['snr_per_step']:.3f} +- "
+            f"{actions['snr_per_step_se']:.3f})"
         )
     print(
-        f"calibration {'passes' if register['passes'] else 'FAILS'} ({time.perf_counter() - began:.1f} s) -> {args.out}"
+        f"step-0 calibration {'passes' if register['passes'] else 'FAILS'} ({time.perf_counter() - began:.1f} s) -> {args.out}"
     )
     check_register(register, str(args.out))
+    return 0
+
+
+def _curves(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json, load_settings, sha256_file
+    from paired_rollouts.records import read_calibration
+    from paired_rollouts.settings import Settings
+    from paired_rollouts.surrogate.calibration import check_register, curves_register
+
+    step0 = read_calibration(args.step0)
+    if step0.stage != "step0" or step0.passes is not True:
+        raise UserError(f"{args.step0}: not a passing step-0 calibration register; run 'surrogate calibrate'")
+    check = Settings.parse(load_settings(args.settings)).surrogate.check_curves
+    register = curves_register(
+        step0.raw, sha256_file(args.step0), args.runs, args.results, args.published_curves, check
+    )
+    atomic_write_json(args.out, register)
+    _print_targets(register)
+    print(f"calibration {'passes' if register['passes'] else 'FAILS'} -> {args.out}")
+    check_register(register, str(args.out))
+    return 0
+
+
+def _fit(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json, load_settings
+    from paired_rollouts.settings import Settings
+    from paired_rollouts.surrogate.calibration import estimator_settings
+    from paired_rollouts.surrogate.fit import fit
+
+    raw = load_settings(args.settings)
+    settings = Settings.parse(raw)
+    surrogate = settings.surrogate
+    began = time.perf_counter()
+    report = fit(
+        args.tasks_dir,
+        estimator_keywords=estimator_settings(raw),
+        settings=settings,
+        published=args.published,
+        published_curves_path=args.published_curves,
+        difficulties=args.difficulties or [surrogate.task_difficulty],
+        tokens=surrogate.phrasing_tokens,
+        error_tokens=args.error_tokens or [surrogate.error_phrasing_tokens],
+        captures=surrogate.mechanism_captures,
+        learning_rates=args.learning_rates,
+        seeds=args.seeds,
+        jobs=args.jobs,
+    )
+    report["seconds"] = round(time.perf_counter() - began, 1)
+    atomic_write_json(args.out, report)
+    print(f"chosen: {report['chosen_shape']}, learning rate {report['chosen_learning_rate']} -> {args.out}")
     return 0
 
 
@@ -135,10 +208,12 @@ def _probe(args: argparse.Namespace) -> int:
     from paired_rollouts.probe import build_probe_register
     from paired_rollouts.probe.evidence import plain
     from paired_rollouts.settings import Settings
+    from paired_rollouts.surrogate.policy import Shape
     from paired_rollouts.surrogate.probe import probe_checkpoint
     from paired_rollouts.surrogate.run import read_checkpoint
 
     settings = Settings.parse(load_settings(args.settings))
+    shape = Shape.of(settings.surrogate)
     ident = parse_run(args.run, parse_conditions(args.conditions))
     tasks = {
         t["task_id"]: t
@@ -156,6 +231,7 @@ def _probe(args: argparse.Namespace) -> int:
             tasks_dir=args.tasks_dir,
             settings=settings,
             tasks_by_id=tasks,
+            shape=shape,
         )
         checkpoints[step]["seconds"] = round(time.perf_counter() - began, 3)
         o = checkpoints[step]["outcome"]
@@ -184,24 +260,80 @@ def _power(args: argparse.Namespace) -> int:
     return 0
 
 
+SURROGATE_SECTION = "JSON: the scale's `surrogate` section as in config/config.yaml"
+PUBLISHED_FILES = {"published": "data/published/paper.yaml", "published-curves": "data/published/curves.yaml"}
+
+
+def _add_published(p: argparse.ArgumentParser, *names: str) -> None:
+    for name in names:
+        p.add_argument(f"--{name}", required=True, type=Path, help=PUBLISHED_FILES[name])
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     top = subparsers.add_parser(
         "surrogate",
-        help="the surrogate policy scale (calibrate, arm, stats, probe, power)",
+        help="the surrogate policy scale (calibrate, curves, fit, arm, stats, probe, power, summary)",
         description="The surrogate policy: a log-linear softmax agent in the real back office.",
     )
     sub = top.add_subparsers(dest="surrogate_command", required=True, metavar="SUBCOMMAND")
 
     p = sub.add_parser(
         "calibrate",
-        help="fit the initial parameters to the paper's step-0 agent",
-        description="Fit the knobs to the step-0 targets, write the calibration register (target, "
-        "achieved, tolerance) and exit 1 when a target is missed.",
+        help="fit the initial parameters to the paper's step-0 agent; check the shape's step-0 targets",
+        description="Fit the four behaviour knobs to the step-0 targets, check the policy shape's targets "
+        "(spread of success over tasks, the probe's step-0 trace reductions), measure the gradient "
+        "signal-to-noise per step, write the step-0 register and exit 1 when a target is missed.",
     )
     A.add_tasks_dir(p)
-    A.add_settings(p, "JSON: the scale's `surrogate` section as in config/config.yaml", required=True)
-    p.add_argument("--out", required=True, type=Path, help="results/surrogate/models/calibration.json")
+    A.add_settings(p, SURROGATE_SECTION, required=True)
+    _add_published(p, "published")
+    p.add_argument("--out", required=True, type=Path, help="results/<scale>/models/surrogate/step0.json")
     p.set_defaults(handler=_calibrate)
+
+    p = sub.add_parser(
+        "curves",
+        help="check the unpaired arms' learning curves against the published ones",
+        description="Mean learning curve of each arm the paper ran without pairing (C0, C2 independent, "
+        "C4 independent) against data/published/curves.yaml: gap per point, RMS gap per curve; writes the "
+        "calibration register (the step-0 register plus the curves) and exits 1 on a miss. A paired run is "
+        "refused.",
+    )
+    p.add_argument("--step0", required=True, type=Path, help="results/<scale>/models/surrogate/step0.json")
+    p.add_argument(
+        "--runs", required=True, nargs="+", help="the unpaired runs, e.g. c0-clean-s0 c2-independent-s0"
+    )
+    A.add_results_root(p, "results root, e.g. results/surrogate", required=True, type=None)
+    A.add_settings(p, SURROGATE_SECTION, required=True)
+    _add_published(p, "published-curves")
+    p.add_argument(
+        "--out", required=True, type=Path, help="results/<scale>/models/surrogate/calibration.json"
+    )
+    p.set_defaults(handler=_curves)
+
+    p = sub.add_parser(
+        "fit",
+        help="offline: search the policy shape and the learning rate the calibration re-checks",
+        description="Offline, not a pipeline stage (hours of CPU at full size). Grid over task "
+        "difficulty x error phrasing tokens (step-0 spread and probe reductions), then over learning "
+        "rates (the unpaired arms' curves against the published ones; paired curves are never read). "
+        "Writes the report; put the chosen values into config/config.yaml.",
+    )
+    A.add_tasks_dir(p)
+    A.add_settings(p, "JSON: the scale's training, evaluation and surrogate sections", required=True)
+    _add_published(p, "published", "published-curves")
+    p.add_argument("--difficulties", nargs="+", type=float, default=None, help="task_difficulty grid")
+    p.add_argument("--error-tokens", nargs="+", type=int, default=None, help="error_phrasing_tokens grid")
+    p.add_argument(
+        "--learning-rates",
+        nargs="+",
+        type=float,
+        default=[],
+        help="learning-rate grid (none: the shape only)",
+    )
+    p.add_argument("--seeds", type=int, default=4, help="runs per unpaired arm and learning rate")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes (results do not depend on it)")
+    p.add_argument("--out", required=True, type=Path)
+    p.set_defaults(handler=_fit)
 
     p = sub.add_parser(
         "arm",
@@ -272,7 +404,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _verdict_numbers(block: Any) -> dict[str, Any]:
-    """A hypothesis's verdict and, when computed, its headline numbers (the summary the README quotes)."""
+    """A hypothesis's verdict and, when computed, its headline numbers (the summary the README quotes);
+    an AUC gap also gets its standard error over seed pairs (between-pair SD, ddof 1, over sqrt(pairs))."""
+    import numpy as np
+
     from paired_rollouts.records import AucGap, ChallengeGap, HeldoutGap
 
     numbers = {
@@ -280,7 +415,41 @@ def _verdict_numbers(block: Any) -> dict[str, Any]:
         ChallengeGap: ("difference_mean", "ci95"),
         HeldoutGap: ("difference_mean", "difference_ci90"),
     }.get(type(block), ())
-    return {"passes": block.passes, **({k: getattr(block, k) for k in numbers} if block.computed else {})}
+    out = {"passes": block.passes, **({k: getattr(block, k) for k in numbers} if block.computed else {})}
+    if isinstance(block, AucGap) and block.computed:
+        pairs = block.auc_difference_by_seed
+        out["auc_difference_se"] = float(np.std(pairs, ddof=1) / np.sqrt(len(pairs)))
+    return out
+
+
+def _mean_luck(layout: Any, runs: list[str], step: int) -> float:
+    """The mean luck share at ``step`` over the runs that have one (nan where none is defined)."""
+    import numpy as np
+
+    from paired_rollouts.records import read_luck
+
+    paths = [Path(layout.luck(run, step)) for run in runs]
+    lams = [read_luck(path).lam for path in paths if path.is_file()]
+    return float(np.nanmean([np.nan if lam is None else lam for lam in lams]))
+
+
+def _calibration_summary(register: Any) -> dict[str, Any]:
+    """The calibration register's headline figures: targets, curves, mechanism, signal-to-noise."""
+    return {
+        "passes": register.passes,
+        "targets": {t.target_name: [t.target, t.achieved, t.tolerance] for t in register.targets},
+        "curves": {
+            name: {"rms_gap": c.rms_gap, "achieved": [round(p["achieved"], 4) for p in c.points]}
+            for name, c in register.curves.items()
+        },
+        "mechanism": register.mechanism["mean"],
+        "snr_per_step": {
+            design: {
+                part: [row[part]["snr_per_step"], row[part]["snr_per_step_se"]] for part in ("all", "actions")
+            }
+            for design, row in register.signal_to_noise.items()
+        },
+    }
 
 
 def _summary(args: argparse.Namespace) -> int:
@@ -309,7 +478,6 @@ def _summary(args: argparse.Namespace) -> int:
             f"{args.results}: not the results root of a surrogate scale (no {calibration}); give e.g. "
             "results/surrogate or results/tiny_surrogate"
         )
-    read_calibration(calibration)
     out: dict = {}
     c2, c4 = (read_decision_register(layout.decision(c.lower())) for c in decided_comparisons())
     curves: dict = {}
@@ -346,6 +514,21 @@ def _summary(args: argparse.Namespace) -> int:
         "min": float(min(x["lam"] for x in lams)),
         "min_ci95_lower": float(min(x["ci95"][0] for x in lams)),
     }
+    later = sorted(
+        {
+            int(p.stem.split("step")[1])
+            for run in c2.runs
+            for p in Path(layout.diagnostics_dir(run)).glob("luck-step*.json")
+        }
+    )
+    out["c2_luck_by_step"] = {
+        arm: {
+            str(step): _mean_luck(layout, [run for run in c2.runs if f"-{arm}-" in run], step)
+            for step in later
+        }
+        for arm in ("paired", "independent")
+    }
+    out["calibration"] = _calibration_summary(read_calibration(calibration))
     probe = {}
     bandit = Path(layout.bandit_file())
     for path in sorted(bandit.parent.glob("*.json")):

@@ -16,7 +16,7 @@ import random
 from typing import Any
 
 from paired_rollouts.agents.scripted import _before, _verified, lookup_calls
-from paired_rollouts.backoffice.tools import WRITE_TOOLS
+from paired_rollouts.backoffice.tools import LIST_TOOLS, WRITE_TOOLS
 from paired_rollouts.backoffice.words import TICKET_PRIORITIES
 from paired_rollouts.episode import EpisodeSession
 from paired_rollouts.surrogate.policy import (
@@ -36,6 +36,7 @@ from paired_rollouts.surrogate.policy import (
 )
 
 _WRITES = frozenset(WRITE_TOOLS)
+_LISTS = frozenset(LIST_TOOLS)
 _POS = {ctx: {a: j for j, a in enumerate(actions)} for ctx, actions in CONTEXTS.items()}
 MAX_TURNS = 64  # decisions; the tool budget ends an episode long before (finish and waits are free)
 
@@ -65,10 +66,23 @@ _ALL = {ctx: tuple(range(len(actions))) for ctx, actions in CONTEXTS.items()}
 _NO_NEXT = {ctx: tuple(j for j, a in enumerate(actions) if a != NEXT) for ctx, actions in CONTEXTS.items()}
 
 
+_CODES: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
+
+
 def _code(text: str) -> tuple[str | None, dict[str, Any] | None]:
-    """The error code of a response (None for a success); the payload only where its fields are needed."""
+    """The error code of a response (None for a success); the payload only where its fields are needed.
+    Memoised per error text (a few hundred distinct ones; the payload is only read)."""
     if not text.startswith('{"error"'):
         return None, None
+    found = _CODES.get(text)
+    if found is None:
+        if len(_CODES) >= 4096:
+            _CODES.clear()
+        found = _CODES[text] = _parse_code(text)
+    return found
+
+
+def _parse_code(text: str) -> tuple[str | None, dict[str, Any] | None]:
     if '"RATE_LIMITED"' in text:
         payload = json.loads(text)
         return payload["error"].get("code"), payload
@@ -94,8 +108,10 @@ def play(session: EpisodeSession, task: dict[str, Any], policy: Policy, rng: ran
     next_offset: int | None = None
     before = 0
 
-    def call(c: dict[str, Any]) -> str:
-        return session.call(c["tool"], **c["args"])
+    def call(c: dict[str, Any]) -> str | None:
+        """The response text of a list page; of any other call only an error's (None for a success)."""
+        tool = c["tool"]
+        return session.invoke(tool, c["args"], tool in _LISTS)
 
     def proceed_context() -> str | None:
         if i >= len(plan):
@@ -106,17 +122,17 @@ def play(session: EpisodeSession, task: dict[str, Any], policy: Policy, rng: ran
         order_id = nxt["args"].get("order_id")
         return "next_write_unread" if order_id and order_id not in read_orders else "next_write"
 
-    def observe(c: dict[str, Any], text: str) -> str | None:
+    def observe(c: dict[str, Any], text: str | None) -> str | None:
         """The context after a call's response (None = plan done and nothing pending: finish)."""
         nonlocal retry_after, next_offset
-        code, payload = _code(text)
+        code, payload = (None, None) if text is None else _code(text)
         is_write = bool(c.get("write"))
         if code is None:
             if not is_write and c["tool"] == "get_order":
                 read_orders.add(c["args"]["order_id"])
             if is_write:
                 return "after_write" if i < len(plan) else "after_last_write"
-            if '"truncated":true' in text:
+            if text is not None and '"truncated":true' in text:  # only list pages carry text and truncate
                 next_offset = json.loads(text).get("next_offset")
                 if next_offset is not None:
                     return "truncated"
@@ -132,15 +148,16 @@ def play(session: EpisodeSession, task: dict[str, Any], policy: Policy, rng: ran
             return "over"
         return "error"
 
+    api = session.api  # the episode's API: ``session.finished`` is its flag
+    choose = policy.choose
     ctx = proceed_context() or "done"
     for _ in range(MAX_TURNS):
-        if ctx in ("done", "over") or session.finished:
+        if ctx in ("done", "over") or api.finished:
             break
-        actions = CONTEXTS[ctx]
         avail = _NO_NEXT[ctx] if i >= len(plan) and ctx not in _PROCEED_CONTEXTS else _ALL[ctx]
-        chosen = policy.choose(ctx, avail, rng)
+        chosen = choose(ctx, avail, rng)
         decisions.append((ctx, avail, chosen))
-        action = actions[chosen]
+        action = CONTEXTS[ctx][chosen]
         if action == FINISH:
             break
         if action == PROCEED or (action == NEXT and ctx not in _PROCEED_CONTEXTS):
@@ -176,7 +193,7 @@ def play(session: EpisodeSession, task: dict[str, Any], policy: Policy, rng: ran
                 ctx = proceed_context() or "done"
                 continue
             text = call(read)
-            code, _ = _code(text)
+            code = None if text is None else _code(text)[0]
             ctx = "over" if code == "BUDGET_EXCEEDED" else (proceed_context() or "done")
             continue
         if action == CHECK:
@@ -190,7 +207,7 @@ def play(session: EpisodeSession, task: dict[str, Any], policy: Policy, rng: ran
             ctx = ("after_write" if i < len(plan) else "after_last_write") if verdict else "unverified"
             continue
         raise AssertionError(action)
-    if not session.finished:
+    if not api.finished:
         session.call("finish", summary="done")
     return decisions
 

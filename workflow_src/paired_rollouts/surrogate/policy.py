@@ -5,6 +5,11 @@ of available actions; each (context, action) pair except the context's reference
 parameter, the reference action's feature is zero. So pi(a | c, avail) = exp(theta[c,a]) / sum over the
 available actions, and the score of one decision is e[chosen] - sum_a pi(a) e[a]: tool results never
 enter it (they only decide which context comes next), as in the paper's masked token loss.
+
+A task's difficulty shifts every mistake logit (wrong argument, skipped step, finishing early) by d_t =
+``difficulty`` x a standard normal fixed by the task id. It is not a parameter (the same theta acts on
+every task), so the score keeps its form with the task's own probabilities; it gives the tasks the spread
+of step-0 success the paper's agent had (docs/training.md, "What the surrogate lacked").
 """
 
 from __future__ import annotations
@@ -12,8 +17,13 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from statistics import NormalDist
 
 import numpy as np
+
+from paired_rollouts.settings import SurrogateSettings
 
 # Actions. NEXT = make the next planned call / move on past a failed call (the reference in most contexts).
 NEXT, RETRY, WAIT, PAGE, REREAD, CHECK, WRONG, SKIP, FINISH, PROCEED = (
@@ -69,6 +79,47 @@ def parameter_names() -> list[str]:
     return [f"{ctx}/{action}" for ctx, action in PARAMETERS]
 
 
+MISTAKES = frozenset({WRONG, SKIP, FINISH})
+# 1 on the mistakes, 0 elsewhere: the direction a task's difficulty shifts the logits.
+DIFFICULTY_DIRECTION: tuple[float, ...] = tuple(
+    1.0 if action in MISTAKES else 0.0 for _, action in PARAMETERS
+)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the 32 action parameters leave out (config `surrogate:`, fitted offline: docs/training.md):
+    the spread of task difficulty and the phrasing tokens written per decision and after an error."""
+
+    difficulty: float = 0.0
+    tokens: int = 0
+    error_tokens: int = 0
+
+    @classmethod
+    def of(cls, surrogate: SurrogateSettings) -> Shape:
+        """From the scale's ``surrogate:`` section."""
+        return cls(surrogate.task_difficulty, surrogate.phrasing_tokens, surrogate.error_phrasing_tokens)
+
+
+PLAIN = Shape()  # the 32 action parameters alone: no difficulty spread, no phrasing
+
+
+@cache
+def task_effect(task_id: str) -> float:
+    """The task's standard-normal difficulty draw, fixed by its id (a SHA-256-derived uniform)."""
+    from paired_rollouts.noise.seeds import derive_seed
+
+    return NormalDist().inv_cdf((derive_seed("surrogate-difficulty", task_id) + 0.5) / 2.0**64)
+
+
+def task_logits(theta: Sequence[float], task_id: str, difficulty: float) -> list[float]:
+    """The action parameters as the policy applies them to one task (theta + d_t * direction)."""
+    if difficulty == 0.0:
+        return [float(x) for x in theta[:P]]
+    shift = difficulty * task_effect(task_id)
+    return [float(x) + shift * d for x, d in zip(theta[:P], DIFFICULTY_DIRECTION, strict=True)]
+
+
 class Policy:
     """theta (P floats) plus fast per-context logits; one instance per parameter vector."""
 
@@ -80,6 +131,7 @@ class Policy:
         self._logits = {c: [0.0 if i < 0 else theta[i] for i in PARAM_INDEX[c]] for c in CONTEXTS}
         self._probs: dict[tuple[str, tuple[int, ...]], list[float]] = {}
         self._cdf: dict[tuple[str, tuple[int, ...]], list[float]] = {}
+        self._score_terms: dict[tuple[str, tuple[int, ...]], tuple[tuple[int, float], ...]] = {}
 
     def probabilities(self, ctx: str, avail: Sequence[int]) -> list[float]:
         """pi over the available action positions ``avail`` (indices into CONTEXTS[ctx]); cached per menu."""
@@ -111,6 +163,16 @@ class Policy:
                 return j
         return avail[-1]
 
+    def score_terms(self, ctx: str, avail: tuple[int, ...]) -> tuple[tuple[int, float], ...]:
+        """(parameter index, pi) of the menu's actions that own a parameter, in menu order; cached per menu."""
+        key = (ctx, avail)
+        terms = self._score_terms.get(key)
+        if terms is None:
+            index = PARAM_INDEX[ctx]
+            pairs = zip(avail, self.probabilities(ctx, avail), strict=True)
+            terms = self._score_terms[key] = tuple((index[j], p) for j, p in pairs if index[j] >= 0)
+        return terms
+
 
 Decision = tuple[str, tuple[int, ...], int]  # (context, available positions, chosen position)
 
@@ -126,19 +188,21 @@ def log_probability(theta: Sequence[float], decisions: Sequence[Decision]) -> fl
 
 
 def score(theta: Sequence[float], decisions: Sequence[Decision], policy: Policy | None = None) -> np.ndarray:
-    """The exact score d/dtheta log pi_theta(decisions): sum over decisions of e[chosen] - E_pi[e]."""
+    """The exact score d/dtheta log pi_theta(decisions): sum over decisions of e[chosen] - E_pi[e].
+
+    Accumulated in Python floats (IEEE doubles, the same operations in the same order as on a float64
+    array: per decision, minus each available action's pi, then plus one for the chosen action)."""
     policy = policy or Policy(theta)
-    out = np.zeros(P, dtype=np.float64)
+    out = [0.0] * P
     for ctx, avail, chosen in decisions:
         if len(avail) == 1:
             continue
-        index = PARAM_INDEX[ctx]
-        for j, p in zip(avail, policy.probabilities(ctx, avail), strict=True):
-            if index[j] >= 0:
-                out[index[j]] -= p
-        if index[chosen] >= 0:
-            out[index[chosen]] += 1.0
-    return out
+        for i, p in policy.score_terms(ctx, avail):
+            out[i] -= p
+        i = PARAM_INDEX[ctx][chosen]
+        if i >= 0:
+            out[i] += 1.0
+    return np.array(out, dtype=np.float64)
 
 
 def counted_decisions(decisions: Sequence[Decision]) -> int:

@@ -2,8 +2,9 @@
 
 Same captures and statistics as ``probe/scores.py`` (one clean group per validation task, K x M diagnostic
 rollouts per diagnostic task, ``paired_rollouts.probe``'s outcome enumeration and transition resampling);
-the score vectors are the policy's analytic scores and rho = 1 (every rollout is on-policy). Decision
-counts stand in for token counts in t_ref.
+the score vectors are the policy's analytic scores over every parameter (the actions and the phrasing
+tokens, drawn per group from ``phrasing_rng("probe", seed, step, tag)``) and rho = 1 (every rollout is
+on-policy). Decision counts stand in for token counts in t_ref.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from paired_rollouts.settings import Settings
+from paired_rollouts.surrogate.policy import Shape
 
 
 def probe_checkpoint(
@@ -24,8 +26,68 @@ def probe_checkpoint(
     tasks_dir: str,
     settings: Settings,
     tasks_by_id: dict[str, dict],
+    shape: Shape,
+    blocks: dict[str, slice] | None = None,
 ) -> dict[str, Any]:
+    """The probe register's checkpoint entry; with ``blocks`` ({name: columns of the score}) also the
+    outcome and transition summaries of each block of coordinates alone, on the same rollouts and
+    resampled groups (which part of the score decides the reductions)."""
     from paired_rollouts.noise.seeds import derive_seed
+    from paired_rollouts.probe import t_ref_from_tokens
+    from paired_rollouts.probe.groups import ProbeGroup, probe_groups
+    from paired_rollouts.surrogate.phrasing import DIMENSION, phrasing_rng
+    from paired_rollouts.surrogate.rollout import SurrogateRunner, Trajectories
+
+    runner = SurrogateRunner(theta, tasks_by_id, shape, Trajectories())  # a group's samples share schedules
+    clean_groups, diag_groups = probe_groups(tasks_dir, settings, condition, seed)
+
+    def capture(group: ProbeGroup) -> tuple[list[dict], np.ndarray, np.ndarray]:
+        records, _ = runner.rollout(
+            group.rows, f"probe:step{step}", derive_seed("probe", seed, step, group.tag) % (2**31)
+        )
+        scores = runner.scores(phrasing_rng("probe", seed, step, group.tag))
+        return records, scores, np.asarray([r["decisions"] for r in records], dtype=float)
+
+    clean = [(g, *capture(g)) for g in clean_groups]
+    diag = [(g, *capture(g)) for g in diag_groups]
+    counts = np.concatenate([c for *_, c in clean + diag])
+    training = settings.training
+    t_ref = t_ref_from_tokens(counts, training.prompts_per_step, training.num_generations)
+    outcome, transition = _summaries(clean, diag, t_ref, settings, step, slice(None))
+    out = {
+        "t_ref": t_ref,
+        "P": DIMENSION,
+        "scores": "analytic (exact, every parameter)",
+        "counts": {
+            "clean_groups": len(clean),
+            "clean_rollouts": sum(len(r) for _, r, *_ in clean),
+            "diagnostic_tasks": len(diag),
+            "diagnostic_rollouts": sum(len(r) for _, r, *_ in diag),
+            "groups_per_design": transition.get("groups_per_design"),
+            "rho_zero_fraction": 0.0,
+        },
+        "outcome": outcome,
+        "transition": transition,
+    }
+    if blocks:
+        out["blocks"] = {
+            name: dict(
+                zip(
+                    ("outcome", "transition"),
+                    _summaries(clean, diag, t_ref, settings, step, columns),
+                    strict=True,
+                )
+            )
+            for name, columns in blocks.items()
+        }
+    return out
+
+
+def _summaries(
+    clean: list[tuple], diag: list[tuple], t_ref: float, settings: Settings, step: int, columns: slice
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Outcome and transition summaries of captured (group, records, scores, counts), scores restricted to
+    ``columns``."""
     from paired_rollouts.probe import (
         OUTCOME_VECTOR_KEYS,
         TRANSITION_VECTOR_KEYS,
@@ -33,31 +95,14 @@ def probe_checkpoint(
         TransitionProbe,
         probe_rng_seed,
         schedule_major_order,
-        t_ref_from_tokens,
     )
-    from paired_rollouts.probe.groups import ProbeGroup, probe_groups
-    from paired_rollouts.surrogate.policy import P
-    from paired_rollouts.surrogate.rollout import SurrogateRunner
 
-    runner = SurrogateRunner(theta, tasks_by_id)
-    probe, training = settings.probe, settings.training
+    probe = settings.probe
     K, M = probe.schedules, probe.samples
-    clean_groups, diag_groups = probe_groups(tasks_dir, settings, condition, seed)
-
-    def capture(group: ProbeGroup) -> tuple[list[dict], np.ndarray, np.ndarray]:
-        records, _ = runner.rollout(
-            group.rows, f"probe:step{step}", derive_seed("probe", seed, step, group.tag) % (2**31)
-        )
-        return records, runner.scores(), np.asarray([r["decisions"] for r in records], dtype=float)
-
-    clean = [capture(g) for g in clean_groups]
-    diag = [capture(g) for g in diag_groups]
-    counts = np.concatenate([c for *_, c in clean + diag])
-    t_ref = t_ref_from_tokens(counts, training.prompts_per_step, training.num_generations)
-
     outcome = OutcomeProbe(probe.q, t_ref)
-    vectors = {k: np.zeros(P) for k in OUTCOME_VECTOR_KEYS}
-    for (records, s, _), group in zip(clean, clean_groups, strict=True):
+    vectors: dict[str, np.ndarray] = {}
+    for group, records, scores, _ in clean:
+        s = scores[:, columns]
         coeffs = outcome.add_group(
             s @ s.T,
             [bool(r["true_success"]) for r in records],
@@ -65,15 +110,15 @@ def probe_checkpoint(
             task_id=group.task["task_id"],
         )
         for key, c in coeffs.items():
-            vectors[key] += np.asarray(c, dtype=np.float64) @ s
+            vectors[key] = vectors.get(key, 0.0) + np.asarray(c, dtype=np.float64) @ s
     outcome_summary = outcome.summary(_gram(vectors, OUTCOME_VECTOR_KEYS))
 
     transition = TransitionProbe(K, M, probe.resamples, t_ref, probe_rng_seed(probe.seed, step))
-    vectors = {k: np.zeros(P) for k in TRANSITION_VECTOR_KEYS}
-    for (records, s, _), group in zip(diag, diag_groups, strict=True):
+    vectors = {}
+    for group, records, scores, _ in diag:
         seeds = [r["schedule_seed"] for r in records]
         order = schedule_major_order(seeds, K, M)
-        s = s[order]
+        s = scores[order][:, columns]
         coeffs = transition.add_task(
             s @ s.T,
             [float(records[i]["true_success"]) for i in order],
@@ -82,23 +127,8 @@ def probe_checkpoint(
             schedule_seeds=[seeds[i] for i in order],
         )
         for key, c in coeffs.items():
-            vectors[key] += np.asarray(c, dtype=np.float64) @ s
-    transition_summary = transition.summary(_gram(vectors, TRANSITION_VECTOR_KEYS))
-    return {
-        "t_ref": t_ref,
-        "P": P,
-        "scores": "analytic (exact, every parameter)",
-        "counts": {
-            "clean_groups": len(clean),
-            "clean_rollouts": sum(len(r) for r, *_ in clean),
-            "diagnostic_tasks": len(diag),
-            "diagnostic_rollouts": sum(len(r) for r, *_ in diag),
-            "groups_per_design": transition_summary.get("groups_per_design"),
-            "rho_zero_fraction": 0.0,
-        },
-        "outcome": outcome_summary,
-        "transition": transition_summary,
-    }
+            vectors[key] = vectors.get(key, 0.0) + np.asarray(c, dtype=np.float64) @ s
+    return outcome_summary, transition.summary(_gram(vectors, TRANSITION_VECTOR_KEYS))
 
 
 def _gram(vectors: dict[str, np.ndarray], keys: tuple[str, ...]) -> np.ndarray:

@@ -9,10 +9,13 @@ whose start-up would dominate.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import platform
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,9 @@ MANIFEST_SETTINGS = (
     "diag_samples",
     "diagnostic_steps",
     "train_episodes_seeds",
+    "task_difficulty",
+    "phrasing_tokens",
+    "error_phrasing_tokens",
 )
 
 
@@ -62,13 +68,13 @@ def checkpoint_steps(training: TrainingSettings) -> list[int]:
 
 
 def write_checkpoint(run_dir: Path, step: int, theta: np.ndarray, adam: dict[str, Any]) -> None:
-    from paired_rollouts.surrogate.policy import parameter_names
+    from paired_rollouts.surrogate.rollout import all_parameter_names
 
     folder = run_dir / "checkpoints" / f"step{step:04d}"
     body = {
         "step": step,
         "theta": [float(x) for x in theta],
-        "parameter_names": parameter_names(),
+        "parameter_names": all_parameter_names(),
         "adam": adam,
     }
     atomic_write_json(folder / "theta.json", body)
@@ -100,6 +106,67 @@ def load_calibration(path: str | Path) -> list[float]:
     return data.theta
 
 
+@contextmanager
+def cycle_collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside the block (reference counting still frees everything).
+
+    A run allocates millions of short-lived objects beside the long-lived cached worlds (about 150 KB of
+    small dicts each, hundreds of them), so each of the collector's full passes walks the whole cache: a
+    fifth of a run's CPU time. A run makes only a few hundred objects in reference cycles. On the way out
+    the survivors (the caches) move to the permanent generation (``gc.freeze``), so the first pass after
+    the block, and every later one, skips them too; the cycles among them are never collected, a few
+    kilobytes per run. Changes no result.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
+class _Inputs:
+    """What a run derives from the task pools alone (their check, the pools, evaluation and diagnostic
+    rows), kept for the next run of the process while the pool files are unchanged: an arm job runs
+    several seeds on the same pools. Never changed by a run."""
+
+    def __init__(self, signature: tuple[Any, ...]) -> None:
+        self.signature = signature
+        self._values: dict[Any, Any] = {}
+
+    def once(self, key: Any, make: Callable[..., Any], *args: Any) -> Any:
+        """``make(*args)``, made on the first call with ``key``."""
+        if key not in self._values:
+            self._values[key] = make(*args)
+        return self._values[key]
+
+
+_INPUTS: list[_Inputs] = []
+
+
+def _load_pools(tasks_dir: str) -> dict[str, list[dict[str, Any]]]:
+    from paired_rollouts.backoffice.tasks import load_pool
+
+    return {name: load_pool(Path(tasks_dir) / f"{name}.jsonl") for name in POOLS}
+
+
+def _inputs(tasks_dir: str) -> _Inputs:
+    """The process's inputs of ``tasks_dir``, new when a pool file or the manifest changed (path, inode,
+    size or modification time)."""
+    folder = Path(tasks_dir).resolve()
+    files = [folder / "MANIFEST.json", *(folder / f"{name}.jsonl" for name in POOLS)]
+    signature = tuple(
+        (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        for path in files
+        if path.is_file() and (st := path.stat())
+    )
+    if not _INPUTS or _INPUTS[0].signature != signature:
+        _INPUTS[:] = [_Inputs(signature)]
+    return _INPUTS[0]
+
+
 def run_one(
     run: str,
     *,
@@ -110,12 +177,37 @@ def run_one(
     conditions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train, evaluate and diagnose one run; returns the manifest."""
-    from paired_rollouts.backoffice.tasks import load_pool, select_tasks
+    with cycle_collector_paused():
+        return _run_one(
+            run,
+            tasks_dir=tasks_dir,
+            calibration=calibration,
+            settings=settings,
+            results=results,
+            conditions=conditions,
+        )
+
+
+def _run_one(
+    run: str,
+    *,
+    tasks_dir: str,
+    calibration: str,
+    settings: Settings,
+    results: str,
+    conditions: dict[str, Any] | None,
+) -> dict[str, Any]:
+    from paired_rollouts.backoffice.tasks import select_tasks
     from paired_rollouts.design import PAPER_CONDITIONS, PERIODIC_REGIMES, parse_run
     from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows, final_regimes, roll_rows
-    from paired_rollouts.surrogate.policy import parameter_names
-    from paired_rollouts.surrogate.rollout import SurrogateRunner
-    from paired_rollouts.surrogate.trainer import Adam, train_step
+    from paired_rollouts.surrogate.policy import Shape
+    from paired_rollouts.surrogate.rollout import (
+        SurrogateRunner,
+        Trajectories,
+        all_parameter_names,
+        full_vector,
+    )
+    from paired_rollouts.surrogate.trainer import Trainer
     from paired_rollouts.training.inputs import check_pools
     from paired_rollouts.training.register import episode_record
     from paired_rollouts.training.rows import build_rows, training_noise
@@ -125,33 +217,35 @@ def run_one(
     ident = parse_run(run, conditions)
     condition, arm, seed = ident.condition, ident.arm, ident.seed
     spec = conditions[condition]
-    pool_hashes = check_pools(tasks_dir)
-    theta0 = np.asarray(load_calibration(calibration), dtype=np.float64)
+    inputs = _inputs(tasks_dir)
+    pool_hashes = inputs.once("pool_hashes", check_pools, tasks_dir)
+    theta0 = np.asarray(full_vector(load_calibration(calibration)), dtype=np.float64)
+    shape = Shape.of(settings.surrogate)
     files = layout.Layout(str(Path(results)))
     run_dir = Path(files.run_dir(run))
     training = settings.training
     steps, P_, G = training.steps, training.prompts_per_step, training.num_generations
     keeps_episodes = seed in settings.surrogate.train_episodes_seeds
-    pools = {name: load_pool(Path(tasks_dir) / f"{name}.jsonl") for name in POOLS}
-    tasks_by_id = {t["task_id"]: t for pool in pools.values() for t in pool}
+    pools = inputs.once("pools", _load_pools, tasks_dir)
+    tasks_by_id = inputs.once(
+        "tasks_by_id", lambda: {t["task_id"]: t for pool in pools.values() for t in pool}
+    )
     train_tasks = select_tasks(pools["train"], settings.task_filter)
     rows = build_rows(train_tasks, condition, arm, seed, steps, P_, conditions)
     meta = {"run": run, "condition": condition, "arm": arm, "seed": seed}
 
-    theta = theta0.copy()
-    adam = Adam(lr=training.learning_rate)
+    trainer = Trainer(theta0, tasks_by_id, shape, training.learning_rate)
     saves = checkpoint_steps(training)
     thetas: dict[int, list[float]] = {}
     groups_lines, episode_lines, timings = [], [], []
     if 0 in saves:
-        write_checkpoint(run_dir, 0, theta, adam.state())
-        thetas[0] = theta.tolist()
+        write_checkpoint(run_dir, 0, trainer.theta, trainer.adam.state())
+        thetas[0] = trainer.theta.tolist()
     for step in range(steps):
         t0 = time.perf_counter()
-        runner = SurrogateRunner(theta.tolist(), tasks_by_id)
         batch = rows[step * P_ : (step + 1) * P_]
-        grad, info, recs_by_group = train_step(
-            runner, batch, step=step, G=G, arm=arm, seed=seed, scaling=ident.scaling
+        grad, info, recs_by_group = trainer.step(
+            batch, step=step, G=G, arm=arm, seed=seed, scaling=ident.scaling
         )
         for g, (row, gi, recs) in enumerate(zip(batch, info, recs_by_group, strict=True)):
             observed = [float(r["observed_reward"]) for r in recs]
@@ -196,10 +290,9 @@ def run_one(
                     )
                     rec.update(group=g, rollout=k, advantage=gi["advantages"][k])
                     episode_lines.append(jsonl_line(rec))
-        theta = adam.step(theta, grad)
         if step + 1 in saves:
-            write_checkpoint(run_dir, step + 1, theta, adam.state())
-            thetas[step + 1] = theta.tolist()
+            write_checkpoint(run_dir, step + 1, trainer.theta, trainer.adam.state())
+            thetas[step + 1] = trainer.theta.tolist()
         timings.append(
             {
                 "step": step,
@@ -223,13 +316,18 @@ def run_one(
     plan += [("final", steps, r, files.eval_file(run, "final", steps, r)) for r in final_regimes(spec)]
     diag_steps = layout.diagnostic_steps_of(settings.diagnostics.steps, seed)
     plan += [("diagnostic", s, "diag", files.diagnostic_episodes(run, s)) for s in diag_steps]
+    sets = repr(settings)  # a set's rows are the same at every step and seed
+    evaluated = Trajectories()  # schedules met at every checkpoint and by every diagnostic sample
     for phase, step, regime, out in plan:
         if phase == "diagnostic":
-            rows_ = diagnostic_rows(tasks_dir, spec, seed, settings)
+            rows_ = inputs.once(
+                ("diagnostic", spec, seed, sets), diagnostic_rows, tasks_dir, spec, seed, settings
+            )
         else:
-            rows_ = evaluation_rows(tasks_dir, phase, regime, spec, settings)
+            key = (phase, regime, spec, sets)
+            rows_ = inputs.once(key, evaluation_rows, tasks_dir, phase, regime, spec, settings)
         records = roll_rows(
-            SurrogateRunner(thetas[step], tasks_by_id),
+            SurrogateRunner(thetas[step], tasks_by_id, shape, evaluated),
             rows_,
             run=run,
             condition=condition,
@@ -250,7 +348,7 @@ def run_one(
         "model": {
             "kind": "surrogate",
             "parameters": len(theta0),
-            "parameter_names": parameter_names(),
+            "parameter_names": all_parameter_names(),
             "calibration": str(calibration),
             "calibration_sha256": sha256_file(calibration),
         },

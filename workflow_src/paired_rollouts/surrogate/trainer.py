@@ -5,7 +5,10 @@ their seeds as TRL's environments do (paired/clean: the row's seed; independent:
 slot, step, "train")`` with slot = rollout position in the batch). Advantages are standardised within the
 group, A_i = (R_i - mean R) / (std_ddof1 R + 1e-4) on the observed reward; the loss is aggregated over
 decisions as TRL aggregates over tokens (sum of A_i * score_i over the batch divided by the batch's
-decision count); no KL; one on-policy update per batch (the clipped ratio is 1); Adam.
+decision count); no KL; one on-policy update per batch (the clipped ratio is 1); Adam, on the trained
+coordinates of ``surrogate.basis`` (``Trainer`` maps the gradient there and the step back).
+The score of each rollout covers every parameter: its actions and its phrasing tokens (drawn per step,
+group by group, from ``phrasing_rng("train", seed, step)``).
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import numpy as np
 
 from paired_rollouts.design import ARMS
 from paired_rollouts.noise.seeds import derive_seed, independent_seed
-from paired_rollouts.surrogate.policy import P, counted_decisions, score
-from paired_rollouts.surrogate.rollout import SurrogateRunner, policy_rng
+from paired_rollouts.surrogate.basis import to_parameters, to_trained
+from paired_rollouts.surrogate.phrasing import DIMENSION, phrasing_rng
+from paired_rollouts.surrogate.policy import Shape
+from paired_rollouts.surrogate.rollout import SurrogateRunner, Trajectories, episode_scores, policy_rng
 from paired_rollouts.training.register import sample_std
 
 ADV_EPS = 1e-4
@@ -43,8 +48,8 @@ class Adam:
     beta2: float = 0.999
     eps: float = 1e-8
     t: int = 0
-    m: np.ndarray = field(default_factory=lambda: np.zeros(P))
-    v: np.ndarray = field(default_factory=lambda: np.zeros(P))
+    m: np.ndarray = field(default_factory=lambda: np.zeros(DIMENSION))
+    v: np.ndarray = field(default_factory=lambda: np.zeros(DIMENSION))
 
     def step(self, theta: np.ndarray, grad: np.ndarray) -> np.ndarray:
         self.t += 1
@@ -75,33 +80,67 @@ def train_step(
     arm: str,
     seed: int,
     scaling: str = "group",
+    per_group: bool = False,
 ) -> tuple[np.ndarray, list[dict[str, Any]], list[list[dict[str, Any]]]]:
-    """Roll out one batch (len(rows) groups x G) and return (gradient, per-group info, per-group records)."""
-    grad = np.zeros(P)
+    """Roll out one batch (len(rows) groups x G) and return (gradient, per-group info, per-group records);
+    with ``per_group`` each group's info also holds its own sum_i A_i S_i ("gradient", unnormalised)."""
+    grad = np.zeros(DIMENSION)
     total_decisions = 0
     groups, records_by_group = [], []
+    independent = ARMS[arm].coupling == "independent"
+    sampling_seed = derive_seed("train", seed, step)
+    phrases = phrasing_rng("train", seed, step)
     for g, row in enumerate(rows):
-        recs, scores_, seeds = [], [], []
+        recs, decisions_, seeds = [], [], []
         for i in range(G):
             slot = g * G + i
             resolved = (
-                independent_seed(int(row["schedule_seed"]), slot, step, "train")
-                if ARMS[arm].coupling == "independent"
-                else None
+                independent_seed(int(row["schedule_seed"]), slot, step, "train") if independent else None
             )
-            rng = policy_rng(derive_seed("train", seed, step), slot)
+            rng = policy_rng(sampling_seed, slot)
             record, decisions = runner.play_row(row, rng, phase="train", resolved_seed=resolved, slot=slot)
             record["episode_index"] = (
                 step  # this slot's training episodes so far (the TRL environment's count)
             )
             recs.append(record)
-            scores_.append(score(runner.theta, decisions, runner.policy))
-            total_decisions += counted_decisions(decisions)
+            decisions_.append(decisions)
+            total_decisions += record["decisions"]
             seeds.append(int(row["schedule_seed"]) if resolved is None else int(resolved))
         rewards = [float(r["observed_reward"]) for r in recs]
         adv = group_advantages(rewards, scaling)
-        for a, s in zip(adv, scores_, strict=True):
-            grad += a * s
-        groups.append({"advantages": adv, "schedule_seeds": seeds, "slots": [g * G + i for i in range(G)]})
+        policy = runner.policy_for(row["task_id"])
+        scores = episode_scores(runner, decisions_, [policy] * G, phrases)
+        own = np.zeros(DIMENSION)
+        for a, s in zip(adv, scores, strict=True):
+            own += a * s
+        grad += own
+        info = {"advantages": adv, "schedule_seeds": seeds, "slots": [g * G + i for i in range(G)]}
+        if per_group:
+            info["gradient"] = own
+        groups.append(info)
         records_by_group.append(recs)
     return grad / max(total_decisions, 1), groups, records_by_group
+
+
+class Trainer:
+    """One run's optimisation state: theta, Adam on the trained coordinates w (surrogate/basis.py), and the
+    step that rolls out a batch from theta and moves w (theta follows from w)."""
+
+    def __init__(
+        self, theta0: np.ndarray, tasks_by_id: dict[str, dict[str, Any]], shape: Shape, lr: float
+    ) -> None:
+        self.theta = np.asarray(theta0, dtype=np.float64).copy()
+        self.trained = to_trained(self.theta)
+        self.adam = Adam(lr=lr)
+        self.tasks, self.shape = tasks_by_id, shape
+
+    def step(
+        self, rows: list[dict[str, Any]], *, step: int, G: int, arm: str, seed: int, scaling: str = "group"
+    ) -> tuple[np.ndarray, list[dict[str, Any]], list[list[dict[str, Any]]]]:
+        """Roll out ``rows`` from the current theta, then update; returns train_step's results."""
+        # a step's groups share schedules (paired and clean arms): one trajectory tree per step
+        runner = SurrogateRunner(self.theta.tolist(), self.tasks, self.shape, Trajectories())
+        grad, info, records = train_step(runner, rows, step=step, G=G, arm=arm, seed=seed, scaling=scaling)
+        self.trained = self.adam.step(self.trained, to_trained(grad))
+        self.theta = to_parameters(self.trained)
+        return grad, info, records

@@ -1,7 +1,7 @@
 """The pre-registered hypotheses H1a, H2a/H2b, H3 and H5 on admitted seed pairs (docs/analysis.md#decisions).
 
 Every hypothesis draws from a fresh ``numpy.random.default_rng(bootstrap.seed)``: first the seed-index
-matrix, then the task-index matrix (see ``stats.bootstrap``). Register numbers are rounded to 4
+matrix, then the task-index matrix (see ``pairing.bootstrap``). Register numbers are rounded to 4
 decimals; the pass rules are evaluated on the unrounded numbers.
 """
 
@@ -12,12 +12,18 @@ from typing import Any
 
 import numpy as np
 
+from paired_rollouts.pairing import (
+    luck_share_interval,
+    paired_bootstrap,
+    percentile_interval,
+    spurious_rate_closed_form,
+    variance_components,
+)
 from paired_rollouts.prereg.rules import DecisionRules
-from paired_rollouts.stats.bootstrap import paired_bootstrap, percentile_interval
 from paired_rollouts.stats.curves import auc_weights, round4
 from paired_rollouts.stats.decisions.evidence import Luck, RunEvidence
-from paired_rollouts.stats.groups import group_flags, seed_sharing, spurious_rate_closed_form
-from paired_rollouts.stats.luck_share import build_tables, lam_bootstrap, variance_components
+from paired_rollouts.stats.groups import group_flags, seed_sharing
+from paired_rollouts.stats.luck_share import build_tables
 
 H2_NAME = {"C2": "H2a", "C4": "H2b"}
 
@@ -291,7 +297,7 @@ def _luck_shares(runs: list[RunEvidence], luck: Luck, rules: DecisionRules) -> d
         defined = ~np.isnan(lams)
         out[ev.run] = {
             "lam": float(lams[defined].mean()) if defined.any() else None,
-            "ci95": lam_bootstrap(lams, rules.resamples, rng, lo_pct, hi_pct),
+            "ci95": luck_share_interval(lams, rules.resamples, rng, lo_pct, hi_pct),
             "tasks": int(lams.size),
             "tasks_defined": int(defined.sum()),
             "step": step,

@@ -1,57 +1,20 @@
 /* The draws of one fate, as CPython's random.Random(n) makes them, without seeding a whole generator.
  *
  * A fate (docs/simulator.md#event-keys-and-fates) is Random(n) for a 64-bit n, then u = random() and,
- * when u < p, the draws of the retry index and the dropped field (rejection sampling on getrandbits) and
+ * when u < p, the draws of the retry index and the detail (rejection sampling on getrandbits) and
  * the random() that picks the type. Seeding is most of that cost in CPython: init_genrand(19650218)
  * (the same 624 words for every n), init_by_array over n's 32-bit words, then a full 624-word twist
- * before the first output. Here the constant part is computed once, and only the outputs a fate reads
- * are twisted: output i needs words i, i + 1 and i + 397, none of them rewritten by the twist while
- * i < 227. Every number equals CPython's: noise/schedule.py checks that on import (and draws with
- * random.Random when it does not hold), and tests/test_noise.py compares the two on 102,006 seeds.
+ * before the first output. Here the constant part is computed once (_mersenne.h, whose init_by_array
+ * takes no per-step branches), and only the outputs a fate reads are twisted: output i needs words i,
+ * i + 1 and i + 397, none of them rewritten by the twist while i < 227. Every number equals CPython's: pairing/dice.py checks that on import (and draws with
+ * random.Random when it does not hold), and tests/test_pairing.py compares the two on 102,006 seeds.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <stdint.h>
-#include <string.h>
 
-#define N 624
-#define M 397
+#include "_mersenne.h"
+
 #define LAZY_OUTPUTS (N - M) /* outputs 0..226 read only words the first twist has not rewritten */
-
-static uint32_t genrand_19650218[N]; /* init_genrand(19650218): where every init_by_array starts */
-
-static void init_constant_part(void) {
-    genrand_19650218[0] = 19650218U;
-    for (int i = 1; i < N; i++) {
-        uint32_t prev = genrand_19650218[i - 1];
-        genrand_19650218[i] = 1812433253U * (prev ^ (prev >> 30)) + (uint32_t)i;
-    }
-}
-
-/* init_by_array(key, key_length) of CPython's Modules/_randommodule.c, from the precomputed start. */
-static void seeded_state(uint32_t *mt, const uint32_t *key, int key_length) {
-    memcpy(mt, genrand_19650218, sizeof(genrand_19650218));
-    int i = 1, j = 0;
-    for (int k = N; k; k--) {
-        mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1664525U)) + key[j] + (uint32_t)j;
-        i++;
-        j++;
-        if (i >= N) {
-            mt[0] = mt[N - 1];
-            i = 1;
-        }
-        if (j >= key_length) j = 0;
-    }
-    for (int k = N - 1; k; k--) {
-        mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1566083941U)) - (uint32_t)i;
-        i++;
-        if (i >= N) {
-            mt[0] = mt[N - 1];
-            i = 1;
-        }
-    }
-    mt[0] = 0x80000000U;
-}
 
 /* Output i (i < LAZY_OUTPUTS) of the freshly seeded generator: genrand_uint32's twist and tempering. */
 static inline uint32_t output(const uint32_t *mt, int i) {
