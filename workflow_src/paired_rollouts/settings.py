@@ -94,6 +94,12 @@ class ModelSettings(Section):
         "hub only: a hub id (owner/name) or a local snapshot folder of the real model",
         **{"$ref": "#/$defs/model_path"},
     )
+    chat_template: str = _f(
+        "check",
+        "hub only, model prepare: check (refuse a snapshot whose chat template is not TRL's Qwen3.5 "
+        "template byte for byte) or trl (install TRL's)",
+        enum=["check", "trl"],
+    )
     vocab_size: int = _f(2048, "stand-in tokenizer vocabulary", "vocab_size", minimum=256)
     hidden_size: int = _f(96, "stand-in hidden size", "hidden_size", minimum=8)
     num_layers: int = _f(

@@ -209,7 +209,11 @@ def grpo_args(
         generation_batch_size=training.generation_batch,
         num_generations=training.num_generations,
         num_generations_eval=1,
-        per_device_eval_batch_size=settings.evaluation.eval_batch,
+        # TRL's eval-mode scoring pass (the probe's importance-sampling ratios) runs in chunks of this size;
+        # the loss passes' micro-batch keeps it to the memory training was sized for (eval_batch rollouts,
+        # 128 at paper scale, of up to ~9k tokens each would be one pass). Generation batches are the rows
+        # given to ``roll_out``, whatever this is.
+        per_device_eval_batch_size=training.micro_batch,
         learning_rate=training.learning_rate,
         temperature=training.temperature,
         loss_type=training.loss_type,
