@@ -231,6 +231,16 @@ def build_snapshot(folder: Path, rehearsal: bool, device: str) -> dict[str, Any]
     return info
 
 
+def paper_settings() -> Any:
+    """The paper scale's learning settings (config/config.yaml, profile h100)."""
+    import yaml
+    from paired_rollouts.settings import Settings, stage_settings
+
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    sections = ("training", "evaluation", "diagnostics", "probe")
+    return Settings.parse(stage_settings(config, "paper", "h100", *sections))
+
+
 def settings_for(args: argparse.Namespace) -> dict[str, Any]:
     """Paper settings (GPU, the paper scale of config/config.yaml) or the rehearsal's tiny ones (CPU);
     evaluation and probe sizes reduced. Flat names (paired_rollouts.settings), as the manifests record."""
@@ -253,21 +263,12 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
             "compact_logprobs": True,
         }
     else:
-        import yaml
-        from paired_rollouts.settings import Settings, stage_settings
-
-        config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
-        paper = stage_settings(config, "paper", "h100", "training", "evaluation", "diagnostics", "probe")
-        s = Settings.parse(paper).manifest_dict(("training", "evaluation", "diagnostics", "probe"))
-        s.update(
-            {
-                "eval_batch": 64,
-                "probe_clean_rollouts": 8,
-                "probe_schedules": 4,
-                "probe_samples": 4,
-                "probe_resamples": 8,
-            }
-        )
+        s = paper_settings().manifest_dict(("training", "evaluation", "diagnostics", "probe"))
+        # The probe at the paper's G, K and M (one clean and one diagnostic task: 8 + 64 rollouts, one
+        # checkpoint); --quick also trains on 8 prompts x G instead of 24 (2 steps either way).
+        s.update(eval_batch=64, probe_resamples=8)
+        if args.quick:
+            s.update(prompts_per_step=8)
     s.update(
         device=args.device,
         backend=args.backend,
@@ -352,6 +353,22 @@ def engine_weight_equality(vllm_generation: Any) -> dict[str, Any]:
         "uncompared_count": len(uncompared),
         "max_abs_difference": worst,
     }
+
+
+def write_peak_memory(path: Path) -> None:
+    """This process's peak memory: torch's CUDA allocator (vLLM allocates its weights and KV cache through
+    it, so its pool is counted) and the device as a whole at the end (CUDA context included)."""
+    import torch
+
+    out: dict[str, Any] = {"host_max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    if torch.cuda.is_available():
+        free, total = torch.cuda.mem_get_info()
+        out.update(
+            gpu_max_allocated_bytes=torch.cuda.max_memory_allocated(),
+            gpu_max_reserved_bytes=torch.cuda.max_memory_reserved(),
+            gpu_device_used_bytes_at_end=total - free,
+        )
+    path.write_text(json.dumps(out))
 
 
 def tool_use(*paths: Path) -> dict[str, Any]:
@@ -613,11 +630,62 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
         * 1024
     )
     report["peak_gpu_memory_bytes"] = (
-        stages.get("train", {}).get("peak_memory", {}).get("gpu_max_allocated_bytes")
+        stages.get("train", {}).get("peak_memory", {}).get("gpu_max_reserved_bytes")
     )
+    for name in ("evaluate", "probe"):
+        peak = work / f"peak-{name}.json"
+        if peak.is_file() and name in stages:
+            stages[name]["peak_memory"] = json.loads(peak.read_text())
+    report["probe_extrapolation"] = probe_extrapolation(stages.get("probe", {}), work, settings)
     report["checks"] = verify(work, stages, settings, args.policy)
     report["ok"] = all(report["checks"].values())
+    log(summary(report))
     return report
+
+
+def probe_extrapolation(probe: dict[str, Any], work: Path, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """Seconds for the paper's probe of one checkpoint, from this one's seconds per rollout (engine
+    start and model load counted once, in the measured part: an upper bound per rollout)."""
+    result = work / "probe" / f"step{STEPS}.json"
+    if probe.get("rc") != 0 or not result.is_file():
+        return None
+    from paired_rollouts.settings import Settings
+
+    counts = json.loads(result.read_text())["counts"]
+    rollouts = counts["clean_rollouts"] + counts["diagnostic_rollouts"]
+    per = probe["seconds"] / max(rollouts, 1)
+    checked = Settings.parse(settings).probe
+    paper = paper_settings().probe  # clean tasks x G, diagnostic tasks x K x M
+    paper_rollouts = paper.clean_tasks * paper.clean_rollouts + paper.diagnostic_tasks * paper.schedules * paper.samples
+    return {
+        "rollouts": rollouts,
+        "seconds_per_rollout": round(per, 3),
+        "schedules_x_samples": [checked.schedules, checked.samples],
+        "paper_rollouts": paper_rollouts,
+        "paper_checkpoint_seconds_estimate": round(per * paper_rollouts),
+    }
+
+
+def summary(report: dict[str, Any]) -> str:
+    """One line: seconds per phase, generation tokens per second, peak memory."""
+    stages = report["stages"]
+    phases = ", ".join(f"{k} {v.get('seconds')} s" for k, v in stages.items())
+    train = stages.get("train", {})
+    gib = 2**30
+    peaks = [
+        s.get("peak_memory", {}).get("gpu_max_reserved_bytes")
+        for s in (train, stages.get("evaluate", {}), stages.get("probe", {}))
+    ]
+    peaks = [p for p in peaks if p]
+    memory = (
+        f"peak GPU memory {max(peaks) / gib:.1f} GiB (torch's allocator, vLLM's weights and KV pool included)"
+        if peaks
+        else f"peak host memory {report['peak_host_memory_bytes'] / gib:.1f} GiB"
+    )
+    return (
+        f"{'ok' if report['ok'] else 'FAILED'} in {report['seconds_total']} s: {phases}; generation "
+        f"{train.get('tokens_per_second_generation')} tokens/s; {memory}"
+    )
 
 
 def verify(
@@ -689,6 +757,12 @@ def main() -> int:
     parser.add_argument("--work", default=None, help="working folder (default: a temp dir)")
     parser.add_argument("--out", default=None, help="also write the report here")
     parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="GPU: 8 prompts x G per step instead of 24 (2 steps), the probe still at the paper's G, K, M; "
+        "sized for one 8-minute device window with start-up (not measured yet: no GPU was lent)",
+    )
+    parser.add_argument(
         "--policy",
         choices=("scripted", "free"),
         default="scripted",
@@ -706,7 +780,10 @@ def main() -> int:
 
         if scripted:
             install_scripted_calls(args.tasks_dir, str(Path(args.work) / "prepared"))
-        return cli_main(rest[1:] if rest[:1] == ["--"] else rest)
+        command = rest[1:] if rest[:1] == ["--"] else rest
+        rc = cli_main(command)
+        write_peak_memory(Path(args.work) / f"peak-{command[0]}.json")
+        return rc
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.rehearsal and args.device != "cpu":
