@@ -317,6 +317,9 @@ def install_scripted_calls(tasks_dir: str, model_dir: str) -> None:
     transformers.GenerationMixin.generate = hf_constrained
 
 
+_LAST_SEEN: dict[str, Any] = {}  # the engine's weights at the previous check (did the last sync move them?)
+
+
 def engine_weight_equality(vllm_generation: Any) -> dict[str, Any]:
     """Read the colocated engine's weights back and compare them with what TRL pushes (the base weights
     with the LoRA adapter merged, under vLLM's names): equal after a sync means the sync took effect.
@@ -328,7 +331,7 @@ def engine_weight_equality(vllm_generation: Any) -> dict[str, Any]:
     model = runner.model
     merged = {name: t.detach().clone() for name, t in vllm_generation._iter_named_params()}
     packed = dict(getattr(model, "packed_modules_mapping", {}) or {})
-    compared, unequal, uncompared, worst = 0, [], [], 0.0
+    compared, changed, unequal, uncompared, worst = 0, 0, [], [], 0.0
     for name, param in model.named_parameters():
         want = merged.get(name)
         if want is None:
@@ -341,6 +344,9 @@ def engine_weight_equality(vllm_generation: Any) -> dict[str, Any]:
             continue
         compared += 1
         got, want = param.detach().cpu(), want.to(param.dtype).cpu()
+        if name in _LAST_SEEN and not torch.equal(_LAST_SEEN[name], got):
+            changed += 1
+        _LAST_SEEN[name] = got.clone()
         worst = max(worst, float((got.float() - want.float()).abs().max()))
         if not torch.equal(got, want):
             unequal.append(name)
@@ -348,6 +354,7 @@ def engine_weight_equality(vllm_generation: Any) -> dict[str, Any]:
         "engine_dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
         "compared": compared,
         "equal": compared - len(unequal),
+        "changed_since_previous_check": changed,
         "unequal": unequal[:8],
         "uncompared": uncompared[:8],
         "uncompared_count": len(uncompared),
@@ -711,6 +718,10 @@ def verify(
         after = train.get("weights_after_sync") or []
         checks["engine_weights_equal_merged_lora"] = bool(after) and all(
             a["compared"] > 0 and a["equal"] == a["compared"] for a in after
+        )
+        # the step-1 update moved the engine's weights (else equality above would be trivial)
+        checks["sync_moved_engine_weights"] = (
+            len(after) >= 2 and after[-1]["changed_since_previous_check"] > 0
         )
     if policy == "scripted":
         evaluated = tool_use(*sorted((work / "evals").glob("*.jsonl")))

@@ -87,7 +87,9 @@ def test_a_failing_stage_turns_the_report_red(tmp_path: Path) -> None:
         tmp_path,
         {"prepare": {"rc": 0, "vision_language_source": True}, "train": {"rc": 1}},
         {"backend": "vllm", "device": "cuda", "eval_tasks": 1},
+        "scripted",
     )
     assert not all(checks.values())
     assert checks["prepare_exit_0"] and not checks["train_exit_0"] and not checks["probe_summaries"]
     assert not checks["probe_assemble_exit_0"] and not checks["probe_register"]
+    assert not checks["engine_weights_equal_merged_lora"] and not checks["train_episodes_call_tools"]

@@ -60,6 +60,7 @@ def test_colocated_vllm_rehearsal_syncs_weights_and_runs_the_tool_loop(rehearsal
     assert train["weights_after_sync"] and all(
         a["compared"] > 0 and a["equal"] == a["compared"] for a in train["weights_after_sync"]
     )
+    assert train["weights_after_sync"][-1]["changed_since_previous_check"] > 0
     assert train["trainer_config"]["use_vllm"] is True and train["trainer_config"]["vllm_mode"] == "colocate"
     # the scripted calls run the multi-turn tool loop: every episode called tools, several per episode
     assert train["episodes"] == train["episodes_with_tool_calls"] > 0
