@@ -94,6 +94,22 @@ def _forcing(logits: Any, row: int, forced: list[int], generated: int, eos: int)
     logits[row, token] = value
 
 
+def _follow_batch(
+    rows: dict[int, tuple[list[int], list[int]]], update: Any, policy: ScriptedCalls, swap: Any
+) -> None:
+    """Keep ``rows`` (batch index -> (forced ids, the request's output ids)) in step with vLLM's persistent
+    batch: requests removed, added (their forced piece looked up from the prompt) and moved or swapped."""
+    for index in update.removed:
+        rows.pop(index, None)
+    for index, _params, prompt_ids, output_ids in update.added:
+        rows[index] = (policy.forced(prompt_ids or []), output_ids)
+    for a, b, direction in update.moved:
+        if direction == swap:
+            rows[a], rows[b] = rows[b], rows[a]
+        else:
+            rows[b] = rows.pop(a)
+
+
 def vllm_processor(policy: ScriptedCalls) -> type:
     """A vLLM v1 ``LogitsProcessor`` class (``LLM(logits_processors=[cls])``) that applies ``policy``."""
     from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
@@ -108,17 +124,8 @@ def vllm_processor(policy: ScriptedCalls) -> type:
             return False
 
         def update_state(self, batch_update: BatchUpdate | None) -> None:
-            if batch_update is None:
-                return
-            for index in batch_update.removed:
-                self.rows.pop(index, None)
-            for index, _params, prompt_ids, output_ids in batch_update.added:
-                self.rows[index] = (policy.forced(prompt_ids or []), output_ids)
-            for a, b, direction in batch_update.moved:
-                if direction == MoveDirectionality.SWAP:
-                    self.rows[a], self.rows[b] = self.rows[b], self.rows[a]
-                else:
-                    self.rows[b] = self.rows.pop(a)
+            if batch_update is not None:
+                _follow_batch(self.rows, batch_update, policy, MoveDirectionality.SWAP)
 
         def apply(self, logits: Any) -> Any:
             for index, (forced, output_ids) in self.rows.items():
