@@ -9,45 +9,22 @@ venv, which has no vLLM, the module is skipped.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from gpu_rehearsal import ENV, run_rehearsal
 
 REPO = Path(__file__).resolve().parents[1]
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.slow
 
-ENV = dict(os.environ, PYTHONPATH=str(REPO / "workflow_src"), OMP_NUM_THREADS="1")
-
 
 @pytest.fixture(scope="module")
 def rehearsal(tmp_path_factory) -> tuple[Path, dict]:
     work = tmp_path_factory.mktemp("vllm-rehearsal")
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "scripts/gpu_check.py"),
-            "--device",
-            "cpu",
-            "--rehearsal",
-            "--backend",
-            "vllm",
-            "--work",
-            str(work),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=2400,
-        env=ENV,
-        cwd=REPO,
-    )
-    report = json.loads(done.stdout)
-    assert done.returncode == 0 and report["ok"] is True, (
-        json.dumps(report.get("checks"), indent=1) + done.stderr[-3000:]
-    )
+    report = run_rehearsal(work, "--backend", "vllm", timeout=2400)
     return work, report
 
 
