@@ -320,8 +320,9 @@ def test_prepare_model_takes_the_chat_template_choice_from_the_config(tmp_path: 
     result = snakemake(
         "--profile",
         "h100",
-        "--configfile",
+        "--configfile",  # replaces the profile's list: name its files, then the overlay
         "config/config.yaml",
+        "profiles/h100/settings.yaml",
         str(overlay),
         "-n",
         "--forceall",
