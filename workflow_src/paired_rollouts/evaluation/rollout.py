@@ -3,8 +3,11 @@
 ``PolicyRunner`` loads base model + LoRA adapter, builds the same ``PairedGRPOTrainer`` the run trained
 with (settings select HF generate on CPU or colocated vLLM on GPU) and calls its ``roll_out`` in eval
 mode: prompts, chat template, tool-call parsing, tool loop, truncation and reward are exactly those of
-training. On CPU, sampling is made reproducible by seeding
-torch before every batch with a seed derived from what the batch is (not from when it runs).
+training. Sampling is made reproducible by seeding, before every batch, the generators the backend draws
+from with a seed derived from what the batch is (not from when it runs): torch's (HF generate, and vLLM's
+V1 model runner, which samples with the global generator) and numpy's global one (vLLM 0.30's V2 model
+runner, the default where Triton is present, takes each request's seed from ``np.random.randint``:
+``vllm/v1/worker/gpu/sample/states.py``).
 """
 
 from __future__ import annotations
@@ -84,12 +87,14 @@ class PolicyRunner:
 
     def rollout(self, rows: list[dict[str, Any]], phase: str, sampling_seed: int) -> tuple[list[dict], dict]:
         """Roll out one batch of rows; returns (the environments' episode records, TRL's batch output)."""
+        import numpy as np
         import torch
 
         self.episodes.phase = phase
         torch.manual_seed(sampling_seed)
         if torch.cuda.is_available():
             torch.cuda.manual_seed_all(sampling_seed)
+        np.random.seed(sampling_seed)
         trainer = self.trainer
         trainer.model.eval()
         output, rewards = trainer.roll_out([dict(r) for r in rows])

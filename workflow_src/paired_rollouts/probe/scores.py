@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +52,12 @@ class ScoreEngine:
         with torch.no_grad():
             return float(sum(p.detach().double().abs().sum() for _, p in self.params))
 
-    def scores(self, output: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-        """(S: n x P fp32, masked token counts: n) for one rolled-out batch."""
+    def scores(
+        self, output: dict[str, Any], into: Callable[[int], np.ndarray] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(S: n x P fp32, masked token counts: n) for one rolled-out batch. ``into(P)``: the n x P array to
+        fill (a block of the group's buffer, so each score vector is held once in host memory); default a
+        new array."""
         import torch
 
         model, trainer = self.model, self.trainer
@@ -84,7 +89,8 @@ class ScoreEngine:
                 [p.grad.detach().reshape(-1).to(torch.float32) for n, p in self.params if p.grad is not None]
             )
             if out is None:
-                out = np.empty((n, flat.numel()), dtype=np.float32)
+                width = flat.numel()
+                out = into(width) if into is not None else np.empty((n, width), dtype=np.float32)
             out[i] = flat.cpu().numpy()
             counts.append(float(mask.sum()))
         model.zero_grad(set_to_none=True)
@@ -349,8 +355,8 @@ def _capture(
     runner: Any, engine: ScoreEngine, rows: list[dict], phase: str, key: tuple, batch: int
 ) -> tuple[list[dict], np.ndarray, np.ndarray, np.ndarray]:
     """One group rolled out in batches of ``batch`` (each batch's sampling seed from ``key``, the run seed,
-    step and group tag, and its offset): its records, scores (n x P fp32, one buffer), masked token counts
-    and IS ratios."""
+    step and group tag, and its offset): its records, scores (n x P fp32, one buffer: each batch's scores
+    are written into it, never held twice), masked token counts and IS ratios."""
     from paired_rollouts.noise.seeds import derive_seed
 
     records, counts, rho = [], [], []
@@ -358,11 +364,14 @@ def _capture(
     for b in range(0, len(rows), batch):
         chunk = rows[b : b + batch]
         recs, output = runner.rollout(chunk, phase, derive_seed("probe", *key, b) % (2**31))
-        s, c = engine.scores(output)
-        if scores is None:
-            scores = np.empty((len(rows), s.shape[1]), dtype=np.float32)
-        scores[b : b + len(chunk)] = s
-        del s
+
+        def block(width: int, b: int = b, n: int = len(chunk)) -> np.ndarray:
+            nonlocal scores
+            if scores is None:
+                scores = np.empty((len(rows), width), dtype=np.float32)
+            return scores[b : b + n]
+
+        _, c = engine.scores(output, into=block)
         ratio = output.get("importance_sampling_ratio")
         rho += [1.0] * len(chunk) if ratio is None else _sequence_ratio(ratio, len(chunk))
         records += recs

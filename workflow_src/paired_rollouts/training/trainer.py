@@ -141,6 +141,49 @@ def _swapped(module: Any, name: str, value: Any) -> Iterator[None]:
         setattr(module, name, original)
 
 
+def plain_cpu_linears() -> None:
+    """vLLM's CPU engine computes every linear layer with ``torch.nn.functional.linear`` on the weight it
+    holds (backend vllm on device cpu only, the GPU check's rehearsal; set before the engine loads).
+
+    vLLM's default on CPU hands each linear weight to oneDNN (or, on AMX CPUs, to a packed kernel) after
+    loading and keeps an empty tensor (``vllm/model_executor/layers/utils.py:
+    dispatch_cpu_unquantized_gemm``): the engine then computes with a copy that nothing can read back, so
+    the check could not compare the synced weights with the merged LoRA weights. vLLM takes its plain path
+    where oneDNN is absent; this selects it. CUDA layers keep their weights as loaded: never applied there."""
+    import vllm._custom_ops as vllm_ops  # imports vLLM's CPU kernels first (their choice reads the CPU flags)
+    import vllm.model_executor.layers.utils as vllm_layer_utils
+
+    vllm_ops._supports_onednn = False
+    vllm_layer_utils.check_cpu_sgl_kernel = lambda *args, **kwargs: False
+
+
+def reprocessing_sync(vllm_generation: Any) -> None:
+    """TRL's weight sync through vLLM's layerwise reload (``vllm/model_executor/model_loader/reload``), the
+    engine's own path for updating a loaded model (CPU engine only).
+
+    On CPUs with AVX-512-BF16, vLLM VNNI-packs each Gated-DeltaNet conv weight in place after loading; TRL's
+    sync loads checkpoint-format tensors with ``model.load_weights`` and fails at the first packed one
+    ("expand(torch.FloatTensor{[64, 1, 4]}, size=[64, 4])"). Between ``initialize_layerwise_reload`` and
+    ``finalize_layerwise_reload`` vLLM restores every layer's checkpoint format, collects the tensors TRL
+    pushes and re-runs each layer's processing (packing included) once all its tensors are in."""
+    from vllm.model_executor.model_loader.reload import (
+        finalize_layerwise_reload,
+        initialize_layerwise_reload,
+    )
+
+    sync = vllm_generation.sync_weights
+
+    def sync_weights() -> None:
+        runner = vllm_generation.llm.llm_engine.model_executor.driver_worker.model_runner
+        initialize_layerwise_reload(runner.model)
+        try:
+            sync()
+        finally:
+            finalize_layerwise_reload(runner.model, runner.model_config)
+
+    vllm_generation.sync_weights = sync_weights
+
+
 def grpo_args(
     settings: Settings,
     output_dir: str | Path,
@@ -166,7 +209,11 @@ def grpo_args(
         generation_batch_size=training.generation_batch,
         num_generations=training.num_generations,
         num_generations_eval=1,
-        per_device_eval_batch_size=settings.evaluation.eval_batch,
+        # TRL's eval-mode scoring pass (the probe's importance-sampling ratios) runs in chunks of this size;
+        # the loss passes' micro-batch keeps it to the memory training was sized for (eval_batch rollouts,
+        # 128 at paper scale, of up to ~9k tokens each would be one pass). Generation batches are the rows
+        # given to ``roll_out``, whatever this is.
+        per_device_eval_batch_size=training.micro_batch,
         learning_rate=training.learning_rate,
         temperature=training.temperature,
         loss_type=training.loss_type,
@@ -331,9 +378,12 @@ def build_trainer(
     if extra and not evaluation:
         callbacks.append(SaveAtSteps(extra))
     engine_seed = None
+    cpu_engine = settings.stack.backend == "vllm" and settings.stack.device == "cpu"
     if settings.stack.backend == "vllm":
         engine_seed = vllm_seed(seed) if sampling_seed is None else sampling_seed
-    return cls(
+    if cpu_engine:
+        plain_cpu_linears()
+    trainer = cls(
         model=model,
         reward_funcs=[],
         args=grpo_args(
@@ -347,3 +397,6 @@ def build_trainer(
         engine_seed=engine_seed,
         compact_logprobs=settings.training.compact_logprobs,
     )
+    if cpu_engine:
+        reprocessing_sync(trainer.vllm_generation)
+    return trainer
