@@ -458,7 +458,7 @@ def _summary(args: argparse.Namespace) -> int:
     their recomputation from the evidence (nothing is taken as written that its files contradict)."""
     import numpy as np
 
-    from paired_rollouts.design import decided_comparisons
+    from paired_rollouts.design import decided_comparisons, parse_run
     from paired_rollouts.io import atomic_write_json
     from paired_rollouts.layout import Layout
     from paired_rollouts.records import (
@@ -523,7 +523,7 @@ def _summary(args: argparse.Namespace) -> int:
     )
     out["c2_luck_by_step"] = {
         arm: {
-            str(step): _mean_luck(layout, [run for run in c2.runs if f"-{arm}-" in run], step)
+            str(step): _mean_luck(layout, [run for run in c2.runs if parse_run(run).arm == arm], step)
             for step in later
         }
         for arm in ("paired", "independent")
