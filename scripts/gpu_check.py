@@ -320,18 +320,50 @@ def install_scripted_calls(tasks_dir: str, model_dir: str) -> None:
 _LAST_SEEN: dict[str, Any] = {}  # the engine's weights at the previous check (did the last sync move them?)
 
 
+def engine_model(vllm_generation: Any) -> Any:
+    return vllm_generation.llm.llm_engine.model_executor.driver_worker.model_runner.model
+
+
+def snapshot_engine_weights(vllm_generation: Any) -> None:
+    """Keep the engine's weights as they are before the first sync (``None`` for a parameter that holds no
+    data yet, as on the CPU engine), so the first check can tell that the sync changed or filled them
+    whatever the rewards of the first step were."""
+    for name, param in engine_model(vllm_generation).named_parameters():
+        materialized = param.device.type != "meta" and param.numel() > 0
+        _LAST_SEEN[name] = param.detach().cpu().clone() if materialized else None
+
+
+def start_with_a_nonzero_adapter() -> None:
+    """The check's LoRA adapter starts non-zero (PEFT ``init_lora_weights=False``; the check only, never a
+    run): with PEFT's default (B = 0) the merged weights equal the base weights until an update moves them,
+    and the scripted calls give every rollout of a group the same reward, hence zero advantages and no
+    update, so a sync could not be told from no sync."""
+    import paired_rollouts.training.grpo as grpo
+    import paired_rollouts.training.model as model
+
+    original = model.lora_config
+
+    def nonzero(training: Any) -> Any:
+        config = original(training)
+        config.init_lora_weights = False
+        return config
+
+    grpo.lora_config = model.lora_config = nonzero
+
+
 def engine_weight_equality(vllm_generation: Any) -> dict[str, Any]:
     """Read the colocated engine's weights back and compare them with what TRL pushes (the base weights
     with the LoRA adapter merged, under vLLM's names): equal after a sync means the sync took effect.
     Stacked vLLM parameters (``packed_modules_mapping``, e.g. qkv_proj = q, k, v) are compared with the
-    concatenation of their parts."""
+    concatenation of their parts. ``changed``/``filled`` count the compared tensors that differ from (or held
+    no data at) the previous check, the first one against the snapshot taken before the first sync."""
     import torch
 
-    runner = vllm_generation.llm.llm_engine.model_executor.driver_worker.model_runner
-    model = runner.model
+    model = engine_model(vllm_generation)
     merged = {name: t.detach().clone() for name, t in vllm_generation._iter_named_params()}
     packed = dict(getattr(model, "packed_modules_mapping", {}) or {})
-    compared, changed, unequal, uncompared, worst = 0, 0, [], [], 0.0
+    compared, changed, filled, unequal, uncompared, worst = 0, 0, 0, [], [], 0.0
+    seen_before = dict(_LAST_SEEN)
     for name, param in model.named_parameters():
         want = merged.get(name)
         if want is None:
@@ -344,8 +376,12 @@ def engine_weight_equality(vllm_generation: Any) -> dict[str, Any]:
             continue
         compared += 1
         got, want = param.detach().cpu(), want.to(param.dtype).cpu()
-        if name in _LAST_SEEN and not torch.equal(_LAST_SEEN[name], got):
-            changed += 1
+        if seen_before:
+            before = seen_before.get(name)
+            if before is None:  # held no data then (or went by another name inside vLLM's reload)
+                filled += 1
+            elif not torch.equal(before, got):
+                changed += 1
         _LAST_SEEN[name] = got.clone()
         worst = max(worst, float((got.float() - want.float()).abs().max()))
         if not torch.equal(got, want):
@@ -355,6 +391,7 @@ def engine_weight_equality(vllm_generation: Any) -> dict[str, Any]:
         "compared": compared,
         "equal": compared - len(unequal),
         "changed_since_previous_check": changed,
+        "filled_since_previous_check": filled,
         "unequal": unequal[:8],
         "uncompared": uncompared[:8],
         "uncompared_count": len(uncompared),
@@ -408,6 +445,8 @@ def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str, scripted: 
         original_sync, original_generate = VLLMGeneration.sync_weights, VLLMGeneration.generate
 
         def timed_sync(self: Any) -> Any:
+            if not sync:
+                snapshot_engine_weights(self)
             began = time.perf_counter()
             try:
                 return original_sync(self)
@@ -423,6 +462,7 @@ def train_stage(work: Path, settings: dict[str, Any], tasks_dir: str, scripted: 
 
         VLLMGeneration.sync_weights = timed_sync
         VLLMGeneration.generate = checked_generate
+        start_with_a_nonzero_adapter()
     from paired_rollouts.training.register import Register
 
     original_register = Register.__call__
@@ -493,6 +533,7 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
         "device": args.device,
         "backend": args.backend,
         "rehearsal": args.rehearsal,
+        "run": RUN,
         "work": str(work),
         "stages": {},
     }
@@ -721,12 +762,15 @@ def verify(
         checks["engine_weights_equal_merged_lora"] = bool(after) and all(
             a["compared"] > 0 and a["equal"] == a["compared"] for a in after
         )
-        # the step-1 update moved the engine's weights (else equality above would be trivial)
-        checks["sync_moved_engine_weights"] = (
-            len(after) >= 2 and after[-1]["changed_since_previous_check"] > 0
+        # the first sync changed (or filled) the engine's weights, else the equality above could be trivial:
+        # the check's adapter starts non-zero, so this holds whatever the first step's rewards
+        first = after[0] if after else {}
+        checks["first_sync_changed_engine_weights"] = (
+            first.get("changed_since_previous_check", 0) + first.get("filled_since_previous_check", 0) > 0
         )
     if policy == "scripted":
-        evaluated = tool_use(*sorted((work / "evals").glob("*.jsonl")))
+        # the periodic sets run the scripted calls; any other evaluation set may sample freely
+        evaluated = tool_use(*sorted((work / "evals").glob("periodic-*.jsonl")))
         stages.setdefault("evaluate", {}).update(evaluated)
         for name, counts in (("train", train), ("evaluate", evaluated)):
             checks[f"{name}_episodes_call_tools"] = (

@@ -37,7 +37,11 @@ def test_colocated_vllm_rehearsal_syncs_weights_and_runs_the_tool_loop(rehearsal
     assert train["weights_after_sync"] and all(
         a["compared"] > 0 and a["equal"] == a["compared"] for a in train["weights_after_sync"]
     )
-    assert train["weights_after_sync"][-1]["changed_since_previous_check"] > 0
+    # the first sync changed or filled the engine's weights (the check's adapter starts non-zero), so the
+    # equality above is not the engine's base weights compared with themselves
+    first = train["weights_after_sync"][0]
+    assert first["changed_since_previous_check"] + first["filled_since_previous_check"] > 0
+    assert report["checks"]["first_sync_changed_engine_weights"] is True
     assert train["trainer_config"]["use_vllm"] is True and train["trainer_config"]["vllm_mode"] == "colocate"
     # the scripted calls run the multi-turn tool loop: every episode called tools, several per episode
     assert train["episodes"] == train["episodes_with_tool_calls"] > 0
@@ -57,13 +61,14 @@ from paired_rollouts.settings import Settings
 
 work, tasks_dir = sys.argv[1], sys.argv[2]
 settings = Settings.parse(json.loads(sys.argv[3]))
-runner = PolicyRunner(f"{work}/prepared", f"{work}/runs/c2-paired-s0/checkpoints/step0002", settings, tasks_dir, 0)
+run = sys.argv[4]
+runner = PolicyRunner(f"{work}/prepared", f"{work}/runs/{run}/checkpoints/step0002", settings, tasks_dir, 0)
 rows = evaluation_rows(tasks_dir, "periodic", "clean", "C2", settings)
 
 
 def evaluation(step):
     runner.restart_episodes()
-    records = roll_rows(runner, rows, run="c2-paired-s0", condition="C2", arm="paired", seed=0,
+    records = roll_rows(runner, rows, run=run, condition="C2", arm="paired", seed=0,
                         phase="periodic", step=step, regime="clean", batch=settings.evaluation.eval_batch, progress=False)
     return "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)
 
@@ -88,7 +93,15 @@ def test_same_seeds_give_byte_identical_evaluations_on_one_engine(rehearsal) -> 
     work, report = rehearsal
     tasks_dir = str(work / "tasks") if (work / "tasks").is_dir() else str(REPO / "data" / "tasks")
     done = subprocess.run(
-        [sys.executable, "-c", SAME_SEEDS, str(work), tasks_dir, json.dumps(report["settings"])],
+        [
+            sys.executable,
+            "-c",
+            SAME_SEEDS,
+            str(work),
+            tasks_dir,
+            json.dumps(report["settings"]),
+            report["run"],
+        ],
         capture_output=True,
         text=True,
         timeout=1800,

@@ -109,12 +109,20 @@ class PolicyRunner:
         return records, output
 
     def restart_episodes(self) -> None:
-        """Start the environments' episode counters afresh, as in a new process: one engine can then roll
-        out several evaluation sets and write the same bytes as one process per set."""
+        """Start the environments' episode counters and the engine's prefix cache afresh, as in a new
+        process: one engine can then roll out several evaluation sets and write the same bytes as one
+        process per set. vLLM's prefix cache must go too: a second roll-out of the same prompts on one
+        engine otherwise reuses the first's cached blocks, whose batch layout differs from a fresh
+        prefill's, and samples other tokens (0 of 4 replays exact on the CPU engine before this reset,
+        4 of 4 after)."""
         from paired_rollouts.training.environment import restart_counters
 
         for env in getattr(self.trainer, "environments", None) or []:
             restart_counters(env)
+        generation = getattr(self.trainer, "vllm_generation", None)
+        engine = getattr(generation, "llm", None)
+        if engine is not None and not engine.reset_prefix_cache():
+            raise RuntimeError("vLLM refused to reset its prefix cache (requests still running?)")
 
     def close(self) -> None:
         self._tmp.cleanup()
