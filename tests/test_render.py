@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from paired_rollouts import records
 from paired_rollouts.cli import main as cli_main
 from paired_rollouts.errors import UserError
 from paired_rollouts.render import document, figures, tables, tex
@@ -869,3 +870,48 @@ def test_the_document_states_the_checkout_commit_it_was_compiled_from(rendered, 
             os.chdir(cwd)
         text = subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True, check=True).stdout
         assert expected in text, (where, expected)
+
+
+def test_the_findings_page_states_each_conditions_result_in_words_before_the_comparison(rendered, tmp_path):
+    """The page after the title states, from the decision registers, each condition's AUC gap, its seed
+    pairs and every registered verdict, before the published-versus-reproduced summary."""
+    need_latex()
+    out = tmp_path / "doc.pdf"
+    undecided, _ = _undecided_register(tmp_path)
+    table3_document(rendered, out, decisions=[*INPUTS["decisions"], undecided])
+    text = subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True, check=True).stdout
+    page = " ".join(text.split("\f")[1].split())
+    assert page.startswith("Findings What this run found (stand-in)")
+    for path in INPUTS["decisions"]:
+        raw = json.loads(Path(path).read_text())
+        block = raw["H2a"] if "H2a" in raw else raw["H2b"]
+        gap, positive, seeds = (
+            block["auc_difference_mean"],
+            block["auc_difference_positive_seeds"],
+            block["seeds"],
+        )
+        assert f"{raw['condition']} (" in page
+        assert f"validation AUC {gap:+.3f}" in page
+        assert f"ahead in {positive} of {len(seeds)}" in page
+        for name in ("H1a", "H2a", "H2b", "H3", "H5"):
+            if name in raw and raw[name].get("passes") is not None:
+                verdict = "pass" if raw[name]["passes"] else "not pass"
+                assert re.search(rf"\b{name}(, H[0-9a-z]+)* (does |do )?{verdict}", page), (name, verdict)
+    # the partial register's hypotheses are named as not decided, never as passing or failing
+    assert "H1a, H2a, H3, H5 are not decided (not decided: 1 of 2 seed pairs" in page
+
+
+def test_findings_say_helped_only_when_the_interval_lies_above_zero(tmp_path):
+    raw = json.loads(INPUTS["decisions"][0].read_text())
+    path = tmp_path / "c2.json"
+    cases = (
+        (0.01, 0.05, "Pairing helped"),
+        (-0.02, 0.03, "No difference detected"),
+        (-0.05, -0.01, "Pairing hurt"),
+    )
+    for low, high, words in cases:
+        raw["H2a"]["auc_difference_ci95"] = [low, high]
+        path.write_text(json.dumps(raw))
+        finding = document.condition_finding(records.read_decision_register(path))
+        assert words in finding and f"95 % interval {low:+.3f} to {high:+.3f}" in finding
+        assert sum(w in finding for _, _, w in cases) == 1

@@ -1,7 +1,8 @@
 """One PDF with every table and figure, compiled with latexmk/pdflatex in a temporary folder.
 
 The title page states the commit, profile and scale, and the pre-registration's imprint and whether
-its verification passed (read from ``results/prereg/verification.json``). The PDF is reproducible:
+its verification passed (read from ``results/prereg/verification.json``); the page after it states the
+findings in words, read from the decision registers. The PDF is reproducible:
 no dates in it (``SOURCE_DATE_EPOCH`` fixed, pdfTeX's info dates and trailer ID suppressed).
 """
 
@@ -17,9 +18,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from paired_rollouts import io, records
+from paired_rollouts import design, io, records
 from paired_rollouts.errors import UserError
-from paired_rollouts.records import HYPOTHESES, Cost, Verification
+from paired_rollouts.records import HYPOTHESES, Cost, DecisionRegister, Verification
 from paired_rollouts.render import figures as figs
 from paired_rollouts.render import format as fmt
 from paired_rollouts.render import sources as src
@@ -278,6 +279,89 @@ def study_status(decisions: list[Path]) -> str:
     )
 
 
+NOISE_WORDS = {"transition": "tool faults", "outcome": "grader flips", "clean": "no noise"}
+
+
+def _verdicts(blocks: dict[str, Any]) -> str:
+    """'H1a passes; H2a does not pass; H3, H5 are not decided (why)': each hypothesis' registered verdict in
+    words, hypotheses with the same verdict and reason named together."""
+    groups: dict[tuple[Any, str], list[str]] = {}
+    for name, block in blocks.items():
+        reason = block.reason.rstrip(".") if block.passes is None and block.reason else ""
+        groups.setdefault((block.passes, reason), []).append(name)
+    words = []
+    for (passes, reason), names in groups.items():
+        many = len(names) > 1
+        verb = {True: "pass" if many else "passes", False: "do not pass" if many else "does not pass"}.get(
+            passes, "are not decided" if many else "is not decided"
+        )
+        words.append(f"{', '.join(names)} {verb}" + (f" ({reason})" if reason else ""))
+    return "; ".join(words)
+
+
+def _interval(ci: list[float | None] | None) -> str:
+    if not ci or ci[0] is None or ci[1] is None:
+        return ""
+    return f" (95 % interval {ci[0]:+.3f} to {ci[1]:+.3f})"
+
+
+def condition_finding(register: DecisionRegister) -> str:
+    """One paragraph in words: what pairing did to learning under one condition, from its decision
+    register alone (the numbers of tables 3, 4 and 7 to 9, and each hypothesis' registered verdict)."""
+    condition = design.PAPER_CONDITIONS.get(register.condition)
+    noise = f" ({NOISE_WORDS[condition.kind]})" if condition is not None else ""
+    pairs = len(register.seed_pairs)
+    words = [f"{register.condition}{noise}, {pairs} seed pair{'s' * (pairs != 1)}:"]
+    gap = register.gap
+    if gap is not None and gap.computed:
+        ahead = gap.auc_difference_positive_seeds
+        words.append(
+            f"paired minus independent validation AUC {gap.auc_difference_mean:+.3f}"
+            f"{_interval(gap.auc_difference_ci95)}, the paired arm ahead in {ahead} of {len(gap.seeds)}; "
+            f"final success {100 * gap.final_difference_mean:+.1f} points on the {gap.final_set} test set."
+        )
+        low, high = (gap.auc_difference_ci95 or [None, None])[:2]
+        if low is not None and low > 0:
+            words.append("Pairing helped: the interval lies above zero.")
+        elif high is not None and high < 0:
+            words.append("Pairing hurt: the interval lies below zero.")
+        elif low is not None:
+            words.append("No difference detected: the interval holds zero.")
+    if register.h3 is not None and register.h3.computed:
+        h3 = register.h3
+        low, high = (h3.ci95 or [None, None])[:2]
+        interval = (
+            f" (95 % interval {100 * low:+.1f} to {100 * high:+.1f})"
+            if low is not None and high is not None
+            else ""
+        )
+        words.append(f"Recovery on the challenge set {100 * h3.difference_mean:+.1f} points{interval}.")
+    if register.h1a is not None and register.step0_luck_share is not None:
+        words.append(f"Luck share at step 0 {register.step0_luck_share:.2f}.")
+    blocks = {name: register.hypothesis(name) for name in HYPOTHESES if register.hypothesis(name) is not None}
+    if blocks:
+        words.append("Registered rules: " + _verdicts(blocks) + ".")
+    return " ".join(words)
+
+
+def findings_context(decisions: list[Path], scale_label: str) -> dict[str, Any]:
+    """The findings page: the study's result in words, condition by condition, before the comparison with
+    the published numbers (nothing on it is typed by hand: every number is read from a decision register)."""
+    registers = src.decisions(decisions)
+    if not registers:
+        return {"findings": None}
+    return {
+        "findings": {
+            "lead": fmt.escape(
+                f"What this run found ({scale_label}), read from its decision registers"
+                f" ({', '.join(Path(r.path).name for r in registers)}). A verdict on fewer seed pairs than the"
+                " design asks for is no verdict."
+            ),
+            "paragraphs": [fmt.escape(condition_finding(r)) for r in registers],
+        }
+    }
+
+
 def build_document(
     tables: list[Path],
     figure_files: list[Path],
@@ -307,6 +391,7 @@ def build_document(
     context = verification_context(Path(verification))
     context["study_status"] = fmt.escape(study_status(list(decisions or [])))
     context.update(comparison_context(Path(comparison) if comparison else None))
+    context.update(findings_context(list(decisions or []), scale))
     context.update(ledger_context(Path(ledger) if ledger else None))
     workdir = Path(tempfile.mkdtemp(prefix="paired-rollouts-render-"))
     (workdir / "tables").mkdir()
