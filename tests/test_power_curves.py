@@ -57,7 +57,8 @@ def test_rule_on_hand_cases_with_and_without_the_every_seed_clause() -> None:
     assert rule.passes(diffs, finals, every_seed=False).tolist() == [True, True, False, False]
     assert rule.passes(diffs, None).tolist() == [True, False, False, True]  # H3: no final clause
     # the boundary: mean exactly at the threshold passes (>=), a seed exactly at 0 is not ahead (> 0)
-    assert pc.Rule(0.03, True, False).passes(np.array([[0.03, 0.03], [0.06, 0.0]]), None).tolist() == [True, False]
+    edge = pc.Rule(0.03, True, False).passes(np.array([[0.03, 0.03], [0.06, 0.0]]), None)
+    assert edge.tolist() == [True, False]
 
 
 class _Run:
@@ -113,8 +114,16 @@ def test_the_vectorised_rule_is_the_decision_stages(diffs, finals) -> None:
 
 def test_no_spread_gives_power_zero_or_one() -> None:
     rule = pc.Rule(0.05, True, False)
-    counts = pc.power_cell(rule, (0.0538, None), np.zeros((3, 1)), "surrogate", 3, [0.5, 0.9, 1.0, 2.0], 50,
-                           np.random.default_rng(0))  # fmt: skip
+    counts = pc.power_cell(
+        rule,
+        (0.0538, None),
+        np.zeros((3, 1)),
+        "surrogate",
+        3,
+        [0.5, 0.9, 1.0, 2.0],
+        50,
+        np.random.default_rng(0),
+    )
     assert counts["rule"] == [0, 0, 50, 50] and counts["without_every_seed"] == [0, 0, 50, 50]
 
 
@@ -123,8 +132,16 @@ def test_zero_effect_gives_the_rules_false_positive_rate() -> None:
     the every-seed clause can only lower it."""
     sd, n, draws = 0.0335, 3, 20000
     residuals = np.array([[-sd], [0.0], [sd]])  # sample SD (ddof 1) exactly sd
-    counts = pc.power_cell(pc.Rule(0.03, True, False), (0.037, None), residuals, "paper_normal", n, [0.0], draws,
-                           np.random.default_rng(1))  # fmt: skip
+    counts = pc.power_cell(
+        pc.Rule(0.03, True, False),
+        (0.037, None),
+        residuals,
+        "paper_normal",
+        n,
+        [0.0],
+        draws,
+        np.random.default_rng(1),
+    )
     expected = 0.5 * math.erfc(0.03 * math.sqrt(n) / sd / math.sqrt(2))
     observed = counts["without_every_seed"][0] / draws
     assert abs(observed - expected) < 4 * math.sqrt(expected * (1 - expected) / draws), (observed, expected)
@@ -139,8 +156,9 @@ def test_every_seed_clause_loses_power_as_seeds_grow_on_a_hand_case() -> None:
     rule, draws = pc.Rule(0.03, True, False), 20000
     exact = {2: (4 / 9, 8 / 9), 3: (8 / 27, 20 / 27)}
     for n, (with_clause, without) in exact.items():
-        counts = pc.power_cell(rule, (0.05, None), residuals, "surrogate", n, [1.0], draws,
-                               np.random.default_rng(n))  # fmt: skip
+        counts = pc.power_cell(
+            rule, (0.05, None), residuals, "surrogate", n, [1.0], draws, np.random.default_rng(n)
+        )
         for got, want in ((counts["rule"][0], with_clause), (counts["without_every_seed"][0], without)):
             assert abs(got / draws - want) < 4 * math.sqrt(want * (1 - want) / draws), (n, got, want)
 
@@ -222,8 +240,9 @@ def test_command_writes_the_register_and_refuses_bad_inputs(tmp_path, capsys) ->
     register = json.loads(out.read_text())
     assert register["draws"] == 300 and register["pairs"] == [3, 5, 8, 16, 32]
     assert register["multipliers"] == [k / 4 for k in range(9)] and "H2a paper:" in capsys.readouterr().out
-    assert main([*base, "--decisions", str(c2), str(c4), "--draws", "300", "--out", str(tmp_path / "b.json")]) == 0
-    assert (tmp_path / "b.json").read_bytes() == out.read_bytes()  # seeded: the same bytes again
+    again = tmp_path / "b.json"
+    assert main([*base, "--decisions", str(c2), str(c4), "--draws", "300", "--out", str(again)]) == 0
+    assert again.read_bytes() == out.read_bytes()  # seeded: the same bytes again
     with pytest.raises(UserError, match="no decision register of C4"):
         pc.power_curves([c2], RULES, PUBLISHED, draws=10)
     data = json.loads(c4.read_text())

@@ -556,7 +556,9 @@ def read_power_curves(path: str | Path, recompute: bool = True) -> PowerCurves:
         if not Path(file).is_file():
             raise UserError(f"{path}: input {file} not found; run it from the checkout that wrote it")
         if sha256_file(file) != digest:
-            raise UserError(f"{path}: input {file} changed since the power curves were computed; {POWER_CURVES}")
+            raise UserError(
+                f"{path}: input {file} changed since the power curves were computed; {POWER_CURVES}"
+            )
     from paired_rollouts.surrogate.power_curves import power_curves
 
     again = power_curves(

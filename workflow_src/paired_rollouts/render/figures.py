@@ -477,7 +477,11 @@ def _surrogate_curves(fig, inputs: Inputs, scale: str) -> None:
 
 
 SPREAD_COLORS = {"surrogate": "#1b6ca8", "paper": "#d1495b", "paper_normal": "#edae49"}
-SPREAD_LABELS = {"surrogate": "surrogate's spread", "paper": "paper's 3 seeds", "paper_normal": "normal, paper's SD"}
+SPREAD_LABELS = {
+    "surrogate": "surrogate's spread",
+    "paper": "paper's 3 seeds",
+    "paper_normal": "normal, paper's SD",
+}
 
 
 def _power_curves(fig, inputs: Inputs, scale: str) -> None:

@@ -280,8 +280,12 @@ def _power_curves(args: argparse.Namespace) -> int:
     for name, block in register["hypotheses"].items():
         for spread, by_n in block["power"].items():
             if at is not None:
-                row = ", ".join(f"n={n} {v['rule'][at]:.3f}/{v['without_every_seed'][at]:.3f}" for n, v in by_n.items())
-                print(f"{name} {spread}: P(pass) at the paper's effect (rule/without every-seed clause): {row}")
+                row = ", ".join(
+                    f"n={n} {v['rule'][at]:.3f}/{v['without_every_seed'][at]:.3f}" for n, v in by_n.items()
+                )
+                print(
+                    f"{name} {spread}: P(pass) at the paper's effect (rule/without every-seed clause): {row}"
+                )
     return 0
 
 

@@ -164,12 +164,12 @@ def published_evidence(path: Path, target: Target) -> Evidence:
     from paired_rollouts.compare.published import load_published
 
     values = {e.id: e.value for e in load_published(path).entries}
-    missing = [i for i in (*target.difference_ids, *(x for p in target.final_ids for x in p)) if i not in values]
+    missing = [
+        i for i in (*target.difference_ids, *(x for p in target.final_ids for x in p)) if i not in values
+    ]
     if missing:
         raise UserError(f"{path}: no published entry {', '.join(missing)}; restore data/published/paper.yaml")
-    finals = (
-        _column([values[p] - values[i] for p, i in target.final_ids]) if target.final_ids else None
-    )
+    finals = _column([values[p] - values[i] for p, i in target.final_ids]) if target.final_ids else None
     return Evidence(_column([values[i] for i in target.difference_ids]), finals)
 
 
@@ -235,7 +235,9 @@ def power_curves(
                 f"{rules.sha256}; the power of a rule is estimated with the rules that decided"
             )
         if register.condition in by_condition:
-            raise UserError(f"{path}: a second decision register of {register.condition}; give one per condition")
+            raise UserError(
+                f"{path}: a second decision register of {register.condition}; give one per condition"
+            )
         by_condition[register.condition] = (Path(path), register)
     pairs, multipliers = sorted(set(int(n) for n in pairs)), sorted(set(float(m) for m in multipliers))
     hypotheses: dict[str, Any] = {}
@@ -250,11 +252,22 @@ def power_curves(
         paper = published_evidence(published, target)
         ours = register_evidence(register, target, path)
         effect = paper.effect()
-        sources = {"surrogate": ours.residuals(), "paper": paper.residuals(), "paper_normal": paper.residuals()}
+        sources = {
+            "surrogate": ours.residuals(),
+            "paper": paper.residuals(),
+            "paper_normal": paper.residuals(),
+        }
         counts = {
             spread: {
                 str(n): power_cell(
-                    rule, effect, sources[spread], spread, n, multipliers, draws, cell_rng(seed, name, spread, n)
+                    rule,
+                    effect,
+                    sources[spread],
+                    spread,
+                    n,
+                    multipliers,
+                    draws,
+                    cell_rng(seed, name, spread, n),
                 )
                 for n in pairs
             }
@@ -283,9 +296,7 @@ def power_curves(
             "spreads": {spread: _spread_summary(sources[spread], spread) for spread in SPREADS},
             "passes_counted": counts,
             "power": {
-                spread: {
-                    n: {v: [c / draws for c in row[v]] for v in VARIANTS} for n, row in by_n.items()
-                }
+                spread: {n: {v: [c / draws for c in row[v]] for v in VARIANTS} for n, row in by_n.items()}
                 for spread, by_n in counts.items()
             },
         }
