@@ -515,6 +515,7 @@ def _summary(args: argparse.Namespace) -> int:
         read_calibration,
         read_decision_register,
         read_luck,
+        read_power_curves,
         read_power_table,
         read_probe_register,
     )
@@ -605,6 +606,19 @@ def _summary(args: argparse.Namespace) -> int:
     power = Path(layout.power_file())
     if power.is_file():
         out["power"] = {k: v.power for k, v in read_power_table(power).hypotheses.items()}
+    power_curves = Path(layout.power_curves_file())
+    if power_curves.is_file():  # at the paper's effect: [rule, without every-seed clause] by spread and n
+        curves = read_power_curves(power_curves)
+        out["power_at_paper_effect"] = {
+            name: {
+                spread: {
+                    str(n): [h.curve(spread, n, v)[curves.at_paper] for v in curves.variants]
+                    for n in curves.pairs
+                }
+                for spread in curves.spreads
+            }
+            for name, h in curves.hypotheses.items()
+        }
     text = json.dumps(out, indent=1, sort_keys=True)
     print(text)
     if args.out:
