@@ -2,9 +2,10 @@
 # compiled into one PDF. Each table and figure is its own job and lists exactly the files it reads,
 # so a changed input (or template) reruns only what shows it.
 
-# Surrogate scales add the power table (13), the calibration register (14) and the learning curves beside
-# the paper's published ones.
-TABLES = [*range(1, 13), *([13, 14] if SURROGATE else [])]
+# Surrogate scales add the power table (13), the calibration register (14), the learning curves beside
+# the paper's published ones, and the power of the learning rules at the paper's effect (table 19, figure
+# power_curves).
+TABLES = [*range(1, 13), *([13, 14, 19] if SURROGATE else [])]
 FIGURES = [
     "curves_c2",
     "curves_c4",
@@ -13,7 +14,7 @@ FIGURES = [
     "probe_ratios",
     "final_success",
     "probe_decomposition",
-    *(["surrogate_curves"] if SURROGATE else []),
+    *(["surrogate_curves", "power_curves"] if SURROGATE else []),
 ]
 
 # The registered tiers' document (target `tiers`): their predictions, comparisons and the dose response.

@@ -189,7 +189,31 @@ rule surrogate_power:
         "--pairs {params.pairs:q} --draws {params.draws:q} --out {output:q} > {log:q} 2>&1"
 
 
+rule surrogate_power_curves:
+    """P(each learning rule passes) at 0-2x the paper's effect, by seed pairs and between-seed spread (the
+    surrogate's at its calibrated point, the paper's three seeds), with and without the every-seed clause."""
+    input:
+        decisions=LAYOUT.decision_files(),
+        rules=config["decision_rules"],
+        published=config["published"],
+        code=sources("stats", "prereg", "surrogate", "compare"),
+    output:
+        LAYOUT.power_curves_file(),
+    log:
+        LAYOUT.log("surrogate/power_curves"),
+    benchmark:
+        LAYOUT.benchmark("surrogate/power_curves")
+    conda:
+        software_env()
+    params:
+        settings=stage_settings("surrogate"),
+    shell:
+        "paired-rollouts surrogate power-curves --decisions {input.decisions:q} --rules {input.rules:q} "
+        "--published {input.published:q} --settings {params.settings:q} --out {output:q} > {log:q} 2>&1"
+
+
 LEDGER += expand(rules.surrogate_calibrate.benchmark)
 LEDGER += expand(rules.surrogate_calibration.benchmark)
 LEDGER += expand(rules.surrogate_probe.benchmark, trajectory=sorted(LAYOUT.trajectories))
 LEDGER += expand(rules.surrogate_power.benchmark)  # table 13 reads it
+LEDGER += expand(rules.surrogate_power_curves.benchmark)  # table 19 and figure power_curves read it

@@ -230,11 +230,22 @@ def test_surrogate_study_writes_the_llm_records_and_the_pdf(surrogate_study: Pat
         assert outcome["mean_centered"]["ratio_paired_over_independent"] is not None
     power = json.loads((root / "decisions/power.json").read_text())
     assert set(power["hypotheses"]) == {"H2a", "H3", "H5", "H2b"}
+    from paired_rollouts.records import read_power_curves
+
+    cwd = os.getcwd()
+    os.chdir(surrogate_study)  # the register names its inputs relative to the workflow's directory
+    try:
+        curves = read_power_curves(root / "decisions/power_curves.json")  # recomputed from its inputs
+    finally:
+        os.chdir(cwd)
+    assert set(curves.hypotheses) == {"H2a", "H2b", "H3"} and curves.draws == 2000
+    assert curves.hypotheses["H2a"].surrogate["seed_pairs"] == 3
     if shutil.which("pdftotext"):
         text = subprocess.run(
             ["pdftotext", str(root / "paper/tables.pdf"), "-"], capture_output=True, text=True, check=True
         ).stdout
         assert "tiny surrogate" in text and "Power of the registered rules" in text
+        assert "Power of the learning rules at the paper" in text
 
 
 @pytest.fixture(scope="module")

@@ -53,9 +53,15 @@ INPUTS = {
 def _study(tmp_path_factory):
     """Episodes, manifests, luck shares, group statistics, run registers, decisions and the predictions
     register, every one written by the stats stage's own code on a small synthetic study, so that a
-    renamed register key fails here (the probe, power and calibration registers are fixtures)."""
+    renamed register key fails here (the probe, power and calibration registers are fixtures; the power
+    curves are computed from the fixture's decision registers)."""
     out = tmp_path_factory.mktemp("study")
     INPUTS.update(synthetic_study(out))
+    from test_power_curves import power_curves_register
+
+    decisions = tmp_path_factory.mktemp("power_curves") / "results" / "decisions"
+    decisions.mkdir(parents=True)
+    INPUTS["power_curves"] = [power_curves_register(decisions)]
     INPUTS["predictions"] = [
         predictions_register(
             INPUTS["decisions"],
@@ -411,6 +417,8 @@ MALFORMED = [
     ("predictions", 6, lambda d: d["H4"].pop("decided"), "H4"),
     ("power", 13, lambda d: d["hypotheses"]["H2a"].pop("power"), "hypotheses.H2a"),
     ("power", 13, lambda d: d.update(draws=1000.5), "'draws'"),
+    ("power_curves", 19, lambda d: d.update(draws="400"), "'draws'"),
+    ("power_curves", "power_curves", lambda d: d["hypotheses"]["H3"].pop("spreads"), "hypotheses.H3"),
     ("calibration", 14, lambda d: d["targets"][0].update(achieved="0.81"), "targets[0]"),
     ("calibration", 14, lambda d: d["theta"].pop(), "parameter names"),
     ("curves", 8, lambda d: d["arms"]["paired"]["curves"]["clean"].update(last=0.5), "key 'curves'"),

@@ -283,6 +283,10 @@ class Layout:
     def power_file(self) -> str:
         return self.res("decisions/power.json")
 
+    def power_curves_file(self) -> str:
+        """The power curves at the paper's effect (surrogate scales; docs/records.md section 8.6)."""
+        return self.res("decisions/power_curves.json")
+
     def step0_file(self) -> str:
         """The surrogate's step-0 calibration register, before any run (surrogate scales)."""
         return self.res("models/surrogate/step0.json")

@@ -360,6 +360,12 @@ class SurrogateSettings(Section):
         "at step 0.",
         minimum=2,
     )
+    power_draws: int = _f(
+        20000,
+        "Simulated designs per (hypothesis, spread, seed pairs) cell of the power curves "
+        "(decisions/power_curves.json); the test scale uses fewer.",
+        minimum=1,
+    )
     check_curves: bool = _f(
         True,
         "Check the unpaired arms' mean learning curves against the published ones (false only where the "

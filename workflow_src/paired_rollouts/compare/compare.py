@@ -36,6 +36,7 @@ READERS: tuple[tuple[re.Pattern[str], Callable[[Path], Any]], ...] = tuple(
     for pattern, reader in (
         (r"decisions/(tiers/)?predictions\.json", records.read_predictions),
         (r"decisions/power\.json", records.read_power_table),
+        (r"decisions/power_curves\.json", records.read_power_curves),
         (r"decisions/(tiers/)?[A-Za-z0-9_-]+\.json", records.read_decision_register),
         (r"diagnostics/[^/]+/luck-step[0-9]+\.json", records.read_luck),
         (r"probe/bandit\.json", records.read_bandit),

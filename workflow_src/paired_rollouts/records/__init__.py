@@ -10,7 +10,7 @@ ending in a traceback. One module per subject:
 - ``episodes``: episode and training-group records;
 - ``runs``: one run's manifest, completeness record, luck-share files, group statistics, run register;
 - ``curves``: a condition's curves register and the cross-stack replication register;
-- ``decisions``: decision registers, the predictions register, the power table;
+- ``decisions``: decision registers, the predictions register, the power table and curves;
 - ``probe``: probe checkpoints and registers, the bandit;
 - ``calibration``: the surrogate's calibration and checkpoints, the zero-shot gate, the scripted reference;
 - ``prereg``: the pool manifest, the verification report and what it covers;
@@ -53,11 +53,13 @@ from paired_rollouts.records.decisions import (
     H1aTransition,
     HeldoutGap,
     Hypothesis,
+    PowerCurves,
     PowerTable,
     Prediction,
     Predictions,
     Secondary,
     read_decision_register,
+    read_power_curves,
     read_power_table,
     read_predictions,
 )
@@ -130,6 +132,7 @@ __all__ = [
     "LuckShare",
     "PoolManifest",
     "PooledGroups",
+    "PowerCurves",
     "PowerTable",
     "Prediction",
     "Predictions",
@@ -165,6 +168,7 @@ __all__ = [
     "read_ledger",
     "read_luck",
     "read_pool_manifest",
+    "read_power_curves",
     "read_power_table",
     "read_predictions",
     "read_probe_checkpoint",

@@ -1,5 +1,5 @@
 """The decision registers (tier 1's and each registered tier's comparison), the predictions register
-and the surrogate scales' power table (docs/records.md sections 4, 4.1, 5 and 8.3).
+and the surrogate scales' power table and power curves (docs/records.md sections 4, 4.1, 5, 8.3, 8.6).
 
 A hypothesis block that could not be computed holds only its verdict and reason (``computed: false``);
 a computed one holds every number the tables show, so each of them is required here.
@@ -470,3 +470,110 @@ class PowerTable:
 def read_power_table(path: str | Path) -> PowerTable:
     """results/<scale>/decisions/power.json (surrogate/power.py, docs/records.md section 8.3), typed."""
     return read_register(PowerTable, path, "power table", "paired-rollouts surrogate power")
+
+
+# ---------------------------------------------------------------- power curves
+
+POWER_CURVES = "paired-rollouts surrogate power-curves"
+
+
+@dataclass(frozen=True, kw_only=True)
+class HypothesisPowerCurve:
+    """One learning rule's pass probability by spread, seed pairs, clause variant and effect multiplier."""
+
+    condition: str = key(is_condition)
+    rule: dict[str, Any] = key(is_dict)
+    published: dict[str, Any] = key(is_dict)
+    surrogate: dict[str, Any] = key(is_dict)
+    spreads: dict[str, dict[str, Any]] = key(map_of(is_dict))
+    passes_counted: dict[str, dict[str, dict[str, list[int]]]] = key(map_of(map_of(map_of(list_of(is_int)))))
+    power: dict[str, dict[str, dict[str, list[float]]]] = key(map_of(map_of(map_of(list_of(is_num)))))
+
+    @property
+    def effect(self) -> float:
+        """The paper's published effect (mean of its three seeds) the multipliers scale."""
+        return float(self.published["effect"])
+
+    def curve(self, spread: str, n: int, variant: str = "rule") -> list[float]:
+        """Pass probability at each multiplier with ``n`` seed pairs."""
+        return self.power[spread][str(n)][variant]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PowerCurves:
+    """results/<scale>/decisions/power_curves.json (surrogate/power_curves.py, docs/records.md 8.6)."""
+
+    path: str
+    raw: dict[str, Any]
+    format: str = key(one_of("paired-rollouts-power-curves/1"))
+    hypotheses: dict[str, HypothesisPowerCurve] = key(is_dict, read=by_name(HypothesisPowerCurve))
+    multipliers: list[float] = key(list_of(is_num))
+    pairs: list[int] = key(list_of(is_int))
+    spreads: list[str] = key(list_of(is_str))
+    variants: list[str] = key(list_of(is_str))
+    draws: int = key(is_int)
+    seed: int = key(is_int)
+    decisions: dict[str, str] = key(map_of(is_sha256))
+    rules: dict[str, str] = key(map_of(is_sha256))
+    published_file: dict[str, str] = key(map_of(is_sha256))
+
+    def _check(self, at: At) -> None:
+        """Every cell present, with one value per multiplier, and each power its count over the draws."""
+        for name, h in self.hypotheses.items():
+            for spread in self.spreads:
+                for n in self.pairs:
+                    for variant in self.variants:
+                        try:
+                            counts = h.passes_counted[spread][str(n)][variant]
+                            power = h.power[spread][str(n)][variant]
+                        except KeyError:
+                            raise at.error(f"hypotheses.{name} has no cell {spread}/{n}/{variant}") from None
+                        if len(counts) != len(self.multipliers) or power != [c / self.draws for c in counts]:
+                            raise at.error(
+                                f"hypotheses.{name}.power.{spread}.{n}.{variant} is not passes_counted / "
+                                f"draws at each of the {len(self.multipliers)} multipliers"
+                            )
+
+    @property
+    def at_paper(self) -> int:
+        """Index of the multiplier 1 (the paper's own effect)."""
+        if 1.0 not in self.multipliers:
+            raise UserError(f"{self.path}: no multiplier 1 (the paper's effect); {POWER_CURVES} with it")
+        return self.multipliers.index(1.0)
+
+
+def read_power_curves(path: str | Path, recompute: bool = True) -> PowerCurves:
+    """results/<scale>/decisions/power_curves.json, typed; with ``recompute`` (the default) the inputs it
+    names must have their recorded sha256 and the whole register must equal its recomputation from them
+    (the simulation is seeded: a few seconds at 20,000 draws)."""
+    from paired_rollouts.io import sha256_file
+
+    curves = read_register(PowerCurves, path, "power curves", POWER_CURVES)
+    if not recompute:
+        return curves
+    named = {**curves.decisions, **curves.rules, **curves.published_file}
+    for file, digest in named.items():
+        if not Path(file).is_file():
+            raise UserError(f"{path}: input {file} not found; run it from the checkout that wrote it")
+        if sha256_file(file) != digest:
+            raise UserError(
+                f"{path}: input {file} changed since the power curves were computed; {POWER_CURVES}"
+            )
+    from paired_rollouts.surrogate.power_curves import power_curves
+
+    again = power_curves(
+        [Path(p) for p in curves.decisions],
+        Path(next(iter(curves.rules))),
+        Path(next(iter(curves.published_file))),
+        draws=curves.draws,
+        seed=curves.seed,
+        pairs=curves.pairs,
+        multipliers=curves.multipliers,
+    )
+    if again != curves.raw:
+        differ = sorted(k for k in again if again[k] != curves.raw.get(k))
+        raise UserError(
+            f"{path}: not its recomputation from the files it names (differs in {', '.join(differ)}); "
+            f"{POWER_CURVES}"
+        )
+    return curves

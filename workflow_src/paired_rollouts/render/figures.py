@@ -476,6 +476,62 @@ def _surrogate_curves(fig, inputs: Inputs, scale: str) -> None:
     fig.suptitle(f"{scale} learning curves (solid) beside the paper's published curves (dashed)", fontsize=9)
 
 
+SPREAD_COLORS = {"surrogate": "#1b6ca8", "paper": "#d1495b", "paper_normal": "#edae49"}
+SPREAD_LABELS = {
+    "surrogate": "surrogate's spread",
+    "paper": "paper's 3 seeds",
+    "paper_normal": "normal, paper's SD",
+}
+
+
+def _power_curves(fig, inputs: Inputs, scale: str) -> None:
+    """Per learning hypothesis: P(rule passes) against seed pairs at the paper's effect (top) and against
+    the true effect with the paper's 3 seed pairs (bottom); colour = between-seed spread, solid = the
+    registered rule, dashed = without its every-seed-ahead clause."""
+    register = records.read_power_curves(inputs.files("power_curves")[0])
+    at = register.at_paper
+    names = [n for n in ("H2a", "H3", "H2b") if n in register.hypotheses]
+    axes = fig.subplots(2, len(names), squeeze=False, sharey=True)
+    small = 3 if 3 in register.pairs else min(register.pairs)
+    for col, name in enumerate(names):
+        h = register.hypotheses[name]
+        top, bottom = axes[0][col], axes[1][col]
+        for spread in register.spreads:
+            for variant, style in (("rule", "-"), ("without_every_seed", "--")):
+                label = f"{SPREAD_LABELS.get(spread, spread)}{'' if variant == 'rule' else ', no every-seed clause'}"
+                top.plot(
+                    register.pairs,
+                    [h.curve(spread, n, variant)[at] for n in register.pairs],
+                    color=SPREAD_COLORS.get(spread),
+                    ls=style,
+                    marker="o",
+                    ms=3,
+                    lw=1.2,
+                    label=label,
+                )
+                bottom.plot(
+                    register.multipliers,
+                    h.curve(spread, small, variant),
+                    color=SPREAD_COLORS.get(spread),
+                    ls=style,
+                    lw=1.2,
+                )
+        top.set_xscale("log", base=2)
+        top.set_xticks(register.pairs, [str(n) for n in register.pairs])
+        top.set_title(f"{name}: at the paper's effect ({h.effect:+.3f})", fontsize=8)
+        top.set_xlabel("seed pairs")
+        bottom.axvline(1.0, color="0.6", lw=0.6)
+        bottom.set_title(f"{name}: with {small} seed pairs", fontsize=8)
+        bottom.set_xlabel("true effect / paper's")
+        for ax in (top, bottom):
+            ax.set_ylim(-0.03, 1.03)
+            ax.grid(alpha=0.3, lw=0.5)
+    axes[0][0].set_ylabel("P(rule passes)")
+    axes[1][0].set_ylabel("P(rule passes)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False, fontsize=7)
+
+
 FIGURES: dict[str, FigureSpec] = {
     "curves_c2": FigureSpec(
         "curves_c2",
@@ -534,6 +590,22 @@ FIGURES: dict[str, FigureSpec] = {
         },
         _surrogate_curves,
     ),
+    "power_curves": FigureSpec(
+        "power_curves",
+        "Power of the registered learning rules (H2a, H3, H2b): the share of simulated designs on which the "
+        "rule passes, against seed pairs at the paper's published effect (top) and against the true effect "
+        "with 3 seed pairs (bottom); colour: the between-seed spread (this scale's seed pairs at the "
+        "calibrated point, the paper's three seeds resampled, a normal with their SD); dashed: the rule "
+        "without its every-seed-ahead clause",
+        {
+            "power_curves": KeySpec(
+                "results/<scale>/decisions/power_curves.json",
+                many=False,
+                files=lambda layout: [layout.power_curves_file()],
+            )
+        },
+        _power_curves,
+    ),
     "final_success": FigureSpec(
         "final_success",
         "Final test success per set, arm and seed (paper figure 3): bars "
@@ -588,7 +660,9 @@ def render_figure(name: str, given: dict[str, list[Path]], scale: str, out: Path
         raise UserError(f"--out {out}: a figure is written as .pdf (the .png goes beside it)")
     inputs = Inputs(given, spec.keys, f"figure {name}")
     plt = _plt()
-    size = {"spurious_variance": (4.6, 3.4), "surrogate_curves": (7.0, 3.6)}.get(name, (7.0, 2.8))
+    size = {"spurious_variance": (4.6, 3.4), "surrogate_curves": (7.0, 3.6), "power_curves": (7.0, 5.0)}.get(
+        name, (7.0, 2.8)
+    )
     fig = plt.figure(figsize=size, layout="constrained")
     try:
         spec.draw(fig, inputs, scale)

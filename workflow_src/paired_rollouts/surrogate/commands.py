@@ -1,4 +1,4 @@
-"""CLI: ``paired-rollouts surrogate calibrate|curves|fit|arm|stats|probe|power|summary``."""
+"""CLI: ``paired-rollouts surrogate calibrate|curves|fit|arm|stats|probe|power|power-curves|summary``."""
 
 from __future__ import annotations
 
@@ -260,6 +260,35 @@ def _power(args: argparse.Namespace) -> int:
     return 0
 
 
+def _power_curves(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json, load_settings
+    from paired_rollouts.settings import Settings
+    from paired_rollouts.surrogate.power_curves import power_curves
+
+    draws = args.draws or Settings.parse(load_settings(args.settings)).surrogate.power_draws
+    register = power_curves(
+        args.decisions,
+        args.rules,
+        args.published,
+        draws=draws,
+        seed=args.seed,
+        pairs=args.pairs,
+        multipliers=args.multipliers,
+    )
+    atomic_write_json(args.out, register)
+    at = register["multipliers"].index(1.0) if 1.0 in register["multipliers"] else None
+    for name, block in register["hypotheses"].items():
+        for spread, by_n in block["power"].items():
+            if at is not None:
+                row = ", ".join(
+                    f"n={n} {v['rule'][at]:.3f}/{v['without_every_seed'][at]:.3f}" for n, v in by_n.items()
+                )
+                print(
+                    f"{name} {spread}: P(pass) at the paper's effect (rule/without every-seed clause): {row}"
+                )
+    return 0
+
+
 SURROGATE_SECTION = "JSON: the scale's `surrogate` section as in config/config.yaml"
 PUBLISHED_FILES = {"published": "data/published/paper.yaml", "published-curves": "data/published/curves.yaml"}
 
@@ -396,6 +425,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_power)
 
     p = sub.add_parser(
+        "power-curves",
+        help="power curves: P(rule passes) at 0-2x the paper's effect by seed pairs and between-seed spread",
+    )
+    p.add_argument("--decisions", required=True, nargs="+", type=Path, help="decision registers (c2, c4)")
+    A.add_decision_rules(p)
+    _add_published(p, "published")
+    A.add_settings(p, "the scale's `surrogate` section as JSON (its power_draws); --draws overrides it")
+    p.add_argument("--draws", type=A.positive, default=None, help="draws per cell (default: power_draws)")
+    p.add_argument("--pairs", nargs="+", type=A.positive, default=[3, 5, 8, 16, 32], help="seed pairs")
+    p.add_argument(
+        "--multipliers",
+        nargs="+",
+        type=float,
+        default=[k / 4 for k in range(9)],
+        help="true effects as multiples of the paper's (default 0, 0.25, ..., 2)",
+    )
+    p.add_argument("--seed", type=int, default=20261202)
+    p.add_argument("--out", required=True, type=Path, help="results/<scale>/decisions/power_curves.json")
+    p.set_defaults(handler=_power_curves)
+
+    p = sub.add_parser(
         "summary", help="print the figures the README quotes from a finished study's registers"
     )
     A.add_results_root(p, "results/surrogate", required=True, type=None)
@@ -465,6 +515,7 @@ def _summary(args: argparse.Namespace) -> int:
         read_calibration,
         read_decision_register,
         read_luck,
+        read_power_curves,
         read_power_table,
         read_probe_register,
     )
@@ -555,6 +606,19 @@ def _summary(args: argparse.Namespace) -> int:
     power = Path(layout.power_file())
     if power.is_file():
         out["power"] = {k: v.power for k, v in read_power_table(power).hypotheses.items()}
+    power_curves = Path(layout.power_curves_file())
+    if power_curves.is_file():  # at the paper's effect: [rule, without every-seed clause] by spread and n
+        curves = read_power_curves(power_curves)
+        out["power_at_paper_effect"] = {
+            name: {
+                spread: {
+                    str(n): [h.curve(spread, n, v)[curves.at_paper] for v in curves.variants]
+                    for n in curves.pairs
+                }
+                for spread in curves.spreads
+            }
+            for name, h in curves.hypotheses.items()
+        }
     text = json.dumps(out, indent=1, sort_keys=True)
     print(text)
     if args.out:

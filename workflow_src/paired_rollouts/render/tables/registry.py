@@ -23,7 +23,7 @@ from paired_rollouts.render.tables.outcomes import registered_outcomes_table
 from paired_rollouts.render.tables.predictions import predictions_table, tier_predictions_table
 from paired_rollouts.render.tables.probe import probe_ratios_table, probe_traces_table
 from paired_rollouts.render.tables.runs import constant_reward_table, cross_stack_table, run_matrix_table
-from paired_rollouts.render.tables.surrogate import calibration_table, power_table
+from paired_rollouts.render.tables.surrogate import calibration_table, power_curves_table, power_table
 from paired_rollouts.render.tables.tiers import tier_comparisons_table
 
 if TYPE_CHECKING:
@@ -235,6 +235,18 @@ TABLES: dict[int, TableSpec] = {
             },
             tier_comparisons_table,
         ),
+        TableSpec(
+            19,
+            "Power of the learning rules at the paper's effect",
+            {
+                "power_curves": KeySpec(
+                    "results/<scale>/decisions/power_curves.json",
+                    many=False,
+                    files=lambda layout: [layout.power_curves_file()],
+                )
+            },
+            power_curves_table,
+        ),
     )
 }
 
@@ -247,7 +259,8 @@ def table_inputs(number: int) -> dict[str, KeySpec]:
 def spec_for(number: int) -> TableSpec:
     if number not in TABLES:
         raise UserError(
-            f"--number {number}: the tables are 1-{len(TABLES)} (13-14 at surrogate scales, 15-16 with the tiers)"
+            f"--number {number}: the tables are {', '.join(map(str, sorted(TABLES)))} (13, 14 and 19 at "
+            "surrogate scales, 15-16 with the tiers)"
         )
     return TABLES[number]
 
