@@ -7,7 +7,6 @@
 
 from paired_rollouts.surrogate.regime_map import cell_chunks, map_cells
 
-
 MAP_GRID = settings_of_scale.Settings.parse(json.loads(regime_map_grid())).regime_map
 MAP_CELLS = {cell.id: cell for cell in map_cells(MAP_GRID)}
 MAP_CHUNKS = cell_chunks(MAP_GRID)

@@ -14,13 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from workflow_runs import REPO, copy_repo, snakemake
-
 from paired_rollouts.config_check import check_config
 from paired_rollouts.errors import UserError
 from paired_rollouts.pairing.bootstrap import BOOTSTRAP_SEED
 from paired_rollouts.settings import Settings, scale_block, stage_settings
 from paired_rollouts.surrogate import regime_map as rm
+from workflow_runs import REPO, copy_repo, snakemake
 
 CALIBRATION = REPO / "tests/fixtures/render/results/models/surrogate/calibration.json"
 TINY = "tiny_surrogate"
@@ -109,18 +108,24 @@ def test_cell_statistics_equal_a_hand_computation(tiny_map) -> None:
             assert cell["auc"][arm] == pytest.approx(auc[arm], abs=1e-12)
         gaps = [a - b for a, b in zip(auc["paired"], auc["independent"], strict=True)]
         assert cell["auc_gap"]["mean"] == pytest.approx(sum(gaps) / pairs, abs=1e-12)
-        assert cell["auc_gap"]["interval"] == pytest.approx(_hand_interval(gaps, cell["resamples"]), abs=1e-12)
+        assert cell["auc_gap"]["interval"] == pytest.approx(
+            _hand_interval(gaps, cell["resamples"]), abs=1e-12
+        )
         finals = [curves["paired"][s][-1] - curves["independent"][s][-1] for s in range(pairs)]
         assert cell["final_gap"]["mean"] == pytest.approx(sum(finals) / pairs, abs=1e-12)
         lo, hi = cell["auc_gap"]["interval"]
         assert cell["verdict"] == ("helps" if lo > 0 else "hurts" if hi < 0 else "no_difference")
         assert cell["luck_share"]["lam"] == pytest.approx(_hand_luck(cell["luck_share"]["tables"]), abs=1e-12)
         assert cell["predictions"]["contrast_reduction"] == cell["luck_share"]["lam"]
-        assert cell["predictions"]["variance_reduction"] == pytest.approx(1 - cell["gradient_variance"]["ratio"])
+        assert cell["predictions"]["variance_reduction"] == pytest.approx(
+            1 - cell["gradient_variance"]["ratio"]
+        )
     outcome = next(c for c in cells if c["factors"]["noise"] == "outcome")
     # Equation 5: the mean-centred paired trace is below the independent one exactly when lhs < rhs
     eq5 = outcome["eq5"]
-    assert eq5["holds"] == (eq5["lhs"] < eq5["rhs"]) == (outcome["gradient_variance"]["mean_centered_ratio"] < 1)
+    assert (
+        eq5["holds"] == (eq5["lhs"] < eq5["rhs"]) == (outcome["gradient_variance"]["mean_centered_ratio"] < 1)
+    )
     assert outcome["predictions"]["eq5_margin"] == pytest.approx(1 - eq5["lhs"] / eq5["rhs"])
     assert next(c for c in cells if c["factors"]["noise"] == "transition")["eq5"] is None
     summary = json.loads((folder / "regime_map.json").read_text())["summary"]
@@ -146,7 +151,10 @@ def test_a_cell_is_reproducible_to_the_byte(tiny_map) -> None:
     folder, cells = tiny_map
     cell = rm.Cell.parse(cells[0]["factors"])
     again = rm.measure_cell(
-        cell, theta0=load_calibration(CALIBRATION), tasks_dir=str(REPO / "data/tasks"), settings=_cell_settings()
+        cell,
+        theta0=load_calibration(CALIBRATION),
+        tasks_dir=str(REPO / "data/tasks"),
+        settings=_cell_settings(),
     )
     keep = {k: v for k, v in cells[0].items() if k != "cpu_seconds"}
     assert json.dumps({k: v for k, v in again.items() if k != "cpu_seconds"}, sort_keys=True) == json.dumps(
@@ -214,8 +222,16 @@ def test_the_dry_run_stops_on_a_bad_grid_before_any_job(tmp_path: Path) -> None:
     extra = tmp_path / "bad.yaml"
     extra.write_text(yaml.safe_dump({"scales": {TINY: {"regime_map": {"flip_rates": [0.9]}}}}))
     result = snakemake(
-        "regime_map", "--profile", "cpu", "-n", "--configfile", ".test/config/config.yaml", str(extra),
-        "--config", f"scale={TINY}", check=False,
+        "regime_map",
+        "--profile",
+        "cpu",
+        "-n",
+        "--configfile",
+        ".test/config/config.yaml",
+        str(extra),
+        "--config",
+        f"scale={TINY}",
+        check=False,
     )
     text = result.stdout + result.stderr
     assert result.returncode != 0
@@ -245,8 +261,18 @@ def test_adding_a_value_to_a_factor_runs_only_the_new_cells(tmp_path: Path) -> N
     assert "Nothing to be done" in snakemake("-n", "regime_map", *base, cwd=work).stdout
     grid = scale_block(_config(), TINY)["regime_map"]
     extra = work / "more.yaml"
-    extra.write_text(yaml.safe_dump({"scales": {TINY: {"regime_map": {"step_sizes": [*grid["step_sizes"], 4]}}}}))
-    args = ("--profile", "cpu", "--configfile", ".test/config/config.yaml", str(extra), "--config", f"scale={TINY}")
+    extra.write_text(
+        yaml.safe_dump({"scales": {TINY: {"regime_map": {"step_sizes": [*grid["step_sizes"], 4]}}}})
+    )
+    args = (
+        "--profile",
+        "cpu",
+        "--configfile",
+        ".test/config/config.yaml",
+        str(extra),
+        "--config",
+        f"scale={TINY}",
+    )
     result = snakemake("-n", "regime_map", *args, cwd=work)
     counts = _counts(result.stdout + result.stderr)
     new = {c.id for c in rm.map_cells(_grid().regime_map)}
@@ -275,10 +301,22 @@ def test_a_tiny_map_runs_through_the_local_slurm_cluster_one_job_per_chunk(tmp_p
     extra = work / "chunks.yaml"
     extra.write_text(yaml.safe_dump({"scales": {TINY: {"regime_map": {"chunk_cells": 2}}}}))
     snakemake(
-        "regime_map", "--profile", "slurm-cpu", "--configfile", "config/config.yaml",
-        "profiles/slurm-cpu/settings.yaml", ".test/config/config.yaml", str(extra),
-        "--config", f"scale={TINY}", "--allowed-rules", "regime_map_cell", "regime_map_assemble", "regime_map",
-        cwd=work, timeout=900,
+        "regime_map",
+        "--profile",
+        "slurm-cpu",
+        "--configfile",
+        "config/config.yaml",
+        "profiles/slurm-cpu/settings.yaml",
+        ".test/config/config.yaml",
+        str(extra),
+        "--config",
+        f"scale={TINY}",
+        "--allowed-rules",
+        "regime_map_cell",
+        "regime_map_assemble",
+        "regime_map",
+        cwd=work,
+        timeout=900,
     )
     from paired_rollouts.records.regime_map import read_regime_map
 
