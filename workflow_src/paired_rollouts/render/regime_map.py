@@ -61,17 +61,17 @@ def draw_heatmaps(regime_map: RegimeMap, out: Path) -> tuple[Path, Path]:
                 rates.index(f["rate"]),
                 columns.index((f["step_size"], f["group_size"], f["prompts_per_step"])),
             )
-            grid[i][j] = c["auc_gap"]["mean"]
-            mark = MARKS[c["verdict"]]
-            if mark:
-                ax.text(j, i, mark, ha="center", va="center", fontsize=11, fontweight="bold")
+            grid[i][j] = gap = c["auc_gap"]["mean"]
+            label = f"{gap:+.3f}" + (f"\n{MARKS[c['verdict']]}" if MARKS[c["verdict"]] else "")
+            strong = abs(gap) > 0.6 * limit
+            ax.text(j, i, label, ha="center", va="center", fontsize=6, color="white" if strong else "black")
         image = ax.imshow(grid, cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto")
         ax.set_yticks(range(len(rates)), [f"{r:g}" for r in rates])
         ax.set_xticks(range(len(columns)), [f"{s:g}x\nG{g}\nP{p}" for s, g, p in columns], fontsize=6)
-        ax.set_title(f"{NOISE_TITLES[kind]}: paired - independent AUC gap")
+        ax.set_title(NOISE_TITLES[kind])
         ax.set_ylabel("p" if kind == "transition" else "q")
     if image is not None:
-        fig.colorbar(image, ax=list(axes), label="AUC gap (clean success)", shrink=0.8)
+        fig.colorbar(image, ax=list(axes), label="AUC gap, paired - independent", shrink=0.8)
     caption = (
         "Paired minus independent AUC of clean validation success per cell (mean over seed pairs); "
         "+ / - marks cells whose 95 % bootstrap interval excludes zero."
@@ -97,6 +97,10 @@ def _factors(f: dict[str, Any]) -> str:
     )
 
 
+def _count(cells: int) -> str:
+    return f"{cells} cell" if cells == 1 else f"{cells} cells"
+
+
 def _rho(value: float | None) -> str:
     return "undefined" if value is None else f"{value:+.2f}"
 
@@ -117,22 +121,24 @@ def page_text(regime_map: RegimeMap) -> list[str]:
     if helps:
         where = sorted({(c["factors"]["noise"], c["factors"]["rate"]) for c in helps})
         steps = sorted({c["factors"]["step_size"] for c in helps})
+        gains = sorted(c["auc_gap"]["mean"] for c in helps)
         paragraphs.append(
             "Where it helps: "
             + "; ".join(f"{'p' if n == 'transition' else 'q'} = {r:g}" for n, r in where)
-            + f", at step sizes {', '.join(f'{x:g}x' for x in steps)} the calibrated one."
+            + f", at step sizes {', '.join(f'{x:g}x' for x in steps)} the calibrated one, with gains of "
+            f"{gains[0]:+.3f} to {gains[-1]:+.3f} AUC of clean success."
         )
     best = s["largest_gain"]
     if best is not None:
         lo, hi = best["interval"]
         paragraphs.append(
-            f"By how much: the largest gain is {best['auc_gap']:+.3f} AUC of clean success [{lo:+.3f}, {hi:+.3f}] "
+            f"By how much: the largest AUC gap of any cell is {best['auc_gap']:+.3f} [{lo:+.3f}, {hi:+.3f}] "
             f"at {_factors(best['factors'])}."
         )
     rows = []
     for name, entry in s["spearman_with_auc_gap"].items():
         rows.append(
-            f"{name.replace('_', ' ')}: {_rho(entry['all']['spearman'])} over {entry['all']['cells']} cells "
+            f"{name.replace('_', ' ')}: {_rho(entry['all']['spearman'])} over {_count(entry['all']['cells'])} "
             f"(tool faults {_rho(entry['transition']['spearman'])}, grader flips {_rho(entry['outcome']['spearman'])})"
         )
     predictor = s["best_predictor"]
