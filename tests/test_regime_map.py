@@ -284,27 +284,14 @@ def test_adding_a_value_to_a_factor_runs_only_the_new_cells(tmp_path: Path) -> N
         assert f"map/cells/{cell_id}.json" in result.stdout
 
 
-def _require_cluster() -> None:
-    if shutil.which("sinfo") is None or subprocess.run(["sinfo"], capture_output=True, timeout=30).returncode:
-        if os.environ.get("PAIRED_ROLLOUTS_REQUIRE_SLURM"):
-            pytest.fail("PAIRED_ROLLOUTS_REQUIRE_SLURM is set but sinfo fails: run scripts/local_slurm.sh up")
-        pytest.skip("no SLURM cluster reachable (sinfo)")
-
-
-@pytest.mark.slurm
-def test_a_tiny_map_runs_through_the_local_slurm_cluster_one_job_per_chunk(tmp_path: Path) -> None:
-    _require_cluster()
+def _prepared_copy(tmp_path: Path) -> tuple[Path, tuple[str, ...]]:
+    """A scratch copy whose tiny_surrogate step-0 register is the fixture's (it passes), up to date."""
     work = copy_repo(tmp_path)
-    calibration = work / "results/tiny_surrogate/models/surrogate/step0.json"
+    calibration = work / f"results/{TINY}/models/surrogate/step0.json"
     calibration.parent.mkdir(parents=True)
-    shutil.copy(CALIBRATION, calibration)  # the map trains from a step-0 register; this one passes
-    base = (
-        "--configfile",
-        "config/config.yaml",
-        "profiles/slurm-cpu/settings.yaml",
-        ".test/config/config.yaml",
-    )
-    # the copied pools and register are up to date: give them times in DAG order, as a finished study has
+    shutil.copy(CALIBRATION, calibration)
+    base = ("--configfile", "config/config.yaml", ".test/config/config.yaml")
+    # the copied pools and register are up to date: times in DAG order, as after a finished study
     snakemake(
         "--touch",
         str(calibration.relative_to(work)),
@@ -315,29 +302,45 @@ def test_a_tiny_map_runs_through_the_local_slurm_cluster_one_job_per_chunk(tmp_p
         f"scale={TINY}",
         cwd=work,
     )
-    extra = work / "chunks.yaml"
+    return work, base
+
+
+def test_the_tiny_map_runs_through_its_rules(tmp_path: Path) -> None:
+    work, base = _prepared_copy(tmp_path)
+    config = ("--profile", "cpu", *base, "--config", f"scale={TINY}")
+    snakemake("regime_map", *config, "--cores", "1", cwd=work)
+    from paired_rollouts.records.regime_map import read_regime_map
+
+    folder = work / f"results/{TINY}/map"
+    regime_map = read_regime_map(folder / "regime_map.json")
+    assert sorted(c["cell_id"] for c in regime_map.cells) == sorted(
+        c.id for c in rm.map_cells(_grid().regime_map)
+    )
+    assert (folder / "regime_map_heatmap.png").stat().st_size > 0
+    assert (folder / "regime_map.pdf").read_bytes().startswith(b"%PDF")
+    assert "Nothing to be done" in snakemake("-n", "regime_map", *config, cwd=work).stdout
+
+
+def _require_cluster() -> None:
+    if shutil.which("sinfo") is None or subprocess.run(["sinfo"], capture_output=True, timeout=30).returncode:
+        if os.environ.get("PAIRED_ROLLOUTS_REQUIRE_SLURM"):
+            pytest.fail("PAIRED_ROLLOUTS_REQUIRE_SLURM is set but sinfo fails: run scripts/local_slurm.sh up")
+        pytest.skip("no SLURM cluster reachable (sinfo)")
+
+
+@pytest.mark.slurm
+def test_a_tiny_map_runs_through_the_local_slurm_cluster_one_job_per_chunk(tmp_path: Path) -> None:
+    _require_cluster()
+    work, base = _prepared_copy(tmp_path)
+    extra = work / "chunks.yaml"  # both cells in one chunk: one SLURM job
     extra.write_text(yaml.safe_dump({"scales": {TINY: {"regime_map": {"chunk_cells": 2}}}}))
+    slurm = ("--configfile", "config/config.yaml", "profiles/slurm-cpu/settings.yaml", base[-1], str(extra))
     snakemake(
-        "regime_map",
-        "--profile",
-        "slurm-cpu",
-        "--configfile",
-        "config/config.yaml",
-        "profiles/slurm-cpu/settings.yaml",
-        ".test/config/config.yaml",
-        str(extra),
-        "--config",
-        f"scale={TINY}",
-        "--allowed-rules",
-        "regime_map_cell",
-        "regime_map_assemble",
-        "regime_map",
-        cwd=work,
-        timeout=900,
+        "regime_map", "--profile", "slurm-cpu", *slurm, "--config", f"scale={TINY}", cwd=work, timeout=900
     )
     from paired_rollouts.records.regime_map import read_regime_map
 
-    regime_map = read_regime_map(work / "results/tiny_surrogate/map/regime_map.json")
+    regime_map = read_regime_map(work / f"results/{TINY}/map/regime_map.json")
     assert len(regime_map.cells) == 2
     logs = list((work / ".snakemake/slurm_logs").rglob("*.log"))
     # the plugin logs a group job under group_<group id>: the two cells of the one chunk went as one job
