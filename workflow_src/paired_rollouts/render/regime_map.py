@@ -97,6 +97,14 @@ def _factors(f: dict[str, Any]) -> str:
     )
 
 
+def _value(factor: str, row: dict[str, Any]) -> str:
+    if factor == "rate":
+        return f"{'p' if row['noise'] == 'transition' else 'q'} = {row['value']:g}"
+    if factor == "step_size":
+        return f"{row['value']:g}x"
+    return f"{row['value']}"
+
+
 def _count(cells: int) -> str:
     return f"{cells} cell" if cells == 1 else f"{cells} cells"
 
@@ -119,13 +127,25 @@ def page_text(regime_map: RegimeMap) -> list[str]:
         f"{s['by_noise']['outcome']['helps']} of {sum(s['by_noise']['outcome'].values())}.",
     ]
     if helps:
-        where = sorted({(c["factors"]["noise"], c["factors"]["rate"]) for c in helps})
-        steps = sorted({c["factors"]["step_size"] for c in helps})
         gains = sorted(c["auc_gap"]["mean"] for c in helps)
+        parts = []
+        for factor, label in (
+            ("rate", "noise rate"),
+            ("step_size", "step size"),
+            ("group_size", "G"),
+            ("prompts_per_step", "prompts per step"),
+        ):
+            rows = s["by_factor"][factor]
+            if len(rows) < 2:
+                continue
+            parts.append(
+                f"by {label}, "
+                + ", ".join(f"{_value(factor, r)}: {r['helps']} of {r['cells']}" for r in rows)
+            )
         paragraphs.append(
-            "Where it helps: "
-            + "; ".join(f"{'p' if n == 'transition' else 'q'} = {r:g}" for n, r in where)
-            + f", at step sizes {', '.join(f'{x:g}x' for x in steps)} the calibrated one, with gains of "
+            "Where it helps (cells with a significant gain) "
+            + "; ".join(parts)
+            + ". In those cells the gain is "
             f"{gains[0]:+.3f} to {gains[-1]:+.3f} AUC of clean success."
         )
     best = s["largest_gain"]
@@ -139,7 +159,8 @@ def page_text(regime_map: RegimeMap) -> list[str]:
     for name, entry in s["spearman_with_auc_gap"].items():
         rows.append(
             f"{name.replace('_', ' ')}: {_rho(entry['all']['spearman'])} over {_count(entry['all']['cells'])} "
-            f"(tool faults {_rho(entry['transition']['spearman'])}, grader flips {_rho(entry['outcome']['spearman'])})"
+            f"(tool faults {_rho(entry['transition']['spearman'])}, grader flips {_rho(entry['outcome']['spearman'])}, "
+            f"within a step size {_rho(entry['within_step_size']['spearman'])})"
         )
     predictor = s["best_predictor"]
     paragraphs.append(

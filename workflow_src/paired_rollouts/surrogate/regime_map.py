@@ -219,29 +219,63 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
     return None if den == 0 else float(sx @ sy / den)
 
 
+def _correlation(cells: Sequence[dict[str, Any]], name: str) -> dict[str, Any]:
+    """A predictor's Spearman correlation with the AUC gap over the cells where it is defined."""
+    chosen = [c for c in cells if c["predictions"][name] is not None]
+    return {
+        "cells": len(chosen),
+        "spearman": spearman(
+            [c["predictions"][name] for c in chosen], [c["auc_gap"]["mean"] for c in chosen]
+        ),
+    }
+
+
+FACTOR_NAMES = ("rate", "step_size", "group_size", "prompts_per_step")
+
+
+def _factor_counts(cells: Sequence[dict[str, Any]], factor: str) -> list[dict[str, Any]]:
+    """Cells and their helps/hurts verdicts per value of one factor (the rate per noise kind)."""
+    out = []
+    for value in sorted({c["factors"][factor] for c in cells}):
+        kinds = NOISE_KINDS if factor == "rate" else (None,)
+        for kind in kinds:
+            chosen = [
+                c for c in cells if c["factors"][factor] == value and kind in (None, c["factors"]["noise"])
+            ]
+            if chosen:
+                out.append(
+                    {
+                        **({"noise": kind} if kind else {}),
+                        "value": value,
+                        "cells": len(chosen),
+                        "helps": sum(c["verdict"] == "helps" for c in chosen),
+                        "hurts": sum(c["verdict"] == "hurts" for c in chosen),
+                    }
+                )
+    return sorted(out, key=lambda r: (NOISE_KINDS.index(r["noise"]) if "noise" in r else 0, r["value"]))
+
+
 def summarize(cells: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Counts of verdicts, the largest gain, and each predictor's Spearman correlation with the AUC gap
-    across cells (all cells, and per noise kind); the best predictor has the largest correlation over
-    all cells where it is defined."""
+    """Counts of verdicts (in all, per noise kind and per value of each factor), the largest gain, and each
+    predictor's Spearman correlation with the AUC gap across cells: over all cells, per noise kind, and
+    within each step size (the mean of the step sizes' correlations: a step-0 predictor is blind to the
+    step size, which scales every gap). The best predictor has the largest correlation over all cells."""
     counts = {v: sum(c["verdict"] == v for c in cells) for v in VERDICTS}
     best = max(cells, key=lambda c: (c["auc_gap"]["mean"], c["cell_id"])) if cells else None
+    steps = sorted({c["factors"]["step_size"] for c in cells})
     correlations: dict[str, dict[str, Any]] = {}
     for name in PREDICTORS:
-        entry: dict[str, Any] = {}
-        for scope in ("all", *NOISE_KINDS):
-            chosen = [
-                c
-                for c in cells
-                if c["predictions"][name] is not None and (scope == "all" or c["factors"]["noise"] == scope)
-            ]
-            entry[scope] = {
-                "cells": len(chosen),
-                "spearman": spearman(
-                    [c["predictions"][name] for c in chosen], [c["auc_gap"]["mean"] for c in chosen]
-                ),
-            }
+        entry = {"all": _correlation(cells, name)}
+        for kind in NOISE_KINDS:
+            entry[kind] = _correlation([c for c in cells if c["factors"]["noise"] == kind], name)
+        within = [_correlation([c for c in cells if c["factors"]["step_size"] == s], name) for s in steps]
+        defined = [w["spearman"] for w in within if w["spearman"] is not None]
+        entry["within_step_size"] = {
+            "step_sizes": len(defined),
+            "spearman": float(np.mean(defined)) if defined else None,
+        }
         correlations[name] = entry
-    defined = {k: v["all"]["spearman"] for k, v in correlations.items() if v["all"]["spearman"] is not None}
+    overall = {k: v["all"]["spearman"] for k, v in correlations.items() if v["all"]["spearman"] is not None}
     return {
         "cells": len(cells),
         "verdicts": counts,
@@ -251,6 +285,7 @@ def summarize(cells: Sequence[dict[str, Any]]) -> dict[str, Any]:
             }
             for kind in NOISE_KINDS
         },
+        "by_factor": {factor: _factor_counts(cells, factor) for factor in FACTOR_NAMES},
         "largest_gain": None
         if best is None
         else {
@@ -260,7 +295,7 @@ def summarize(cells: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "interval": best["auc_gap"]["interval"],
         },
         "spearman_with_auc_gap": correlations,
-        "best_predictor": max(defined, key=lambda k: (defined[k], k)) if defined else None,
+        "best_predictor": max(overall, key=lambda k: (overall[k], k)) if overall else None,
     }
 
 
