@@ -102,7 +102,9 @@ def _value(factor: str, row: dict[str, Any]) -> str:
         return f"{'p' if row['noise'] == 'transition' else 'q'} = {row['value']:g}"
     if factor == "step_size":
         return f"{row['value']:g}x"
-    return f"{row['value']}"
+    if factor == "group_size":
+        return f"G = {row['value']}"
+    return f"{row['value']} prompts"
 
 
 def _count(cells: int) -> str:
@@ -132,7 +134,7 @@ def page_text(regime_map: RegimeMap) -> list[str]:
         for factor, label in (
             ("rate", "noise rate"),
             ("step_size", "step size"),
-            ("group_size", "G"),
+            ("group_size", "group size"),
             ("prompts_per_step", "prompts per step"),
         ):
             rows = s["by_factor"][factor]
