@@ -55,6 +55,7 @@ include: "rules/prereg.smk"
 if SURROGATE:
 
     include: "rules/surrogate.smk"
+    include: "rules/regime_map.smk"
 
 else:
 

@@ -197,3 +197,8 @@ def render_input_args(wildcards):
     """`--input KEY=PATH` pairs as separate arguments, each quoted by `:q` in the rule."""
     inputs = render_inputs(wildcards).items()
     return [arg for key, files in inputs for path in files for arg in ("--input", f"{key}={path}")]
+
+
+def regime_map_grid():
+    """The map job's --settings: the scale's whole `regime_map:` section (the grid with its factors)."""
+    return json.dumps({"regime_map": SCALE.get("regime_map") or {}}, sort_keys=True, separators=(",", ":"))

@@ -13,6 +13,7 @@ VENV=${PAIRED_ROLLOUTS_VENV:-$ROOT/.venv}
 bash scripts/setup.sh
 export PATH="$VENV/bin:$PATH"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-# Targets and flags before --config: it takes every word after it.
-"$VENV/bin/snakemake" all "$@" --profile cpu --config accelerator=cpu scale=surrogate
+# Targets and flags before --config: it takes every word after it. The surrogate study also draws its
+# default regime map (target regime_map: 24 cells x 16 seed pairs, README "The regime map").
+"$VENV/bin/snakemake" all regime_map "$@" --profile cpu --config accelerator=cpu scale=surrogate
 exec "$VENV/bin/snakemake" --profile cpu all "$@"

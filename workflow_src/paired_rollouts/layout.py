@@ -287,6 +287,22 @@ class Layout:
         """The power curves at the paper's effect (surrogate scales; docs/records.md section 8.6)."""
         return self.res("decisions/power_curves.json")
 
+    # -- the regime map (surrogate scales, target `regime_map`; docs/records.md 8.5) ----------------
+    def regime_map_cell(self, cell_id: str) -> str:
+        """One cell's record: its seed pairs' curves and its step-0 predictors."""
+        return self.res(f"map/cells/{cell_id}.json")
+
+    def regime_map_file(self) -> str:
+        return self.res("map/regime_map.json")
+
+    def regime_map_figure(self, ext: str = "pdf") -> str:
+        """The heatmaps of the AUC gap, significant cells marked (a PNG beside the PDF)."""
+        return self.res(f"map/regime_map_heatmap.{ext}")
+
+    def regime_map_pdf(self) -> str:
+        """The map's page: where pairing helps, by how much, which quantity predicts it."""
+        return self.res("map/regime_map.pdf")
+
     def step0_file(self) -> str:
         """The surrogate's step-0 calibration register, before any run (surrogate scales)."""
         return self.res("models/surrogate/step0.json")

@@ -380,6 +380,97 @@ class SurrogateSettings(Section):
         )
 
 
+# The regime map's factors (config `regime_map:` of a surrogate scale): the lists that span its grid.
+MAP_FACTORS = ("fault_rates", "flip_rates", "step_sizes", "group_sizes", "prompts_per_step")
+
+
+@dataclass(frozen=True)
+class RegimeMapSettings(Section):
+    """Surrogate scales only: the map of when pairing helps (target `regime_map`). Each cell is one noise
+    rate (a fault rate p or a flip rate q) x one step-size multiplier x one group size G x one number of
+    prompts per step; it trains seed pairs of paired and independent runs from the calibrated step-0 policy."""
+
+    section: ClassVar[str] = "regime_map"
+    fault_rates: list = _f(
+        [0.10, 0.25],
+        "Tool-fault rates p per call of the transition-noise cells (default mixture).",
+        items={"type": "number", "exclusiveMinimum": 0, "maximum": 0.9},
+        uniqueItems=True,
+    )
+    flip_rates: list = _f(
+        [0.05, 0.20],
+        "Grader flip rates q per episode of the outcome-noise cells (one-sided flips).",
+        items={"type": "number", "exclusiveMinimum": 0, "maximum": 0.5},
+        uniqueItems=True,
+    )
+    step_sizes: list = _f(
+        [1.0, 4.0, 16.0],
+        "Learning-rate multipliers of the calibrated surrogate's learning rate (training.learning_rate).",
+        items={"type": "number", "minimum": 0.01, "maximum": 64},
+        uniqueItems=True,
+        minItems=1,
+    )
+    group_sizes: list = _f(
+        [4, 8],
+        "Group sizes G (rollouts per task).",
+        items={"type": "integer", "minimum": 2, "maximum": 32},
+        uniqueItems=True,
+        minItems=1,
+    )
+    prompts_per_step: list = _f(
+        [8],
+        "Groups (tasks) per optimizer step.",
+        items={"type": "integer", "minimum": 1, "maximum": 64},
+        uniqueItems=True,
+        minItems=1,
+    )
+    seed_pairs: int = _f(
+        16, "Seed pairs (a paired and an independent run each) per cell.", minimum=2, maximum=256
+    )
+    steps: int = _f(12, "Optimizer steps of every run of the map.", minimum=1, maximum=200)
+    eval_every: int = _f(4, "Evaluate every N steps (and at step 0 and the last step).", minimum=1)
+    eval_tasks: int = _f(
+        32, "Clean validation tasks of each evaluation (one schedule each).", minimum=1, maximum=300
+    )
+    eval_samples: int = _f(
+        2,
+        "Policy samples per evaluation task; both runs of a pair use the same sampling seeds.",
+        minimum=1,
+        maximum=64,
+    )
+    resamples: int = _f(
+        2000, "Bootstrap resamples of the seed pairs (and of the luck share's tasks).", minimum=100
+    )
+    chunk_cells: int = _f(
+        8,
+        "Cells per SLURM job (Snakemake group): cells keep their own files, chunks only batch jobs.",
+        minimum=1,
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in MAP_FACTORS:
+            values = getattr(self, name)
+            whole = name in ("group_sizes", "prompts_per_step")
+            self.check(
+                all(
+                    isinstance(v, (int, float))
+                    and not isinstance(v, bool)
+                    and (isinstance(v, int) or not whole)
+                    for v in values
+                ),
+                f"{name} must be a list of {'integers' if whole else 'numbers'}, got {values!r}",
+            )
+        self.check(
+            bool(self.fault_rates or self.flip_rates), "give at least one of fault_rates and flip_rates"
+        )
+
+    @property
+    def eval_steps(self) -> list[int]:
+        """Step 0, every eval_every-th step, and the last step."""
+        return sorted({*range(0, self.steps, self.eval_every), self.steps})
+
+
 # Settings of how a run executes, not of what it measures (manifest names): a replication on another
 # stack may change them (Settings.of_the_experiment).
 EXECUTION_ONLY = (
@@ -402,6 +493,7 @@ SECTIONS: dict[str, type[Section]] = {
     "diagnostics": DiagnosticSettings,
     "probe": ProbeSettings,
     "surrogate": SurrogateSettings,
+    "regime_map": RegimeMapSettings,
 }
 # Keys of a scale block that are not settings of a learning command (the run matrix, captions, the
 # surrogate's own block): the workflow reads them, the commands never do.
@@ -427,6 +519,7 @@ class Settings:
     diagnostics: DiagnosticSettings = field(default_factory=DiagnosticSettings)
     probe: ProbeSettings = field(default_factory=ProbeSettings)
     surrogate: SurrogateSettings = field(default_factory=SurrogateSettings)
+    regime_map: RegimeMapSettings = field(default_factory=RegimeMapSettings)
     given: tuple[str, ...] = field(default=(), metadata={"help": "the sections the JSON named"})
 
     def __post_init__(self) -> None:
@@ -552,7 +645,12 @@ def stage_settings(
 
 # Keys of a section that only the workflow reads (which checkpoints are diagnosed or probed, the luck
 # share's bootstrap): left out of the jobs' settings, so that changing one reruns only the jobs it concerns.
-WORKFLOW_KEYS = {"diagnostics": ("steps", "resamples"), "probe": ("trajectories",)}
+WORKFLOW_KEYS = {
+    "diagnostics": ("steps", "resamples"),
+    "probe": ("trajectories",),
+    # a map cell's job gets its own factors (--cell), so adding a value to a factor reruns only new cells
+    "regime_map": (*MAP_FACTORS, "chunk_cells"),
+}
 
 
 # ---------------------------------------------------------------- help and the config's schema -------

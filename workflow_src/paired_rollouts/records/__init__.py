@@ -14,7 +14,8 @@ ending in a traceback. One module per subject:
 - ``probe``: probe checkpoints and registers, the bandit;
 - ``calibration``: the surrogate's calibration and checkpoints, the zero-shot gate, the scripted reference;
 - ``prereg``: the pool manifest, the verification report and what it covers;
-- ``compare``: the comparison with the published numbers and the cost ledger.
+- ``compare``: the comparison with the published numbers and the cost ledger;
+- ``regime_map``: the regime map's cells and the map (surrogate scales).
 """
 
 from paired_rollouts.records.calibration import (
@@ -90,6 +91,12 @@ from paired_rollouts.records.probe import (
     read_probe_checkpoint,
     read_probe_register,
 )
+from paired_rollouts.records.regime_map import (
+    RegimeMap,
+    RegimeMapCell,
+    read_regime_map,
+    read_regime_map_cell,
+)
 from paired_rollouts.records.runs import (
     Completeness,
     GroupStats,
@@ -104,6 +111,10 @@ from paired_rollouts.records.runs import (
 )
 
 __all__ = [
+    "RegimeMap",
+    "RegimeMapCell",
+    "read_regime_map",
+    "read_regime_map_cell",
     "EPISODE",
     "GROUP",
     "HYPOTHESES",

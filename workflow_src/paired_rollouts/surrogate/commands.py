@@ -1,4 +1,4 @@
-"""CLI: ``paired-rollouts surrogate calibrate|curves|fit|arm|stats|probe|power|power-curves|summary``."""
+"""CLI: ``paired-rollouts surrogate calibrate|curves|fit|arm|stats|probe|power|power-curves|map-cell|map|summary``."""
 
 from __future__ import annotations
 
@@ -293,6 +293,51 @@ SURROGATE_SECTION = "JSON: the scale's `surrogate` section as in config/config.y
 PUBLISHED_FILES = {"published": "data/published/paper.yaml", "published-curves": "data/published/curves.yaml"}
 
 
+def _map_cell(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json, load_settings
+    from paired_rollouts.settings import Settings
+    from paired_rollouts.surrogate.regime_map import Cell, measure_cell
+    from paired_rollouts.surrogate.run import load_calibration
+
+    cell = Cell.parse(args.cell)
+    if args.out.name != f"{cell.id}.json":
+        raise UserError(f"--out {args.out}: a cell's file is named after its id ({cell.id}.json)")
+    settings = Settings.parse(load_settings(args.settings))
+    theta0 = load_calibration(args.calibration)
+    record = measure_cell(
+        cell, theta0=theta0, tasks_dir=args.tasks_dir, settings=settings, progress=args.progress
+    )
+    atomic_write_json(args.out, record)
+    print(
+        f"{cell.id} {cell.factors()}: AUC gap {record['auc_gap']['mean']:+.4f} {record['auc_gap']['interval']} "
+        f"({record['verdict']}), {record['cpu_seconds']:.1f} CPU s -> {args.out}"
+    )
+    return 0
+
+
+def _map(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json, load_settings
+    from paired_rollouts.records.regime_map import read_regime_map
+    from paired_rollouts.render.regime_map import draw_heatmaps, write_page
+    from paired_rollouts.settings import Settings
+    from paired_rollouts.surrogate.regime_map import assemble
+
+    settings = Settings.parse(load_settings(args.settings))
+    body = assemble(args.cells, settings.regime_map, args.scale)
+    atomic_write_json(args.out, body)
+    regime_map = read_regime_map(args.out)
+    if args.figure is not None:
+        draw_heatmaps(regime_map, args.figure)
+        if args.pdf is not None:
+            write_page(regime_map, args.figure, args.pdf, args.scale)
+    s = body["summary"]
+    print(
+        f"{s['cells']} cells: {s['verdicts']['helps']} helps, {s['verdicts']['hurts']} hurts; best predictor "
+        f"{s['best_predictor']}; {body['cpu_seconds']} CPU s in the cells -> {args.out}"
+    )
+    return 0
+
+
 def _add_published(p: argparse.ArgumentParser, *names: str) -> None:
     for name in names:
         p.add_argument(f"--{name}", required=True, type=Path, help=PUBLISHED_FILES[name])
@@ -301,7 +346,7 @@ def _add_published(p: argparse.ArgumentParser, *names: str) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     top = subparsers.add_parser(
         "surrogate",
-        help="the surrogate policy scale (calibrate, curves, fit, arm, stats, probe, power, summary)",
+        help="the surrogate policy scale (calibrate, curves, fit, arm, stats, probe, power, map-cell, map, summary)",
         description="The surrogate policy: a log-linear softmax agent in the real back office.",
     )
     sub = top.add_subparsers(dest="surrogate_command", required=True, metavar="SUBCOMMAND")
@@ -444,6 +489,48 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=20261202)
     p.add_argument("--out", required=True, type=Path, help="results/<scale>/decisions/power_curves.json")
     p.set_defaults(handler=_power_curves)
+
+    p = sub.add_parser(
+        "map-cell",
+        help="one cell of the regime map: seed pairs of paired and independent runs, step-0 predictors",
+        description="Train the cell's seed pairs (a paired and an independent run per seed, sharing all but "
+        "the noise coupling) from the calibrated step-0 policy, evaluate both on the same clean validation "
+        "rollouts, and measure the luck share, the exact step-0 gradient-variance ratio and Equation 5's "
+        "two sides at the cell's noise (docs/records.md 8.5).",
+    )
+    p.add_argument(
+        "--cell",
+        required=True,
+        help='the cell\'s factors as JSON: {"noise": "outcome", "rate": 0.2, "step_size": 16, '
+        '"group_size": 4, "prompts_per_step": 8}',
+    )
+    p.add_argument("--calibration", required=True, help="results/<scale>/models/surrogate/step0.json")
+    A.add_tasks_dir(p)
+    A.add_settings(
+        p,
+        f"{A.SETTINGS_HELP}: the scale's training, diagnostics, probe, surrogate and regime_map sections",
+        required=True,
+    )
+    p.add_argument("--progress", action="store_true", help="print each seed pair's final values")
+    p.add_argument("--out", required=True, type=Path, help="results/<scale>/map/cells/<cell id>.json")
+    p.set_defaults(handler=_map_cell)
+
+    p = sub.add_parser(
+        "map",
+        help="assemble the regime map from its cells; heatmaps and the map's page",
+        description="Read every cell of the configured grid (each recomputed by its reader), write the map "
+        "with its summary (verdict counts, largest gain, Spearman correlation of each theoretical quantity "
+        "with the AUC gap), and draw the heatmaps and the page.",
+    )
+    p.add_argument("--cells", required=True, nargs="+", type=Path, help="the cells' files")
+    A.add_settings(p, f"{A.SETTINGS_HELP}: the scale's regime_map section (the grid)", required=True)
+    p.add_argument("--scale", default="surrogate", help="the scale's label, for the page")
+    p.add_argument("--out", required=True, type=Path, help="results/<scale>/map/regime_map.json")
+    p.add_argument("--figure", type=Path, default=None, help="results/<scale>/map/regime_map_heatmap.pdf")
+    p.add_argument(
+        "--pdf", type=Path, default=None, help="results/<scale>/map/regime_map.pdf (needs --figure)"
+    )
+    p.set_defaults(handler=_map)
 
     p = sub.add_parser(
         "summary", help="print the figures the README quotes from a finished study's registers"
