@@ -77,7 +77,7 @@ class ScalarLog:
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
         Path(folder).mkdir(parents=True, exist_ok=True)
-        self.writer = EventFileWriter(str(folder))
+        self.writer = EventFileWriter(str(folder), flush_secs=10)  # seen within seconds while it trains
         self.writer.add_event(
             Event(wall_time=time.time(), step=first_step, session_log=SessionLog(status=SessionLog.START))
         )
