@@ -2,7 +2,8 @@
 #
 # Checkpoints are deliberately NOT declared outputs: Snakemake deletes a job's outputs before it
 # retries it, and a retried job must find its checkpoints to resume from. The run's manifest is
-# written last and lists the checkpoints; downstream rules depend on it.
+# written last and lists the checkpoints; downstream rules depend on it. Neither is the run's
+# tensorboard/ folder (training metrics, one event file per session, kept across retries).
 
 
 wildcard_constraints:
@@ -24,7 +25,13 @@ rule train:
         code=sources(*SIMULATOR, "training"),
     output:
         groups=LAYOUT.groups("{run}"),
-        manifest=LAYOUT.manifest("{run}"),
+        # in Snakemake's report with the run's TensorBoard folder and command (report/training.rst)
+        manifest=report(
+            LAYOUT.manifest("{run}"),
+            caption="../report/training.rst",
+            category="Training runs",
+            labels={"run": "{run}"},
+        ),
     log:
         LAYOUT.log("train/{run}"),
     benchmark:

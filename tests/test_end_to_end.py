@@ -255,7 +255,8 @@ def surrogate_tiers(surrogate_study: Path) -> tuple[Path, dict[str, str]]:
     before = {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.name.endswith((".log", ".tsv"))
+        # logs, benchmarks and TensorBoard event files carry times: never byte-identical
+        if p.is_file() and not p.name.endswith((".log", ".tsv")) and "tensorboard" not in p.parts
     }
     result = _snakemake(surrogate_study, "tiers", flags=TINY_SURROGATE, timeout=900)
     if result.returncode != 0:

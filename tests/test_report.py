@@ -229,8 +229,15 @@ def test_report_holds_every_table_figure_decision_comparison_and_ledger(report):
         "Published versus reproduced",
         "Cost ledger",
         "Gradient probe",
+        "Training runs",
     ):
         assert category in page, category
+    # each training run's caption names its TensorBoard folder and the command that shows every run
+    import re
+
+    captions = re.sub(r"<[^>]+>", "", page)  # docutils wraps each word of a literal in its own span
+    assert "results/tiny/runs/c2-paired-s0/tensorboard/" in captions
+    assert "tensorboard --logdir results/tiny/runs" in captions
     ledger = next(p for p in report.rglob("ledger.html")).read_text()
     assert "Published budget: about 27000 episodes and 16.3 GPU-hours per run on H100" in ledger
 

@@ -620,3 +620,89 @@ def test_the_summary_gives_each_auc_gap_with_its_standard_error_over_seed_pairs(
         block = getattr(read_decision_register(path), hypothesis.lower())
         stated = _verdict_numbers(block)["auc_difference_se"]
         assert stated == pytest.approx(abs(by_pair[0] - by_pair[1]) / 2, rel=1e-12)
+
+
+# ---------------------------------------------------------------- what researchers watch during training
+
+TINY_RUN = {
+    "task_filter": "all",
+    "training": {
+        "steps": 3,
+        "prompts_per_step": 2,
+        "num_generations": 4,
+        "checkpoint_every": 3,
+        "micro_batch": 8,
+        "learning_rate": 0.05,
+    },
+    "evaluation": {"eval_tasks": 2, "final_tasks": 2, "eval_batch": 64},
+    "diagnostics": {
+        "pool": "diagnostic",
+        "tasks": 1,
+        "schedules": 2,
+        "samples": 2,
+        "steps": {"seed0": [0], "other": [0]},
+    },
+    "surrogate": {"train_episodes_seeds": [0], "phrasing_tokens": 4, "error_phrasing_tokens": 12},
+}
+
+
+def test_a_surrogate_run_writes_its_training_metrics_as_tensorboard_event_files(
+    tmp_path, monkeypatch
+) -> None:
+    """The arm job's run writes reward, its spread, the zero-variance fraction, gradient norm and step time
+    per update under runs/RUN/tensorboard/ (TensorBoard's own reader gets them back, equal to the group
+    register and the manifest's timings), and no record changes with them: the same run without the
+    event writer has the same bytes."""
+    from paired_rollouts.surrogate.run import run_one
+    from paired_rollouts.training import event_log
+
+    calibration = Path(__file__).parent / "fixtures/render/results/models/surrogate/calibration.json"
+    settings = Settings.parse(TINY_RUN)
+
+    def run(results: Path) -> dict:
+        return run_one(
+            "c2-paired-s0",
+            tasks_dir=str(TASKS),
+            calibration=str(calibration),
+            settings=settings,
+            results=str(results),
+        )
+
+    manifest = run(tmp_path / "with")
+    monkeypatch.setattr(event_log, "installed", lambda: False)
+    run(tmp_path / "without")
+    monkeypatch.undo()
+    assert not (tmp_path / "without/runs/c2-paired-s0/tensorboard").exists()
+    records = sorted(
+        p.relative_to(tmp_path / "without")
+        for p in (tmp_path / "without").rglob("*")
+        if p.is_file() and p.name != "manifest.json"
+    )
+    assert any(p.name == "groups.jsonl" for p in records) and any(p.suffix == ".jsonl" for p in records)
+    for rel in records:
+        assert (tmp_path / "with" / rel).read_bytes() == (tmp_path / "without" / rel).read_bytes(), rel
+
+    folder = tmp_path / "with/runs/c2-paired-s0/tensorboard"
+    if not event_log.installed():
+        assert not folder.exists()
+        pytest.skip("tensorboard is not installed (pip install -e .[train])")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+    events.Reload()
+    logged = {tag: {e.step: e.value for e in events.Scalars(tag)} for tag in events.Tags()["scalars"]}
+    assert set(logged) == {
+        f"train/{name}" for name in ("reward", "reward_std", "frac_reward_zero_std", "grad_norm", "step_time")
+    }
+    groups = [json.loads(line) for line in (tmp_path / "with/runs/c2-paired-s0/groups.jsonl").open()]
+    for timing in manifest["timings"]:
+        step = timing["step"]
+        batch = [g for g in groups if g["step"] == step]
+        rewards = [r for g in batch for r in g["observed_reward"]]
+        zero = sum(g["zero_variance"] for g in batch) / len(batch)
+        assert logged["train/reward"][step + 1] == pytest.approx(np.mean(rewards), abs=1e-6)
+        assert logged["train/reward_std"][step + 1] == pytest.approx(np.std(rewards, ddof=1), abs=1e-6)
+        assert logged["train/frac_reward_zero_std"][step + 1] == pytest.approx(zero, abs=1e-6)
+        assert logged["train/grad_norm"][step + 1] == pytest.approx(timing["gradient_norm"], rel=1e-6)
+        assert logged["train/step_time"][step + 1] == pytest.approx(timing["seconds"], rel=1e-6)
+    assert all(len(series) == len(manifest["timings"]) for series in logged.values())

@@ -36,6 +36,22 @@ def test_update_shape_is_explicit_and_recorded(tmp_path) -> None:
     assert config["vllm_importance_sampling_clip_max"] == 3.0  # the paper's cap
 
 
+def test_training_builds_report_to_tensorboard_and_evaluation_builds_to_nothing(
+    tmp_path, monkeypatch
+) -> None:
+    """TRL's own report_to carries the training metrics (docs/training.md#what-is-logged-for-tensorboard);
+    evaluation and probe builds train nothing and log nothing; without tensorboard no run asks for it."""
+    from paired_rollouts.training import event_log
+
+    settings = Settings.parse(GPU_LIKE)
+    monkeypatch.setattr(event_log, "installed", lambda: True)
+    assert T.grpo_args(settings, tmp_path, 0).report_to == ["tensorboard"]
+    assert T.grpo_args(settings, tmp_path, 0, evaluation=True).report_to == []
+    assert T.grpo_args(settings, tmp_path, 0, evaluation=True, importance_sampling=True).report_to == []
+    monkeypatch.setattr(event_log, "installed", lambda: False)
+    assert T.grpo_args(settings, tmp_path, 0).report_to == []
+
+
 def test_probe_builds_keep_the_importance_sampling_ratio(tmp_path) -> None:
     settings = Settings.parse(GPU_LIKE)
     assert T.grpo_args(settings, tmp_path, 0).vllm_importance_sampling_correction is True

@@ -43,8 +43,7 @@ def standin(tmp_path_factory, sim_pools):
     return folder, verification
 
 
-@pytest.fixture()
-def alternating_rewards(monkeypatch):
+def _alternate(monkeypatch) -> None:
     from paired_rollouts.episode import EpisodeSession
 
     original = EpisodeSession.finish_and_grade
@@ -56,6 +55,11 @@ def alternating_rewards(monkeypatch):
         return record
 
     monkeypatch.setattr(EpisodeSession, "finish_and_grade", graded)
+
+
+@pytest.fixture()
+def alternating_rewards(monkeypatch):
+    _alternate(monkeypatch)
 
 
 def _train(run, standin, tasks_dir, out, **extra):
@@ -72,14 +76,42 @@ def _read(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def test_train_resume_and_registers(tmp_path, standin, sim_tasks_dir, alternating_rewards):
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, standin, sim_tasks_dir):
+    """c2-paired-s0 trained in one go (``full``) and killed after step 2 then resumed (``killed``): the
+    manifests of the uninterrupted run, of the killed session and of the resumed one."""
+    from paired_rollouts.io import sha256_file
+
+    base_hash = sha256_file(standin[0] / "model.safetensors")
+    root = tmp_path_factory.mktemp("trained")
+    full, killed = root / "full", root / "killed"
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _alternate(monkeypatch)
+        manifest = _train("c2-paired-s0", standin, sim_tasks_dir, full)
+        partial = _train("c2-paired-s0", standin, sim_tasks_dir, killed, stop_after=2)
+        # rows past the checkpoint in the working register must be dropped
+        with (killed / "state" / "groups.jsonl").open("a") as handle:
+            handle.write(json.dumps({"step": 2, "group": 0, "junk": True}) + "\n")
+        # Snakemake deletes a failed job's declared outputs before it retries the job.
+        for name in ("groups.jsonl", "train_episodes.jsonl", "manifest.json"):
+            (killed / name).unlink(missing_ok=True)
+        resumed = _train("c2-paired-s0", standin, sim_tasks_dir, killed)
+    return {
+        "full": full,
+        "killed": killed,
+        "manifest": manifest,
+        "partial": partial,
+        "resumed": resumed,
+        "base_hash": base_hash,
+    }
+
+
+def test_train_resume_and_registers(trained, standin):
     from paired_rollouts.io import sha256_file
     from paired_rollouts.training import checkpoints as ckpt
     from safetensors.torch import load_file
 
-    base_hash = sha256_file(standin[0] / "model.safetensors")
-    full = tmp_path / "full"
-    manifest = _train("c2-paired-s0", standin, sim_tasks_dir, full)
+    base_hash, full, manifest = trained["base_hash"], trained["full"], trained["manifest"]
     assert manifest["status"] == "complete" and manifest["steps_completed"] == 3
     assert ckpt.list_steps(full) == [0, 2, 3]
     assert all(ckpt.is_complete(ckpt.step_dir(full, s), resumable=True) for s in (2, 3))
@@ -109,16 +141,8 @@ def test_train_resume_and_registers(tmp_path, standin, sim_tasks_dir, alternatin
     assert sha256_file(standin[0] / "model.safetensors") == base_hash
 
     # A job killed after step 2 (its checkpoint complete) and started again ends identical.
-    killed = tmp_path / "killed"
-    partial = _train("c2-paired-s0", standin, sim_tasks_dir, killed, stop_after=2)
+    killed, partial, resumed = trained["killed"], trained["partial"], trained["resumed"]
     assert partial["status"] == "stopped" and partial["steps_completed"] == 2
-    # rows past the checkpoint in the working register must be dropped
-    with (killed / "state" / "groups.jsonl").open("a") as handle:
-        handle.write(json.dumps({"step": 2, "group": 0, "junk": True}) + "\n")
-    # Snakemake deletes a failed job's declared outputs before it retries the job.
-    for name in ("groups.jsonl", "train_episodes.jsonl", "manifest.json"):
-        (killed / name).unlink(missing_ok=True)
-    resumed = _train("c2-paired-s0", standin, sim_tasks_dir, killed)
     assert resumed["status"] == "complete"
     assert [a["resumed_from_step"] for a in resumed["attempts"]] == [0, 2]
     assert (killed / "groups.jsonl").read_bytes() == (full / "groups.jsonl").read_bytes()
@@ -131,6 +155,69 @@ def test_train_resume_and_registers(tmp_path, standin, sim_tasks_dir, alternatin
     assert load_file(ckpt.step_dir(killed, 3) / "adapter_model.safetensors").keys() == last.keys()
     for key, value in load_file(ckpt.step_dir(killed, 3) / "adapter_model.safetensors").items():
         assert (value == last[key]).all()
+
+
+# The scalars TRL logs every step (beta 0: no KL), and the throughput callback's.
+STEP_SCALARS = (
+    "reward",
+    "reward_std",
+    "frac_reward_zero_std",
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "clip_ratio/region_mean",
+    "loss",
+    "grad_norm",
+    "entropy",
+    "num_tokens",
+    "step_time",
+    "tokens_per_second",
+)
+
+
+def scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar of a run's TensorBoard folder, read back by TensorBoard's own reader."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+    events.Reload()
+    return {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+def test_training_metrics_are_tensorboard_event_files(trained):
+    """TRL's report_to writes each run's metrics under tensorboard/, one file per session (the killed
+    session's file kept); each scalar once per step and finite; reward, its spread and the zero-variance
+    fraction are the group register's; tokens per second is TRL's token count growth over its step time."""
+    import math
+
+    import numpy as np
+    from paired_rollouts.stats.groups import group_statistics
+    from paired_rollouts.training import event_log
+
+    if not event_log.installed():
+        assert not (trained["full"] / "tensorboard").exists()  # trained all the same, and said so
+        pytest.skip("tensorboard is not installed (pip install -e .[train])")
+    for name, sessions in (("full", 1), ("killed", 2)):
+        folder = trained[name] / "tensorboard"
+        assert len(list(folder.glob("events.out.tfevents.*"))) == sessions, name
+        logged = scalars(folder)
+        for short in STEP_SCALARS:
+            series = logged[f"train/{short}"]
+            assert [step for step, _ in series] == [1, 2, 3], (name, short)
+            assert all(math.isfinite(value) for _, value in series), (name, short)
+        groups = _read(trained[name] / "groups.jsonl")
+        by_step = {row["step"]: row for row in group_statistics(groups)["by_step"]}
+        for step, value in logged["train/reward"]:
+            rewards = [r for g in groups if g["step"] == step - 1 for r in g["observed_reward"]]
+            assert value == pytest.approx(np.mean(rewards), abs=1e-6)
+            assert dict(logged["train/reward_std"])[step] == pytest.approx(np.std(rewards, ddof=1), abs=1e-6)
+            row = by_step[step - 1]
+            frac = row["zero_variance_groups"] / row["groups"]
+            assert dict(logged["train/frac_reward_zero_std"])[step] == pytest.approx(frac, abs=1e-6)
+        tokens = [0.0] + [value for _, value in logged["train/num_tokens"]]
+        throughput = zip(logged["train/tokens_per_second"], logged["train/step_time"], strict=True)
+        for (step, value), (_, seconds) in throughput:
+            assert value == pytest.approx((tokens[step] - tokens[step - 1]) / seconds, rel=1e-4)
+            assert value > 0
 
 
 def test_independent_groups_never_share(tmp_path, standin, sim_tasks_dir, alternating_rewards):
@@ -155,9 +242,14 @@ def test_checkpoints_of_other_settings_are_set_aside(tmp_path):
     state = run_dir / "state"
     state.mkdir()
     (state / "identity.json").write_text(json.dumps({"run": "c2-paired-s0", "settings": {"lora_r": 8}}))
+    (run_dir / "tensorboard").mkdir()
+    (run_dir / "tensorboard" / "events.out.tfevents.1.host.1.0").write_bytes(b"")
     _set_aside_if_stale(run_dir, state, {"run": "c2-paired-s0", "settings": {"lora_r": 32}})
     stale = [p for p in run_dir.iterdir() if p.name.startswith("stale-")]
     assert len(stale) == 1 and (stale[0] / "checkpoints" / "step0002").is_dir()
+    # the other settings' training metrics go with them (TensorBoard would draw both runs as one)
+    assert (stale[0] / "tensorboard" / "events.out.tfevents.1.host.1.0").is_file()
+    assert not (run_dir / "tensorboard").exists()
     assert not (run_dir / "checkpoints").exists()
     assert json.loads((state / "identity.json").read_text())["settings"] == {"lora_r": 32}
     # Same settings again: nothing moves.

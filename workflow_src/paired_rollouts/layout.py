@@ -25,6 +25,8 @@ SURROGATE_SEEDS_PER_JOB = 8
 PUBLISHED_CURVES = "data/published/curves.yaml"
 # Table 8 shows the C4 means minus the C0 and C2 ones: the C4 curves register takes theirs.
 CURVES_COMPARED = {"c4": ("c0", "c2")}
+# A run's TensorBoard event files (training metrics to watch; not records: docs/records.md, last section).
+TENSORBOARD = "tensorboard"
 
 
 def results_root(scale: str) -> str:
@@ -179,7 +181,7 @@ class Layout:
 
     # -- one run's records --------------------------------------------------------------------------
     def run_dir(self, run: str) -> str:
-        return f"{self.root}/runs/{run}"
+        return f"{self.runs_dir()}/{run}"
 
     def groups(self, run: str) -> str:
         return f"{self.run_dir(run)}/groups.jsonl"
@@ -195,6 +197,14 @@ class Layout:
 
     def register(self, run: str) -> str:
         return f"{self.run_dir(run)}/register.json"
+
+    def runs_dir(self) -> str:
+        """Every run's folder: ``tensorboard --logdir`` here shows all runs side by side."""
+        return f"{self.root}/runs"
+
+    def tensorboard_dir(self, run: str) -> str:
+        """The run's TensorBoard event files (one file per training session; never hashed or read back)."""
+        return f"{self.run_dir(run)}/{TENSORBOARD}"
 
     def curve_conditions(self) -> list[str]:
         """The tier-1 conditions (lower case) that get a curves register: the mean curves of each arm."""

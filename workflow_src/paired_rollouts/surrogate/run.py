@@ -27,6 +27,7 @@ from paired_rollouts.errors import UserError
 from paired_rollouts.io import atomic_write_json, atomic_write_jsonl, jsonl_line, sha256_file
 from paired_rollouts.records import read_calibration, read_surrogate_checkpoint
 from paired_rollouts.settings import Settings, TrainingSettings
+from paired_rollouts.training.event_log import ScalarLog
 from paired_rollouts.training.provenance import code_version
 
 # The sections of the scale block a surrogate run reads (its --settings, as written in the config).
@@ -241,65 +242,68 @@ def _run_one(
     if 0 in saves:
         write_checkpoint(run_dir, 0, trainer.theta, trainer.adam.state())
         thetas[0] = trainer.theta.tolist()
-    for step in range(steps):
-        t0 = time.perf_counter()
-        batch = rows[step * P_ : (step + 1) * P_]
-        grad, info, recs_by_group = trainer.step(
-            batch, step=step, G=G, arm=arm, seed=seed, scaling=ident.scaling
-        )
-        for g, (row, gi, recs) in enumerate(zip(batch, info, recs_by_group, strict=True)):
-            observed = [float(r["observed_reward"]) for r in recs]
-            truth = [bool(r["true_success"]) for r in recs]
-            zero_var = max(observed) - min(observed) == 0.0
-            groups_lines.append(
-                jsonl_line(
-                    {
-                        **meta,
-                        "step": step,
-                        "group": g,
-                        "row_index": row["row_index"],
-                        "task_id": row["task_id"],
-                        "schedule_seed": int(row["schedule_seed"]),
-                        "schedule_seeds": gi["schedule_seeds"],
-                        "slots": gi["slots"],
-                        "episode_indices": [step] * G,
-                        "true_success": truth,
-                        "observed_reward": observed,
-                        "flipped": [bool(r["flipped"]) for r in recs],
-                        "exposed": [bool(r["exposed"]) for r in recs],
-                        "calls": [int(r["calls"]) for r in recs],
-                        "advantages": gi["advantages"],
-                        "max_abs_advantage": max(abs(a) for a in gi["advantages"]),
-                        "zero_variance": zero_var,
-                        "spurious": all(truth) and not zero_var,
-                    }
-                )
+    # what to watch while it trains (TensorBoard; not a record): step s = s updates done, as for the LLM
+    with ScalarLog(files.tensorboard_dir(run), first_step=1) as metrics:
+        for step in range(steps):
+            t0 = time.perf_counter()
+            batch = rows[step * P_ : (step + 1) * P_]
+            grad, info, recs_by_group = trainer.step(
+                batch, step=step, G=G, arm=arm, seed=seed, scaling=ident.scaling
             )
-            if keeps_episodes:
-                for k, r in enumerate(recs):
-                    rec = episode_record(
-                        r,
-                        run=run,
-                        condition=condition,
-                        arm=arm,
-                        seed=seed,
-                        phase="train",
-                        step=step,
-                        regime="at_training",
-                        schedule_index=None,
+            for g, (row, gi, recs) in enumerate(zip(batch, info, recs_by_group, strict=True)):
+                observed = [float(r["observed_reward"]) for r in recs]
+                truth = [bool(r["true_success"]) for r in recs]
+                zero_var = max(observed) - min(observed) == 0.0
+                groups_lines.append(
+                    jsonl_line(
+                        {
+                            **meta,
+                            "step": step,
+                            "group": g,
+                            "row_index": row["row_index"],
+                            "task_id": row["task_id"],
+                            "schedule_seed": int(row["schedule_seed"]),
+                            "schedule_seeds": gi["schedule_seeds"],
+                            "slots": gi["slots"],
+                            "episode_indices": [step] * G,
+                            "true_success": truth,
+                            "observed_reward": observed,
+                            "flipped": [bool(r["flipped"]) for r in recs],
+                            "exposed": [bool(r["exposed"]) for r in recs],
+                            "calls": [int(r["calls"]) for r in recs],
+                            "advantages": gi["advantages"],
+                            "max_abs_advantage": max(abs(a) for a in gi["advantages"]),
+                            "zero_variance": zero_var,
+                            "spurious": all(truth) and not zero_var,
+                        }
                     )
-                    rec.update(group=g, rollout=k, advantage=gi["advantages"][k])
-                    episode_lines.append(jsonl_line(rec))
-        if step + 1 in saves:
-            write_checkpoint(run_dir, step + 1, trainer.theta, trainer.adam.state())
-            thetas[step + 1] = trainer.theta.tolist()
-        timings.append(
-            {
-                "step": step,
-                "seconds": round(time.perf_counter() - t0, 4),
-                "gradient_norm": float(np.linalg.norm(grad)),
-            }
-        )
+                )
+                if keeps_episodes:
+                    for k, r in enumerate(recs):
+                        rec = episode_record(
+                            r,
+                            run=run,
+                            condition=condition,
+                            arm=arm,
+                            seed=seed,
+                            phase="train",
+                            step=step,
+                            regime="at_training",
+                            schedule_index=None,
+                        )
+                        rec.update(group=g, rollout=k, advantage=gi["advantages"][k])
+                        episode_lines.append(jsonl_line(rec))
+            if step + 1 in saves:
+                write_checkpoint(run_dir, step + 1, trainer.theta, trainer.adam.state())
+                thetas[step + 1] = trainer.theta.tolist()
+            timings.append(
+                {
+                    "step": step,
+                    "seconds": round(time.perf_counter() - t0, 4),
+                    "gradient_norm": float(np.linalg.norm(grad)),
+                }
+            )
+            metrics.log(step + 1, step_metrics(recs_by_group, timings[-1]))
     atomic_write_jsonl_lines(run_dir / "groups.jsonl", groups_lines)
     if keeps_episodes:
         atomic_write_jsonl_lines(run_dir / "train_episodes.jsonl", episode_lines)
@@ -379,6 +383,23 @@ def _run_one(
     }
     atomic_write_json(run_dir / "manifest.json", manifest)
     return manifest
+
+
+def step_metrics(records_by_group: list[list[dict[str, Any]]], timing: dict[str, Any]) -> dict[str, float]:
+    """The scalars TRL logs for a step, from the surrogate's batch: mean observed reward, its spread over
+    the batch (ddof 1, as TRL's ``reward_std``), the share of groups whose rewards are all equal, the
+    gradient norm and the step's seconds (both as the manifest's ``timings`` entry)."""
+    rewards = [float(r["observed_reward"]) for recs in records_by_group for r in recs]
+    zero = [
+        max(g) == min(g) for g in ([float(r["observed_reward"]) for r in recs] for recs in records_by_group)
+    ]
+    return {
+        "reward": float(np.mean(rewards)),
+        "reward_std": float(np.std(rewards, ddof=1)) if len(rewards) > 1 else 0.0,
+        "frac_reward_zero_std": sum(zero) / len(zero),
+        "grad_norm": float(timing["gradient_norm"]),
+        "step_time": float(timing["seconds"]),
+    }
 
 
 def atomic_write_jsonl_lines(path: Path, lines: list[str]) -> None:

@@ -1,12 +1,13 @@
 """The ``TrainerCallback``s a training run adds to HF's loop (TRL's public extension point): the phase
-stamp of each step, saves off the ``checkpoint_every`` grid, per-step timings and the installation of each
-checkpoint HF saves. Imported lazily (it imports transformers)."""
+stamp of each step, saves off the ``checkpoint_every`` grid, per-step timings, the installation of each
+checkpoint HF saves and the throughput scalar beside TRL's TensorBoard metrics. Imported lazily (it
+imports transformers)."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
 
@@ -107,3 +108,27 @@ class CheckpointInstaller(TrainerCallback):
         if self.stop_after is not None and step >= self.stop_after:
             control.should_training_stop = True
         return control
+
+
+class TokensPerSecond(TrainerCallback):
+    """``train/tokens_per_second`` beside TRL's metrics in the run's TensorBoard file (training/event_log.py):
+    the step's tokens (growth of TRL's cumulative ``num_tokens``, prompts and completions) over TRL's
+    ``step_time`` (generation and passes). Runs after HF's TensorBoard callback, on the same writer."""
+
+    def __init__(self, writer: Any) -> None:
+        self.writer = writer
+        self.seen = 0.0
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.seen = float(state.num_input_tokens_seen)  # restored from the checkpoint on a resume
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        logs = logs or {}
+        if "num_tokens" not in logs or not logs.get("step_time"):
+            return  # HF's end-of-training summary carries neither
+        tokens = float(logs["num_tokens"]) - self.seen
+        self.seen = float(logs["num_tokens"])
+        self.writer.add_scalar(
+            "train/tokens_per_second", tokens / float(logs["step_time"]), state.global_step
+        )
+        self.writer.flush()

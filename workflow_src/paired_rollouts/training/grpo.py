@@ -6,7 +6,9 @@ Outputs under ``results/runs/{run}/``:
 - ``groups.jsonl``: one record per (step, group) from the trainer's own batches (docs/CONTRACT.md#training-group-record);
 - ``train_episodes.jsonl``: the episode record of every training rollout (phase ``train``);
 - ``checkpoints/step{N:04d}/``: step 0 (initial LoRA) and every ``checkpoint_every`` steps + the last;
-- ``manifest.json``: versions, seeds, settings, hardware, timings, memory, git commit, attempts, pools.
+- ``manifest.json``: versions, seeds, settings, hardware, timings, memory, git commit, attempts, pools;
+- ``tensorboard/``: TRL's training metrics as TensorBoard event files, one per session (not records:
+  ``training/event_log.py``).
 
 Resume: a run started again continues from its last COMPLETE checkpoint; register rows of steps at or
 after that checkpoint are dropped first, and TRL/HF restore optimizer, scheduler and RNG states, so the
@@ -24,8 +26,10 @@ from typing import Any
 
 from paired_rollouts.design import PAPER_CONDITIONS, parse_run
 from paired_rollouts.io import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
+from paired_rollouts.layout import TENSORBOARD
 from paired_rollouts.settings import Settings
 from paired_rollouts.training import checkpoints as ckpt
+from paired_rollouts.training import event_log
 from paired_rollouts.training.inputs import check_model, check_pools, check_verification
 from paired_rollouts.training.provenance import (
     Manifest,
@@ -136,6 +140,7 @@ def run_training(
         callbacks=callbacks,
     )
     trainer.batch_sink = register
+    event_log.attach(trainer, run_dir / TENSORBOARD, start_step + 1)
     manifest.data["trainer_config"] = trainer_configuration(trainer.args)
     manifest.save()
     if start_step == 0:
@@ -246,9 +251,9 @@ def _install_initial_checkpoint(trainer: Any, run_dir: Path, manifest: Manifest)
 
 def _set_aside_if_stale(run_dir: Path, state_dir: Path, identity: dict[str, Any]) -> None:
     """Checkpoints made with other settings (or by an older layout) are never resumed from: they are
-    moved to ``stale-<time>/`` (nothing is deleted) and the run starts afresh."""
+    moved to ``stale-<time>/`` with their TensorBoard files (nothing is deleted) and the run starts afresh."""
     fingerprint = state_dir / "identity.json"
-    leftovers = [p for p in (run_dir / "checkpoints", state_dir) if p.exists()]
+    leftovers = [p for p in (run_dir / "checkpoints", state_dir, run_dir / TENSORBOARD) if p.exists()]
     if leftovers and not (
         fingerprint.is_file() and read_json(fingerprint) == json.loads(json.dumps(identity))
     ):

@@ -198,6 +198,8 @@ def grpo_args(
     estimator uses the trainer's ratio rho); plain evaluations switch it off (it costs a forward pass)."""
     from trl import GRPOConfig
 
+    from paired_rollouts.training import event_log
+
     training, stack = settings.training, settings.stack
     cuda = stack.device == "cuda"
     use_vllm = stack.backend == "vllm"
@@ -225,7 +227,9 @@ def grpo_args(
         seed=seed,
         data_seed=seed,
         shuffle_dataset=False,
-        report_to="none",
+        # Training metrics as TensorBoard event files (event_log.attach names the folder); an evaluation
+        # build trains nothing, so it logs nothing.
+        report_to=["tensorboard"] if not evaluation and event_log.installed() else "none",
         logging_steps=1,
         save_strategy="no" if evaluation else "steps",
         save_steps=training.checkpoint_every,
