@@ -14,7 +14,8 @@ ending in a traceback. One module per subject:
 - ``probe``: probe checkpoints and registers, the bandit;
 - ``calibration``: the surrogate's calibration and checkpoints, the zero-shot gate, the scripted reference;
 - ``prereg``: the pool manifest, the verification report and what it covers;
-- ``compare``: the comparison with the published numbers and the cost ledger.
+- ``compare``: the comparison with the published numbers and the cost ledger;
+- ``replay``: the replay register of a checkpoint (its divergences recomputed from the token ids).
 """
 
 from paired_rollouts.records.calibration import (
@@ -88,6 +89,7 @@ from paired_rollouts.records.probe import (
     read_probe_checkpoint,
     read_probe_register,
 )
+from paired_rollouts.records.replay import ReplayEpisode, ReplayRegister, read_replay
 from paired_rollouts.records.runs import (
     Completeness,
     GroupStats,
@@ -138,6 +140,8 @@ __all__ = [
     "ProbeRegister",
     "ProbeVerdict",
     "ReferenceCell",
+    "ReplayEpisode",
+    "ReplayRegister",
     "Replication",
     "RunManifest",
     "RunRegister",
@@ -169,6 +173,7 @@ __all__ = [
     "read_predictions",
     "read_probe_checkpoint",
     "read_probe_register",
+    "read_replay",
     "read_run_manifest",
     "read_run_register",
     "read_scripted_reference",
