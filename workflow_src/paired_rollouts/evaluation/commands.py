@@ -198,22 +198,18 @@ def _replay_check(args: argparse.Namespace) -> int:
     read = sorted(p for p in checkpoint.iterdir() if p.is_file())
     read.append(Path(args.tasks_dir) / f"{PHASE_POOL['final']}.jsonl")
     began = time.perf_counter()
-    runner = PolicyRunner(args.model_dir, args.checkpoint, settings, args.tasks_dir, seed)
-    try:
-        register = replay_check(
-            runner=runner,
-            rows=rows,
-            evaluation_file=args.evaluation,
-            episodes=episodes,
-            identity=identity,
-            run=args.run,
-            step=args.step,
-            settings=settings,
-            read=read,
-            engine_seed=engine_seed,
-        )
-    finally:
-        runner.close()
+    register = replay_check(
+        make_runner=lambda: PolicyRunner(args.model_dir, checkpoint, settings, args.tasks_dir, seed),
+        rows=rows,
+        evaluation_file=args.evaluation,
+        episodes=episodes,
+        identity=identity,
+        run=args.run,
+        step=args.step,
+        settings=settings,
+        read=read,
+        engine_seed=engine_seed,
+    )
     atomic_write_json(args.out, register)
     summary = register["summary"]
     print(

@@ -14,7 +14,7 @@ environment's, not sampled. Turns and tokens are numbered from 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,7 @@ def rolled_rows(rows: list[dict], episodes: int, batch: int, where: str) -> list
     return rows[: min(len(rows), math.ceil(episodes / batch) * batch)]
 
 
-def _evaluation_records(path: Path, rows: list[dict], episodes: int) -> list[dict[str, Any]]:
+def evaluation_records(path: Path, rows: list[dict], episodes: int) -> list[dict[str, Any]]:
     """The evaluation file's first records, read strictly, checked to be the rows replayed."""
     from paired_rollouts.records import read_episodes
 
@@ -109,7 +109,7 @@ def _read_files(paths: Sequence[Path]) -> dict[str, str]:
 
 def replay_check(
     *,
-    runner: Any,
+    make_runner: Callable[[], Any],
     rows: list[dict],
     evaluation_file: str | Path,
     episodes: int,
@@ -120,12 +120,51 @@ def replay_check(
     read: Sequence[Path] = (),
     engine_seed: int | None = None,
 ) -> dict[str, Any]:
-    """The replay register of one checkpoint (not written: the caller writes it atomically)."""
-    from paired_rollouts.evaluation.evaluate import roll_rows
-
+    """The replay register of one checkpoint (not written: the caller writes it atomically). The inputs
+    are checked before ``make_runner`` loads the checkpoint; the runner is closed at the end."""
     evaluation_file = Path(evaluation_file)
     chunk = rolled_rows(rows, episodes, settings.evaluation.eval_batch, str(evaluation_file))
-    expected = _evaluation_records(evaluation_file, chunk, episodes)
+    expected = evaluation_records(evaluation_file, chunk, episodes)
+    files = _read_files([evaluation_file, *read])
+    runner = make_runner()
+    try:
+        rolls, turns, batches = _roll_twice(runner, chunk, episodes, identity, run, step, settings)
+    finally:
+        runner.close()
+    batch = settings.evaluation.eval_batch
+    entries = [
+        episode_entry(i, [rolls[0][i], rolls[1][i]], [turns[0][i], turns[1][i]], expected[i])
+        for i in range(episodes)
+    ]
+    return {
+        "run": run,
+        "step": step,
+        "phase": "final",
+        "regime": REGIME,
+        "backend": settings.stack.backend,
+        "device": settings.stack.device,
+        "dtype": settings.stack.dtype,
+        "engine_seed": engine_seed,
+        "batches": [dict(b, rows=len(chunk[b["start"] : b["start"] + batch])) for b in batches],
+        "files": files,
+        "episodes": entries,
+        "summary": summarize(entries),
+    }
+
+
+def _roll_twice(
+    runner: Any,
+    chunk: list[dict],
+    episodes: int,
+    identity: tuple[str, str, int],
+    run: str,
+    step: int,
+    settings: Any,
+) -> tuple[list[list[dict]], list[list[Turns]], list[dict[str, int]]]:
+    """The chunk rolled twice as the evaluation rolls it: each roll's first records and model turns,
+    and the batches' sampling seeds (the same in both rolls)."""
+    from paired_rollouts.evaluation.evaluate import roll_rows
+
     if getattr(runner.trainer, "mask_truncated_completions", False):
         raise UserError("mask_truncated_completions hides truncated completions' ids; the replay needs them")
     condition, arm, seed = identity
@@ -161,21 +200,4 @@ def replay_check(
         batches.append(seeds)
     if batches[0] != batches[1]:
         raise RuntimeError("the two rolls used different sampling seeds")
-    entries = [
-        episode_entry(i, [rolls[0][i], rolls[1][i]], [turns[0][i], turns[1][i]], expected[i])
-        for i in range(episodes)
-    ]
-    return {
-        "run": run,
-        "step": step,
-        "phase": "final",
-        "regime": REGIME,
-        "backend": settings.stack.backend,
-        "device": settings.stack.device,
-        "dtype": settings.stack.dtype,
-        "engine_seed": engine_seed,
-        "batches": [dict(b, rows=len(chunk[b["start"] : b["start"] + batch])) for b in batches[0]],
-        "files": _read_files([evaluation_file, *read]),
-        "episodes": entries,
-        "summary": summarize(entries),
-    }
+    return rolls, turns, batches[0]
