@@ -189,3 +189,16 @@ def test_bad_input_is_one_line(replayed, tmp_path, capsys):
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1 and "Loading weights" not in err
     assert not out.exists()
+
+
+def test_table_18_shows_the_registers(tmp_path):
+    """Table 18 shows each register's summary as written, runs in the study's order."""
+    from paired_rollouts.render import tables
+    from records_fixtures import replay_registers
+    from test_render import rows_of
+
+    paths = replay_registers(tmp_path, ["c2-independent-s0", "c2-paired-s0"])
+    rows = rows_of(tables.render_table(18, {"replay": paths}, "stand-in"))
+    assert [r[0] for r in rows] == [r"\texttt{c2-paired-s0}", r"\texttt{c2-independent-s0}"]
+    assert rows[0][3:] == ["3", "3", "0", "none", "3"]
+    assert rows[1][3:] == ["3", "2", "1", "turn 1, token 2", "3"]
