@@ -246,6 +246,10 @@ class Layout:
         """The replay register of a run's checkpoint (``paired-rollouts replay-check``; LLM scales)."""
         return f"{self.root}/replay/{run}/step{step}.json"
 
+    def replay_evaluation(self, run: str, step: int | str) -> str:
+        """The final set whose records the replay check compares its first roll with."""
+        return self.eval_file(run, "final", step, study.REPLAY_REGIME)
+
     def replay_files(self) -> list[str]:
         """The replay registers table 18 reads: every tier-1 run at its final checkpoint."""
         return [self.replay_file(run, self.final_step) for run in self.runs("study")]

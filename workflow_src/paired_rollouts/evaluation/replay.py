@@ -18,10 +18,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from paired_rollouts import design
 from paired_rollouts.errors import UserError
 from paired_rollouts.records.replay import first_divergence, summarize
 
-REGIME = "clean"  # the final set replayed: the first the evaluate stage rolls, noise-free
+REGIME = design.REPLAY_REGIME
 OUTCOME_KEYS = ("true_success", "observed_reward", "finished", "calls")
 
 Turns = list[list[int]]
