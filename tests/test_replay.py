@@ -202,3 +202,15 @@ def test_table_18_shows_the_registers(tmp_path):
     assert [r[0] for r in rows] == [r"\texttt{c2-paired-s0}", r"\texttt{c2-independent-s0}"]
     assert rows[0][3:] == ["3", "3", "0", "none", "3"]
     assert rows[1][3:] == ["3", "2", "1", "turn 1, token 2", "3"]
+
+
+def test_the_ledger_counts_replay_jobs_as_gpu_time(tmp_path):
+    from paired_rollouts.compare.ledger import build_ledger
+    from paired_rollouts.compare.published import load_published
+    from test_compare import PAPER, _bench
+
+    files = [
+        _bench(tmp_path / "benchmarks" / "replay" / "c2-paired-s0" / "step100.tsv", 1800.0, 900.0, 1700.0)
+    ]
+    gpu = build_ledger(files, tmp_path, "h100", load_published(PAPER).budget, runs=1)
+    assert gpu["stages"]["replay"]["gpu_hours"] == 0.5 and gpu["runs"]["c2-paired-s0"]["jobs"] == 1
