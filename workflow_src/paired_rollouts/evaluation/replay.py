@@ -167,18 +167,19 @@ def _roll_twice(
     from paired_rollouts.evaluation.evaluate import roll_rows
 
     if getattr(runner.trainer, "mask_truncated_completions", False):
-        raise UserError("mask_truncated_completions hides truncated completions' ids; the replay needs them")
+        raise RuntimeError(
+            "TRL's mask_truncated_completions hides truncated completions' ids; the replay needs them"
+        )
     condition, arm, seed = identity
     batch = settings.evaluation.eval_batch
     rolls, turns, batches = [], [], []
     for _ in range(2):
-        outputs: dict[int, dict[str, Any]] = {}
+        kept: list[Turns] = []
         seeds: list[dict[str, int]] = []
 
-        def keep(
-            start: int, sampling_seed: int, output: dict[str, Any], outputs=outputs, seeds=seeds
-        ) -> None:
-            outputs[start] = output
+        def keep(start: int, sampling_seed: int, output: dict[str, Any], kept=kept, seeds=seeds) -> None:
+            """The batch's model turns of the replayed episodes (the output itself is not held)."""
+            kept.extend(model_turns(output, i) for i in range(min(batch, episodes - start)))
             seeds.append({"start": start, "sampling_seed": sampling_seed})
 
         runner.restart_episodes()
@@ -196,7 +197,7 @@ def _roll_twice(
             progress=False,
             on_batch=keep,
         )
-        turns.append([model_turns(outputs[(i // batch) * batch], i % batch) for i in range(episodes)])
+        turns.append(kept)
         rolls.append(records[:episodes])
         batches.append(seeds)
     if batches[0] != batches[1]:
