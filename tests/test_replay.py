@@ -214,3 +214,18 @@ def test_the_ledger_counts_replay_jobs_as_gpu_time(tmp_path):
     ]
     gpu = build_ledger(files, tmp_path, "h100", load_published(PAPER).budget, runs=1)
     assert gpu["stages"]["replay"]["gpu_hours"] == 0.5 and gpu["runs"]["c2-paired-s0"]["jobs"] == 1
+
+
+def test_where_the_registers_lie_and_how_many_episodes():
+    """One register per tier-1 run at its final step; K is 8 at the LLM scales, 4 at the tiny test scale."""
+    from paired_rollouts.layout import Layout
+    from test_layout import _config
+
+    paper, tiny = (Layout.from_config(_config(), scale, "cpu") for scale in ("paper", "tiny"))
+    assert paper.replay_files()[0] == "results/replay/c2-paired-s0/step100.json"
+    assert len(paper.replay_files()) == len(paper.runs("study")) == 14
+    assert (
+        paper.replay_evaluation("c2-paired-s0", 100) == "results/evals/c2-paired-s0/final-step100-clean.jsonl"
+    )
+    assert (paper.replay_episodes(), tiny.replay_episodes()) == (8, 4)
+    assert len(tiny.replay_files()) == 5
