@@ -691,7 +691,7 @@ def replay_stage(work: Path, tasks_dir: Path, settings: dict[str, Any], timeout:
             "--out",
             str(out),
         ]
-        stage = run_stage("replay", free + replay, work / "replay.log", timeout)
+        stage = dict(run_stage("replay", free + replay, work / "replay.log", timeout), evaluate=stage)
     if stage["rc"] == 0:
         from paired_rollouts.records import read_replay
 
