@@ -644,7 +644,7 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
         if peak.is_file() and name in stages:
             stages[name]["peak_memory"] = json.loads(peak.read_text())
     if stages.get("train", {}).get("rc") == 0:
-        stages["replay"] = replay_stage(work, tasks_dir, settings, args.stage_timeout)
+        stages["replay"] = replay_stage(work, tasks_dir, settings, args.stage_timeout, args.rehearsal)
     report["probe_extrapolation"] = probe_extrapolation(stages.get("probe", {}), work, settings)
     report["checks"] = verify(work, stages, settings, args.policy)
     report["ok"] = all(report["checks"].values())
@@ -652,9 +652,12 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
-def replay_stage(work: Path, tasks_dir: Path, settings: dict[str, Any], timeout: int) -> dict[str, Any]:
+def replay_stage(
+    work: Path, tasks_dir: Path, settings: dict[str, Any], timeout: int, rehearsal: bool
+) -> dict[str, Any]:
     """Replay determinism on this backend (the report's replay line): the final checkpoint's final clean
-    set of one task (4 episodes) under free sampling, then ``replay-check`` rolls them twice."""
+    set of one task (4 episodes) under free sampling, then ``replay-check`` rolls them twice (the CPU
+    rehearsal with 96-token completions: its full-vocabulary model samples about 20 tokens a second)."""
     free = [sys.executable, __file__, "--policy", "free", "--tasks-dir", str(tasks_dir), "--stage", "cli"]
     free += ["--work", str(work), "--"]
     checkpoint = work / "runs" / RUN / "checkpoints" / f"step{STEPS:04d}"
@@ -672,7 +675,7 @@ def replay_stage(work: Path, tasks_dir: Path, settings: dict[str, Any], timeout:
         "--model-dir",
         str(work / "prepared"),
         "--settings",
-        json.dumps({**settings, "final_tasks": 1}),
+        json.dumps({**settings, "final_tasks": 1, **({"max_completion_length": 96} if rehearsal else {})}),
     ]
     evaluation, out = (
         work / "replay" / f"final-step{STEPS}-clean.jsonl",
