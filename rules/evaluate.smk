@@ -76,3 +76,38 @@ for _name, _runs, _regimes in (
     LEDGER += expand(
         getattr(rules, _name).benchmark, run=[r for r in RUNS if r in _runs], step=LAYOUT.final_step
     )
+
+
+# The replay check of each run's final checkpoint: the first episodes of its final clean set rolled twice
+# with every seed fixed, token for token, and compared with the evaluation's records (table 18).
+rule replay_check:
+    """Replay a checkpoint's first final-set episodes twice with the evaluation's seeds."""
+    input:
+        pools=LAYOUT.pools(),
+        run_manifest=rules.train.output.manifest,
+        evaluation=of_wildcards(LAYOUT.replay_evaluation, "run", "step"),
+        model=MODEL,
+        code=sources(*SIMULATOR, "training", "evaluation", "records"),
+    output:
+        LAYOUT.replay_file("{run}", "{step}"),
+    log:
+        LAYOUT.log("replay/{run}/step{step}"),
+    benchmark:
+        LAYOUT.benchmark("replay/{run}/step{step}")
+    conda:
+        software_env()
+    params:
+        tasks_dir=folder_of("pools"),
+        settings=stage_settings("stack", "training", "evaluation"),
+        model=folder_of("model"),
+        checkpoint=of_wildcards(LAYOUT.checkpoint_dir, "run", "step"),
+        episodes=LAYOUT.replay_episodes(),
+        conditions=CONDITIONS_JSON,
+    shell:
+        "paired-rollouts replay-check --run {wildcards.run:q} --step {wildcards.step:q} "
+        "--tasks-dir {params.tasks_dir:q} --checkpoint {params.checkpoint:q} --model-dir {params.model:q} "
+        "--settings {params.settings:q} --conditions {params.conditions:q} --evaluation {input.evaluation:q} "
+        "--episodes {params.episodes:q} --out {output:q} > {log:q} 2>&1"
+
+
+LEDGER += expand(rules.replay_check.benchmark, run=RUNS, step=LAYOUT.final_step)

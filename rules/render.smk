@@ -4,8 +4,8 @@
 
 # Surrogate scales add the power table (13), the calibration register (14), the learning curves beside
 # the paper's published ones, and the power of the learning rules at the paper's effect (table 19, figure
-# power_curves).
-TABLES = [*range(1, 13), *([13, 14, 19] if SURROGATE else [])]
+# power_curves); LLM scales the replay determinism of each run's final checkpoint (18).
+TABLES = [*range(1, 13), *([13, 14, 19] if SURROGATE else [18])]
 FIGURES = [
     "curves_c2",
     "curves_c4",

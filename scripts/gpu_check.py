@@ -684,11 +684,70 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
         peak = work / f"peak-{name}.json"
         if peak.is_file() and name in stages:
             stages[name]["peak_memory"] = json.loads(peak.read_text())
+    if stages.get("train", {}).get("rc") == 0:
+        stages["replay"] = replay_stage(work, tasks_dir, settings, args.stage_timeout, args.rehearsal)
     report["probe_extrapolation"] = probe_extrapolation(stages.get("probe", {}), work, settings)
     report["checks"] = verify(work, stages, settings, args.policy)
     report["ok"] = all(report["checks"].values())
     log(summary(report))
     return report
+
+
+def replay_stage(
+    work: Path, tasks_dir: Path, settings: dict[str, Any], timeout: int, rehearsal: bool
+) -> dict[str, Any]:
+    """Replay determinism on this backend (the report's replay line): the final checkpoint's final clean
+    set of one task (4 episodes) under free sampling, then ``replay-check`` rolls them twice (the CPU
+    rehearsal with 96-token completions: its full-vocabulary model samples about 20 tokens a second)."""
+    free = [sys.executable, __file__, "--policy", "free", "--tasks-dir", str(tasks_dir), "--stage", "cli"]
+    free += ["--work", str(work), "--"]
+    checkpoint = work / "runs" / RUN / "checkpoints" / f"step{STEPS:04d}"
+    common = [
+        "--run",
+        RUN,
+        "--step",
+        str(STEPS),
+        "--checkpoint",
+        str(checkpoint),
+        "--tasks-dir",
+        str(tasks_dir),
+    ]
+    common += [
+        "--model-dir",
+        str(work / "prepared"),
+        "--settings",
+        json.dumps({**settings, "final_tasks": 1, **({"max_completion_length": 96} if rehearsal else {})}),
+    ]
+    evaluation, out = (
+        work / "replay" / f"final-step{STEPS}-clean.jsonl",
+        work / "replay" / f"step{STEPS}.json",
+    )
+    final = ["evaluate", *common, "--phase", "final", "--regime", "clean", "--out", str(evaluation)]
+    stage = run_stage("replay_evaluate", free + final, work / "replay_evaluate.log", timeout)
+    if stage["rc"] == 0:
+        replay = [
+            "replay-check",
+            *common,
+            "--evaluation",
+            str(evaluation),
+            "--episodes",
+            "4",
+            "--out",
+            str(out),
+        ]
+        stage = dict(run_stage("replay", free + replay, work / "replay.log", timeout), evaluate=stage)
+    if stage["rc"] == 0:
+        from paired_rollouts.records import read_replay
+
+        register = read_replay(out)
+        s = register.summary
+        stage["line"] = (
+            f"replay ({register.backend} on {register.device}, free sampling): {s.exact}/{s.episodes} exact, "
+            f"{s.outcome_changed} outcome changed, first divergence {s.first_divergence}, "
+            f"{s.matches_evaluation}/{s.episodes} match the evaluation"
+        )
+        log(stage["line"])
+    return stage
 
 
 def probe_extrapolation(probe: dict[str, Any], work: Path, settings: dict[str, Any]) -> dict[str, Any] | None:

@@ -246,4 +246,47 @@ def synthetic_study(root) -> dict:
         "registers": sorted(res.glob("runs/*/register.json")),
         "curves": sorted(res.glob("curves/*.json")),
         "decisions": [res / "decisions" / "c2.json", res / "decisions" / "c4.json"],
+        "replay": replay_registers(res, ["c2-paired-s0", "c2-independent-s0"]),
     }
+
+
+def replay_registers(res, runs, diverged=("c2-independent-s0",)) -> list:
+    """Replay registers (R/replay/RUN/step2.json) written by the replay check's own episode and summary
+    code from synthetic rolls: 3 episodes each, the runs in ``diverged`` with the second roll's third
+    episode diverging at turn 1, token 2 (and changing its outcome)."""
+    from pathlib import Path
+
+    from paired_rollouts.evaluation.replay import episode_entry
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.records.replay import summarize
+
+    out = []
+    for run in runs:
+        entries = []
+        for i in range(3):
+            record = {"task_id": f"test-{i:05d}", "schedule_index": 1, "schedule_seed": 100 + i}
+            record |= {"true_success": i == 2, "observed_reward": float(i == 2), "finished": True, "calls": 2}
+            turns = [[11, 12, 13], [14, 15, 16, 17]]
+            second, replayed = [list(t) for t in turns], dict(record)
+            if run in diverged and i == 2:
+                second[1][2] = 99
+                replayed |= {"true_success": False, "observed_reward": 0.0}
+            entries.append(episode_entry(i, [record, replayed], [turns, second], record))
+        path = Path(res) / "replay" / run / "step2.json"
+        register = {
+            "run": run,
+            "step": 2,
+            "phase": "final",
+            "regime": "clean",
+            "backend": "hf",
+            "device": "cpu",
+            "dtype": "float32",
+            "engine_seed": None,
+            "batches": [{"start": 0, "sampling_seed": 7, "rows": 4}],
+            "files": {},
+            "episodes": entries,
+            "summary": summarize(entries),
+        }
+        atomic_write_json(path, register)
+        out.append(path)
+    return out

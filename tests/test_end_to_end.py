@@ -62,7 +62,7 @@ def _jsonl(path: Path) -> list[dict]:
 def test_pdf_and_every_table_and_figure_exist(study: Path) -> None:
     pdf = study / "results/tiny/paper/tables.pdf"
     assert pdf.read_bytes()[:5] == b"%PDF-"
-    for number in range(1, 13):
+    for number in [*range(1, 13), 18]:
         table = (study / f"results/tiny/tables/table{number}.tex").read_text()
         assert "\\begin{tabular" in table or "\\begin{longtable" in table, number
     for name in ("curves_c2", "curves_c4", "luck_share", "spurious_variance", "probe_ratios"):
@@ -101,6 +101,19 @@ def test_agent_calls_tools_in_evaluations(study: Path) -> None:
         r for f in sorted((study / "results/tiny/evals/c2-paired-s0").glob("*.jsonl")) for r in _jsonl(f)
     ]
     assert sum(r["calls"] for r in every) > 0
+
+
+def test_every_final_checkpoint_replays_exactly(study: Path) -> None:
+    """HF generate on CPU: each run's final checkpoint repeats its first 4 final clean episodes token for
+    token, and the first roll is the evaluation's record byte for byte (docs/records.md section 9)."""
+    from paired_rollouts.records import read_replay
+
+    for run in RUNS:
+        register = read_replay(study / f"results/tiny/replay/{run}/step2.json")
+        summary = register.summary
+        assert (register.backend, register.device) == ("hf", "cpu"), run
+        assert summary.episodes == summary.exact == summary.matches_evaluation == 4, (run, summary)
+    assert "Replay determinism" in (study / "results/tiny/tables/table18.tex").read_text()
 
 
 def test_tables_show_the_registers_numbers(study: Path) -> None:

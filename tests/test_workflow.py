@@ -79,7 +79,8 @@ def test_paper_dag_has_the_papers_job_counts() -> None:
     assert counts["probe"] == 2 and counts["probe_verdict"] == 2
     assert counts["probe_checkpoint"] == 3 + 6  # trajectories a (0, 80, 100) and b (0, 20, ..., 100)
     assert counts["decide"] == 2
-    assert counts["render_table"] == 12
+    assert counts["render_table"] == 13  # tables 1-12 and 18 (replay determinism)
+    assert counts["replay_check"] == runs  # each run's final checkpoint
     assert counts["render_figure"] == 7
     assert counts["render_document"] == 1
     assert counts["compare"] == 1 and counts["probe_bandit"] == 1 and counts["ledger"] == 1
@@ -122,7 +123,7 @@ def test_standin_dag_builds_the_model_and_every_table() -> None:
     assert counts["tokenizer"] == 1 and counts["warm_start"] == 1
     assert counts["prereg_freeze_local"] == 1
     assert counts["train"] == 9
-    assert counts["render_table"] == 12
+    assert counts["render_table"] == 13  # tables 1-12 and 18
 
 
 def _touch_all_outputs(work: Path) -> None:

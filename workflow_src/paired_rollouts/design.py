@@ -141,6 +141,8 @@ FINAL_REGIMES: dict[str, tuple[int, ...]] = {
     "challenge": (1,),
 }
 AT_TRAINING_FINAL_INDICES = (1, 2, 3, 4)
+# The final set the replay check rolls again (its first episodes, at the last checkpoint): noise-free.
+REPLAY_REGIME = "clean"
 EVALUATION_REGIMES = ("clean", "at_training", "challenge", "noisy_p010", "noisy_p025", "heldout_types")
 REGIMES = (*EVALUATION_REGIMES, "diag")
 POOLS = ("train", "validation", "test", "diagnostic")

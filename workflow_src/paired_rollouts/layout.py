@@ -252,6 +252,25 @@ class Layout:
         final = [self.eval_file(run, "final", self.final_step, r) for r in self.final_regimes(run)]
         return periodic + final
 
+    def replay_file(self, run: str, step: int | str) -> str:
+        """The replay register of a run's checkpoint (``paired-rollouts replay-check``; LLM scales)."""
+        return f"{self.root}/replay/{run}/step{step}.json"
+
+    def replay_evaluation(self, run: str, step: int | str) -> str:
+        """The final set whose records the replay check compares its first roll with."""
+        return self.eval_file(run, "final", step, study.REPLAY_REGIME)
+
+    def replay_files(self) -> list[str]:
+        """The replay registers table 18 reads: every tier-1 run at its final checkpoint."""
+        return [self.replay_file(run, self.final_step) for run in self.runs("study")]
+
+    def replay_episodes(self) -> int:
+        """K, the episodes the replay check rolls twice (``evaluation.replay_episodes``, a workflow key)."""
+        from paired_rollouts.settings import Settings
+
+        evaluation = dict(self.scale.get("evaluation") or {})
+        return Settings.parse({"evaluation": evaluation}, CONFIG_FILE).evaluation.replay_episodes
+
     def diagnostics_dir(self, run: str) -> str:
         return f"{self.root}/diagnostics/{run}"
 

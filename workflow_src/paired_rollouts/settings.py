@@ -238,6 +238,13 @@ class EvaluationSettings(Section):
         4, "final evaluation: the first N test tasks", "final_tasks", minimum=1, maximum=300
     )
     eval_batch: int = _f(32, "episodes generated together", "eval_batch", minimum=1)
+    replay_episodes: int = _f(
+        8,
+        "replay check: the first K episodes of the final clean set at the last checkpoint, rolled twice "
+        "with every seed fixed (read by the workflow only)",
+        "replay_episodes",
+        minimum=1,
+    )
 
 
 @dataclass(frozen=True)
@@ -476,6 +483,7 @@ class RegimeMapSettings(Section):
 EXECUTION_ONLY = (
     "micro_batch",
     "eval_batch",
+    "replay_episodes",
     "extra_checkpoint_steps",
     "vllm_gpu_memory_utilization",
     "vllm_max_model_length",
@@ -646,6 +654,7 @@ def stage_settings(
 # Keys of a section that only the workflow reads (which checkpoints are diagnosed or probed, the luck
 # share's bootstrap): left out of the jobs' settings, so that changing one reruns only the jobs it concerns.
 WORKFLOW_KEYS = {
+    "evaluation": ("replay_episodes",),
     "diagnostics": ("steps", "resamples"),
     "probe": ("trajectories",),
     # a map cell's job gets its own factors (--cell), so adding a value to a factor reruns only new cells

@@ -2,7 +2,7 @@
 
 Each rule writes a benchmark TSV (`benchmark:`, at ``Layout.benchmark(job)``); its job name gives the
 stage and, for per-run jobs, the run (``Layout.benchmark_job``). Wall time and CPU time add up; peak memory is the largest resident set of any job. On a GPU
-profile the GPU stages (train, evaluate, diagnose, probe: one GPU per job in every GPU profile) add
+profile the GPU stages (train, evaluate, diagnose, probe, replay: one GPU per job in every GPU profile) add
 their wall time as GPU-hours. Timings differ between reruns, so this is the one register that is not
 reproducible byte for byte.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from paired_rollouts.errors import UserError
 from paired_rollouts.layout import Layout
 
-GPU_STAGES = ("train", "evaluate", "diagnose", "probe")
+GPU_STAGES = ("train", "evaluate", "diagnose", "probe", "replay")
 COLUMNS = ("s", "max_rss", "cpu_time")
 NOT_MEASURED = ("NA", "-", "")  # what Snakemake writes where it could not measure a value
 

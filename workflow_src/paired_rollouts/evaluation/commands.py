@@ -55,6 +55,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="results/diagnostics/RUN/diag-stepN.jsonl")
     p.set_defaults(handler=_diagnose)
 
+    p = subparsers.add_parser(
+        "replay-check",
+        help="replay a checkpoint's first final-set episodes twice with every seed fixed, token for token",
+        description="Roll the evaluation batches holding the first K episodes of the final clean set at "
+        "checkpoint step N twice through one engine, with the evaluation's rows, schedule seeds, per-batch "
+        "sampling seeds and engine seed, and register per episode both rolls' model-turn token ids, "
+        "outcomes, the first divergence (turn, token) and whether the first roll's record is byte for byte "
+        "the evaluation file's (docs/records.md section 9).",
+        epilog=help_text(_SECTIONS),
+        formatter_class=fmt,
+    )
+    _common(p)
+    p.add_argument(
+        "--evaluation", required=True, help="results/evals/RUN/final-stepN-clean.jsonl (the records compared)"
+    )
+    p.add_argument(
+        "--episodes",
+        type=A.positive,
+        default=None,
+        help="K, the episodes replayed (default: evaluation.replay_episodes)",
+    )
+    p.add_argument("--out", required=True, help="results/replay/RUN/stepN.json")
+    p.set_defaults(handler=_replay_check)
+
 
 def _common(p: argparse.ArgumentParser) -> None:
     A.add_run(p)
@@ -146,5 +170,52 @@ def _diagnose(args: argparse.Namespace) -> int:
     print(
         f"{args.run} diagnostic step {args.step}: {len(records)} episodes, "
         f"{len(records) / max(seconds, 1e-9):.2f} episodes/s -> {args.out}"
+    )
+    return 0
+
+
+def _replay_check(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from paired_rollouts.design import PHASE_POOL
+    from paired_rollouts.evaluation.evaluate import evaluation_rows
+    from paired_rollouts.evaluation.replay import REGIME, replay_check
+    from paired_rollouts.evaluation.rollout import PolicyRunner, check_checkpoint
+    from paired_rollouts.io import atomic_write_json, check_writable_folder, require_file
+
+    settings, conditions, identity = _identity(args)
+    name, _, seed = identity
+    episodes = args.episodes or settings.evaluation.replay_episodes
+    require_file(args.evaluation, "--evaluation")
+    check_writable_folder(Path(args.out).parent)
+    rows = evaluation_rows(args.tasks_dir, "final", REGIME, conditions[name], settings)
+    engine_seed = None
+    if settings.stack.backend == "vllm":
+        from paired_rollouts.training.trainer import vllm_seed
+
+        engine_seed = vllm_seed(seed)
+    checkpoint = check_checkpoint(args.checkpoint)
+    read = sorted(p for p in checkpoint.iterdir() if p.is_file())
+    read.append(Path(args.tasks_dir) / f"{PHASE_POOL['final']}.jsonl")
+    began = time.perf_counter()
+    register = replay_check(
+        make_runner=lambda: PolicyRunner(args.model_dir, checkpoint, settings, args.tasks_dir, seed),
+        rows=rows,
+        evaluation_file=args.evaluation,
+        episodes=episodes,
+        identity=identity,
+        run=args.run,
+        step=args.step,
+        settings=settings,
+        read=read,
+        engine_seed=engine_seed,
+    )
+    atomic_write_json(args.out, register)
+    summary = register["summary"]
+    print(
+        f"{args.run} step {args.step} replay ({register['backend']} on {register['device']}): "
+        f"{summary['exact']}/{summary['episodes']} exact, {summary['outcome_changed']} outcome changed, "
+        f"{summary['matches_evaluation']}/{summary['episodes']} match the evaluation, first divergence "
+        f"{summary['first_divergence']}, {time.perf_counter() - began:.1f} s -> {args.out}"
     )
     return 0

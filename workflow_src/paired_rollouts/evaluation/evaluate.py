@@ -8,6 +8,7 @@ true_success, observed_reward, flipped, exposed, calls, budget, finished, faults
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,8 +132,11 @@ def roll_rows(
     regime: str,
     batch: int,
     progress: bool = True,
+    on_batch: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Roll out rows in fixed batches; each batch's sampling seed depends only on what it contains."""
+    """Roll out rows in fixed batches; each batch's sampling seed depends only on what it contains.
+    ``on_batch(start, sampling_seed, output)`` sees TRL's output of each batch (the replay check keeps
+    its token ids)."""
     from tqdm import tqdm
 
     from paired_rollouts.noise.seeds import derive_seed
@@ -143,7 +147,9 @@ def roll_rows(
     for start in range(0, len(rows), batch):
         chunk = rows[start : start + batch]
         sampling_seed = derive_seed("sampling", seed, phase, step, regime, start) % (2**31)
-        raw, _ = runner.rollout(chunk, f"{phase}:step{step}", sampling_seed)
+        raw, output = runner.rollout(chunk, f"{phase}:step{step}", sampling_seed)
+        if on_batch is not None:
+            on_batch(start, sampling_seed, output)
         for row, r in zip(chunk, raw, strict=True):
             rec = episode_record(
                 r,

@@ -16,6 +16,7 @@ ending in a traceback. One module per subject:
 - ``prereg``: the pool manifest, the verification report and what it covers;
 - ``compare``: the comparison with the published numbers and the cost ledger;
 - ``regime_map``: the regime map's cells and the map (surrogate scales).
+- ``replay``: the replay register of a checkpoint (its divergences recomputed from the token ids).
 """
 
 from paired_rollouts.records.calibration import (
@@ -97,6 +98,7 @@ from paired_rollouts.records.regime_map import (
     read_regime_map,
     read_regime_map_cell,
 )
+from paired_rollouts.records.replay import ReplayEpisode, ReplayRegister, read_replay
 from paired_rollouts.records.runs import (
     Completeness,
     GroupStats,
@@ -152,6 +154,8 @@ __all__ = [
     "ProbeRegister",
     "ProbeVerdict",
     "ReferenceCell",
+    "ReplayEpisode",
+    "ReplayRegister",
     "Replication",
     "RunManifest",
     "RunRegister",
@@ -184,6 +188,7 @@ __all__ = [
     "read_predictions",
     "read_probe_checkpoint",
     "read_probe_register",
+    "read_replay",
     "read_run_manifest",
     "read_run_register",
     "read_scripted_reference",

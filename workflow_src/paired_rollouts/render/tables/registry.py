@@ -22,6 +22,7 @@ from paired_rollouts.render.tables.model import Context, TableModel, TableSpec
 from paired_rollouts.render.tables.outcomes import registered_outcomes_table
 from paired_rollouts.render.tables.predictions import predictions_table, tier_predictions_table
 from paired_rollouts.render.tables.probe import probe_ratios_table, probe_traces_table
+from paired_rollouts.render.tables.replay import replay_table
 from paired_rollouts.render.tables.runs import constant_reward_table, cross_stack_table, run_matrix_table
 from paired_rollouts.render.tables.surrogate import calibration_table, power_curves_table, power_table
 from paired_rollouts.render.tables.tiers import tier_comparisons_table
@@ -236,6 +237,17 @@ TABLES: dict[int, TableSpec] = {
             tier_comparisons_table,
         ),
         TableSpec(
+            18,
+            "Replay determinism",
+            {
+                "replay": KeySpec(
+                    "replay registers results/replay/RUN/stepN.json (each run's final checkpoint)",
+                    files=lambda layout: layout.replay_files(),
+                )
+            },
+            replay_table,
+        ),
+        TableSpec(
             19,
             "Power of the learning rules at the paper's effect",
             {
@@ -260,7 +272,7 @@ def spec_for(number: int) -> TableSpec:
     if number not in TABLES:
         raise UserError(
             f"--number {number}: the tables are {', '.join(map(str, sorted(TABLES)))} (13, 14 and 19 at "
-            "surrogate scales, 15-16 with the tiers)"
+            "surrogate scales, 15-16 with the tiers, 18 at LLM scales)"
         )
     return TABLES[number]
 
