@@ -55,10 +55,12 @@ from paired_rollouts.records.decisions import (
     Hypothesis,
     PowerTable,
     Prediction,
+    PredictionA3,
     Predictions,
     Secondary,
     read_decision_register,
     read_power_table,
+    read_prediction_a3,
     read_predictions,
 )
 from paired_rollouts.records.episodes import (
@@ -132,6 +134,7 @@ __all__ = [
     "PooledGroups",
     "PowerTable",
     "Prediction",
+    "PredictionA3",
     "Predictions",
     "ProbeCheckpoint",
     "ProbeCheckpointSummary",
@@ -166,6 +169,7 @@ __all__ = [
     "read_luck",
     "read_pool_manifest",
     "read_power_table",
+    "read_prediction_a3",
     "read_predictions",
     "read_probe_checkpoint",
     "read_probe_register",

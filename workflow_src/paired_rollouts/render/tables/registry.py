@@ -23,7 +23,7 @@ from paired_rollouts.render.tables.outcomes import registered_outcomes_table
 from paired_rollouts.render.tables.predictions import predictions_table, tier_predictions_table
 from paired_rollouts.render.tables.probe import probe_ratios_table, probe_traces_table
 from paired_rollouts.render.tables.runs import constant_reward_table, cross_stack_table, run_matrix_table
-from paired_rollouts.render.tables.surrogate import calibration_table, power_table
+from paired_rollouts.render.tables.surrogate import calibration_table, power_table, prediction_table
 from paired_rollouts.render.tables.tiers import tier_comparisons_table
 
 if TYPE_CHECKING:
@@ -213,6 +213,18 @@ TABLES: dict[int, TableSpec] = {
             calibration_table,
         ),
         TableSpec(
+            17,
+            "Predicted vs published: the paired arms as a registered prediction (A3)",
+            {
+                "prediction": KeySpec(
+                    "results/<scale>/decisions/prediction_a3.json",
+                    many=False,
+                    files=lambda layout: [layout.prediction_file()],
+                )
+            },
+            prediction_table,
+        ),
+        TableSpec(
             15,
             "Registered predictions with the later tiers",
             {
@@ -247,7 +259,7 @@ def table_inputs(number: int) -> dict[str, KeySpec]:
 def spec_for(number: int) -> TableSpec:
     if number not in TABLES:
         raise UserError(
-            f"--number {number}: the tables are 1-{len(TABLES)} (13-14 at surrogate scales, 15-16 with the tiers)"
+            f"--number {number}: the tables are 1-{len(TABLES)} (13, 14 and 17 at surrogate scales, 15-16 with the tiers)"
         )
     return TABLES[number]
 
