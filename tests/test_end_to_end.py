@@ -256,7 +256,7 @@ def test_surrogate_a3_is_stamped_before_the_first_paired_checkpoint(surrogate_st
     assert [g.verdict for g in register.gaps] == ["too_few_seed_pairs"] * 4
     assert all(g.seed_pairs == 3 and g.interval is not None for g in register.gaps)
     table = (root / "tables/table17.tex").read_text()
-    assert "too few seed pairs" in table and "+0.037" in table
+    assert "too few seed pairs" in table and "$+$0.037" in table
 
 
 @pytest.fixture(scope="module")

@@ -163,6 +163,19 @@ def test_reader_refuses_a_tampered_register(tmp_path, edit, message):
     assert "prediction_a3.json" in str(caught.value) and "\n" not in str(caught.value)
 
 
+def test_table17_shows_each_gap_and_its_verdict(tmp_path):
+    from paired_rollouts.render import tables
+
+    text = tables.render_table(17, {"prediction": [_write(tmp_path, _register())]}, "surrogate")
+    rows = [line for line in text.splitlines() if line.endswith("\\\\") and "&" in line][1:]
+    cells = [[c.strip() for c in row[:-2].split(" & ")] for row in rows]
+    assert [c[-1] for c in cells] == ["inside", "outside", "too few seed pairs", "not computed"]
+    assert [c[1] for c in cells] == ["16", "16", "3", "0"]
+    assert cells[0][2] == "$+$0.039" and cells[0][4] == "$+$0.037"  # AUC gaps as fractions (mean 0.03875)
+    assert cells[1][2] == "$+$19.9" and cells[1][4] == "$+$5.1"  # success gaps in points (0.19875)
+    assert "31 s before the first paired checkpoint" in text
+
+
 # ------------------------------------------------------------------------------------------ the amendment
 def _verify(root: Path, out: Path, *extra: str) -> int:
     return main(

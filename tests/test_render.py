@@ -43,6 +43,7 @@ INPUTS = {
     # surrogate scales (copied from a tiny_surrogate run)
     "power": [RES / "decisions/power.json"],
     "calibration": [RES / "models/surrogate/calibration.json"],
+    "prediction": [RES / "decisions/prediction_a3.json"],  # amendment A3's register (table 17)
     "published_curves": [Path(__file__).parents[1] / "data" / "published" / "curves.yaml"],
     "published": [Path(__file__).parents[1] / "data" / "published" / "paper.yaml"],
 }
@@ -538,7 +539,9 @@ def test_unknown_and_missing_keys_and_settings():
         tables.render_table(5, {}, "x")
     with pytest.raises(UserError, match="unknown --settings"):
         tables.render_table(5, {"probe": INPUTS["probe"]}, "x", {"nope": 1})
-    with pytest.raises(UserError, match="tables are 1-16"):
+    with pytest.raises(UserError, match=r"tables are 1-\d+ "):
+        tables.render_table(99, {}, "x")
+    with pytest.raises(UserError, match="missing --input prediction"):  # table 17: amendment A3's register
         tables.render_table(17, {}, "x")
     with pytest.raises(UserError, match="KEY=PATH"):
         src.parse_input_args(["decisions"])
