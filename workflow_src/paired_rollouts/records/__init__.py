@@ -10,7 +10,7 @@ ending in a traceback. One module per subject:
 - ``episodes``: episode and training-group records;
 - ``runs``: one run's manifest, completeness record, luck-share files, group statistics, run register;
 - ``curves``: a condition's curves register and the cross-stack replication register;
-- ``decisions``: decision registers, the predictions register, the power table;
+- ``decisions``: decision registers, the predictions register, the power table, the A3 prediction register;
 - ``probe``: probe checkpoints and registers, the bandit;
 - ``calibration``: the surrogate's calibration and checkpoints, the zero-shot gate, the scripted reference;
 - ``prereg``: the pool manifest, the verification report and what it covers;
