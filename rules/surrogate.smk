@@ -77,12 +77,13 @@ A3 = config["prereg"]["prediction_amendment"]
 A3_INPUTS = dict(
     documents=[ancient(doc) for doc in A3["documents"]],
     calibration=LAYOUT.calibration_file(),
+    freeze=LAYOUT.freeze_record(),
     previous=LAYOUT.amendment_records()[-1:] or [LAYOUT.freeze_record()],
     code=ancient(sources("prereg")),
 )
 A3_PARAMS = dict(
-    freeze=LAYOUT.freeze_dir(),
-    into=LAYOUT.prediction_amendment_dir(),
+    freeze=folder_of("freeze"),
+    into=output_folder,
     after=len(LAYOUT.amendments),
     reason=A3["reason"],
     documents=LAYOUT.prediction_documents(),
@@ -163,9 +164,9 @@ rule prereg_verify_prediction:
     conda:
         software_env()
     params:
-        freeze=LAYOUT.freeze_dir(),
+        freeze=folder_of("freeze"),
         amendments=len(LAYOUT.amendments),
-        branch=LAYOUT.prediction_amendment_dir(),
+        branch=folder_of("a3"),
         documents=LAYOUT.prediction_documents(),
         test_authority=["--allow-test-authority"] if ACCELERATOR == "cpu" else [],
     shell:
