@@ -2,10 +2,11 @@
 # compiled into one PDF. Each table and figure is its own job and lists exactly the files it reads,
 # so a changed input (or template) reruns only what shows it.
 
-# Surrogate scales add the power table (13), the calibration register (14), the learning curves beside
-# the paper's published ones, and the power of the learning rules at the paper's effect (table 19, figure
-# power_curves); LLM scales the replay determinism of each run's final checkpoint (18).
-TABLES = [*range(1, 13), *([13, 14, 19] if SURROGATE else [18])]
+# Surrogate scales add the power table (13), the calibration register (14), amendment A3's predicted
+# versus published gaps (17), the learning curves beside the paper's published ones, and the power of the
+# learning rules at the paper's effect (table 19, figure power_curves); LLM scales the replay determinism
+# of each run's final checkpoint (18).
+TABLES = [*range(1, 13), *([13, 14, 17, 19] if SURROGATE else [18])]
 FIGURES = [
     "curves_c2",
     "curves_c4",

@@ -69,6 +69,141 @@ rule surrogate_calibration:
         "--published-curves {input.published_curves:q} --out {output:q} > {log:q} 2>&1"
 
 
+# Amendment A3 (prereg/AMENDMENT-A3.md): after the calibration register passes and before any run from
+# it (the paired arms first), the prediction is time-stamped as a branch of the last configured amendment,
+# covering the scale's calibration register; every run from the calibrated surrogate depends on its
+# verification, which fails once the calibration register (or the rules) changed after the stamp.
+A3 = config["prereg"]["prediction_amendment"]
+A3_INPUTS = dict(
+    documents=[ancient(doc) for doc in A3["documents"]],
+    calibration=LAYOUT.calibration_file(),
+    freeze=LAYOUT.freeze_record(),
+    previous=LAYOUT.amendment_records()[-1:] or [LAYOUT.freeze_record()],
+    code=ancient(sources("prereg")),
+)
+A3_PARAMS = dict(
+    freeze=folder_of("freeze"),
+    into=output_folder,
+    after=len(LAYOUT.amendments),
+    reason=A3["reason"],
+    documents=LAYOUT.prediction_documents(),
+)
+
+if ACCELERATOR == "cpu":
+
+    localrules:
+        prereg_amend_prediction_local,
+
+    rule prereg_amend_prediction_local:
+        """Amendment A3 of the local test freeze, against a fresh local test authority (as the configured
+        amendments are); remade, with the runs after it, when the calibration register changes."""
+        input:
+            **A3_INPUTS,
+        output:
+            LAYOUT.prediction_amendment_record(),
+        log:
+            LAYOUT.log("prereg_amend_prediction"),
+        benchmark:
+            LAYOUT.benchmark("prereg_amend_prediction")
+        conda:
+            software_env()
+        params:
+            **A3_PARAMS,
+        shell:
+            "paired-rollouts prereg amend-local --out {params.freeze:q} --into {params.into:q} --after {params.after:q} "
+            "--replace-inside results --reason {params.reason:q} --documents {params.documents:q} > {log:q} 2>&1"
+
+    LEDGER += expand(rules.prereg_amend_prediction_local.benchmark)
+
+else:
+
+    localrules:
+        prereg_amend_prediction,
+
+    rule prereg_amend_prediction:
+        """Amendment A3 of the public freeze, time-stamped by the freeze's own authorities (needs the
+        network: a local rule)."""
+        input:
+            **A3_INPUTS,
+        output:
+            LAYOUT.prediction_amendment_record(),
+        log:
+            LAYOUT.log("prereg_amend_prediction"),
+        benchmark:
+            LAYOUT.benchmark("prereg_amend_prediction")
+        conda:
+            software_env()
+        params:
+            **A3_PARAMS,
+        shell:
+            "paired-rollouts prereg amend --out {params.freeze:q} --into {params.into:q} --after {params.after:q} "
+            "--reason {params.reason:q} --documents {params.documents:q} > {log:q} 2>&1"
+
+    LEDGER += expand(rules.prereg_amend_prediction.benchmark)
+
+
+localrules:
+    prereg_verify_prediction,
+
+
+rule prereg_verify_prediction:
+    """The freeze, the configured amendments and A3, each token two ways; A3 must cover every document
+    and the calibration register with their current bytes."""
+    input:
+        documents=LAYOUT.prediction_documents(),
+        freeze=LAYOUT.freeze_record(),
+        amendments=LAYOUT.amendment_records(),
+        a3=LAYOUT.prediction_amendment_record(),
+        code=sources("prereg"),
+    output:
+        LAYOUT.prediction_verification_file(),
+    log:
+        LAYOUT.log("prereg_verify_prediction"),
+    benchmark:
+        LAYOUT.benchmark("prereg_verify_prediction")
+    conda:
+        software_env()
+    params:
+        freeze=folder_of("freeze"),
+        amendments=len(LAYOUT.amendments),
+        branch=folder_of("a3"),
+        documents=LAYOUT.prediction_documents(),
+        test_authority=["--allow-test-authority"] if ACCELERATOR == "cpu" else [],
+    shell:
+        "paired-rollouts prereg verify --freeze {params.freeze:q} --amendments {params.amendments:q} "
+        "--branch {params.branch:q} --require {params.documents:q} {params.test_authority:q} --out {output:q} "
+        "> {log:q} 2>&1 || {{ cat {log:q} >&2; exit 1; }}"
+
+
+rule surrogate_prediction:
+    """A3's verdicts: the paired-minus-independent gaps over seed pairs against the published ones (table
+    17); decides nothing unless A3's time stamp precedes the first paired checkpoint."""
+    input:
+        decisions=LAYOUT.decision_files(),
+        rules=A3["rules"],
+        verification=LAYOUT.prediction_verification_file(),
+        calibration=LAYOUT.calibration_file(),
+        code=sources("surrogate", "prereg", "records"),
+    output:
+        LAYOUT.prediction_file(),
+    log:
+        LAYOUT.log("surrogate/prediction"),
+    benchmark:
+        LAYOUT.benchmark("surrogate/prediction")
+    conda:
+        software_env()
+    params:
+        results=results_root,
+        paired_runs=LAYOUT.paired_runs(),
+    shell:
+        "paired-rollouts surrogate prediction --decisions {input.decisions:q} --rules {input.rules:q} "
+        "--verification {input.verification:q} --calibration {input.calibration:q} --results {params.results:q} "
+        "--paired-runs {params.paired_runs:q} --out {output:q} > {log:q} 2>&1"
+
+
+LEDGER += expand([rules.prereg_verify_prediction.benchmark, rules.surrogate_prediction.benchmark])
+
+
 STUDY_CHUNKS = LAYOUT.surrogate_jobs("study")  # tier 1's chunks (the ledger counts their jobs)
 for _job, _runs in LAYOUT.surrogate_jobs().items():
 
@@ -82,6 +217,8 @@ for _job, _runs in LAYOUT.surrogate_jobs().items():
             # the unpaired arms' tier-1 runs train from the step-0 register, every other run after the curves
             calibration=LAYOUT.step0_file() if set(_runs) <= set(CURVE_RUNS) else LAYOUT.calibration_file(),
             zero_shot=ancient(LAYOUT.zero_shot_file()),  # the registered-band gate (rules/calibrate.smk)
+            # amendment A3 verified (below): no run from the calibrated surrogate before the prediction
+            prediction=[] if set(_runs) <= set(CURVE_RUNS) else ancient(LAYOUT.prediction_verification_file()),
             code=sources(*SIMULATOR, "agents", "evaluation", "training", "surrogate"),
         output:
             LAYOUT.surrogate_outputs(_runs),

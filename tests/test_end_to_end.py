@@ -261,6 +261,28 @@ def test_surrogate_study_writes_the_llm_records_and_the_pdf(surrogate_study: Pat
         assert "Power of the learning rules at the paper" in text
 
 
+def test_surrogate_a3_is_stamped_before_the_first_paired_checkpoint(surrogate_study: Path) -> None:
+    """Amendment A3 (the paired arms as a registered prediction) is time-stamped, with the calibration
+    register, before any paired run's first checkpoint; with 3 seed pairs no gap is judged."""
+    from paired_rollouts.records import read_prediction_a3, read_verification
+
+    root = surrogate_study / "results/tiny_surrogate"
+    verification = read_verification(root / "prereg/prediction_verification.json")
+    assert (
+        verification.passes and verification.records[-1].record == "branch results/tiny_surrogate/prereg/a3"
+    )
+    covered = json.loads((root / "prereg/prediction_verification.json").read_text())["covered"]
+    assert "results/tiny_surrogate/models/surrogate/calibration.json" in {c["path"] for c in covered}
+    register = read_prediction_a3(root / "decisions/prediction_a3.json")
+    first = min(p.stat().st_mtime for p in root.glob("runs/c[24]-paired-s*/checkpoints/step*/COMPLETE"))
+    assert register.first_paired_checkpoint.time_epoch == first
+    assert register.amendment.gen_time_epoch < first and register.registered_before_paired_runs
+    assert [g.verdict for g in register.gaps] == ["too_few_seed_pairs"] * 4
+    assert all(g.seed_pairs == 3 and g.interval is not None for g in register.gaps)
+    table = (root / "tables/table17.tex").read_text()
+    assert "too few seed pairs" in table and "$+$0.037" in table
+
+
 @pytest.fixture(scope="module")
 def surrogate_tiers(surrogate_study: Path) -> tuple[Path, dict[str, str]]:
     """The registered tiers on top of the finished tiny surrogate study (tier 1's files hashed before)."""

@@ -44,6 +44,7 @@ INPUTS = {
     # surrogate scales (copied from a tiny_surrogate run)
     "power": [RES / "decisions/power.json"],
     "calibration": [RES / "models/surrogate/calibration.json"],
+    "prediction": [RES / "decisions/prediction_a3.json"],  # amendment A3's register (table 17)
     "published_curves": [Path(__file__).parents[1] / "data" / "published" / "curves.yaml"],
     "published": [Path(__file__).parents[1] / "data" / "published" / "paper.yaml"],
 }
@@ -549,6 +550,8 @@ def test_unknown_and_missing_keys_and_settings():
         tables.render_table(5, {"probe": INPUTS["probe"]}, "x", {"nope": 1})
     with pytest.raises(UserError, match="tables are 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15"):
         tables.render_table(99, {}, "x")
+    with pytest.raises(UserError, match="missing --input prediction"):  # table 17: amendment A3's register
+        tables.render_table(17, {}, "x")
     with pytest.raises(UserError, match="KEY=PATH"):
         src.parse_input_args(["decisions"])
 

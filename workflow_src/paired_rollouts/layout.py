@@ -465,6 +465,41 @@ class Layout:
         """The record amendment N chains to: the freeze for the first, else amendment N - 1."""
         return self.freeze_record() if index == 1 else self.amendment_record(index - 1)
 
+    # -- amendment A3: the paired arms as a registered prediction (surrogate scales) ---------------
+    @property
+    def prediction_amendment(self) -> Mapping[str, Any]:
+        """config prereg.prediction_amendment: A3's own documents, its reason and its rules file."""
+        return self.prereg["prediction_amendment"]
+
+    def prediction_amendment_dir(self) -> str:
+        """A3 is a branch amendment of the shared freeze, one per scale: it freezes the scale's own
+        calibration register (``prereg amend --into``, docs/prereg.md)."""
+        return self.res("prereg/a3")
+
+    def prediction_amendment_record(self) -> str:
+        return f"{self.prediction_amendment_dir()}/amendment.json"
+
+    def prediction_documents(self) -> list[str]:
+        """What A3 covers: every configured record's documents, A3's own and the calibration register."""
+        docs = [
+            *self.all_protocol_documents(),
+            *self.prediction_amendment["documents"],
+            self.calibration_file(),
+        ]
+        return list(dict.fromkeys(docs))
+
+    def paired_runs(self) -> list[str]:
+        """Tier 1's paired runs: the arms A3 predicts (their first checkpoint must follow A3's stamp)."""
+        return [run for run in self.runs("study") if study.parse_run(run).arm == "paired"]
+
+    def prediction_verification_file(self) -> str:
+        """A3's verification (the chain, then A3 with the calibration register's current bytes); every
+        paired surrogate run waits for it."""
+        return self.res("prereg/prediction_verification.json")
+
+    def prediction_file(self) -> str:
+        return self.res("decisions/prediction_a3.json")
+
     # -- checks before any job runs -----------------------------------------------------------------
     def check(self) -> None:
         """Config consistency the schema cannot express (dry runs fail): diagnostic and probe steps

@@ -87,6 +87,23 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=30.0, metavar="S", help="HTTP timeout per TSA (s)")
 
 
+def _add_branch(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--into",
+        metavar="DIR",
+        default=None,
+        help="write the amendment to DIR (a branch: a scale's own amendment, e.g. A3) instead of "
+        "FREEZE/amendments/NNN; needs --after",
+    )
+    parser.add_argument(
+        "--after",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --into: chain the branch to amendment N (0: the freeze itself); it becomes number N+1",
+    )
+
+
 def register(subparsers) -> None:
     from paired_rollouts.prereg.tsp import SYSTEM_CA_BUNDLE
 
@@ -155,6 +172,7 @@ def register(subparsers) -> None:
     p.add_argument("--reason", required=True, help="why the protocol changes (time-stamped with it)")
     p.add_argument("--tsa", action="append", metavar="NAME=URL", help="override the TSAs (repeatable, >= 2)")
     p.add_argument("--cafile", action="append", metavar="NAME=PEM", help="PEM root bundle for TSA NAME")
+    _add_branch(p)
     _add_common(p)
     p.set_defaults(handler=_amend)
 
@@ -180,8 +198,10 @@ def register(subparsers) -> None:
         "--replace-inside",
         metavar="ROOT",
         default=None,
-        help="with --number: remove amendments N.. first, but only if they lie strictly inside ROOT",
+        help="with --number: remove amendments N.. first, but only if they lie strictly inside ROOT; "
+        "with --into: remove DIR first, likewise",
     )
+    _add_branch(p)
     _add_common(p)
     p.set_defaults(handler=_amend_local)
 
@@ -215,6 +235,12 @@ def register(subparsers) -> None:
         default=[],
         metavar="PATH",
         help="documents (relative to --root) that the last verified record must cover",
+    )
+    p.add_argument(
+        "--branch",
+        metavar="DIR",
+        default=None,
+        help="also verify the branch amendment in DIR ('amend --into'), chained to the last of --amendments",
     )
     p.set_defaults(handler=_verify)
 
@@ -264,26 +290,34 @@ def _amend(args) -> int:
     if args.cafile and not args.tsa:
         raise UserError("--cafile needs --tsa (without --tsa the freeze's own TSAs and roots are reused)")
     record = fz.amend(
-        args.out, args.reason, auths=auths, documents=args.document, root=args.root, timeout=args.timeout
+        args.out,
+        args.reason,
+        auths=auths,
+        documents=args.document,
+        root=args.root,
+        timeout=args.timeout,
+        into=args.into,
+        after=args.after,
     )
-    _report_record(Path(args.out) / AMENDMENTS / f"{record['amendment']['number']:03d}", record)
+    _report_record(args.into or Path(args.out) / AMENDMENTS / f"{record['amendment']['number']:03d}", record)
     return 0
 
 
-def _amend_local(args) -> int:
-    from paired_rollouts.prereg import freeze as fz
-    from paired_rollouts.prereg.local_tsa import KeySpec, LocalTSA
+def _clear_for_local_amendment(args, freeze_dir: Path) -> None:
+    """Check --number/--into/--replace-inside and remove what is re-made (amendments N.., or the branch)."""
+    from paired_rollouts.io import remove_tree_inside
     from paired_rollouts.prereg.record import AMENDMENTS, list_amendments
 
-    freeze_dir = Path(args.out)
-    if args.replace_inside is not None and args.number is None:
-        raise UserError("--replace-inside needs --number (which amendment to make again)")
+    if args.into is not None and args.number is not None:
+        raise UserError("--number and --into exclude each other: a branch's number is --after + 1")
+    if args.replace_inside is not None and args.number is None and args.into is None:
+        raise UserError("--replace-inside needs --number or --into (which amendment to make again)")
+    if args.into is not None and args.replace_inside is not None and Path(args.into).exists():
+        remove_tree_inside(args.into, args.replace_inside)
     if args.number is not None:
         if args.number < 1:
             raise UserError(f"--number {args.number}: amendments are numbered from 1")
         if args.replace_inside is not None:
-            from paired_rollouts.io import remove_tree_inside
-
             for folder in list_amendments(freeze_dir):
                 if int(folder.name) >= args.number:
                     remove_tree_inside(folder, args.replace_inside)
@@ -293,6 +327,15 @@ def _amend_local(args) -> int:
                 f"{freeze_dir / AMENDMENTS}: holds {present} amendment(s), so the next is {present + 1:03d}, "
                 f"not {args.number:03d}; make the earlier ones first (or pass --replace-inside)"
             )
+
+
+def _amend_local(args) -> int:
+    from paired_rollouts.prereg import freeze as fz
+    from paired_rollouts.prereg.local_tsa import KeySpec, LocalTSA
+    from paired_rollouts.prereg.record import AMENDMENTS
+
+    freeze_dir = Path(args.out)
+    _clear_for_local_amendment(args, freeze_dir)
     with (
         tempfile.TemporaryDirectory(prefix="prereg-test-tsa-") as tmp,
         LocalTSA(tmp, [KeySpec("test-a"), KeySpec("test-b")]) as tsa,
@@ -305,11 +348,13 @@ def _amend_local(args) -> int:
             documents=args.document,
             root=args.root,
             timeout=args.timeout,
+            into=args.into,
+            after=args.after,
         )
     if not record["test_authority"]:
         # fz.amend refuses a test token for a public freeze, so this cannot be reached; kept as a guard.
         raise UserError(f"{freeze_dir}: amend-local only amends a test-authority freeze")
-    _report_record(freeze_dir / AMENDMENTS / f"{record['amendment']['number']:03d}", record)
+    _report_record(args.into or freeze_dir / AMENDMENTS / f"{record['amendment']['number']:03d}", record)
     return 0
 
 
@@ -335,6 +380,7 @@ def _verify(args) -> int:
             echo=_echo,
             amendments=args.amendments,
             require=args.require,
+            branch=args.branch,
         )
     except UserError:
         out.unlink(missing_ok=True)

@@ -320,11 +320,16 @@ def amend(
     documents: Iterable[str] | None = None,
     root: str | os.PathLike = ".",
     timeout: float = 30.0,
+    into: str | os.PathLike | None = None,
+    after: int | None = None,
 ) -> dict:
     """Append amendment NNN to the freeze in ``out``: current documents + reason, freshly time-stamped.
 
     The amendment text names the previous record's imprint, so the records form a chain. Without
-    ``auths`` the base freeze's TSAs and its stored roots are reused.
+    ``auths`` the base freeze's TSAs and its stored roots are reused. With ``into`` (and ``after``) the
+    amendment is a *branch*: amendment ``after + 1`` chained to amendment ``after`` (0: the freeze) but
+    written to ``into`` instead of ``out/amendments/NNN``, so that several scales sharing one freeze each
+    hold their own (amendment A3 freezes a scale's own calibration register, docs/prereg.md).
     """
     freeze_dir, root_dir = Path(out), Path(root)
     base_file = freeze_dir / RECORD["freeze"]
@@ -334,6 +339,15 @@ def amend(
     if not reason or not reason.strip():
         raise UserError("--reason: give the reason for the amendment (it is time-stamped with it)")
     existing = list_amendments(freeze_dir)
+    if (into is None) != (after is None):
+        raise UserError("--into and --after go together: a branch amendment names its folder and its parent")
+    if after is not None:
+        if after < 0 or len(existing) < after:
+            raise UserError(
+                f"{freeze_dir / AMENDMENTS}: holds {len(existing)} amendment(s), a branch after {after} needs "
+                f"them; make amendments 001..{after:03d} first"
+            )
+        existing = existing[:after]
     number = len(existing) + 1
     if existing and existing[-1].name != f"{number - 1:03d}":
         raise UserError(f"{freeze_dir / AMENDMENTS}: amendment folders are not numbered 001..; restore them")
@@ -342,7 +356,7 @@ def amend(
     if auths is None:
         auths = [Authority(t["name"], t["url"], freeze_dir / t["roots"]["file"]) for t in base["tokens"]]
     docs = _document_entries(documents or [d["path"] for d in previous["documents"]], root_dir)
-    final = freeze_dir / AMENDMENTS / f"{number:03d}"
+    final = freeze_dir / AMENDMENTS / f"{number:03d}" if into is None else Path(into)
     text_rel = _relative(final, root_dir, "the freeze folder") + f"/{AMENDMENT_TEXT}"
     prev_rel = _relative(previous_dir, root_dir, "the freeze folder")
     text = (

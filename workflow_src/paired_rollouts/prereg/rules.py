@@ -392,3 +392,81 @@ def load_tier_rules(
     except yaml.YAMLError as exc:
         raise UserError(f"{source}: not valid YAML ({exc}); restore the amended file") from exc
     return validate_tier_rules(data, str(source))
+
+
+# ---------------------------------------------------------------- amendment A3: the prediction rules
+
+DEFAULT_PREDICTION_RULES_PATH = Path("prereg/prediction_rules.yaml")
+PREDICTION_GAP_SCHEMA: dict[str, Any] = {
+    "name": str,
+    "label": str,
+    "condition": str,
+    "by_seed": str,
+    "published_id": str,
+    "published": _NUM,
+}
+PREDICTION_SCHEMA: dict[str, Any] = {
+    "schema_version": int,
+    "gaps": list,
+    "min_seed_pairs": int,
+    "interval": {"level": _NUM, "resamples": int, "seed": int},
+}
+# The per-seed-pair blocks of a decision register a gap may read (records.DecisionRegister).
+PREDICTION_BY_SEED = (
+    "H2a.auc_difference_by_seed",
+    "H2a.final_difference_by_seed",
+    "H2b.auc_difference_by_seed",
+    "H2b.final_difference_by_seed",
+    "H3.difference_by_seed",
+    "H5.difference_by_seed",
+)
+
+
+def validate_prediction_rules(rules: Any, source: str = "prediction rules") -> dict:
+    """The schema of ``prereg/prediction_rules.yaml``: every key present, typed, nothing unknown."""
+    _check(rules, PREDICTION_SCHEMA, "", source)
+    if rules["schema_version"] != SCHEMA_VERSION:
+        raise UserError(f"{source}: schema_version {rules['schema_version']} is not {SCHEMA_VERSION}")
+    if not rules["gaps"]:
+        raise UserError(f"{source}: gaps must list at least one gap; restore the amended file")
+    names = set()
+    for index, gap in enumerate(rules["gaps"]):
+        where = f"gaps[{index}]"
+        _check_keys(gap, PREDICTION_GAP_SCHEMA, where, source, "amended")
+        for key, kind in PREDICTION_GAP_SCHEMA.items():
+            _check(gap[key], kind, f"{where}.{key}", source)
+        if gap["name"] in names:
+            raise UserError(f"{source}: {where}.name {gap['name']!r} is given twice")
+        names.add(gap["name"])
+        if gap["condition"] not in ("C2", "C4"):
+            raise UserError(f"{source}: {where}.condition must be C2 or C4 (the decided comparisons)")
+        if gap["by_seed"] not in PREDICTION_BY_SEED or not gap["by_seed"].startswith(
+            ("H3", "H5", "H2a") if gap["condition"] == "C2" else ("H2b",)
+        ):
+            raise UserError(
+                f"{source}: {where}.by_seed {gap['by_seed']!r} is not a per-seed-pair block of {gap['condition']}'s "
+                f"decision register ({', '.join(PREDICTION_BY_SEED)})"
+            )
+    if rules["min_seed_pairs"] < 2:
+        raise UserError(f"{source}: min_seed_pairs must be at least 2 (an interval needs pairs)")
+    interval = rules["interval"]
+    if not 0 < interval["level"] < 100 or interval["resamples"] < 1:
+        raise UserError(f"{source}: interval.level must lie in (0, 100) and interval.resamples be at least 1")
+    return copy.deepcopy(rules)
+
+
+def load_prediction_rules(path: str | os.PathLike | None = None) -> dict:
+    """Load and validate ``prereg/prediction_rules.yaml`` (amendment A3; cwd-relative by default)."""
+    import yaml
+
+    from paired_rollouts.io import read_text_utf8, require_file
+
+    source = require_file(
+        path if path is not None else DEFAULT_PREDICTION_RULES_PATH,
+        "prediction rules (run from the repository root or pass the path)",
+    )
+    try:
+        data = yaml.safe_load(read_text_utf8(source))
+    except yaml.YAMLError as exc:
+        raise UserError(f"{source}: not valid YAML ({exc}); restore the amended file") from exc
+    return validate_prediction_rules(data, str(source))

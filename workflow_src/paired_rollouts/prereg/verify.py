@@ -240,16 +240,21 @@ def run_verification(
     echo=None,
     amendments: int | None = None,
     require: tuple[str, ...] | list[str] = (),
+    branch: str | os.PathLike | None = None,
 ) -> dict:
     """Verify the freeze and its amendments; return the report (``passes`` false => see ``failures``).
 
     ``amendments`` limits the chain to the base freeze and its first N amendments (None: all present),
-    so the tier-1 verification (N = 0) does not change when an amendment is added. ``require`` lists
-    documents that must be covered by the last verified record (otherwise a failure).
+    so the tier-1 verification (N = 0) does not change when an amendment is added. ``branch`` is a
+    folder holding one more amendment chained to the last of those (``prereg amend --into``), verified
+    as the chain's last record. ``require`` lists documents that must be covered by the last verified
+    record (otherwise a failure).
     """
     freeze_path, root_path = Path(freeze_dir), Path(root)
     base = _base_record(freeze_path, allow_test_authority)
     records = [("freeze", freeze_path, base), *_amendment_records(freeze_path, amendments)]
+    if branch is not None:
+        records.append(("amendment", Path(branch), _branch_record(Path(branch))))
     failures: list[str] = []
     report_records = _check_chain(records, root_path, echo, failures)
     latest = records[-1][2]
@@ -265,7 +270,7 @@ def run_verification(
         rel = Path(doc).as_posix()
         if rel not in covered_paths:
             failures.append(
-                f"{doc}: not covered by {freeze_path / last_label if last_label != 'freeze' else freeze_path} "
+                f"{doc}: not covered by {freeze_path if last_label == 'freeze' else records[-1][1]} "
                 "(the last verified record); record it with 'prereg amend' (docs/prereg.md#amendments)"
             )
     return {
@@ -325,6 +330,17 @@ def _amendment_records(freeze_path: Path, amendments: int | None) -> list[tuple[
     return records
 
 
+def _branch_record(folder: Path) -> dict:
+    """A branch amendment's record (``prereg amend --into``); refused when absent."""
+    record_file = folder / fz.RECORD["amendment"]
+    if not record_file.is_file():
+        raise UserError(
+            f"{record_file}: branch amendment record missing; make it with 'paired-rollouts prereg amend "
+            "--into' (docs/prereg.md#amendment-a3-the-paired-arms-as-a-registered-prediction)"
+        )
+    return read_json(record_file)
+
+
 def _check_chain(records: list[tuple[str, Path, dict]], root: Path, echo, failures: list[str]) -> list[dict]:
     """Every record verified, each amendment chained to the previous imprint; the report's `records`."""
     base = records[0][2]
@@ -348,6 +364,8 @@ def _check_chain(records: list[tuple[str, Path, dict]], root: Path, echo, failur
             ) from exc
         failures.extend(result["failures"])
         label = "freeze" if kind == "freeze" else f"amendments/{folder.name}"
+        if kind == "amendment" and folder.parent.name != fz.AMENDMENTS:
+            label = f"branch {folder.as_posix()}"  # prereg amend --into: a scale's own amendment
         for row in result["tokens"] if echo is not None else ():
             verdicts = " ".join(
                 f"{k}={'OK' if row.get(k, {}).get('ok') else 'FAIL'}" for k in ("rfc3161_client", "openssl")

@@ -10,7 +10,8 @@ ending in a traceback. One module per subject:
 - ``episodes``: episode and training-group records;
 - ``runs``: one run's manifest, completeness record, luck-share files, group statistics, run register;
 - ``curves``: a condition's curves register and the cross-stack replication register;
-- ``decisions``: decision registers, the predictions register, the power table and curves;
+- ``decisions``: decision registers, the predictions register, the power table and curves, the A3 prediction
+  register;
 - ``probe``: probe checkpoints and registers, the bandit;
 - ``calibration``: the surrogate's calibration and checkpoints, the zero-shot gate, the scripted reference;
 - ``prereg``: the pool manifest, the verification report and what it covers;
@@ -58,11 +59,13 @@ from paired_rollouts.records.decisions import (
     PowerCurves,
     PowerTable,
     Prediction,
+    PredictionA3,
     Predictions,
     Secondary,
     read_decision_register,
     read_power_curves,
     read_power_table,
+    read_prediction_a3,
     read_predictions,
 )
 from paired_rollouts.records.episodes import (
@@ -148,6 +151,7 @@ __all__ = [
     "PowerCurves",
     "PowerTable",
     "Prediction",
+    "PredictionA3",
     "Predictions",
     "ProbeCheckpoint",
     "ProbeCheckpointSummary",
@@ -185,6 +189,7 @@ __all__ = [
     "read_pool_manifest",
     "read_power_curves",
     "read_power_table",
+    "read_prediction_a3",
     "read_predictions",
     "read_probe_checkpoint",
     "read_probe_register",

@@ -577,3 +577,86 @@ def read_power_curves(path: str | Path, recompute: bool = True) -> PowerCurves:
             f"{POWER_CURVES}"
         )
     return curves
+
+
+# ---------------------------------------------------------------- A3 prediction register
+
+PREDICT = "paired-rollouts surrogate prediction"
+
+
+@dataclass(frozen=True, kw_only=True)
+class A3Stamp:
+    """Amendment A3's verified time stamp: its record and the latest genTime of its tokens."""
+
+    record: str = key(is_str)
+    gen_time: str = key(is_str)
+    gen_time_epoch: float = key(is_num)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckpointTime:
+    """The first checkpoint marker of the paired runs and its modification time."""
+
+    path: str = key(is_str)
+    time: str = key(is_str)
+    time_epoch: float = key(is_num)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PredictedGap:
+    """One registered gap: the per-pair values, the predicted mean and interval, the published value and
+    the verdict (``surrogate/prediction.py: VERDICTS``)."""
+
+    name: str = key(is_str)
+    label: str = key(is_str)
+    condition: str = key(is_condition)
+    by_seed_key: str = key(is_str, name="by_seed_key")
+    by_seed: list[float] | None = key(nullable(list_of(is_num)))
+    published_id: str = key(is_str)
+    published: float = key(is_num)
+    decision: str = key(is_str)
+    seed_pairs: int = key(is_int)
+    mean: float | None = key(nullable(is_num))
+    interval: list[float] | None = key(nullable(pair_of(is_num)))
+    verdict: str = key(is_str)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PredictionA3:
+    """results/<scale>/decisions/prediction_a3.json (surrogate/prediction.py, docs/records.md section 8.4):
+    every summary and verdict must follow from its own per-pair values and times (``summary_mismatch``)."""
+
+    path: str
+    raw: dict[str, Any]
+    format: str = key(is_str)
+    amendment: A3Stamp = key(is_dict, read=one(A3Stamp))
+    first_paired_checkpoint: CheckpointTime = key(is_dict, read=one(CheckpointTime))
+    registered_before_paired_runs: bool = key(is_bool)
+    paired_runs: list[str] = key(list_of(is_str))
+    min_seed_pairs: int = key(is_int)
+    interval: dict[str, float] = key(map_of(is_num))
+    gaps: list[PredictedGap] = key(list_of(is_dict), read=each(PredictedGap))
+    counts: dict[str, int] = key(map_of(is_int))
+    files: dict[str, str] = key(map_of(is_sha256))
+    rules: str = key(is_str)
+    calibration: str = key(is_str)
+    verification: str = key(is_str)
+
+    def _check(self, at: At) -> None:
+        from paired_rollouts.surrogate.prediction import FORMAT, VERDICTS, summary_mismatch
+
+        if self.format != FORMAT:
+            raise at.error(f"format {self.format!r} is not {FORMAT!r}")
+        for gap in self.gaps:
+            if gap.verdict not in VERDICTS:
+                raise at.error(f"gaps.{gap.name}.verdict {gap.verdict!r} is not one of {', '.join(VERDICTS)}")
+        if set(self.interval) != {"level", "resamples", "seed"}:
+            raise at.error("interval must hold exactly level, resamples and seed")
+        mismatch = summary_mismatch(self.raw)
+        if mismatch is not None:
+            raise at.error(f"{mismatch}; its summaries must follow from its detail")
+
+
+def read_prediction_a3(path: str | Path) -> PredictionA3:
+    """results/<scale>/decisions/prediction_a3.json, typed and recomputed (docs/records.md section 8.4)."""
+    return read_register(PredictionA3, path, "A3 prediction register", PREDICT)

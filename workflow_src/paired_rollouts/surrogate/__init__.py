@@ -4,5 +4,6 @@ It chooses, at each turn, among a finite menu of candidate actions built from th
 last observation (``menu``); its choice probabilities are a softmax over one-hot features of
 (context, action) (``policy``), so its score vector is exact and analytic. ``calibration`` fits the
 initial parameters to the paper's step-0 agent, ``trainer`` is the group-relative update, ``probe`` the
-exact gradient-covariance probe and ``power`` the seed-resampling power table.
+exact gradient-covariance probe, ``power`` the seed-resampling power table and ``prediction`` amendment
+A3's verdicts (the paired arms' gaps, predicted by a surrogate fitted without them, against the paper's).
 """

@@ -1,4 +1,4 @@
-"""CLI: ``paired-rollouts surrogate calibrate|curves|fit|arm|stats|probe|power|power-curves|map-cell|map|summary``."""
+"""CLI: ``paired-rollouts surrogate calibrate|curves|fit|arm|stats|probe|power|power-curves|prediction|map-cell|map|summary``."""
 
 from __future__ import annotations
 
@@ -289,6 +289,28 @@ def _power_curves(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prediction(args: argparse.Namespace) -> int:
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.surrogate.prediction import prediction_register
+
+    register = prediction_register(
+        args.decisions, args.rules, args.verification, args.calibration, args.results, args.paired_runs
+    )
+    atomic_write_json(args.out, register)
+    stamp, first = register["amendment"], register["first_paired_checkpoint"]
+    print(
+        f"A3 genTime {stamp['gen_time']}, first paired checkpoint {first['time']} "
+        f"({first['time_epoch'] - stamp['gen_time_epoch']:+.1f} s): registered before the paired runs: "
+        f"{register['registered_before_paired_runs']}"
+    )
+    for gap in register["gaps"]:
+        print(
+            f"{gap['name']}: predicted {gap['mean']} {gap['interval']} over {gap['seed_pairs']} seed pairs, "
+            f"published {gap['published']}: {gap['verdict']}"
+        )
+    return 0
+
+
 SURROGATE_SECTION = "JSON: the scale's `surrogate` section as in config/config.yaml"
 PUBLISHED_FILES = {"published": "data/published/paper.yaml", "published-curves": "data/published/curves.yaml"}
 
@@ -531,6 +553,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--pdf", type=Path, default=None, help="results/<scale>/map/regime_map.pdf (needs --figure)"
     )
     p.set_defaults(handler=_map)
+
+    p = sub.add_parser(
+        "prediction",
+        help="amendment A3: the paired arms' gaps as a registered prediction, judged against the published gaps",
+        description="Predicted paired-minus-independent gaps (mean, bootstrap interval over seed pairs) from "
+        "tier 1's decision registers, each published gap inside or outside its interval; refuses rules or a "
+        "calibration register that A3 does not cover with their current bytes (docs/records.md section 8.4).",
+    )
+    p.add_argument("--decisions", required=True, nargs="+", type=Path, help="decision registers (c2, c4)")
+    p.add_argument("--rules", required=True, type=Path, help="prereg/prediction_rules.yaml (amendment A3)")
+    p.add_argument(
+        "--verification", required=True, type=Path, help="results/<scale>/prereg/prediction_verification.json"
+    )
+    p.add_argument(
+        "--calibration", required=True, type=Path, help="results/<scale>/models/surrogate/calibration.json"
+    )
+    A.add_results_root(p, "results/surrogate", required=True, type=None)
+    p.add_argument(
+        "--paired-runs", required=True, nargs="+", help="tier 1's paired runs (their checkpoints' times)"
+    )
+    p.add_argument("--out", required=True, type=Path, help="results/<scale>/decisions/prediction_a3.json")
+    p.set_defaults(handler=_prediction)
 
     p = sub.add_parser(
         "summary", help="print the figures the README quotes from a finished study's registers"

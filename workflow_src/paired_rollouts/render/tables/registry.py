@@ -24,7 +24,12 @@ from paired_rollouts.render.tables.predictions import predictions_table, tier_pr
 from paired_rollouts.render.tables.probe import probe_ratios_table, probe_traces_table
 from paired_rollouts.render.tables.replay import replay_table
 from paired_rollouts.render.tables.runs import constant_reward_table, cross_stack_table, run_matrix_table
-from paired_rollouts.render.tables.surrogate import calibration_table, power_curves_table, power_table
+from paired_rollouts.render.tables.surrogate import (
+    calibration_table,
+    power_curves_table,
+    power_table,
+    prediction_table,
+)
 from paired_rollouts.render.tables.tiers import tier_comparisons_table
 
 if TYPE_CHECKING:
@@ -214,6 +219,18 @@ TABLES: dict[int, TableSpec] = {
             calibration_table,
         ),
         TableSpec(
+            17,
+            "Predicted vs published: the paired arms as a registered prediction (A3)",
+            {
+                "prediction": KeySpec(
+                    "results/<scale>/decisions/prediction_a3.json",
+                    many=False,
+                    files=lambda layout: [layout.prediction_file()],
+                )
+            },
+            prediction_table,
+        ),
+        TableSpec(
             15,
             "Registered predictions with the later tiers",
             {
@@ -271,7 +288,7 @@ def table_inputs(number: int) -> dict[str, KeySpec]:
 def spec_for(number: int) -> TableSpec:
     if number not in TABLES:
         raise UserError(
-            f"--number {number}: the tables are {', '.join(map(str, sorted(TABLES)))} (13, 14 and 19 at "
+            f"--number {number}: the tables are {', '.join(map(str, sorted(TABLES)))} (13, 14, 17 and 19 at "
             "surrogate scales, 15-16 with the tiers, 18 at LLM scales)"
         )
     return TABLES[number]

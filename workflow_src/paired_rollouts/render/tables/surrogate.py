@@ -1,5 +1,5 @@
-"""Tables of the surrogate scales: power of the registered rules (13), the calibration (14) and the
-power of the learning rules at the paper's effect (19)."""
+"""Tables of the surrogate scales: power of the registered rules (13), the calibration (14), amendment A3's
+predicted versus published gaps (17) and the power of the learning rules at the paper's effect (19)."""
 
 from __future__ import annotations
 
@@ -123,6 +123,62 @@ def calibration_table(ctx: Context) -> TableModel:
             "Fitted knobs: "
             + ", ".join(f"{fmt.escape(k)} {v:.3f}" for k, v in sorted(calibration.knobs.items()))
             + f". Parameters: {len(calibration.theta)}."
+        )
+    )
+    return table
+
+
+VERDICT_TEXT = {
+    "inside": "inside",
+    "outside": "outside",
+    "too_few_seed_pairs": "too few seed pairs",
+    "not_computed": "not computed",
+    "registered_too_late": "registered too late",
+}
+
+
+def prediction_table(ctx: Context) -> TableModel:
+    """Amendment A3: each predicted gap (mean, interval over seed pairs) and whether the published gap lies
+    inside it; AUC gaps as fractions, success gaps in percent points."""
+    register = records.read_prediction_a3(ctx.inputs.files("prediction")[0])
+    level = register.interval["level"]
+    table = TableModel(
+        [
+            Tex("Gap (paired $-$ independent)"),
+            Tex("seed pairs"),
+            Tex("predicted"),
+            Tex(f"{level:g}\\% interval"),
+            Tex("published"),
+            Tex("verdict"),
+        ],
+        ["l", "r", "r", "c", "r", "l"],
+    )
+    for gap in register.gaps:
+        auc = gap.by_seed_key.endswith("auc_difference_by_seed")
+        show, dp = (fmt.signed, 3) if auc else (fmt.signed_pp, 1)
+        shown = fmt.interval(
+            None if gap.interval is None else [v * (1 if auc else 100) for v in gap.interval],
+            dp,
+            table.notes,
+            "no seed pairs",
+        )
+        table.add(
+            [
+                fmt.escape(gap.label + ("" if auc else " (points)")),
+                fmt.integer(gap.seed_pairs),
+                show(gap.mean, dp, table.notes, "no seed pairs"),
+                shown,
+                show(gap.published, dp),
+                fmt.escape(VERDICT_TEXT[gap.verdict]),
+            ]
+        )
+    lead = register.first_paired_checkpoint.time_epoch - register.amendment.gen_time_epoch
+    table.extra_notes.append(
+        Tex(
+            f"A3 time-stamped {fmt.escape(register.amendment.gen_time)}, {lead:.0f} s "
+            + ("before" if register.registered_before_paired_runs else "NOT before")
+            + f" the first paired checkpoint; a verdict needs at least {register.min_seed_pairs} seed pairs. "
+            f"Interval: percentile bootstrap over seed pairs ({int(register.interval['resamples'])} resamples)."
         )
     )
     return table
