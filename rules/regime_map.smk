@@ -2,14 +2,14 @@
 # grid in the scale's `regime_map:` section (seed pairs of paired and independent runs from the calibrated
 # step-0 policy, and the cell's step-0 predictors), then the map with its heatmaps and page. A cell's file
 # is named by the hash of its own factor values and its job is given only those (settings WORKFLOW_KEYS
-# leave the grid's lists out), so adding a value to a factor runs only the new cells. Under SLURM the
-# cells are batched `chunk_cells` to a job (one Snakemake group per chunk); locally they run one by one.
+# leave the grid's lists out), so adding a value to a factor runs only the new cells. Every cell job is in
+# the group `regime_map_cells`; under SLURM the slurm-cpu profile's `group-components` batches 8 of them to a
+# submission (`--group-components regime_map_cells=N` sets another N); locally they run one by one.
 
-from paired_rollouts.surrogate.regime_map import cell_chunks, map_cells
+from paired_rollouts.surrogate.regime_map import map_cells
 
 MAP_GRID = settings_of_scale.Settings.parse(json.loads(regime_map_grid())).regime_map
 MAP_CELLS = {cell.id: cell for cell in map_cells(MAP_GRID)}
-MAP_CHUNKS = cell_chunks(MAP_GRID)
 
 
 wildcard_constraints:
@@ -30,7 +30,7 @@ rule regime_map_cell:
     benchmark:
         LAYOUT.benchmark("map/{cell}")
     group:
-        lambda wildcards: MAP_CHUNKS[wildcards.cell]
+        "regime_map_cells"
     conda:
         software_env()
     params:
@@ -72,12 +72,3 @@ rule regime_map:
     """Target: the regime map, its heatmaps and its page."""
     input:
         rules.regime_map_assemble.output,
-
-
-# Under SLURM (any non-local executor) each chunk's cells are one group job: its chunk_cells independent
-# cell jobs are bundled into one submission (Snakemake's group components; locally there are no groups).
-_components = workflow.group_settings.group_components
-for _chunk in sorted(set(MAP_CHUNKS.values())):
-    if _chunk not in _components:  # a --group-components given on the command line wins
-        _components = _components.set(_chunk, MAP_GRID.chunk_cells)
-workflow.group_settings.group_components = _components

@@ -330,11 +330,10 @@ def _require_cluster() -> None:
 
 @pytest.mark.slurm
 def test_a_tiny_map_runs_through_the_local_slurm_cluster_one_job_per_chunk(tmp_path: Path) -> None:
+    """The profile's group-components (8 cells to a job) sends the tiny map's two cells as one submission."""
     _require_cluster()
     work, base = _prepared_copy(tmp_path)
-    extra = work / "chunks.yaml"  # both cells in one chunk: one SLURM job
-    extra.write_text(yaml.safe_dump({"scales": {TINY: {"regime_map": {"chunk_cells": 2}}}}))
-    slurm = ("--configfile", "config/config.yaml", "profiles/slurm-cpu/settings.yaml", base[-1], str(extra))
+    slurm = ("--configfile", "config/config.yaml", "profiles/slurm-cpu/settings.yaml", base[-1])
     snakemake(
         "regime_map", "--profile", "slurm-cpu", *slurm, "--config", f"scale={TINY}", cwd=work, timeout=900
     )
@@ -343,6 +342,6 @@ def test_a_tiny_map_runs_through_the_local_slurm_cluster_one_job_per_chunk(tmp_p
     regime_map = read_regime_map(work / f"results/{TINY}/map/regime_map.json")
     assert len(regime_map.cells) == 2
     logs = list((work / ".snakemake/slurm_logs").rglob("*.log"))
-    # the plugin logs a group job under group_<group id>: the two cells of the one chunk went as one job
-    assert len([p for p in logs if "group_regime_map_chunk0" in str(p)]) == 1, logs
+    # the plugin logs a group job under group_<group id>: the two cells went as one job
+    assert len([p for p in logs if "group_regime_map_cells" in str(p)]) == 1, logs
     assert not [p for p in logs if "rule_regime_map_cell" in str(p)], logs

@@ -19,6 +19,10 @@ TINY = ("--profile", "cpu", "--configfile", ".test/config/config.yaml")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+# Figures only surrogate scales draw (rules/render.smk FIGURES): their inputs are surrogate registers.
+SURROGATE_FIGURES = ("surrogate_curves", "power_curves")
+
+
 def paired(*args: str, cwd: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "paired_rollouts", *args],
@@ -85,8 +89,8 @@ def fill_report_outputs(work: Path) -> None:
     ]
     from paired_rollouts.render import figures, tables
 
-    # The LLM scales render tables 1-12 and the paper's figures; the surrogate's own (13, 14,
-    # surrogate_curves) are tested with the surrogate.
+    # The LLM scales render tables 1-12 and the paper's figures; the surrogate's own (13, 14, 17, 19,
+    # surrogate_curves, power_curves) are tested with the surrogate.
     for number in [n for n in tables.TABLES if n <= 12]:
         keys = tables.table_inputs(number)
         given = {k: inputs[k] for k in keys if inputs.get(k)}
@@ -110,7 +114,7 @@ def fill_report_outputs(work: Path) -> None:
             cwd=work,
         )
     for name, spec in figures.FIGURES.items():
-        if name == "surrogate_curves":
+        if name in SURROGATE_FIGURES:
             continue
         args = [a for k in spec.keys for p in inputs[k] for a in ("--input", f"{k}={p}")]
         paired(
@@ -166,7 +170,7 @@ def fill_report_outputs(work: Path) -> None:
         cwd=work,
     )
     tex = [str(res / f"tables/table{n}.tex") for n in tables.TABLES if n <= 12]
-    figs = [str(res / f"figures/{name}.pdf") for name in figures.FIGURES if name != "surrogate_curves"]
+    figs = [str(res / f"figures/{name}.pdf") for name in figures.FIGURES if name not in SURROGATE_FIGURES]
     paired(
         "render",
         "document",

@@ -448,11 +448,6 @@ class RegimeMapSettings(Section):
     resamples: int = _f(
         2000, "Bootstrap resamples of the seed pairs (and of the luck share's tasks).", minimum=100
     )
-    chunk_cells: int = _f(
-        8,
-        "Cells per SLURM job (Snakemake group): cells keep their own files, chunks only batch jobs.",
-        minimum=1,
-    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -658,7 +653,7 @@ WORKFLOW_KEYS = {
     "diagnostics": ("steps", "resamples"),
     "probe": ("trajectories",),
     # a map cell's job gets its own factors (--cell), so adding a value to a factor reruns only new cells
-    "regime_map": (*MAP_FACTORS, "chunk_cells"),
+    "regime_map": MAP_FACTORS,
 }
 
 

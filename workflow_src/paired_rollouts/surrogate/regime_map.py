@@ -124,12 +124,6 @@ def map_cells(grid: RegimeMapSettings) -> list[Cell]:
     )
 
 
-def cell_chunks(grid: RegimeMapSettings) -> dict[str, str]:
-    """cell id -> its SLURM chunk (``chunk_cells`` cells per job, in id order): jobs only, never files."""
-    ids = sorted(cell.id for cell in map_cells(grid))
-    return {cell_id: f"regime_map_chunk{i // grid.chunk_cells}" for i, cell_id in enumerate(ids)}
-
-
 # ---------------------------------------------------------------- statistics (the reader redoes them) --
 
 
