@@ -147,21 +147,27 @@ def validate_decision_rules(rules: Any, source: str = "decision rules") -> dict:
     return copy.deepcopy(rules)
 
 
-def load_decision_rules(path: str | os.PathLike | None = None) -> dict:
-    """Load and validate the frozen rules; ``path`` defaults to ``prereg/decision_rules.yaml`` (cwd-relative)."""
+def _read_yaml(source: os.PathLike | str, fix: str) -> Any:
+    """A rules file's YAML (the three rules files are read alike); invalid YAML is one line naming the fix."""
     import yaml
 
-    from paired_rollouts.io import read_text_utf8, require_file
+    from paired_rollouts.io import read_text_utf8
+
+    try:
+        return yaml.safe_load(read_text_utf8(source))
+    except yaml.YAMLError as exc:
+        raise UserError(f"{source}: not valid YAML ({exc}); {fix}") from exc
+
+
+def load_decision_rules(path: str | os.PathLike | None = None) -> dict:
+    """Load and validate the frozen rules; ``path`` defaults to ``prereg/decision_rules.yaml`` (cwd-relative)."""
+    from paired_rollouts.io import require_file
 
     source = require_file(
         path if path is not None else DEFAULT_RULES_PATH,
         "decision rules (run from the repository root or pass the path)",
     )
-    try:
-        data = yaml.safe_load(read_text_utf8(source))
-    except yaml.YAMLError as exc:
-        raise UserError(f"{source}: not valid YAML ({exc}); restore the frozen file") from exc
-    return validate_decision_rules(data, str(source))
+    return validate_decision_rules(_read_yaml(source, "restore the frozen file"), str(source))
 
 
 # The frozen file names the at-training-noise validation set "noisy" (the paper's word); the episode
@@ -375,9 +381,7 @@ def load_tier_rules(
     verified freeze record with its current bytes (`verify.require_covered`), so a tier decision never
     applies rules that the time stamps do not cover.
     """
-    import yaml
-
-    from paired_rollouts.io import read_text_utf8, require_file
+    from paired_rollouts.io import require_file
 
     source = require_file(
         path if path is not None else DEFAULT_TIER_RULES_PATH,
@@ -387,11 +391,7 @@ def load_tier_rules(
         from paired_rollouts.prereg.verify import require_covered
 
         require_covered(verification, source)
-    try:
-        data = yaml.safe_load(read_text_utf8(source))
-    except yaml.YAMLError as exc:
-        raise UserError(f"{source}: not valid YAML ({exc}); restore the amended file") from exc
-    return validate_tier_rules(data, str(source))
+    return validate_tier_rules(_read_yaml(source, "restore the amended file"), str(source))
 
 
 # ---------------------------------------------------------------- amendment A3: the prediction rules
@@ -457,16 +457,10 @@ def validate_prediction_rules(rules: Any, source: str = "prediction rules") -> d
 
 def load_prediction_rules(path: str | os.PathLike | None = None) -> dict:
     """Load and validate ``prereg/prediction_rules.yaml`` (amendment A3; cwd-relative by default)."""
-    import yaml
-
-    from paired_rollouts.io import read_text_utf8, require_file
+    from paired_rollouts.io import require_file
 
     source = require_file(
         path if path is not None else DEFAULT_PREDICTION_RULES_PATH,
         "prediction rules (run from the repository root or pass the path)",
     )
-    try:
-        data = yaml.safe_load(read_text_utf8(source))
-    except yaml.YAMLError as exc:
-        raise UserError(f"{source}: not valid YAML ({exc}); restore the amended file") from exc
-    return validate_prediction_rules(data, str(source))
+    return validate_prediction_rules(_read_yaml(source, "restore the amended file"), str(source))
