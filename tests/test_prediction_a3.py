@@ -21,10 +21,8 @@ from paired_rollouts.prereg.local_tsa import _openssl_available
 from paired_rollouts.prereg.rules import load_prediction_rules, validate_prediction_rules
 from paired_rollouts.records import read_prediction_a3
 from paired_rollouts.surrogate import prediction as pr
+from prereg_workspaces import A2, BASE, REPO, copy_documents, freeze_with_a2, verify
 
-REPO = Path(__file__).resolve().parents[1]
-BASE = ["prereg/PREREGISTRATION.md", "prereg/decision_rules.yaml"]
-A2 = ["prereg/AMENDMENT-A2.md", "prereg/tier_rules.yaml"]
 A3 = ["prereg/AMENDMENT-A3.md", "prereg/prediction_rules.yaml"]
 CALIBRATION = "results/s/models/surrogate/calibration.json"
 BRANCH = "results/s/prereg/a3"
@@ -178,22 +176,7 @@ def test_table17_shows_each_gap_and_its_verdict(tmp_path):
 
 # ------------------------------------------------------------------------------------------ the amendment
 def _verify(root: Path, out: Path, *extra: str) -> int:
-    return main(
-        [
-            "prereg",
-            "verify",
-            "--freeze",
-            str(root / "results/prereg/freeze"),
-            "--root",
-            str(root),
-            "--allow-test-authority",
-            "--amendments",
-            "1",
-            "--out",
-            str(out),
-            *extra,
-        ]
-    )
+    return verify(root, out, "--amendments", "1", *extra)
 
 
 @pytest.fixture(scope="module")
@@ -202,18 +185,10 @@ def amended(tmp_path_factory) -> Path:
     if not _openssl_available():
         pytest.skip("openssl CLI not installed")
     root = tmp_path_factory.mktemp("a3")
-    for rel in BASE + A2 + A3:
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(REPO / rel, root / rel)
+    copy_documents(root, A3)
     (root / CALIBRATION).parent.mkdir(parents=True)
     (root / CALIBRATION).write_text('{"stage": "curves", "passes": true}\n')
-    freeze = str(root / "results/prereg/freeze")
-    common = ["--out", freeze, "--root", str(root)]
-    assert main(["prereg", "freeze-local", *common, "--documents", *BASE]) == 0
-    assert (
-        main(["prereg", "amend-local", *common, "--number", "1", "--reason", "A2", "--documents", *BASE, *A2])
-        == 0
-    )
+    common = freeze_with_a2(root)
     branch = ["--into", str(root / BRANCH), "--after", "1", "--replace-inside", str(root / "results")]
     documents = ["--documents", *BASE, *A2, *A3, CALIBRATION]
     assert main(["prereg", "amend-local", *common, *branch, "--reason", "A3", *documents]) == 0

@@ -18,10 +18,9 @@ from paired_rollouts.errors import UserError
 from paired_rollouts.prereg.local_tsa import _openssl_available
 from paired_rollouts.prereg.rules import load_tier_rules, validate_tier_rules
 from paired_rollouts.prereg.verify import require_covered
+from prereg_workspaces import A2, BASE, REPO, freeze_with_a2, verify
 
-REPO = Path(__file__).resolve().parents[1]
-BASE = ["prereg/PREREGISTRATION.md", "prereg/decision_rules.yaml"]
-AMENDED = ["prereg/AMENDMENT-A2.md", "prereg/tier_rules.yaml"]
+AMENDED = A2
 tsa = pytest.mark.tsa
 needs_openssl = pytest.mark.skipif(not _openssl_available(), reason="openssl CLI not installed")
 
@@ -127,60 +126,13 @@ def test_tier_rules_validation_returns_a_copy():
 
 
 # ------------------------------------------------------------------------------------------ amendment
-def _workspace(root: Path) -> None:
-    for rel in BASE + AMENDED:
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(REPO / rel, root / rel)
-
-
-def _verify(root: Path, out: Path, *extra: str) -> int:
-    return main(
-        [
-            "prereg",
-            "verify",
-            "--freeze",
-            str(root / "results/prereg/freeze"),
-            "--root",
-            str(root),
-            "--allow-test-authority",
-            "--out",
-            str(out),
-            *extra,
-        ]
-    )
-
-
 @pytest.fixture(scope="module")
 def amended(tmp_path_factory) -> Path:
     """A freeze-local freeze of the tier-1 documents, then amendment 001 with the A2 documents (CLI)."""
     if not _openssl_available():
         pytest.skip("openssl CLI not installed")
     root = tmp_path_factory.mktemp("amended")
-    _workspace(root)
-    freeze = root / "results/prereg/freeze"
-    assert (
-        main(["prereg", "freeze-local", "--out", str(freeze), "--root", str(root), "--documents", *BASE]) == 0
-    )
-    rc = main(
-        [
-            "prereg",
-            "amend-local",
-            "--out",
-            str(freeze),
-            "--root",
-            str(root),
-            "--number",
-            "1",
-            "--replace-inside",
-            str(root / "results"),
-            "--reason",
-            "register the later tiers",
-            "--documents",
-            *BASE,
-            *AMENDED,
-        ]
-    )
-    assert rc == 0
+    freeze_with_a2(root)
     return root
 
 
@@ -203,7 +155,7 @@ def test_amendment_freezes_and_verifies_with_its_own_local_tsa(ws, capsys):
     assert {t["roots"]["sha256"][0] for t in record["tokens"]}.isdisjoint(base_roots)
     assert [d["path"] for d in record["documents"]] == BASE + AMENDED
     out = ws / "results/prereg/amendment_verification.json"
-    assert _verify(ws, out, "--amendments", "1", "--require", *AMENDED) == 0, capsys.readouterr().err
+    assert verify(ws, out, "--amendments", "1", "--require", *AMENDED) == 0, capsys.readouterr().err
     report = json.loads(out.read_text())
     assert [r["record"] for r in report["records"]] == ["freeze", "amendments/001"]
     assert all(t["verified"] for r in report["records"] for t in r["tokens"])
@@ -212,7 +164,7 @@ def test_amendment_freezes_and_verifies_with_its_own_local_tsa(ws, capsys):
     )
     # the tier-1 verification (no amendment) is the base freeze alone, and does not cover tier_rules.yaml
     tier1 = ws / "results/prereg/verification.json"
-    assert _verify(ws, tier1, "--amendments", "0") == 0
+    assert verify(ws, tier1, "--amendments", "0") == 0
     assert [r["record"] for r in json.loads(tier1.read_text())["records"]] == ["freeze"]
     old_cwd = Path.cwd()
     import os
@@ -245,7 +197,7 @@ def test_tampered_tier_rules_fail_the_amendment_verification(ws, capsys):
     out = ws / "results/prereg/amendment_verification.json"
     out.write_text("{}")  # a stale report is removed, never left standing
     capsys.readouterr()
-    assert _verify(ws, out, "--amendments", "1", "--require", *AMENDED) == 1
+    assert verify(ws, out, "--amendments", "1", "--require", *AMENDED) == 1
     err = capsys.readouterr().err
     assert "tier_rules.yaml: SHA-256" in err and "differs from the frozen" in err
     assert not out.exists()
@@ -255,10 +207,10 @@ def test_tampered_tier_rules_fail_the_amendment_verification(ws, capsys):
 @needs_openssl
 def test_missing_or_uncovered_amendment_is_refused(ws, capsys):
     out = ws / "results/prereg/amendment_verification.json"
-    assert _verify(ws, out, "--amendments", "2") == 1
+    assert verify(ws, out, "--amendments", "2") == 1
     assert "1 amendment(s) present, 2 required" in capsys.readouterr().err
     # the base freeze alone does not cover the amended documents
-    assert _verify(ws, out, "--amendments", "0", "--require", *AMENDED) == 1
+    assert verify(ws, out, "--amendments", "0", "--require", *AMENDED) == 1
     assert "prereg/tier_rules.yaml: not covered by" in capsys.readouterr().err and not out.exists()
 
 
@@ -275,9 +227,9 @@ def test_amend_local_numbering_and_replacement(ws, capsys):
     # so the amended documents are not covered and the required verification says so
     assert main(replace) == 0
     out = ws / "results/prereg/amendment_verification.json"
-    assert _verify(ws, out, "--amendments", "1", "--require", *AMENDED) == 1
+    assert verify(ws, out, "--amendments", "1", "--require", *AMENDED) == 1
     assert "prereg/tier_rules.yaml: not covered by" in capsys.readouterr().err
     assert main([*replace, "--documents", *BASE, *AMENDED]) == 0
     assert (freeze / "amendments/001/amendment.json").read_bytes() != first
     assert "again" in (freeze / "amendments/001/amendment.txt").read_text()
-    assert _verify(ws, out, "--amendments", "1", "--require", *AMENDED) == 0
+    assert verify(ws, out, "--amendments", "1", "--require", *AMENDED) == 0

@@ -284,13 +284,21 @@ def _freeze_local(args) -> int:
 
 def _amend(args) -> int:
     from paired_rollouts.prereg import freeze as fz
-    from paired_rollouts.prereg.record import AMENDMENTS
 
     auths = fz.authorities(args.tsa, args.cafile) if args.tsa else None
     if args.cafile and not args.tsa:
         raise UserError("--cafile needs --tsa (without --tsa the freeze's own TSAs and roots are reused)")
-    record = fz.amend(
-        args.out,
+    record = _amend_with(args, Path(args.out), auths)
+    _report_record(_amendment_folder(args, Path(args.out), record), record)
+    return 0
+
+
+def _amend_with(args, freeze_dir: Path, auths) -> dict:
+    """``prereg amend``'s arguments handed to ``freeze.amend`` with the given authorities."""
+    from paired_rollouts.prereg import freeze as fz
+
+    return fz.amend(
+        freeze_dir,
         args.reason,
         auths=auths,
         documents=args.document,
@@ -299,8 +307,13 @@ def _amend(args) -> int:
         into=args.into,
         after=args.after,
     )
-    _report_record(args.into or Path(args.out) / AMENDMENTS / f"{record['amendment']['number']:03d}", record)
-    return 0
+
+
+def _amendment_folder(args, freeze_dir: Path, record: dict) -> Path:
+    """Where the amendment went: its branch (--into), or the freeze's numbered folder."""
+    from paired_rollouts.prereg.record import AMENDMENTS
+
+    return Path(args.into or freeze_dir / AMENDMENTS / f"{record['amendment']['number']:03d}")
 
 
 def _clear_for_local_amendment(args, freeze_dir: Path) -> None:
@@ -332,7 +345,6 @@ def _clear_for_local_amendment(args, freeze_dir: Path) -> None:
 def _amend_local(args) -> int:
     from paired_rollouts.prereg import freeze as fz
     from paired_rollouts.prereg.local_tsa import KeySpec, LocalTSA
-    from paired_rollouts.prereg.record import AMENDMENTS
 
     freeze_dir = Path(args.out)
     _clear_for_local_amendment(args, freeze_dir)
@@ -341,20 +353,11 @@ def _amend_local(args) -> int:
         LocalTSA(tmp, [KeySpec("test-a"), KeySpec("test-b")]) as tsa,
     ):
         auths = [fz.Authority(name, url, tsa.root_pem) for name, url in tsa.tsa_args().items()]
-        record = fz.amend(
-            freeze_dir,
-            args.reason,
-            auths=auths,
-            documents=args.document,
-            root=args.root,
-            timeout=args.timeout,
-            into=args.into,
-            after=args.after,
-        )
+        record = _amend_with(args, freeze_dir, auths)
     if not record["test_authority"]:
         # fz.amend refuses a test token for a public freeze, so this cannot be reached; kept as a guard.
         raise UserError(f"{freeze_dir}: amend-local only amends a test-authority freeze")
-    _report_record(args.into or freeze_dir / AMENDMENTS / f"{record['amendment']['number']:03d}", record)
+    _report_record(_amendment_folder(args, freeze_dir, record), record)
     return 0
 
 
