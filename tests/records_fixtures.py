@@ -29,7 +29,12 @@ def run_manifest(
         "condition": ident.condition,
         "arm": ident.arm,
         "seed": ident.seed,
-        "settings": {"steps": steps, "prompts_per_step": prompts, "num_generations": generations},
+        "settings": {
+            "steps": steps,
+            "prompts_per_step": prompts,
+            "num_generations": generations,
+            "diagnostic_steps": {"seed0": [0], "other": [0]},
+        },
         "noise": {"p": p, "q": q},
         "pools_sha256": dict(pools_sha256),
         "versions": versions if versions is not None else {"python": "3.11.7", "torch": "2.6.0"},

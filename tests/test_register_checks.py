@@ -323,6 +323,21 @@ def test_surrogate_summary_reads_the_finished_studys_registers(tmp_path, capsys)
     # hand-worked at_training curves (test_stats_decisions): s0 .5 .75 1, s1 .5 .5 1 -> mean .5 .625 1
     assert summary["curves_mean_over_seeds"]["C2 at_training paired"] == {"0": 0.5, "4": 0.625, "8": 1.0}
     assert summary["c2_validation_rise"]["paired"] == 0.5 and summary["probe"] == {}
+    assert set(summary["c2_luck_by_step"]["paired"]) == {"0"}
+    # the steps come from each run's manifest: a stray luck file is not read, a missing one is refused
+    stray = res / "diagnostics" / "c2-paired-s0" / "luck-step6.json"
+    shutil.copy(res / "diagnostics" / "c2-paired-s0" / "luck-step0.json", stray)
+    assert main(["surrogate", "summary", "--results", str(res), "--out", str(out)]) == 0
+    assert set(json.loads(out.read_text())["c2_luck_by_step"]["paired"]) == {"0"}
+    stray.unlink()
+    (res / "diagnostics" / "c2-independent-s1" / "luck-step0.json").unlink()
+    capsys.readouterr()
+    assert main(["surrogate", "summary", "--results", str(res)]) == 1
+    assert "c2-independent-s1/luck-step0.json" in capsys.readouterr().err
+    shutil.copy(
+        res / "diagnostics" / "c2-independent-s0" / "luck-step0.json",
+        res / "diagnostics" / "c2-independent-s1" / "luck-step0.json",
+    )
     curves = res / "curves" / "c2.json"
     forged = json.loads(curves.read_text())
     forged["arms"]["paired"]["curves"]["at_training"]["8"] = 0.99

@@ -603,15 +603,29 @@ def _verdict_numbers(block: Any) -> dict[str, Any]:
     return out
 
 
+def _diagnosed_steps(layout: Any, run: str) -> set[int]:
+    """The checkpoints ``run`` was diagnosed at, as its manifest records the setting (not whichever luck
+    files its folder happens to hold)."""
+    from paired_rollouts.design import parse_run
+    from paired_rollouts.layout import diagnostic_steps_of
+    from paired_rollouts.records import read_run_manifest
+
+    path = layout.manifest(run)
+    steps = read_run_manifest(path).recorded_settings.get("diagnostic_steps")
+    if not isinstance(steps, dict) or not {"seed0", "other"} <= steps.keys():
+        raise UserError(f"{path}: settings.diagnostic_steps is missing or not {{seed0, other}}; rerun {run}")
+    return set(diagnostic_steps_of(steps, parse_run(run).seed))
+
+
 def _mean_luck(layout: Any, runs: list[str], step: int) -> float:
-    """The mean luck share at ``step`` over the runs that have one (nan where none is defined)."""
+    """The mean luck share at ``step`` over ``runs``, each of which was diagnosed there (a missing file is
+    refused by the reader; nan where no run's luck share is defined)."""
     import numpy as np
 
     from paired_rollouts.records import read_luck
 
-    paths = [Path(layout.luck(run, step)) for run in runs]
-    lams = [read_luck(path).lam for path in paths if path.is_file()]
-    return float(np.nanmean([np.nan if lam is None else lam for lam in lams]))
+    lams = [read_luck(layout.luck(run, step)).lam for run in runs]
+    return float(np.nanmean([np.nan if lam is None else lam for lam in lams])) if lams else float("nan")
 
 
 def _calibration_summary(register: Any) -> dict[str, Any]:
@@ -696,17 +710,13 @@ def _summary(args: argparse.Namespace) -> int:
         "min": float(min(x["lam"] for x in lams)),
         "min_ci95_lower": float(min(x["ci95"][0] for x in lams)),
     }
-    later = sorted(
-        {
-            int(p.stem.split("step")[1])
-            for run in c2.runs
-            for p in Path(layout.diagnostics_dir(run)).glob("luck-step*.json")
-        }
-    )
+    diagnosed = {run: _diagnosed_steps(layout, run) for run in c2.runs}
     out["c2_luck_by_step"] = {
         arm: {
-            str(step): _mean_luck(layout, [run for run in c2.runs if parse_run(run).arm == arm], step)
-            for step in later
+            str(step): _mean_luck(
+                layout, [run for run in c2.runs if parse_run(run).arm == arm and step in diagnosed[run]], step
+            )
+            for step in sorted(set().union(*diagnosed.values()))
         }
         for arm in ("paired", "independent")
     }
