@@ -115,3 +115,18 @@ def test_same_seeds_give_byte_identical_evaluations_on_one_engine(rehearsal) -> 
     same, again, other = out["tokens"]
     assert same == again
     assert same != other
+
+
+def test_the_replay_line_comes_from_the_vllm_engine(rehearsal) -> None:
+    """Issue 28, section 3: the rehearsal's replay stage replays the final checkpoint's episodes on the
+    colocated vLLM engine; its register is read through the reader (which recomputes the summary) and the
+    report's line says how many repeated token for token (the figure the README quotes)."""
+    from paired_rollouts.records import read_replay
+
+    _, report = rehearsal
+    stage = report["stages"]["replay"]
+    assert stage["rc"] == 0 and stage["evaluate"]["rc"] == 0
+    register = read_replay(Path(report["work"]) / "replay" / "step2.json")
+    assert register.backend == "vllm" and register.summary.episodes == 4
+    assert stage["line"].startswith("replay (vllm on cpu, free sampling): ")
+    print(stage["line"])
