@@ -72,3 +72,8 @@ rule regime_map:
     """Target: the regime map and its heatmaps (its page is in the document of target `all`)."""
     input:
         rules.regime_map_assemble.output,
+
+
+# The map's jobs made the document's map page (target `all`), so the cost ledger counts them (stage `map`).
+LEDGER += expand(rules.regime_map_cell.benchmark, cell=sorted(MAP_CELLS))
+LEDGER += expand(rules.regime_map_assemble.benchmark)

@@ -15,6 +15,6 @@ export PATH="$VENV/bin:$PATH"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 # Targets and flags before --config: it takes every word after it. The surrogate study also draws its
 # default regime map (24 cells x 16 seed pairs, README "The regime map"): its page is in tables.pdf, so
-# `all` builds it; `regime_map` is named too for its heatmaps alone.
+# `all` builds it (naming `regime_map` as well changes nothing).
 "$VENV/bin/snakemake" all regime_map "$@" --profile cpu --config accelerator=cpu scale=surrogate
 exec "$VENV/bin/snakemake" --profile cpu all "$@"
