@@ -90,8 +90,10 @@ LEDGER += expand(rules.render_figure.benchmark, figure=FIGURES)
 
 # Tier 1's document (target `all`) and the registered tiers' own (target `tiers`; tier 1's is unchanged).
 # At surrogate scales tier 1's document has the regime map's page (rules/regime_map.smk): `all` builds
-# the map; LLM scales have no map and their document no such page.
+# the map; LLM scales have no map and their document no such page. The page reads the map through its
+# reader, which checks the cell files beside it: they are inputs too.
 MAP_PAGE = [LAYOUT.regime_map_file()] if SURROGATE else []
+MAP_PAGE_CELLS = [LAYOUT.regime_map_cell(cell_id) for cell_id in sorted(MAP_CELLS)] if SURROGATE else []
 for _name, _job, _tables, _figures, _out, _scale, _map in (
     ("render_document", "document", TABLES, FIGURES, "paper/tables.pdf", SCALE["label"], MAP_PAGE),
     (
@@ -118,6 +120,7 @@ for _name, _job, _tables, _figures, _out, _scale, _map in (
             comparison=rules.compare.output.json,
             ledger=rules.ledger.output.json,
             regime_map=_map,
+            regime_map_cells=MAP_PAGE_CELLS if _map else [],
             code=RENDER_SOURCES,
             template=str(TEMPLATES / "document.tex.j2"),
         output:
