@@ -1,10 +1,12 @@
 # The regime map (target `regime_map`, surrogate scales): when does pairing help? One job per cell of the
 # grid in the scale's `regime_map:` section (seed pairs of paired and independent runs from the calibrated
-# step-0 policy, and the cell's step-0 predictors), then the map with its heatmaps and page. A cell's file
-# is named by the hash of its own factor values and its job is given only those (settings WORKFLOW_KEYS
-# leave the grid's lists out), so adding a value to a factor runs only the new cells. Every cell job is in
-# the group `regime_map_cells`; under SLURM the slurm-cpu profile's `group-components` batches 8 of them to a
-# submission (`--group-components regime_map_cells=N` sets another N); locally they run one by one.
+# step-0 policy, and the cell's step-0 predictors), then the map with its heatmaps; its page (in words, with
+# the Spearman table) is in the study's document (rules/render.smk), so target `all` builds the map too. A
+# cell's file is named by the hash of its own factor values and its job is given only those (settings
+# WORKFLOW_KEYS leave the grid's lists out), so adding a value to a factor runs only the new cells. Every
+# cell job is in the group `regime_map_cells`; under SLURM the slurm-cpu profile's `group-components`
+# batches 8 of them to a submission (`--group-components regime_map_cells=N` sets another N); locally they
+# run one by one.
 
 from paired_rollouts.surrogate.regime_map import map_cells
 
@@ -43,8 +45,8 @@ rule regime_map_cell:
 
 
 rule regime_map_assemble:
-    """The map (cells recomputed through their reader, summary, Spearman correlations), the heatmaps with
-    the significant cells marked, and the page saying where pairing helps."""
+    """The map (cells recomputed through their reader, summary, Spearman correlations) and the heatmaps with
+    the significant cells marked."""
     input:
         cells=[LAYOUT.regime_map_cell(cell_id) for cell_id in sorted(MAP_CELLS)],
         code=sources("surrogate", "render", "stats"),
@@ -52,7 +54,6 @@ rule regime_map_assemble:
         json=LAYOUT.regime_map_file(),
         figure=LAYOUT.regime_map_figure("pdf"),
         png=LAYOUT.regime_map_figure("png"),
-        pdf=LAYOUT.regime_map_pdf(),
     log:
         LAYOUT.log("map/assemble"),
     benchmark:
@@ -64,11 +65,15 @@ rule regime_map_assemble:
         label=SCALE["label"],
     shell:
         "paired-rollouts surrogate map --cells {input.cells:q} --settings {params.grid:q} "
-        "--scale {params.label:q} --out {output.json:q} --figure {output.figure:q} --pdf {output.pdf:q} "
-        "> {log:q} 2>&1"
+        "--scale {params.label:q} --out {output.json:q} --figure {output.figure:q} > {log:q} 2>&1"
 
 
 rule regime_map:
-    """Target: the regime map, its heatmaps and its page."""
+    """Target: the regime map and its heatmaps (its page is in the document of target `all`)."""
     input:
         rules.regime_map_assemble.output,
+
+
+# The map's jobs made the document's map page (target `all`), so the cost ledger counts them (stage `map`).
+LEDGER += expand(rules.regime_map_cell.benchmark, cell=sorted(MAP_CELLS))
+LEDGER += expand(rules.regime_map_assemble.benchmark)

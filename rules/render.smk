@@ -89,8 +89,13 @@ LEDGER += expand(rules.render_figure.benchmark, figure=FIGURES)
 
 
 # Tier 1's document (target `all`) and the registered tiers' own (target `tiers`; tier 1's is unchanged).
-for _name, _job, _tables, _figures, _out, _scale in (
-    ("render_document", "document", TABLES, FIGURES, "paper/tables.pdf", SCALE["label"]),
+# At surrogate scales tier 1's document has the regime map's page (rules/regime_map.smk): `all` builds
+# the map; LLM scales have no map and their document no such page. The page reads the map through its
+# reader, which checks the cell files beside it: they are inputs too.
+MAP_PAGE = [LAYOUT.regime_map_file()] if SURROGATE else []
+MAP_PAGE_CELLS = [LAYOUT.regime_map_cell(cell_id) for cell_id in sorted(MAP_CELLS)] if SURROGATE else []
+for _name, _job, _tables, _figures, _out, _scale, _map in (
+    ("render_document", "document", TABLES, FIGURES, "paper/tables.pdf", SCALE["label"], MAP_PAGE),
     (
         "render_tiers_document",
         "tiers_document",
@@ -98,12 +103,13 @@ for _name, _job, _tables, _figures, _out, _scale in (
         TIER_FIGURES,
         "paper/tiers.pdf",
         SCALE["label"] + " - registered tiers",
+        [],
     ),
 ):
 
     rule:
         """Every table and figure in one document, compiled with latexmk/pdflatex (the title page states
-        the checkout's commit, read when it compiles)."""
+        the checkout's commit, read when it compiles); at surrogate scales the regime map's page."""
         name:
             _name
         input:
@@ -113,6 +119,8 @@ for _name, _job, _tables, _figures, _out, _scale in (
             decisions=LAYOUT.decision_files(),
             comparison=rules.compare.output.json,
             ledger=rules.ledger.output.json,
+            regime_map=_map,
+            regime_map_cells=MAP_PAGE_CELLS if _map else [],
             code=RENDER_SOURCES,
             template=str(TEMPLATES / "document.tex.j2"),
         output:
@@ -126,8 +134,9 @@ for _name, _job, _tables, _figures, _out, _scale in (
         params:
             profile=ACCELERATOR,
             scale=_scale,
+            regime_map=[arg for path in _map for arg in ("--regime-map", path)],
         shell:
             "paired-rollouts render document --tables {input.tables:q} --figures {input.figures:q} "
             "--verification {input.verification:q} --decisions {input.decisions:q} --comparison {input.comparison:q} "
-            "--ledger {input.ledger:q} --profile {params.profile:q} --scale {params.scale:q} "
+            "--ledger {input.ledger:q} {params.regime_map:q} --profile {params.profile:q} --scale {params.scale:q} "
             "--out {output:q} > {log:q} 2>&1"

@@ -71,6 +71,7 @@ def test_pdf_and_every_table_and_figure_exist(study: Path) -> None:
     if shutil.which("pdftotext"):
         text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
         assert "tiny test" in text
+        assert "the regime map" not in text  # an LLM scale has no map, its document no map page
 
 
 def test_runs_really_trained(study: Path) -> None:
@@ -259,6 +260,10 @@ def test_surrogate_study_writes_the_llm_records_and_the_pdf(surrogate_study: Pat
         ).stdout
         assert "tiny surrogate" in text and "Power of the registered rules" in text
         assert "Power of the learning rules at the paper" in text
+        # target `all` built the regime map: its page (words, heatmaps, Spearman table) is in the document
+        regime_map = json.loads((root / "map/regime_map.json").read_text())
+        assert "When pairing helps: the regime map (tiny surrogate)" in text
+        assert f"The map has {regime_map['summary']['cells']} cells" in " ".join(text.split())
 
 
 def test_surrogate_a3_is_stamped_before_the_first_paired_checkpoint(surrogate_study: Path) -> None:

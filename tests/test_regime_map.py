@@ -1,5 +1,6 @@
 """The regime map (target `regime_map`): cell statistics against a hand computation on a tiny map, the
-grid's refusals, rerunning only new cells, the reader refusing a tampered map, and a tiny map on SLURM."""
+grid's refusals, rerunning only new cells, the reader refusing a tampered map, the map's page in the
+study's document (surrogate scales only), and a tiny map on SLURM."""
 
 from __future__ import annotations
 
@@ -190,6 +191,76 @@ def test_the_reader_refuses_a_tampered_map_or_cell(tiny_map, tmp_path: Path) -> 
         read_regime_map(path)
 
 
+def _pdf_pages(path: Path) -> list[str]:
+    """The PDF's pages as text (pdftotext), whitespace collapsed."""
+    text = subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True, check=True).stdout
+    return [" ".join(page.split()) for page in text.split("\f")]
+
+
+def _need_pdf_tools() -> None:
+    if shutil.which("pdflatex") is None or shutil.which("pdftotext") is None:
+        if os.environ.get("PAIRED_ROLLOUTS_REQUIRE_LATEX"):
+            pytest.fail("pdflatex and pdftotext are required (PAIRED_ROLLOUTS_REQUIRE_LATEX is set)")
+        pytest.skip("pdflatex or pdftotext not installed")
+
+
+MAP_HEADING = "When pairing helps: the regime map"
+
+
+def test_the_maps_page_is_in_the_document_and_only_where_a_map_is_given(tiny_map, tmp_path: Path) -> None:
+    """tables.pdf at a surrogate scale carries the map's page after the title page, its words and numbers
+    read from the map (through its reader); the document without a map (LLM scales) has no such page."""
+    from paired_rollouts.render import document
+
+    _need_pdf_tools()
+    folder, _ = tiny_map
+    verification = REPO / "tests/fixtures/render/results/prereg/verification.json"
+    args = ([], [], verification, "cpu", "tiny surrogate", "abc123")
+    with_map = tmp_path / "surrogate.pdf"
+    assert document.build_document(*args, with_map, strict=True, regime_map=folder / "regime_map.json") == []
+    pages = _pdf_pages(with_map)
+    page = next(p for p in pages if p.startswith(MAP_HEADING))
+    assert pages.index(page) == 1  # right after the title page (no findings or comparison given here)
+    raw = json.loads((folder / "regime_map.json").read_text())
+    s, grid = raw["summary"], raw["grid"]
+    assert page.startswith(f"{MAP_HEADING} (tiny surrogate) The map has {s['cells']} cells")
+    assert f"each with {grid['seed_pairs']} seed pairs" in page
+    verdicts = s["verdicts"]
+    assert f"in {verdicts['helps']} cells, hurts in {verdicts['hurts']}" in page
+    best = s["largest_gain"]
+    assert f"the largest AUC gap of any cell is {best['auc_gap']:+.3f}" in page
+    # the Spearman table: every quantity with the cells it is defined on (two cells: no correlation)
+    assert "Which quantity predicts the gain" in page
+    for name, entry in s["spearman_with_auc_gap"].items():
+        assert entry["all"]["spearman"] is None  # fewer than three cells
+        assert re.search(rf"{name.replace('_', ' ')}: .*?\({entry['all']['cells']}\)", page), name
+    assert "none can be ranked" in page and "Regime map." in page
+    # a tampered map is refused before LaTeX runs: the page reads the map through its reader
+    tampered = tmp_path / "map"
+    shutil.copytree(folder, tampered)
+    raw["summary"]["largest_gain"]["auc_gap"] += 0.01
+    (tampered / "regime_map.json").write_text(json.dumps(raw))
+    with pytest.raises(UserError, match=r"summary largest_gain do not follow from its cells"):
+        document.build_document(*args, tmp_path / "bad.pdf", regime_map=tampered / "regime_map.json")
+    assert not (tmp_path / "bad.pdf").exists()
+    without = tmp_path / "llm.pdf"
+    document.build_document(*args, without)
+    assert not any(MAP_HEADING in p for p in _pdf_pages(without))
+
+
+def test_only_the_surrogate_scales_document_is_given_the_map() -> None:
+    """The document rule passes --regime-map (and needs the map, so `all` builds it) at surrogate scales;
+    an LLM scale's document is compiled without one and plans no map job."""
+    config = ("--configfile", ".test/config/config.yaml")
+    for scale, has_map in (("tiny_surrogate", True), ("tiny", False)):
+        result = snakemake("-n", "-p", "--forceall", "all", *config, "--config", f"scale={scale}")
+        text = result.stdout + result.stderr
+        command = next(line for line in text.splitlines() if "paired-rollouts render document" in line)
+        assert (f"--regime-map results/{scale}/map/regime_map.json" in command) is has_map, scale
+        counts = _counts(text)
+        assert (counts["regime_map_cell"], counts["regime_map_assemble"]) == ((2, 1) if has_map else (0, 0))
+
+
 def _refusal(edit: dict) -> str:
     config = _config()
     config.update(accelerator="cpu", scale=TINY)
@@ -317,7 +388,8 @@ def test_the_tiny_map_runs_through_its_rules(tmp_path: Path) -> None:
         c.id for c in rm.map_cells(_grid().regime_map)
     )
     assert (folder / "regime_map_heatmap.png").stat().st_size > 0
-    assert (folder / "regime_map.pdf").read_bytes().startswith(b"%PDF")
+    assert (folder / "regime_map_heatmap.pdf").read_bytes().startswith(b"%PDF")
+    assert not (folder / "regime_map.pdf").exists()  # the map's page is in tables.pdf (target `all`)
     assert "Nothing to be done" in snakemake("-n", "regime_map", *config, cwd=work).stdout
 
 

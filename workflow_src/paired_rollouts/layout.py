@@ -328,10 +328,6 @@ class Layout:
         """The heatmaps of the AUC gap, significant cells marked (a PNG beside the PDF)."""
         return self.res(f"map/regime_map_heatmap.{ext}")
 
-    def regime_map_pdf(self) -> str:
-        """The map's page: where pairing helps, by how much, which quantity predicts it."""
-        return self.res("map/regime_map.pdf")
-
     def step0_file(self) -> str:
         """The surrogate's step-0 calibration register, before any run (surrogate scales)."""
         return self.res("models/surrogate/step0.json")

@@ -111,6 +111,11 @@ def register(subparsers) -> None:
         "--comparison", default=None, help="RESULTS/comparison.json: opens with a summary page"
     )
     document.add_argument("--ledger", default=None, help="RESULTS/ledger.json: the cost-ledger table")
+    document.add_argument(
+        "--regime-map",
+        default=None,
+        help="RESULTS/map/regime_map.json (surrogate scales): the map's page, its cell files beside it",
+    )
     document.add_argument("--strict", action="store_true", help="fail on overfull boxes (CI)")
     document.add_argument("--out", required=True, help="output PDF, e.g. results/paper/tables.pdf")
     document.set_defaults(handler=_document)
@@ -176,5 +181,6 @@ def _document(args) -> int:
         decisions=[Path(d) for d in args.decisions],
         comparison=Path(args.comparison) if args.comparison else None,
         ledger=Path(args.ledger) if args.ledger else None,
+        regime_map=Path(args.regime_map) if args.regime_map else None,
     )
     return 0

@@ -2,7 +2,9 @@
 
 The title page states the commit, profile and scale, and the pre-registration's imprint and whether
 its verification passed (read from ``results/prereg/verification.json``); the page after it states the
-findings in words, read from the decision registers. The PDF is reproducible:
+findings in words, read from the decision registers; at surrogate scales the regime map's page follows
+(where pairing helps, by how much, which quantity predicts it; read through the map's reader, heatmaps
+drawn from it). The PDF is reproducible:
 no dates in it (``SOURCE_DATE_EPOCH`` fixed, pdfTeX's info dates and trailer ID suppressed).
 """
 
@@ -374,14 +376,16 @@ def build_document(
     decisions: list[Path] | None = None,
     comparison: Path | None = None,
     ledger: Path | None = None,
+    regime_map: Path | None = None,
 ) -> list[str]:
-    """Compile the document to ``out``; returns the overfull-box warnings (an error when ``strict``)."""
+    """Compile the document to ``out``; returns the overfull-box warnings (an error when ``strict``).
+    With ``regime_map`` (surrogate scales) the map's page follows the summary pages."""
     for path in [
         *tables,
         *figure_files,
         verification,
         *(decisions or []),
-        *[p for p in (comparison, ledger) if p],
+        *[p for p in (comparison, ledger, regime_map) if p],
     ]:
         if not Path(path).is_file():
             raise UserError(f"{path}: file not found; build it first")
@@ -393,9 +397,17 @@ def build_document(
     context.update(comparison_context(Path(comparison) if comparison else None))
     context.update(findings_context(list(decisions or []), scale))
     context.update(ledger_context(Path(ledger) if ledger else None))
+    # the map is read (every cell and its summary recomputed, its cell files checked) before LaTeX starts
+    the_map = records.read_regime_map(regime_map) if regime_map else None
     workdir = Path(tempfile.mkdtemp(prefix="paired-rollouts-render-"))
     (workdir / "tables").mkdir()
     (workdir / "figures").mkdir()
+    context["regime_map"] = None
+    if the_map is not None:
+        from paired_rollouts.render.regime_map import draw_heatmaps, page_context
+
+        draw_heatmaps(the_map, workdir / "figures" / "regime_map.pdf")
+        context["regime_map"] = page_context(the_map, str(regime_map), "figures/regime_map.pdf")
     table_refs = []
     for table in sorted(tables, key=_natural):
         shutil.copyfile(table, workdir / "tables" / Path(table).name)

@@ -1,21 +1,23 @@
-"""The regime map's heatmaps and its page (a PDF of its own, compiled by LaTeX).
+"""The regime map's heatmaps and its page in the study's document (``R/paper/tables.pdf``, surrogate scales).
 
 The heatmaps show the paired-minus-independent AUC gap of every cell, one panel per noise kind (rows: the
 noise rate; columns: step size x G x prompts per step); a cell whose interval excludes zero is marked
-(+ helps, - hurts). The page says in words, from the map's summary alone, where pairing helps, by how
-much, and which theoretical quantity ranks the cells best. Both are deterministic: no dates in the PDFs.
+(+ helps, - hurts). The page says in words, from the map alone (read through its reader), where pairing
+helps, by how much, and which theoretical quantity ranks the cells best, with the table of every
+quantity's Spearman correlation beside the heatmaps. The heatmaps are deterministic: no dates in the PDF.
 """
 
 from __future__ import annotations
 
 import io as _io
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from paired_rollouts import io
 from paired_rollouts.errors import UserError
 from paired_rollouts.records.regime_map import RegimeMap
+from paired_rollouts.render import format as fmt
+from paired_rollouts.render.format import Tex
 
 NOISE_TITLES = {"transition": "tool faults (rate p)", "outcome": "grader flips (rate q)"}
 MARKS = {"helps": "+", "hurts": "\u2212", "no_difference": ""}
@@ -157,44 +159,63 @@ def page_text(regime_map: RegimeMap) -> list[str]:
             f"By how much: the largest AUC gap of any cell is {best['auc_gap']:+.3f} [{lo:+.3f}, {hi:+.3f}] "
             f"at {_factors(best['factors'])}."
         )
-    rows = []
-    for name, entry in s["spearman_with_auc_gap"].items():
-        rows.append(
-            f"{name.replace('_', ' ')}: {_rho(entry['all']['spearman'])} over {_count(entry['all']['cells'])} "
-            f"(tool faults {_rho(entry['transition']['spearman'])}, grader flips {_rho(entry['outcome']['spearman'])}, "
-            f"within a step size {_rho(entry['within_step_size']['spearman'])})"
-        )
     predictor = s["best_predictor"]
-    paragraphs.append(
-        "Which quantity predicts it (Spearman rank correlation with the AUC gap across cells): "
-        + "; ".join(rows)
-        + ". "
-        + (
-            f"The best predictor is the {predictor.replace('_', ' ')}."
-            if predictor
-            else "No quantity varies across enough cells to rank them."
+    if predictor:
+        entry = s["spearman_with_auc_gap"][predictor]
+        within = entry["within_step_size"]
+        paragraphs.append(
+            "Which quantity predicts it best (Spearman rank correlation with the AUC gap across cells; every "
+            f"quantity in the table below): the {predictor.replace('_', ' ')}, {_rho(entry['all']['spearman'])} "
+            f"over {_count(entry['all']['cells'])} (within a step size {_rho(within['spearman'])}, the mean over "
+            f"{within['step_sizes']} step size{'s' * (within['step_sizes'] != 1)})."
         )
-    )
+    else:
+        paragraphs.append(
+            "Which quantity predicts it best (Spearman rank correlation with the AUC gap across cells): none "
+            "can be ranked, as no quantity is defined and varies over at least three cells."
+        )
     return paragraphs
 
 
-def write_page(regime_map: RegimeMap, heatmap: Path, out: Path, scale: str) -> Path:
-    """The map's page with its heatmap, compiled into ``out`` (PDF)."""
-    from paired_rollouts.render.document import compile_latex
-    from paired_rollouts.render.format import escape
+def _rho_cell(entry: dict[str, Any], count: str) -> Tex:
+    """'+0.45 (12)': a correlation with the cells (or step sizes) it is over; an em dash when undefined."""
+    return Tex(f"{fmt.signed(entry['spearman'], 2)} ({fmt.integer(entry[count])})")
 
-    body = "\n\n".join(str(escape(p)) for p in page_text(regime_map))
-    tex = (
-        "\\documentclass[10pt]{article}\n\\usepackage[margin=2cm]{geometry}\n\\usepackage{lmodern}\n"
-        "\\usepackage[T1]{fontenc}\n\\usepackage{graphicx}\n\\pagestyle{empty}\n\\begin{document}\n"
-        f"\\section*{{When pairing helps: the regime map ({escape(scale)})}}\n{body}\n\n"
-        "\\begin{center}\\includegraphics[width=\\linewidth,height=0.55\\textheight,keepaspectratio]{heatmap.pdf}"
-        "\\end{center}\n\\end{document}\n"
-    )
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        (work / "main.tex").write_text(tex, encoding="utf-8")
-        (work / "heatmap.pdf").write_bytes(Path(heatmap).read_bytes())
-        pdf, _ = compile_latex(work)
-        io.atomic_write_bytes(out, pdf.read_bytes())
-    return out
+
+def spearman_rows(regime_map: RegimeMap) -> list[dict[str, Any]]:
+    """The Spearman table's rows (LaTeX): each theoretical quantity's rank correlation with the AUC gap over
+    all cells, per noise kind and within a step size (the mean over step sizes); the best predictor marked."""
+    from paired_rollouts.surrogate.regime_map import PREDICTORS
+
+    correlations = regime_map.summary["spearman_with_auc_gap"]
+    best = regime_map.summary["best_predictor"]
+    return [
+        {
+            "name": fmt.escape(name.replace("_", " ") + (" (best)" if name == best else "")),
+            "meaning": fmt.escape(PREDICTORS[name]),
+            "all": _rho_cell(correlations[name]["all"], "cells"),
+            "transition": _rho_cell(correlations[name]["transition"], "cells"),
+            "outcome": _rho_cell(correlations[name]["outcome"], "cells"),
+            "within": _rho_cell(correlations[name]["within_step_size"], "step_sizes"),
+        }
+        for name in correlations
+    ]
+
+
+HEATMAP_CAPTION = (
+    "Paired minus independent AUC of clean validation success per cell (mean over seed pairs), one panel per "
+    "noise kind: rows the noise rate, columns step-size multiplier x group size G x prompts per step; "
+    "+ / - marks cells whose 95 % bootstrap interval excludes zero."
+)
+
+
+def page_context(regime_map: RegimeMap, source: str, heatmap: str) -> dict[str, Any]:
+    """The document's regime-map page (template ``document.tex.j2``): its paragraphs, the heatmaps (drawn
+    at ``heatmap``, relative to the document) and the Spearman table, all from the map read by its reader."""
+    return {
+        "paragraphs": [fmt.escape(p) for p in page_text(regime_map)],
+        "heatmap": Tex(heatmap),
+        "heatmap_caption": fmt.escape(HEATMAP_CAPTION),
+        "spearman": spearman_rows(regime_map),
+        "source": source,
+    }

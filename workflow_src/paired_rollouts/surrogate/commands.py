@@ -340,7 +340,7 @@ def _map_cell(args: argparse.Namespace) -> int:
 def _map(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json, load_settings
     from paired_rollouts.records.regime_map import read_regime_map
-    from paired_rollouts.render.regime_map import draw_heatmaps, write_page
+    from paired_rollouts.render.regime_map import draw_heatmaps
     from paired_rollouts.settings import Settings
     from paired_rollouts.surrogate.regime_map import assemble
 
@@ -350,8 +350,6 @@ def _map(args: argparse.Namespace) -> int:
     regime_map = read_regime_map(args.out)
     if args.figure is not None:
         draw_heatmaps(regime_map, args.figure)
-        if args.pdf is not None:
-            write_page(regime_map, args.figure, args.pdf, args.scale)
     s = body["summary"]
     print(
         f"{s['cells']} cells: {s['verdicts']['helps']} helps, {s['verdicts']['hurts']} hurts; best predictor "
@@ -539,19 +537,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "map",
-        help="assemble the regime map from its cells; heatmaps and the map's page",
+        help="assemble the regime map from its cells, and its heatmaps",
         description="Read every cell of the configured grid (each recomputed by its reader), write the map "
         "with its summary (verdict counts, largest gain, Spearman correlation of each theoretical quantity "
-        "with the AUC gap), and draw the heatmaps and the page.",
+        "with the AUC gap), and draw the heatmaps (the map's page is in the study's document: "
+        "`paired-rollouts render document --regime-map`).",
     )
     p.add_argument("--cells", required=True, nargs="+", type=Path, help="the cells' files")
     A.add_settings(p, f"{A.SETTINGS_HELP}: the scale's regime_map section (the grid)", required=True)
-    p.add_argument("--scale", default="surrogate", help="the scale's label, for the page")
+    p.add_argument("--scale", default="surrogate", help="the scale's label, recorded in the map")
     p.add_argument("--out", required=True, type=Path, help="results/<scale>/map/regime_map.json")
     p.add_argument("--figure", type=Path, default=None, help="results/<scale>/map/regime_map_heatmap.pdf")
-    p.add_argument(
-        "--pdf", type=Path, default=None, help="results/<scale>/map/regime_map.pdf (needs --figure)"
-    )
     p.set_defaults(handler=_map)
 
     p = sub.add_parser(
