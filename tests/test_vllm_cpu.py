@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def rehearsal(tmp_path_factory) -> tuple[Path, dict]:
     work = tmp_path_factory.mktemp("vllm-rehearsal")
-    report = run_rehearsal(work, "--backend", "vllm", timeout=2400)
+    report = run_rehearsal(work, "--backend", "vllm", timeout=3600)
     return work, report
 
 
