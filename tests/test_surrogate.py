@@ -187,6 +187,35 @@ def test_shared_schedules_repeat_known_episodes_to_the_byte(validation: list[dic
     assert set(record) - set(EpisodeSession.course_of(record)) == set(session._meta)  # course = all but meta
 
 
+def test_lean_training_rollouts_give_the_full_records_outcome_to_the_byte() -> None:
+    """A trainer that writes no training episode record grades leanly (``EpisodeSession.finish_outcome``,
+    docs/simulator.md#speed, fifth pass): the same gradient, groups and outcome fields as the full records,
+    in both arms (a paired step through its trajectory tree), and only the account fields left out."""
+    from paired_rollouts.surrogate.rollout import SurrogateRunner, Trajectories
+    from paired_rollouts.surrogate.trainer import train_step
+
+    tasks = {t["task_id"]: t for t in load_pool(TASKS / "train.jsonl")}
+    theta = cal.theta_from_knobs(cal.START)
+    account = {"faults", "changed_from_initial", "diffs", "tool_sequence", "failed_calls", "noise"}
+    outcomes = []
+    for arm in ("paired", "independent"):
+        rows = _rows(arm, steps=1, prompts=8)
+        played = {}
+        for lean in (False, True):
+            runner = SurrogateRunner(theta, tasks, SHAPE, Trajectories(), lean=lean)
+            played[lean] = train_step(runner, rows, step=0, G=8, arm=arm, seed=0)
+        (grad, groups, full), (lean_grad, lean_groups, lean) = played[False], played[True]
+        assert lean_grad.tolist() == grad.tolist() and lean_groups == groups
+        for full_recs, lean_recs in zip(full, lean, strict=True):
+            for record, outcome in zip(full_recs, lean_recs, strict=True):
+                assert set(record) - set(outcome) == account
+                assert json.dumps(outcome) == json.dumps({k: record[k] for k in outcome})
+                outcomes.append((record["true_success"], record["flipped"], record["exposed"]))
+    # the comparison covers successes, failures and exposed episodes
+    assert {success for success, _, _ in outcomes} == {True, False}
+    assert any(exposed for _, _, exposed in outcomes)
+
+
 def test_a_trained_policy_beats_its_initial_one_on_the_challenge_set(validation: list[dict]) -> None:
     """The Trainer (Adam on the mixed coordinates, phrasing noise, task difficulty) still learns."""
     from paired_rollouts.evaluation.evaluate import evaluation_rows

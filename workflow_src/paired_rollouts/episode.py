@@ -251,6 +251,31 @@ class EpisodeSession:
         }
         return self.record
 
+    def finish_outcome(self) -> dict[str, Any]:
+        """The outcome of the episode without its account: the record's meta fields and ``true_success``,
+        ``observed_reward``, ``flipped``, ``calls``, ``budget``, ``budget_exceeded``, ``finished`` and
+        ``exposed``, the same values ``finish_and_grade`` gives (the same grade and flip), but no diffs,
+        tool sequence, failed calls, fault counts or noise text. For a trainer that writes no episode
+        record (docs/simulator.md#speed, fifth pass); the session keeps no record of it."""
+        if self.record is not None:
+            return self.record
+        api, task, world = self.api, self.task, self.world
+        if api is None or task is None or world is None:
+            raise RuntimeError("finish_outcome() before reset()")
+        success = grade(task, world, limit=1).success  # no diff at all: the first one decides
+        observed, flipped = observe(success, self.schedule)
+        return {
+            **self._meta,
+            "true_success": success,
+            "observed_reward": observed,
+            "flipped": flipped,
+            "calls": self.calls,
+            "budget": self.budget,
+            "budget_exceeded": self.budget_exceeded,
+            "finished": api.finished and not self.budget_exceeded,
+            "exposed": api.exposed,
+        }
+
     @staticmethod
     def course_of(record: dict[str, Any]) -> dict[str, Any]:
         """What ``repeat`` needs of a record: every field but the meta fields that ``reset`` sets."""

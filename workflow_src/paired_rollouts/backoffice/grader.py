@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from paired_rollouts.backoffice.tools import dumps_sorted
-from paired_rollouts.backoffice.world import State, World
+from paired_rollouts.backoffice.world import WORLD_CACHE, State, World
 
 MAX_DIFFS = 20
 
@@ -113,7 +113,7 @@ def replay_plan(world_seed: int, plan: list[dict[str, Any]]) -> World:
     return world
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=WORLD_CACHE)
 def _expected_state(world_seed: int, plan_json: str) -> State:
     return replay_plan(world_seed, json.loads(plan_json)).frozen()
 

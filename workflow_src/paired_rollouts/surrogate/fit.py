@@ -138,7 +138,12 @@ def run_curves(
         evaluate(0)
     for step in range(steps):
         trainer.step(
-            rows[step * prompts : (step + 1) * prompts], step=step, G=G, arm=ident.arm, seed=ident.seed
+            rows[step * prompts : (step + 1) * prompts],
+            step=step,
+            G=G,
+            arm=ident.arm,
+            seed=ident.seed,
+            lean=True,
         )
         if step + 1 in saves:
             evaluate(step + 1)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -157,11 +158,10 @@ class Policy:
                 acc += p
                 cdf.append(acc)
             self._cdf[key] = cdf
-        u = rng.random()
-        for j, c in zip(avail, cdf, strict=True):
-            if u < c:
-                return j
-        return avail[-1]
+        # the first position whose cumulative probability exceeds u (the cdf never decreases: a sum of
+        # non-negative floats), the last one if rounding left u above them all
+        k = bisect_right(cdf, rng.random())
+        return avail[k] if k < len(avail) else avail[-1]
 
     def score_terms(self, ctx: str, avail: tuple[int, ...]) -> tuple[tuple[int, float], ...]:
         """(parameter index, pi) of the menu's actions that own a parameter, in menu order; cached per menu."""

@@ -451,7 +451,7 @@ def measure_cell(
                         curve.append(float(np.mean([bool(r["true_success"]) for r in records])))
                     if step < grid.steps:
                         batch = rows[step * cell.prompts_per_step : (step + 1) * cell.prompts_per_step]
-                        trainer.step(batch, step=step, G=cell.group_size, arm=arm, seed=seed)
+                        trainer.step(batch, step=step, G=cell.group_size, arm=arm, seed=seed, lean=True)
                 curves[arm].append(curve)
             if progress:
                 print(

@@ -131,8 +131,12 @@ class SurrogateRunner:
         tasks_by_id: dict[str, dict[str, Any]],
         shape: Shape = PLAIN,
         trajectories: Trajectories | None = None,
+        lean: bool = False,
     ) -> None:
         self.theta = full_vector(theta)
+        # lean: records hold the outcome only (``EpisodeSession.finish_outcome``); for rollouts whose
+        # records are read for rewards and counts, never written, on a tree no full rollout shares
+        self.lean = lean
         self.shape = shape
         self.tasks = tasks_by_id
         self.session = EpisodeSession()
@@ -173,7 +177,7 @@ class SurrogateRunner:
             # a rollout's own schedule (independent arms) is met once: nothing to share
             self.session.reset(task, budget=row.get("budget"), **start)
             decisions = play(self.session, task, policy, rng)
-            record = dict(self.session.finish_and_grade())
+            record = dict(self._finish())
         else:
             record, decisions = self._play_shared(tree, policy, task, row, rng, start)
         record["decisions"] = counted_decisions(decisions)
@@ -205,10 +209,14 @@ class SurrogateRunner:
         recorder = _Recorder(policy, [chosen for _, _, chosen in decisions], root)
         self.session.reset(task, budget=row.get("budget"), **start)
         decisions = play(self.session, task, recorder, rng)  # type: ignore[arg-type]
-        record = self.session.finish_and_grade()
+        record = self._finish()
         recorder.node.course = EpisodeSession.course_of(record)
         tree.courses += 1
         return dict(record), decisions
+
+    def _finish(self) -> dict[str, Any]:
+        """The played episode's record: the outcome only when lean, else the full record."""
+        return self.session.finish_outcome() if self.lean else self.session.finish_and_grade()
 
     def rollout(self, rows: list[dict[str, Any]], phase: str, sampling_seed: int) -> tuple[list[dict], None]:
         """One record per row (paired evaluation schedules: the row's seed is the resolved seed)."""

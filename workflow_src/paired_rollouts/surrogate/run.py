@@ -248,7 +248,7 @@ def _run_one(
             t0 = time.perf_counter()
             batch = rows[step * P_ : (step + 1) * P_]
             grad, info, recs_by_group = trainer.step(
-                batch, step=step, G=G, arm=arm, seed=seed, scaling=ident.scaling
+                batch, step=step, G=G, arm=arm, seed=seed, scaling=ident.scaling, lean=not keeps_episodes
             )
             for g, (row, gi, recs) in enumerate(zip(batch, info, recs_by_group, strict=True)):
                 observed = [float(r["observed_reward"]) for r in recs]

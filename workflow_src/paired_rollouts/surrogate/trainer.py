@@ -135,11 +135,22 @@ class Trainer:
         self.tasks, self.shape = tasks_by_id, shape
 
     def step(
-        self, rows: list[dict[str, Any]], *, step: int, G: int, arm: str, seed: int, scaling: str = "group"
+        self,
+        rows: list[dict[str, Any]],
+        *,
+        step: int,
+        G: int,
+        arm: str,
+        seed: int,
+        scaling: str = "group",
+        lean: bool = False,
     ) -> tuple[np.ndarray, list[dict[str, Any]], list[list[dict[str, Any]]]]:
-        """Roll out ``rows`` from the current theta, then update; returns train_step's results."""
-        # a step's groups share schedules (paired and clean arms): one trajectory tree per step
-        runner = SurrogateRunner(self.theta.tolist(), self.tasks, self.shape, Trajectories())
+        """Roll out ``rows`` from the current theta, then update; returns train_step's results. With
+        ``lean`` the records hold the outcome only (``EpisodeSession.finish_outcome``): for a caller that
+        writes no training episode record."""
+        # a step's groups share schedules (paired and clean arms): one trajectory tree per step, so
+        # lean courses never reach a full rollout's tree
+        runner = SurrogateRunner(self.theta.tolist(), self.tasks, self.shape, Trajectories(), lean=lean)
         grad, info, records = train_step(runner, rows, step=step, G=G, arm=arm, seed=seed, scaling=scaling)
         self.trained = self.adam.step(self.trained, to_trained(grad))
         self.theta = to_parameters(self.trained)
