@@ -204,7 +204,7 @@ class EpisodeSession:
         # The record keeps the first MAX_DIFFS_IN_RECORD diffs; the diff list is built in order, so a
         # smaller limit yields exactly that prefix.
         result = grade(self.task, self.world, initial=self.world.history[0], limit=MAX_DIFFS_IN_RECORD)
-        observed, flipped = observe(result.success, self.schedule)
+        outcome = self._outcome(result.success)
         clean = self.schedule is None
         failed = []
         for entry in api.call_log:
@@ -222,15 +222,7 @@ class EpisodeSession:
         for fault in api.fault_log:
             counts[fault["kind"]] = counts.get(fault["kind"], 0) + 1
         self.record = {
-            **self._meta,
-            "true_success": result.success,
-            "observed_reward": observed,
-            "flipped": flipped,
-            "calls": self.calls,
-            "budget": self.budget,
-            "budget_exceeded": self.budget_exceeded,
-            "finished": api.finished and not self.budget_exceeded,
-            "exposed": api.exposed,
+            **outcome,
             "faults": {kind: counts[kind] for kind in sorted(counts)},
             "changed_from_initial": result.changed_from_initial,
             "diffs": result.diffs[:MAX_DIFFS_IN_RECORD],
@@ -262,7 +254,13 @@ class EpisodeSession:
         api, task, world = self.api, self.task, self.world
         if api is None or task is None or world is None:
             raise RuntimeError("finish_outcome() before reset()")
-        success = grade(task, world, limit=1).success  # no diff at all: the first one decides
+        return self._outcome(grade(task, world, limit=1).success)  # no diff at all: the first one decides
+
+    def _outcome(self, success: bool) -> dict[str, Any]:
+        """The record's meta fields and outcome, in the record's key order: the grade, the schedule's flip
+        of it, and the call counts and exposure of the live episode."""
+        api = self.api
+        assert api is not None
         observed, flipped = observe(success, self.schedule)
         return {
             **self._meta,
