@@ -93,7 +93,7 @@ LEDGER += expand(rules.render_figure.benchmark, figure=FIGURES)
 # the map; LLM scales have no map and their document no such page. The page reads the map through its
 # reader, which checks the cell files beside it: they are inputs too.
 MAP_PAGE = [LAYOUT.regime_map_file()] if SURROGATE else []
-MAP_PAGE_CELLS = [LAYOUT.regime_map_cell(cell_id) for cell_id in sorted(MAP_CELLS)] if SURROGATE else []
+MAP_PAGE_CELLS = list(rules.regime_map_assemble.input.cells) if SURROGATE else []
 for _name, _job, _tables, _figures, _out, _scale, _map in (
     ("render_document", "document", TABLES, FIGURES, "paper/tables.pdf", SCALE["label"], MAP_PAGE),
     (
