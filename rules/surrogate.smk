@@ -57,6 +57,7 @@ rule surrogate_calibration:
         LAYOUT.log("surrogate/calibration"),
     benchmark:
         LAYOUT.benchmark("surrogate/calibration")
+    priority: 20
     conda:
         software_env()
     params:
@@ -226,6 +227,9 @@ for _job, _runs in LAYOUT.surrogate_jobs().items():
             LAYOUT.log(f"surrogate/arm-{_job}"),
         benchmark:
             LAYOUT.benchmark(f"surrogate/arm-{_job}")
+        # The critical path first: the calibration waits for the unpaired arms, the paired arms for the
+        # calibration; the map cells (priority 0) wait for neither and fill the cores the arms leave free.
+        priority: 20 if set(_runs) <= set(CURVE_RUNS) else 10
         conda:
             software_env()
         params:
