@@ -261,6 +261,44 @@ def test_only_the_surrogate_scales_document_is_given_the_map() -> None:
         assert (counts["regime_map_cell"], counts["regime_map_assemble"]) == ((2, 1) if has_map else (0, 0))
 
 
+def _priorities(text: str) -> dict[str, set[int]]:
+    """Each planned rule's Snakemake priorities in a dry run's listing (0 where the job states none; the
+    jobs of a group job are listed indented)."""
+    found: dict[str, set[int]] = {}
+    rule = None
+    for line in text.splitlines():
+        if match := re.match(r"\s*(?:local)?rule (\w+):", line):
+            rule = match.group(1)
+            found.setdefault(rule, set())
+        elif rule and (match := re.match(r"\s+priority: (\d+)", line)):
+            found[rule].add(int(match.group(1)))
+    return {rule: values or {0} for rule, values in found.items()}
+
+
+def test_the_calibration_s_arms_go_first_and_the_map_cells_fill_the_gaps() -> None:
+    """On two cores the map cells were ready with the step-0 register and held up the calibration; the
+    planned priorities put the unpaired arms and the calibration first, the paired arms next, the cells last."""
+    text = snakemake(
+        "-n",
+        "--forceall",
+        "all",
+        "regime_map",
+        "--profile",
+        "cpu",
+        "--config",
+        "accelerator=cpu",
+        "scale=surrogate",
+    ).stdout
+    priorities = _priorities(text)
+    arms = {rule: values for rule, values in priorities.items() if rule.startswith("surrogate_arm_")}
+    unpaired = {rule for rule in arms if "_paired_" not in rule}
+    assert len(arms) == 10 and len(unpaired) == 6, sorted(arms)
+    assert all(arms[rule] == {20} for rule in unpaired)
+    assert all(arms[rule] == {10} for rule in set(arms) - unpaired)
+    assert priorities["surrogate_calibration"] == {20}
+    assert priorities["regime_map_cell"] == {0}
+
+
 def _refusal(edit: dict) -> str:
     config = _config()
     config.update(accelerator="cpu", scale=TINY)
