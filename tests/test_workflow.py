@@ -10,8 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from workflow_runs import COPY_IGNORE, REPO, snakemake
 from workflow_runs import copy_repo as _copy_repo
-from workflow_runs import snakemake
 
 
 def job_counts(output: str) -> Counter:
@@ -26,6 +26,12 @@ def job_counts(output: str) -> Counter:
         if match.group(1) != "total":
             counts[match.group(1)] = int(match.group(2))
     return counts
+
+
+def test_a_scratch_copy_leaves_out_every_virtualenv_and_the_results() -> None:
+    """Each workflow test copies the checkout; a copied 2.4 GB ``.venv-vllm-cpu`` per test filled the disk."""
+    names = [".venv", ".venv-vllm-cpu", ".venv-cuda", ".git", "results", "rules", "config", "workflow_src"]
+    assert set(COPY_IGNORE(str(REPO), names)) == {".venv", ".venv-vllm-cpu", ".venv-cuda", ".git", "results"}
 
 
 def test_lint_is_clean_for_every_accelerator() -> None:

