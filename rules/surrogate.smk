@@ -207,6 +207,7 @@ LEDGER += expand([rules.prereg_verify_prediction.benchmark, rules.surrogate_pred
 
 STUDY_CHUNKS = LAYOUT.surrogate_jobs("study")  # tier 1's chunks (the ledger counts their jobs)
 for _job, _runs in LAYOUT.surrogate_jobs().items():
+    _calibrating = set(_runs) <= set(CURVE_RUNS)  # a chunk of the unpaired arms the calibration checks
 
     rule:
         name:
@@ -216,10 +217,10 @@ for _job, _runs in LAYOUT.surrogate_jobs().items():
             manifest=LAYOUT.pool_manifest(),
             verification=ancient(LAYOUT.verification_file()),
             # the unpaired arms' tier-1 runs train from the step-0 register, every other run after the curves
-            calibration=LAYOUT.step0_file() if set(_runs) <= set(CURVE_RUNS) else LAYOUT.calibration_file(),
+            calibration=LAYOUT.step0_file() if _calibrating else LAYOUT.calibration_file(),
             zero_shot=ancient(LAYOUT.zero_shot_file()),  # the registered-band gate (rules/calibrate.smk)
             # amendment A3 verified (below): no run from the calibrated surrogate before the prediction
-            prediction=[] if set(_runs) <= set(CURVE_RUNS) else ancient(LAYOUT.prediction_verification_file()),
+            prediction=[] if _calibrating else ancient(LAYOUT.prediction_verification_file()),
             code=sources(*SIMULATOR, "agents", "evaluation", "training", "surrogate"),
         output:
             LAYOUT.surrogate_outputs(_runs),
@@ -229,7 +230,7 @@ for _job, _runs in LAYOUT.surrogate_jobs().items():
             LAYOUT.benchmark(f"surrogate/arm-{_job}")
         # The critical path first: the calibration waits for the unpaired arms, the paired arms for the
         # calibration; the map cells (priority 0) wait for neither and fill the cores the arms leave free.
-        priority: 20 if set(_runs) <= set(CURVE_RUNS) else 10
+        priority: 20 if _calibrating else 10
         conda:
             software_env()
         params:
