@@ -339,6 +339,33 @@ def test_phrasing_scores_are_exact_and_unbiased(validation: list[dict]) -> None:
     assert np.abs(draws).max() >= 1.0  # and the test can fail: individual scores are not zero
 
 
+@pytest.mark.parametrize("spread", [0.0, 0.7, 6.0, 40.0])
+def test_the_bucketed_inverse_cdf_draws_the_tokens_searchsorted_draws(spread: float) -> None:
+    """Phrasing.inverse_cdf is np.searchsorted(cdf, u, side="right") exactly: on many uniforms, on the cdf
+    values themselves and their neighbours below (the bucket edges' worst cases), from a flat vocabulary
+    to one where a few tokens hold nearly all the mass (most buckets then hold no cdf value or many)."""
+    from paired_rollouts.surrogate.phrasing import BUCKETS, VOCABULARY, Phrasing
+
+    rng = np.random.default_rng(11)
+    phrasing = Phrasing(rng.normal(0, spread, VOCABULARY), 3, 11)
+    cdf = phrasing.cdf[phrasing.cdf < 1.0]
+    edges = np.arange(BUCKETS, dtype=np.float64) / BUCKETS
+    u = np.concatenate(
+        [
+            rng.random(300_000),
+            cdf,
+            np.nextafter(cdf, 0.0),
+            edges,
+            np.nextafter(edges[1:], 0.0),
+            [np.nextafter(1, 0)],
+        ]
+    )
+    found = phrasing.inverse_cdf(u)
+    expected = np.searchsorted(phrasing.cdf, u, side="right")
+    assert found.dtype == expected.dtype and np.array_equal(found, expected)
+    assert len(np.unique(expected)) > 1  # the draws span more than one token: the test can fail
+
+
 def test_the_optimizer_basis_is_orthonormal_and_exactly_invertible() -> None:
     """Traces and Gram matrices (the probe) do not see the basis; Adam does: every coordinate mixes every
     parameter with the same weight."""

@@ -25,6 +25,7 @@ from paired_rollouts.surrogate.policy import Decision, P
 # optimizer's Walsh-Hadamard basis (surrogate/basis.py) is exact.
 DIMENSION = 1024
 VOCABULARY = DIMENSION - P
+BUCKETS = 1 << 14  # Phrasing.inverse_cdf's table: 16 buckets per vocabulary entry, a few hold a cdf value
 # Contexts entered right after a failed call (the agent has just read an error).
 ERROR_CONTEXTS = frozenset(
     {"unavailable_read", "unavailable_write", "rate_read", "rate_write", "timeout", "error", "unverified"}
@@ -48,6 +49,27 @@ class Phrasing:
         self.pi = np.asarray([w / total for w in weights])
         self.cdf = np.asarray(list(accumulate(self.pi.tolist())))
         self.tokens, self.error_tokens = int(tokens), int(error_tokens)
+        self._buckets: tuple[np.ndarray, np.ndarray] | None = None
+
+    def inverse_cdf(self, u: np.ndarray) -> np.ndarray:
+        """``np.searchsorted(self.cdf, u, side="right")`` (how many cdf values are <= u) for uniforms in
+        [0, 1), through a table of BUCKETS equal buckets: for u in bucket b = floor(u * BUCKETS) (exact:
+        BUCKETS is a power of two) the answer lies between the counts at the bucket's two ends, so where
+        they agree (all but the few buckets holding a cdf value) it is read off; the rest are searched.
+        The same integers, several times faster on a step's thousands of unsorted draws."""
+        if self._buckets is None:
+            edges = np.arange(BUCKETS + 1, dtype=np.float64) / BUCKETS
+            self._buckets = (
+                np.searchsorted(self.cdf, edges[:-1], side="right"),  # cdf values <= the bucket's start
+                np.searchsorted(self.cdf, edges[1:], side="left"),  # cdf values < the bucket's end
+            )
+        low, high = self._buckets
+        bucket = (u * BUCKETS).astype(np.int64)
+        found = low[bucket]
+        open_ = np.flatnonzero(high[bucket] != found)
+        if open_.size:
+            found[open_] = np.searchsorted(self.cdf, u[open_], side="right")
+        return found
 
     def count(self, decisions: Sequence[Decision]) -> int:
         """Phrasing tokens an episode writes: ``tokens`` per decision, ``error_tokens`` after an error."""
@@ -56,7 +78,7 @@ class Phrasing:
     def draw(self, episodes: Sequence[Sequence[Decision]], rng: np.random.Generator) -> list[np.ndarray]:
         """Every episode's tokens, in episode order (one uniform each, inverse CDF)."""
         n = [self.count(d) for d in episodes]
-        tokens = np.minimum(np.searchsorted(self.cdf, rng.random(sum(n)), side="right"), VOCABULARY - 1)
+        tokens = np.minimum(self.inverse_cdf(rng.random(sum(n))), VOCABULARY - 1)
         return np.split(tokens, np.cumsum(n)[:-1]) if n else []
 
     def score(self, tokens: Sequence[np.ndarray]) -> np.ndarray:
