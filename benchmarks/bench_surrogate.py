@@ -6,8 +6,9 @@ Run: ``OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/bench_surrogate.py [--ta
 The runs start from a real calibration register: the one given, or the step-0 register this script fits
 first with the calibration stage's own code (``surrogate calibrate``, printed too), so the arm job reads it
 through the same typed reader as in the study. The shape is the surrogate scale's in config/config.yaml.
-Prints CPU seconds per run (training, evaluation + diagnostics), surrogate episodes per CPU second, and the
-projected wall time of the study's 80 runs on 2 free cores. Budget: the whole surrogate study within
+Prints CPU seconds per run (training, evaluation + diagnostics), surrogate episodes per CPU second, the
+projected wall time of the study's 80 runs on 2 free cores, and each run's own CPU seconds (the first run of a
+process also generates its worlds). Budget: the whole surrogate study within
 8 minutes on 2 cores, i.e. about 5 CPU seconds per run for the arm jobs. The runs are C2 runs of one arm
 (``--arm``, independent by default: every training rollout on its own schedule, so none of a paired
 group's shared episodes; docs/simulator.md#speed, fourth pass), seeds 0, 1, ... in one process, as an
@@ -101,6 +102,8 @@ def main() -> int:
         f"({episodes / mean:.0f} episodes per CPU second); {RUNS_IN_STUDY} runs on 2 free cores: "
         f"{RUNS_IN_STUDY * mean / 2 / 60:.1f} min for the arm jobs"
     )
+    # an arm job runs 8 seeds per process: only its first run generates the worlds and fills the caches
+    print("each run, in order: " + ", ".join(f"{cpu:.2f}" for cpu in per_run) + " CPU s")
     return 0
 
 
