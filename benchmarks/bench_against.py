@@ -23,14 +23,15 @@ REPO = Path(__file__).resolve().parents[1]
 RATE = re.compile(r"\((\d+) episodes per CPU second\)")
 
 
-def rate_of(output: str, tree: str) -> int:
-    """The episodes per CPU second that ``bench_surrogate.py`` printed."""
-    found = RATE.search(output)
-    if found is None:
-        raise SystemExit(
-            f"bench_against: {tree}'s bench_surrogate.py printed no episodes per CPU second:\n{output}"
-        )
-    return int(found.group(1))
+def rate_of(output: str, tree: str) -> tuple[int, str]:
+    """The episodes per CPU second that ``bench_surrogate.py`` printed, and the line that says it."""
+    for line in output.splitlines():
+        found = RATE.search(line)
+        if found is not None:
+            return int(found.group(1)), line
+    raise SystemExit(
+        f"bench_against: {tree}'s bench_surrogate.py printed no episodes per CPU second:\n{output}"
+    )
 
 
 def build_in_place(tree: Path) -> None:
@@ -89,17 +90,15 @@ def main() -> int:
             build_in_place(old)
             for round_ in range(args.rounds):
                 pair = (cores[round_ % 2], cores[(round_ + 1) % 2]) if side_by_side else (None, None)
-                outputs: dict[str, str] = {}
                 now = start(REPO, pair[0], args.runs)
-                if not side_by_side:
-                    outputs["this tree"] = finish(now, "this tree")
+                # one core: this tree's benchmark ends before the older one starts
+                ours = None if side_by_side else finish(now, "this tree")
                 then = start(old, pair[1], args.runs)
-                if side_by_side:
-                    outputs["this tree"] = finish(now, "this tree")
-                outputs[args.ref] = finish(then, args.ref)
-                rates = {tree: rate_of(output, tree) for tree, output in outputs.items()}
+                ours = finish(now, "this tree") if ours is None else ours
+                outputs = {"this tree": ours, args.ref: finish(then, args.ref)}
+                rates = {}
                 for tree, output in outputs.items():
-                    line = next(line for line in output.splitlines() if RATE.search(line))
+                    rates[tree], line = rate_of(output, tree)
                     print(f"[round {round_ + 1}] {tree}: {line}")
                 ratio = rates["this tree"] / rates[args.ref]
                 print(f"[round {round_ + 1}] episodes per CPU second, this tree / {args.ref}: x {ratio:.2f}")
