@@ -4,12 +4,20 @@
 #
 #   bash scripts/test.sh [extra pytest arguments]
 #
+# The tests run on PYTEST_WORKERS processes (default 2; 0 runs them in this process), one test file per
+# worker at a time (their module fixtures are built once), the heaviest files first (tests/conftest.py).
+#
 # pytest's exit code 5 (no test collected) counts as a failure here.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 VENV=${PAIRED_ROLLOUTS_VENV:-$ROOT/.venv}
+workers=${PYTEST_WORKERS:-2}
+if [[ ! $workers =~ ^[0-9]+$ ]]; then
+  echo "[test] PYTEST_WORKERS must be a whole number (0 runs the tests in one process), not '$workers'" >&2
+  exit 2
+fi
 
 bash scripts/setup.sh
 
@@ -33,7 +41,7 @@ export PATH="$VENV/bin:$PATH"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 set +e
-"$VENV/bin/python" -m pytest "$@"
+"$VENV/bin/python" -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
 status=$?
 set -e
 if ((status == 5)); then

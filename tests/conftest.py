@@ -11,6 +11,27 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+# The heaviest test files, heaviest first (serial seconds on the 2-core machine, 2026-12-03: the tiny LLM
+# study of test_end_to_end about 500, the GPU check's rehearsal about 210, then 90-140 each). Run first,
+# so that under ``-n 2 --dist loadfile`` (scripts/test.sh) the tiny study starts at once on one worker
+# while the other works through the rest; started last it would run on alone.
+HEAVY_FIRST = (
+    "test_end_to_end.py",
+    "test_gpu_check.py",
+    "test_training_grpo.py",
+    "test_slurm.py",
+    "test_regime_map.py",
+    "test_workflow.py",
+    "test_report.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The heavy files first (``HEAVY_FIRST``), every other file after them in collection order; the
+    order inside a file is kept."""
+    rank = {name: position for position, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(HEAVY_FIRST)))
+
 
 @pytest.fixture(scope="session")
 def sim_tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
