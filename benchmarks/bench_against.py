@@ -89,12 +89,13 @@ def main() -> int:
         try:
             build_in_place(old)
             for round_ in range(args.rounds):
-                pair = (cores[round_ % 2], cores[(round_ + 1) % 2]) if side_by_side else (None, None)
-                now = start(REPO, pair[0], args.runs)
-                # one core: this tree's benchmark ends before the older one starts
-                ours = None if side_by_side else finish(now, "this tree")
-                then = start(old, pair[1], args.runs)
-                ours = finish(now, "this tree") if ours is None else ours
+                if side_by_side:  # the cores swap between rounds
+                    ours_core, old_core = cores[round_ % 2], cores[(round_ + 1) % 2]
+                    now, then = start(REPO, ours_core, args.runs), start(old, old_core, args.runs)
+                    ours = finish(now, "this tree")
+                else:  # one core: this tree's benchmark ends before the older one starts
+                    ours = finish(start(REPO, None, args.runs), "this tree")
+                    then = start(old, None, args.runs)
                 outputs = {"this tree": ours, args.ref: finish(then, args.ref)}
                 rates = {}
                 for tree, output in outputs.items():
