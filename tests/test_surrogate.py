@@ -662,6 +662,39 @@ def test_the_step0_register_is_what_its_theta_gives_recomputed_and_a_tampered_on
     assert "luck_share.lam" in tampered(luck)
 
 
+def test_without_phrasing_tokens_the_phrasing_reductions_are_undefined_and_the_register_reads(
+    tmp_path: Path,
+) -> None:
+    """``phrasing_tokens: 0`` and ``error_phrasing_tokens: 0`` are valid settings (the 32 action parameters
+    alone). The phrasing block then carries no score noise, so its reductions are None in every capture
+    and in the summary (not a crash, not a zero); the whole score is the action block's, so their
+    reductions agree exactly. The register reads back, and a phrasing mean stated as a number is refused."""
+    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.records import read_calibration
+
+    published = TASKS.parents[1] / "data/published/paper.yaml"
+    register = cal.step0_register(_small_estimator(PLAIN, snr_groups=4), published, captures=2, iterations=1)
+    mechanism = register["mechanism"]
+    for noise in ("transition", "outcome"):
+        assert all(c[f"{noise}_phrasing"] is None for c in mechanism["captures"])
+        assert mechanism["mean"][f"{noise}_phrasing"] is None and mechanism["sd"][f"{noise}_phrasing"] is None
+        assert [c[noise] for c in mechanism["captures"]] == [
+            c[f"{noise}_actions"] for c in mechanism["captures"]
+        ]
+        assert isinstance(mechanism["mean"][noise], float) and isinstance(mechanism["sd"][noise], float)
+    path = tmp_path / "plain.json"
+    atomic_write_json(path, register)
+    assert read_calibration(path).mechanism == mechanism
+
+    data = json.loads(path.read_text())
+    data["mechanism"]["mean"]["outcome_phrasing"] = 0.2
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(UserError) as info:
+        read_calibration(bad)
+    assert str(info.value).startswith(f"{bad}: ") and "mechanism.mean.outcome_phrasing" in str(info.value)
+
+
 def test_the_summary_gives_each_auc_gap_with_its_standard_error_over_seed_pairs() -> None:
     """The README's gap +- standard error: the between-pair SD over sqrt(pairs), here of two pairs,
     |d1 - d2| / 2, from the decision registers' per-pair differences (read through their reader)."""

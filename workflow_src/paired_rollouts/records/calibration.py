@@ -143,15 +143,20 @@ def _same(a: float | None, b: float | None) -> bool:
 
 
 def _mechanism_mismatch(mechanism: dict[str, Any]) -> str | None:
-    """The mechanism's means and SDs against its captures."""
+    """The mechanism's means and SDs against its captures (None where a capture's value is None)."""
+    from paired_rollouts.surrogate.calibration import capture_summary
+
     captures = mechanism.get("captures", [])
-    for name in mechanism.get("mean", {}):
-        values = [c[name] for c in captures]
-        if not _same(mechanism["mean"][name], float(np.mean(values))):
-            return f"mechanism.mean.{name} is {mechanism['mean'][name]}, its captures give {np.mean(values)}"
-        sd = float(np.std(values, ddof=1)) if len(values) > 1 else None
-        if sd is not None and not _same(mechanism["sd"][name], sd):
-            return f"mechanism.sd.{name} is {mechanism['sd'][name]}, its captures give {sd}"
+    if not captures:
+        return "mechanism has no captures to give its means and SDs" if mechanism.get("mean") else None
+    given = capture_summary(captures)
+    for part in ("mean", "sd"):
+        stated = mechanism.get(part, {})
+        if set(stated) != set(given[part]):
+            return f"mechanism.{part} names {sorted(stated)}, its captures give {sorted(given[part])}"
+        for name, value in stated.items():
+            if not _same(value, given[part][name]):
+                return f"mechanism.{part}.{name} is {value}, its captures give {given[part][name]}"
     return None
 
 

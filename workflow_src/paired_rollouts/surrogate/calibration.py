@@ -80,10 +80,26 @@ MECHANISM: dict[str, tuple[str, str]] = {
 MECHANISM_MIN_TOLERANCE = 0.03
 
 
-def mechanism_tolerance(sd: float, captures: int) -> float:
+def mechanism_tolerance(sd: float | None, captures: int) -> float:
     """Two SD of one capture (from the SD over ``captures``, widened for the mean's own error), at least
-    MECHANISM_MIN_TOLERANCE."""
+    MECHANISM_MIN_TOLERANCE (the least, where the reduction is undefined)."""
+    if sd is None:
+        return MECHANISM_MIN_TOLERANCE
     return max(MECHANISM_MIN_TOLERANCE, 2 * sd * math.sqrt(1 + 1 / captures))
+
+
+def capture_summary(captures: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """The mean and SD (ddof 1) over the mechanism's captures of every quantity but the seed. A reduction
+    is None in a capture whose independent score variance is zero (a block with no noise: no phrasing
+    tokens, for one); a quantity None in any capture has mean and SD None: undefined, not a zero."""
+    mean: dict[str, float | None] = {}
+    sd: dict[str, float | None] = {}
+    for key in (k for k in captures[0] if k != "seed"):
+        values = [c[key] for c in captures]
+        defined = None not in values
+        mean[key] = float(np.mean(values)) if defined else None
+        sd[key] = float(np.std(values, ddof=1)) if defined and len(values) > 1 else None
+    return {"mean": mean, "sd": sd}
 
 
 # The probe's design at step 0 (the paper's, whatever the scale: docs/analysis.md#probe-design), by the
@@ -332,12 +348,7 @@ class Estimator:
             row["contrast_reduction"] = 1.0 - contrast["paired"] / contrast["independent_resampled"]
             row["lhs_over_rhs"] = probe["outcome"]["lhs_over_rhs"]
             rows.append(row)
-        keys = [k for k in rows[0] if k != "seed"]
-        return {
-            "captures": rows,
-            "mean": {k: float(np.mean([r[k] for r in rows])) for k in keys},
-            "sd": {k: float(np.std([r[k] for r in rows], ddof=1)) for k in keys},
-        }
+        return {"captures": rows, **capture_summary(rows)}
 
     def signal_to_noise(self, theta: Sequence[float]) -> dict[str, Any]:
         """Per design: the trainer's group gradient g = sum_i A_i S_i (standardised advantages, exact scores
