@@ -79,6 +79,11 @@ def test_masks_and_weights():
     assert np.all(obs[:, 1] == 0)
     probs, obs = flip_masks(np.array([1, 0, 1, 1]), 0.1, "paired")
     assert probs.tolist() == [0.9, 0.1] and obs[1].sum() == 0
+    probs, obs = flip_masks(np.ones(16), 0.1, "independent")  # the largest group the settings allow
+    assert obs.shape == (2**16, 16) and probs.sum() == pytest.approx(1)
+    with pytest.raises(ValueError, match="17 successes"):  # never 2^k rows past it
+        flip_masks(np.ones(17), 0.1, "independent")
+    assert flip_masks(np.ones(32), 0.1, "paired")[1].shape == (2, 32)  # two outcomes whatever G
     assert np.all(group_advantages(np.ones((1, 8))) == 0)
     a = implemented_weights(np.array([1.0, 0, 0, 0]), np.ones(4), 4.0)
     assert a[0] == pytest.approx(0.75 / (0.5 + 1e-4) / 4)

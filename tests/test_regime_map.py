@@ -314,6 +314,10 @@ def _refusal(edit: dict) -> str:
         ({"batch_sizes": [4]}, r"regime_map: Additional properties are not allowed \('batch_sizes'"),
         ({"flip_rates": [0.2, 0.7]}, r"regime_map\.flip_rates\.1: 0\.7 is greater than the maximum of 0\.5"),
         ({"group_sizes": [1]}, r"regime_map\.group_sizes\.0: 1 is less than the minimum of 2"),
+        (
+            {"group_sizes": [4, 17]},
+            r"regime_map\.group_sizes\.1: 17 is greater than the maximum of 16; fix: Group sizes G .*2\^G flip",
+        ),
         ({"step_sizes": [0]}, r"regime_map\.step_sizes\.0: 0 is less than the minimum of 0\.01"),
     ],
 )
@@ -325,6 +329,21 @@ def test_the_grid_refuses_an_unknown_factor_or_a_value_out_of_range_in_one_line(
     with pytest.raises(UserError) as caught:
         Settings.parse({"regime_map": {**scale_block(_config(), TINY)["regime_map"], **edit}})
     assert "\n" not in str(caught.value) and "regime_map" in str(caught.value)
+
+
+def test_a_cell_beyond_the_probe_s_exact_enumeration_is_refused_in_one_line() -> None:
+    """A cell given by hand (``surrogate map-cell --cell``) meets the grid's rule: its step-0 probe
+    enumerates 2^G flip patterns, so G is at most 16 (G = 32 once asked numpy for 240 GiB)."""
+    factors = {"noise": "outcome", "rate": 0.2, "step_size": 1.0, "prompts_per_step": 4}
+    assert rm.Cell.parse({**factors, "group_size": 16}).group_size == 16
+    for group_size in (1, 17, 32):
+        with pytest.raises(UserError) as caught:
+            rm.Cell.parse(json.dumps({**factors, "group_size": group_size}))
+        message = str(caught.value)
+        assert (
+            message
+            == f"--cell: group_size must be 2 to 16 (the step-0 probe enumerates 2^G flip patterns), got {group_size}"
+        )
 
 
 def test_the_dry_run_stops_on_a_bad_grid_before_any_job(tmp_path: Path) -> None:

@@ -82,6 +82,7 @@ def _full_config() -> dict:
         ("tiny", "model", "vocab_size", 255),  # minimum
         ("paper", "model", "name_or_path", "../weights"),  # path pattern
         ("tiny", "probe", "trajectories", {"a": {"run": "c2-paired-s0", "steps": []}}),  # steplist minItems
+        ("tiny", "probe", "clean_rollouts", 17),  # the outcome probe enumerates 2^G flip patterns
     ],
 )
 def test_the_schema_and_the_dataclasses_refuse_the_same_values(scale, section, key, value) -> None:

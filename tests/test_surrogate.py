@@ -695,6 +695,18 @@ def test_without_phrasing_tokens_the_phrasing_reductions_are_undefined_and_the_r
     assert str(info.value).startswith(f"{bad}: ") and "mechanism.mean.outcome_phrasing" in str(info.value)
 
 
+def test_the_signal_to_noise_is_undefined_where_every_group_gave_the_same_gradient() -> None:
+    """Tr Var g = 0 (few ``snr_groups``, none with reward variance) leaves nothing to divide by: the ratio
+    and its error are None, not a ZeroDivisionError; with noise, the ratio is signal / (Tr S / batch)."""
+    flat = cal.signal_and_noise(np.zeros((2, 5)))
+    assert flat["trace_var_group"] == 0.0 and flat["snr_per_step"] is None and flat["snr_per_step_se"] is None
+    g = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    noisy = cal.signal_and_noise(g, batch=24)
+    trace = float(np.trace(np.cov(g.T, ddof=1)))
+    assert noisy["trace_var_group"] == pytest.approx(trace, rel=1e-12)
+    assert noisy["snr_per_step"] == pytest.approx(noisy["signal"] / (trace / 24), rel=1e-12)
+
+
 def test_the_summary_gives_each_auc_gap_with_its_standard_error_over_seed_pairs() -> None:
     """The README's gap +- standard error: the between-pair SD over sqrt(pairs), here of two pairs,
     |d1 - d2| / 2, from the decision registers' per-pair differences (read through their reader)."""

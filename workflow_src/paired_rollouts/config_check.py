@@ -17,12 +17,33 @@ import jsonschema
 from paired_rollouts.errors import UserError
 
 
-def _allowed(error: jsonschema.ValidationError) -> str:
-    """The schema's own description of the key (or of the definition it refers to)."""
+def _allowed(error: jsonschema.ValidationError, root: dict[str, Any]) -> str:
+    """The schema's own description of the key (or of the definition it refers to); for a key the schema
+    does not describe itself (an item of a list), the description of the nearest key around it."""
     for schema in (error.schema, *(e.schema for e in error.context or ())):
         if isinstance(schema, dict) and schema.get("description"):
             return schema["description"]
-    return error.message
+    return _enclosing_description(root, list(error.absolute_schema_path)) or error.message
+
+
+def _enclosing_description(root: dict[str, Any], path: list[Any]) -> str | None:
+    """The last description met walking ``path`` down from ``root``, following local ``$ref`` where the
+    path goes on inside the definition (the validator's schema paths step through references)."""
+    node: Any = root
+    found = None
+    for key in path:
+        while isinstance(node, dict) and key not in node and str(node.get("$ref", "")).startswith("#/"):
+            target: Any = root
+            for part in node["$ref"][2:].split("/"):
+                target = target.get(part) if isinstance(target, dict) else None
+            node = target
+        if isinstance(node, dict) and node.get("description"):
+            found = node["description"]
+        inside = key in node if isinstance(node, dict) else isinstance(key, int) and 0 <= key < len(node)
+        if not isinstance(node, (dict, list)) or not inside:
+            return found
+        node = node[key]
+    return found
 
 
 def check_config(config: dict[str, Any], schema_path: str | Path, config_file: str) -> None:
@@ -40,7 +61,7 @@ def check_config(config: dict[str, Any], schema_path: str | Path, config_file: s
         problem = f"{error.instance!r} is not allowed"
     else:
         problem = error.message
-    raise UserError(f"{config_file}: {key}: {problem}; fix: {_allowed(error)}")
+    raise UserError(f"{config_file}: {key}: {problem}; fix: {_allowed(error, schema)}")
 
 
 def check_deployment(accelerator: str, methods: Iterable[Any]) -> None:

@@ -280,6 +280,11 @@ class DiagnosticSettings(Section):
     resamples: int = _f(10000, "task-bootstrap resamples of the luck share", minimum=100)
 
 
+# The outcome probe's expectations are exact: it enumerates every flip pattern of a group's successes, 2^G
+# of them at most (probe/enumeration.py), so G = 16 holds 65,536 patterns and G = 32 would need 240 GiB.
+EXACT_OUTCOME_GROUP_MAX = 16
+
+
 @dataclass(frozen=True)
 class ProbeSettings(Section):
     """The gradient-covariance probe (H1b): outcome-noise enumeration and transition-noise resampling."""
@@ -287,7 +292,11 @@ class ProbeSettings(Section):
     section: ClassVar[str] = "probe"
     clean_tasks: int = _f(4, "outcome probe: validation tasks", "probe_clean_tasks", minimum=1)
     clean_rollouts: int = _f(
-        4, "outcome probe: clean rollouts per task (G)", "probe_clean_rollouts", minimum=2
+        4,
+        "outcome probe: clean rollouts per task (G); at most 16, the probe enumerates 2^G flip patterns",
+        "probe_clean_rollouts",
+        minimum=2,
+        maximum=EXACT_OUTCOME_GROUP_MAX,
     )
     diagnostic_tasks: int = _f(
         2, "transition probe: diagnostic tasks", "probe_diag_tasks", minimum=1, maximum=16
@@ -419,8 +428,8 @@ class RegimeMapSettings(Section):
     )
     group_sizes: list = _f(
         [4, 8],
-        "Group sizes G (rollouts per task).",
-        items={"type": "integer", "minimum": 2, "maximum": 32},
+        "Group sizes G (rollouts per task); at most 16: each cell's step-0 probe enumerates 2^G flip patterns.",
+        items={"type": "integer", "minimum": 2, "maximum": EXACT_OUTCOME_GROUP_MAX},
         uniqueItems=True,
         minItems=1,
     )

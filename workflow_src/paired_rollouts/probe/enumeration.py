@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.settings import EXACT_OUTCOME_GROUP_MAX
 
 ESTIMATORS = ("mean_centered", "implemented")
 OUTCOME_DESIGNS = ("paired", "independent")
@@ -64,6 +65,8 @@ def flip_masks(success: np.ndarray, q: float, design: str) -> tuple[np.ndarray, 
         return np.array([1.0 - q, q]), np.stack([r, np.zeros_like(r)])
     if design != "independent":
         raise ValueError(f"unknown outcome design {design!r}")
+    if k > EXACT_OUTCOME_GROUP_MAX:  # the settings refuse such groups; never allocate 2^k rows here
+        raise ValueError(f"{k} successes in a group: exact enumeration stops at {EXACT_OUTCOME_GROUP_MAX}")
     bits = ((np.arange(2**k)[:, None] >> np.arange(k)[None, :]) & 1).astype(float)  # 1 = kept
     kept = bits.sum(axis=1)
     probs = (1.0 - q) ** kept * q ** (k - kept)

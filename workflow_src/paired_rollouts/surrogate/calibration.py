@@ -375,10 +375,12 @@ class Estimator:
         return out
 
 
-def signal_and_noise(g: np.ndarray, batch: int = SNR_BATCH) -> dict[str, float]:
+def signal_and_noise(g: np.ndarray, batch: int = SNR_BATCH) -> dict[str, float | None]:
     """From n group gradients (rows of ``g``): the unbiased ||E g||^2 = ||mean||^2 - Tr Var / n, Tr Var of
     one group's gradient, and the per-step ratio with ``batch`` groups; the signal's standard error by the
-    delta method, sqrt((4 mean' S mean + 2 Tr(S^2) / n) / n), S the sample covariance."""
+    delta method, sqrt((4 mean' S mean + 2 Tr(S^2) / n) / n), S the sample covariance. The ratio and its
+    error are None where Tr Var is zero: every group gave the same gradient (few ``snr_groups``, all of
+    them without reward variance, for one), so no noise was measured to divide by."""
     n = g.shape[0]
     mean = g.mean(axis=0)
     centred = g - mean
@@ -392,8 +394,8 @@ def signal_and_noise(g: np.ndarray, batch: int = SNR_BATCH) -> dict[str, float]:
         "signal": signal,
         "signal_se": se,
         "trace_var_group": trace,
-        "snr_per_step": signal / (trace / batch),
-        "snr_per_step_se": se / (trace / batch),
+        "snr_per_step": signal / (trace / batch) if trace > 0 else None,
+        "snr_per_step_se": se / (trace / batch) if trace > 0 else None,
     }
 
 

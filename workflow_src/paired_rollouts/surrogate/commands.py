@@ -21,6 +21,13 @@ def _print_targets(register: dict) -> None:
         )
 
 
+def _snr_text(part: dict[str, float | None], digits: int) -> str:
+    """A signal-to-noise ratio with its standard error, or why there is none."""
+    if part["snr_per_step"] is None:
+        return "undefined (no gradient variance over the groups)"
+    return f"{part['snr_per_step']:.{digits}f} +- {part['snr_per_step_se']:.{digits}f}"
+
+
 def _calibrate(args: argparse.Namespace) -> int:
     from paired_rollouts.io import atomic_write_json, load_settings
     from paired_rollouts.settings import Settings
@@ -43,12 +50,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     atomic_write_json(args.out, register)
     _print_targets(register)
     for design, row in register["signal_to_noise"].items():
-        every, actions = row["all"], row["actions"]
-        print(
-            f"signal-to-noise per step at step 0, {design}: {every['snr_per_step']:.4f} +- "
-            f"{every['snr_per_step_se']:.4f} (action parameters {actions['snr_per_step']:.3f} +- "
-            f"{actions['snr_per_step_se']:.3f})"
-        )
+        every, actions = (_snr_text(row[part], digits) for part, digits in (("all", 4), ("actions", 3)))
+        print(f"signal-to-noise per step at step 0, {design}: {every} (action parameters {actions})")
     print(
         f"step-0 calibration {'passes' if register['passes'] else 'FAILS'} ({time.perf_counter() - began:.1f} s) -> {args.out}"
     )

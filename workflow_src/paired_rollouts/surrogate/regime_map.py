@@ -36,7 +36,7 @@ import numpy as np
 from paired_rollouts.design import Condition
 from paired_rollouts.errors import UserError
 from paired_rollouts.pairing.bootstrap import BOOTSTRAP_SEED, percentile_interval
-from paired_rollouts.settings import RegimeMapSettings, Settings
+from paired_rollouts.settings import EXACT_OUTCOME_GROUP_MAX, RegimeMapSettings, Settings
 
 NOISE_KINDS = ("transition", "outcome")
 ARMS = ("paired", "independent")
@@ -99,8 +99,11 @@ class Cell:
         for key in ("rate", "step_size"):
             if isinstance(data[key], bool) or not isinstance(data[key], (int, float)) or data[key] <= 0:
                 raise UserError(f"{source}: {key} must be a positive number, got {data[key]!r}")
-        if data["group_size"] < 2:
-            raise UserError(f"{source}: group_size must be at least 2, got {data['group_size']}")
+        if not 2 <= data["group_size"] <= EXACT_OUTCOME_GROUP_MAX:
+            raise UserError(
+                f"{source}: group_size must be 2 to {EXACT_OUTCOME_GROUP_MAX} (the step-0 probe enumerates "
+                f"2^G flip patterns), got {data['group_size']}"
+            )
         return cls(
             data["noise"],
             float(data["rate"]),
