@@ -80,3 +80,24 @@ def test_warm_start_reports_its_copy_accuracy(tokenizer, sim_pools):
     assert report["short_steps"] == 1 and report["check_transcripts"] == 32
     assert 0.0 <= report["copied_atom_accuracy"] <= 1.0
     assert 0.0 <= report["token_accuracy"] <= 1.0
+
+
+def test_a_warm_start_of_no_steps_saves_the_initial_weights(tokenizer, sim_tasks_dir, tmp_path, capsys):
+    """``model.warm_start_steps: 0`` is a valid setting (an untrained stand-in): the command saves the
+    model and says it took no steps, where it once failed formatting a loss it never measured."""
+    import json
+
+    from paired_rollouts.cli import main
+
+    tokenizer.save_pretrained(tmp_path / "tokenizer")
+    settings = {
+        "model": {"warm_start_steps": 0, "warm_start_tasks": 1, "hidden_size": 32},
+        "task_filter": "simple_id",
+    }
+    out = tmp_path / "model"
+    code = main(
+        ["warm-start", "--tokenizer", str(tmp_path / "tokenizer"), "--tasks-dir", str(sim_tasks_dir)]
+        + ["--settings", json.dumps(settings), "--out", str(out)]
+    )
+    assert code == 0 and (out / "config.json").is_file()
+    assert "warm start: no steps (model.warm_start_steps is 0)" in capsys.readouterr().out

@@ -119,7 +119,10 @@ def _warm_start(args: argparse.Namespace) -> int:
     tokenizer = load_tokenizer(args.tokenizer)
     model, report = warm_start(tokenizer, _train_tasks(args, settings), settings.model, seed=args.seed)
     save_standin(model, tokenizer, args.out, report)
-    print(f"warm start: loss {report['loss_first']:.3f} -> {report['loss_last']:.3f}; saved {args.out}")
+    if report["loss_first"] is None:  # warm_start_steps: 0, a valid setting: the initial weights, untrained
+        print(f"warm start: no steps (model.warm_start_steps is 0), the initial weights; saved {args.out}")
+    else:
+        print(f"warm start: loss {report['loss_first']:.3f} -> {report['loss_last']:.3f}; saved {args.out}")
     return 0
 
 
