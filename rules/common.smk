@@ -15,8 +15,8 @@ SCALE_NAME = config["scale"]
 ACCELERATOR = config["accelerator"]
 try:
     # the scale block (with `study:` merged under it), its design and results layout, checked before any
-    # job runs: one clear line naming config/config.yaml and the fix, and a dry run fails
-    LAYOUT = layout.Layout.from_config(config, SCALE_NAME, ACCELERATOR)
+    # job runs: one clear line naming the config files and the fix, and a dry run fails
+    LAYOUT = layout.Layout.from_config(config, SCALE_NAME, ACCELERATOR, CONFIG_SOURCE)
     LAYOUT.check()
     layout.require_paper_pools(LAYOUT.tasks_dir, ACCELERATOR)
 except UserError as error:

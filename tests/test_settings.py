@@ -215,3 +215,17 @@ def test_train_help_is_the_dataclasses(capsys) -> None:
         for f in dataclasses.fields(S.SECTIONS[section]):
             assert f"{f.name}: {' '.join(f.metadata['help'].split())} [{_default(f)!r}]" in text, f.name
     assert "max_completion_length: tokens per rollout after the prompt, tool results included [512]" in text
+
+
+def test_a_refusal_names_every_config_file_merged(tmp_path, monkeypatch) -> None:
+    """config/config.yaml alone is named alone; a profile's or --configfile's files follow it in the order
+    they apply, relative to the working directory where they lie under it, each once."""
+    from paired_rollouts.config_check import config_source
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "profiles").mkdir()
+    assert config_source([]) == "config/config.yaml"
+    assert config_source([tmp_path / "config/config.yaml"]) == "config/config.yaml"
+    outside = tmp_path.parent / "mine.yaml"
+    merged = config_source(["config/config.yaml", tmp_path / "profiles/settings.yaml", outside])
+    assert merged == f"config/config.yaml + profiles/settings.yaml + {outside.resolve()}"

@@ -46,6 +46,20 @@ def _enclosing_description(root: dict[str, Any], path: list[Any]) -> str | None:
     return found
 
 
+def config_source(files: Iterable[str | Path], workflow_file: str = "config/config.yaml") -> str:
+    """How a refusal names the configuration: the workflow's config/config.yaml, then each file merged over it
+    (a profile's `configfile:`, `--configfile`), in order, the last one winning; paths under the working
+    directory relative to it. Only config/config.yaml: just its name."""
+    names = [workflow_file]
+    here = Path.cwd().resolve()
+    for file in files:
+        path = Path(file).resolve()
+        name = str(path.relative_to(here)) if path.is_relative_to(here) else str(path)
+        if name not in names:
+            names.append(name)
+    return " + ".join(names)
+
+
 def check_config(config: dict[str, Any], schema_path: str | Path, config_file: str) -> None:
     """Raise UserError naming ``config_file``, the key and the fix for the first schema violation."""
     schema = json.loads(Path(schema_path).read_text(encoding="utf-8"))

@@ -59,18 +59,29 @@ class Layout:
     tasks_dir: str = "data/tasks"
     decision_rules: str = "prereg/decision_rules.yaml"
     published: str = "data/published/paper.yaml"
+    # how refusals name the configuration: config/config.yaml, or every file merged (config_source)
+    source: str = CONFIG_FILE
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any], scale: str, accelerator: str) -> Layout:
-        """The scale's block (`study:` merged under it) and design; UserError names config/config.yaml."""
+    def from_config(
+        cls, config: Mapping[str, Any], scale: str, accelerator: str, source: str = CONFIG_FILE
+    ) -> Layout:
+        """The scale's block (`study:` merged under it) and design; UserError names ``source``."""
         try:
             block = scale_block(dict(config), scale)
         except UserError as error:
-            raise UserError(f"{CONFIG_FILE}: {error}") from None
-        design = study.Design.from_config(config, scale)
+            raise UserError(f"{source}: {error}") from None
+        design = study.Design.from_config(config, scale, source)
         inputs = {key: config[key] for key in ("tasks_dir", "decision_rules", "published") if key in config}
         return cls(
-            results_root(scale), block, design, scale, accelerator, config.get("prereg") or {}, **inputs
+            results_root(scale),
+            block,
+            design,
+            scale,
+            accelerator,
+            config.get("prereg") or {},
+            **inputs,
+            source=source,
         )
 
     def res(self, path: str) -> str:
@@ -269,7 +280,7 @@ class Layout:
         from paired_rollouts.settings import Settings
 
         evaluation = dict(self.scale.get("evaluation") or {})
-        return Settings.parse({"evaluation": evaluation}, CONFIG_FILE).evaluation.replay_episodes
+        return Settings.parse({"evaluation": evaluation}, self.source).evaluation.replay_episodes
 
     def diagnostics_dir(self, run: str) -> str:
         return f"{self.root}/diagnostics/{run}"
@@ -345,7 +356,7 @@ class Layout:
     def trajectory(self, name: str) -> Mapping[str, Any]:
         if name not in self.trajectories:
             raise UserError(
-                f"unknown probe trajectory {name!r}; {CONFIG_FILE} scales.{self.name}.probe.trajectories "
+                f"unknown probe trajectory {name!r}; {self.source} scales.{self.name}.probe.trajectories "
                 f"defines {sorted(self.trajectories)}"
             )
         return self.trajectories[name]
@@ -438,7 +449,7 @@ class Layout:
         index = int(number)
         if not 1 <= index <= len(self.amendments):
             raise UserError(
-                f"amendment {number} is not configured: {CONFIG_FILE} prereg.amendments lists "
+                f"amendment {number} is not configured: {self.source} prereg.amendments lists "
                 f"{len(self.amendments)}; add it there (documents, reason)"
             )
         return index
@@ -501,7 +512,7 @@ class Layout:
         """Config consistency the schema cannot express (dry runs fail): diagnostic and probe steps
         within training, probe trajectories on runs of the design."""
         last = self.final_step
-        where = f"{CONFIG_FILE} scales.{self.name}"
+        where = f"{self.source} scales.{self.name}"
         for name, steps in self.scale["diagnostics"]["steps"].items():
             beyond = [s for s in steps if s > last]
             if beyond:
