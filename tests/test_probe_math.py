@@ -190,6 +190,42 @@ def test_transition_designs_and_traces():
     assert again["mean_centered"]["trace_var"] == pytest.approx(out["mean_centered"]["trace_var"])
 
 
+def test_a_trace_lost_to_rounding_gives_no_ratio():
+    """One task and one resampled group: the independent designs hold one group each, whose variance is
+    zero by construction but computed as a difference of two equal sums (about 1e-17, either sign). The
+    ratios over them are None, where they once read 1e14 or -1e14; the paired design, with two groups,
+    keeps a trace, and with enough groups every ratio is a number."""
+    rng = np.random.default_rng(5)
+    s = rng.normal(size=(4, 3))
+    rewards = np.array([1.0, 0.0, 0.0, 1.0])
+
+    def probe(resamples: int, tasks: int) -> dict:
+        return transition_probe(
+            [s @ s.T] * tasks,
+            [rewards] * tasks,
+            None,
+            4.0,
+            0,
+            resamples=resamples,
+            schedules=2,
+            samples=2,
+            scores_by_task=[s] * tasks,
+        )
+
+    one = probe(resamples=1, tasks=1)
+    for est in ("mean_centered", "implemented"):
+        block = one[est]
+        assert (
+            abs(block["trace_var"]["independent_resampled"]) < 1e-12 and block["trace_var"]["paired"] > 1e-3
+        )
+        assert block["ratio_paired_over_independent"] is None
+        assert block["ratio_paired_over_stratified"] is None
+    many = probe(resamples=8, tasks=3)
+    assert all(
+        isinstance(many[e]["ratio_paired_over_independent"], float) for e in ("mean_centered", "implemented")
+    )
+
+
 def test_schedule_major_layout():
     seeds = [5, 9, 5, 9, 7, 7]
     order = schedule_major_order(seeds, 3, 2)

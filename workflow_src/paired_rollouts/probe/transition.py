@@ -144,8 +144,18 @@ class TransitionProbe:
         return summarize_transition(self, vector_gram)
 
 
-def _ratio(num: float, den: float) -> float | None:
-    return float(num / den) if den != 0 else None
+# A trace is a difference of two non-negative sums (the groups' squared norms less the squared norm of
+# their sum); where the groups carry no variance the difference is rounding error, some 1e-16 of the
+# sums, never exactly zero. Below this share of the sums it is taken as zero.
+CANCELLED = 1e-9
+
+
+def _ratio(num: float, den: float, den_scale: float = 0.0) -> float | None:
+    """num / den; None where den is zero or, given the sums it is the difference of, lost to rounding
+    (a variance ratio of 1e14 from two traces of 1e-17 says nothing)."""
+    if den == 0 or abs(den) <= CANCELLED * den_scale:
+        return None
+    return float(num / den)
 
 
 def summarize_transition(probe: TransitionProbe, vector_gram: np.ndarray) -> dict[str, Any]:
@@ -194,6 +204,7 @@ def summarize_transition(probe: TransitionProbe, vector_gram: np.ndarray) -> dic
                 "reward_variance",
             )
         }
+        sums: dict[str, tuple[float, float]] = {}  # per design: the sums each trace is the difference of
         for design in TRANSITION_DESIGNS:
             key = f"{est}/{design}"
             i = TRANSITION_VECTOR_KEYS.index(key)
@@ -208,6 +219,18 @@ def summarize_transition(probe: TransitionProbe, vector_gram: np.ndarray) -> dic
                     ]
                 )
             )
+            sums[design] = (
+                sum(t.sum_sq[key] for t in tasks) / n + float(vg[i, i]) / n**2,
+                float(
+                    np.mean(
+                        [
+                            t.sum_sq[key] / t.groups[design].shape[0]
+                            + t.self_sq[key] / t.groups[design].shape[0] ** 2
+                            for t in tasks
+                        ]
+                    )
+                ),
+            )
             block["trace_var"][design] = trace
             block["trace_var_within"][design] = within
             block["trace_var_between"][design] = trace - within
@@ -216,9 +239,14 @@ def summarize_transition(probe: TransitionProbe, vector_gram: np.ndarray) -> dic
                 np.mean([2 * t.var_sum[design] / t.groups[design].shape[0] for t in tasks])
             )
         tv, tw = block["trace_var"], block["trace_var_within"]
-        block["ratio_paired_over_independent"] = _ratio(tv["paired"], tv["independent_resampled"])
-        block["ratio_paired_over_stratified"] = _ratio(tv["paired"], tv["stratified"])
-        block["ratio_within_paired_over_independent"] = _ratio(tw["paired"], tw["independent_resampled"])
+        independent, stratified = sums["independent_resampled"], sums["stratified"]
+        block["ratio_paired_over_independent"] = _ratio(
+            tv["paired"], tv["independent_resampled"], independent[0]
+        )
+        block["ratio_paired_over_stratified"] = _ratio(tv["paired"], tv["stratified"], stratified[0])
+        block["ratio_within_paired_over_independent"] = _ratio(
+            tw["paired"], tw["independent_resampled"], independent[1]
+        )
         out[est] = block
     return out
 
