@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,32 @@ def _alive(pid: int) -> bool:
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (temp file + fsync + rename). A file-system fault (full disk,
     read-only or unwritable folder) is one UserError naming the path and the cause; nothing is left."""
-    target = Path(path)
+    return atomic_write_all([(path, data)])[0]
+
+
+def atomic_write_all(outputs: Sequence[tuple[str | os.PathLike, bytes]]) -> list[Path]:
+    """Write several outputs of one command all or none: each is written in full to a temporary file
+    beside its target first, and only when every one is on disk are they renamed into place, so a bad
+    second path (a missing or unwritable folder) leaves no first output behind."""
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, data in outputs:
+            staged.append((_stage(Path(path), data), Path(path)))
+        for tmp, target in staged:
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:
+                raise os_error(exc, target) from None
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+    return [target for _, target in staged]
+
+
+def _stage(target: Path, data: bytes) -> str:
+    """``data`` in a fsynced temporary file beside ``target`` (its permissions those of a plain open());
+    returns the temporary file's path. Nothing is left on failure."""
     _check_output(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -88,14 +113,13 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, target)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise os_error(exc, target) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return target
+    return tmp
 
 
 def check_writable_folder(folder: str | os.PathLike, what: str = "--out") -> Path:
@@ -152,8 +176,14 @@ def loads_strict(text: str) -> Any:
 
 
 def _check_output(target: Path) -> None:
+    """An output path that names a folder, or lies under a file, is refused before anything is written."""
     if target.is_dir():
-        raise UserError(f"{target}: is a directory; give --out a file path")
+        raise UserError(f"{target}: is a directory; give a file path")
+    for ancestor in target.parents:
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise UserError(f"{target}: {ancestor} is a file, not a folder; choose another path")
+            break
 
 
 def atomic_write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> Path:
@@ -219,6 +249,15 @@ def read_text_utf8(source: Path) -> str:
         raise UserError(f"{source}:{line}: not UTF-8 (byte offset {exc.start}); regenerate the file") from exc
 
 
+def yaml_problem(exc: Exception) -> str:
+    """A YAML error in one line: where it is (line and column, 1-based) and what the parser expected.
+    PyYAML's own text spans several lines (the offending line and a caret under it)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return f"{where}{' '.join(str(problem).split())}"
+
+
 def parse_json_file(source: Path, what: str = "") -> Any:
     text = read_text_utf8(source)
     try:
@@ -253,7 +292,9 @@ def load_settings(value: str | None, option: str = "--settings") -> dict[str, An
             try:
                 data = yaml.safe_load(read_text_utf8(path))
             except yaml.YAMLError as exc:
-                raise UserError(f"settings file {path}: not valid YAML ({exc}); fix the file") from exc
+                raise UserError(
+                    f"settings file {path}: not valid YAML ({yaml_problem(exc)}); fix the file"
+                ) from exc
         else:
             data = parse_json_file(path, "; fix the settings file")
     else:

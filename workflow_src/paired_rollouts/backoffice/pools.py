@@ -229,11 +229,7 @@ def load_pool(path: str | os.PathLike, manifest: Any = None) -> list[dict[str, A
     ``manifest``: None = ``MANIFEST.json`` next to the file, a path, an already-parsed dict, or False to
     skip the hash check (custom pools). Malformed lines raise UserError with ``file:line``.
     """
-    source = Path(path)
-    if not source.is_file():
-        raise UserError(
-            f"{source}: task pool not found; generate it with `paired-rollouts tasks --out {source.parent}`"
-        )
+    source = _pool_file(Path(path))
     data = source.read_bytes()
     entry, manifest_path = _manifest_entry(source, manifest)
     if entry is not None:
@@ -263,6 +259,30 @@ def load_pool(path: str | os.PathLike, manifest: Any = None) -> list[dict[str, A
         except ValueError as exc:  # NaN or Infinity: no task holds one
             raise UserError(f"{source}:{number}: {exc}; regenerate the pool") from exc
         tasks.append(_check_task(record, f"{source}:{number}"))
-    if entry is not None and "count" in entry and entry["count"] != len(tasks):
-        raise UserError(f"{source}: {len(tasks)} tasks but the manifest says {entry['count']}")
+    if entry is not None and "count" in entry:
+        _check_count(entry["count"], len(tasks), source, manifest_path)
     return tasks
+
+
+def _pool_file(source: Path) -> Path:
+    """The pool file, or one line saying what to give instead."""
+    if source.parent.is_file():  # --tasks-dir given a pool file: the advice below would name the file
+        raise UserError(
+            f"{source.parent}: is a file; give the folder that holds the pools and MANIFEST.json (data/tasks)"
+        )
+    if not source.is_file():
+        raise UserError(
+            f"{source}: task pool not found; generate it with `paired-rollouts tasks --out {source.parent}`"
+        )
+    return source
+
+
+def _check_count(count: Any, found: int, source: Path, manifest_path: Any) -> None:
+    """The manifest's task count of a pool: an integer (not "300") equal to the tasks read."""
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise UserError(
+            f"{manifest_path or 'the manifest'}: the count of {source.name} is {count!r}, not an integer; "
+            f"regenerate the pools with `paired-rollouts tasks --out {source.parent}`"
+        )
+    if count != found:
+        raise UserError(f"{source}: {found} tasks but the manifest says {count}")

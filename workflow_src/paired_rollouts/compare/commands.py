@@ -27,7 +27,7 @@ def _compare(args: argparse.Namespace) -> int:
     from paired_rollouts.compare.compare import Registers, compare
     from paired_rollouts.compare.published import load_published, require_pinned
     from paired_rollouts.errors import UserError
-    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.io import atomic_write_all, dumps_json
 
     if not args.results.is_dir():
         raise UserError(
@@ -43,12 +43,12 @@ def _compare(args: argparse.Namespace) -> int:
         scale_label=args.scale,
         published_sha256=digest,
     )
-    atomic_write_json(args.out, out)
+    outputs = [(args.out, dumps_json(out).encode())]
     if args.html:
         from paired_rollouts.compare.html import comparison_html
-        from paired_rollouts.io import atomic_write_text
 
-        atomic_write_text(args.html, comparison_html(out))
+        outputs.append((args.html, comparison_html(out).encode()))
+    atomic_write_all(outputs)  # both or neither: a bad --html path leaves no comparison behind
     s = out["summary"]
     print(f"{s['text']}; {s['differs']} differ, {s['not computed']} not computed -> {args.out}")
     return 0
@@ -57,18 +57,18 @@ def _compare(args: argparse.Namespace) -> int:
 def _ledger(args: argparse.Namespace) -> int:
     from paired_rollouts.compare.ledger import build_ledger
     from paired_rollouts.compare.published import load_published, require_pinned
-    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.io import atomic_write_all, dumps_json
 
     if args.published:
         require_pinned(args.published)
     budget = load_published(args.published).budget if args.published else None
     out = build_ledger(list(args.benchmarks), args.results, args.accelerator, budget, runs=args.runs)
-    atomic_write_json(args.out, out)
+    outputs = [(args.out, dumps_json(out).encode())]
     if args.html:
         from paired_rollouts.compare.html import ledger_html
-        from paired_rollouts.io import atomic_write_text
 
-        atomic_write_text(args.html, ledger_html(out))
+        outputs.append((args.html, ledger_html(out).encode()))
+    atomic_write_all(outputs)  # both or neither
     t = out["total"]
     print(
         f"{t['jobs']} jobs: {t['wall_s'] / 3600:.2f} h wall, {t['cpu_s'] / 3600:.2f} h CPU, "
@@ -111,7 +111,9 @@ def register(subparsers) -> None:
     p.add_argument(
         "--accelerator", required=True, choices=["cpu", "h100", "mi300x"], help="the profile's stack"
     )
-    p.add_argument("--runs", type=int, default=None, help="training runs in the study (GPU-hours per run)")
+    p.add_argument(
+        "--runs", type=A.positive, default=None, help="training runs in the study (GPU-hours per run)"
+    )
     p.add_argument("--published", type=Path, default=None, help="data/published/paper.yaml (its budget)")
     p.add_argument("--out", required=True, type=Path, help="RESULTS/ledger.json")
     p.add_argument("--html", type=Path, default=None, help="also write an HTML page (RESULTS/ledger.html)")

@@ -29,6 +29,10 @@ def read_benchmark(path: Path) -> dict[str, float]:
             rows = list(csv.DictReader(handle, delimiter="\t"))
     except FileNotFoundError:
         raise UserError(f"{path}: benchmark file not found; run the job that writes it") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a Snakemake benchmark file (not UTF-8 text); rerun the job") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a folder; give the benchmark .tsv file itself") from None
     if not rows or any(c not in rows[-1] for c in COLUMNS):
         raise UserError(f"{path}: not a Snakemake benchmark file (columns {', '.join(COLUMNS)} expected)")
     out = {}

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.io import yaml_problem
 from paired_rollouts.records.schema import (
     At,
     by_name,
@@ -219,7 +220,7 @@ def load_published(path: str | Path) -> Published:
     except FileNotFoundError:
         raise UserError(f"{path}: published-numbers file not found (data/published/paper.yaml)") from None
     except yaml.YAMLError as exc:
-        raise UserError(f"{path}: not valid YAML ({exc})") from None
+        raise UserError(f"{path}: not valid YAML ({yaml_problem(exc)}); fix the file") from None
     if not isinstance(raw, dict) or set(raw) != TOP:
         got = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
         raise UserError(f"{path}: top-level keys must be exactly {sorted(TOP)}, got {got}")
@@ -288,6 +289,8 @@ def load_published_curves(path: str | Path) -> PublishedCurves:
     at = At(str(path), "published-curves file", "see data/published/curves.yaml")
     try:
         raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+    except yaml.YAMLError as exc:
+        raise at.error(f"not a published-curves file ({yaml_problem(exc)})") from None
+    except OSError as exc:
         raise at.error(f"not a published-curves file ({exc})") from None
     return parse(PublishedCurves, raw, at)

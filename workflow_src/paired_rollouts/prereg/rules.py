@@ -151,12 +151,12 @@ def _read_yaml(source: os.PathLike | str, fix: str) -> Any:
     """A rules file's YAML (the three rules files are read alike); invalid YAML is one line naming the fix."""
     import yaml
 
-    from paired_rollouts.io import read_text_utf8
+    from paired_rollouts.io import read_text_utf8, yaml_problem
 
     try:
         return yaml.safe_load(read_text_utf8(source))
     except yaml.YAMLError as exc:
-        raise UserError(f"{source}: not valid YAML ({exc}); {fix}") from exc
+        raise UserError(f"{source}: not valid YAML ({yaml_problem(exc)}); {fix}") from exc
 
 
 def load_decision_rules(path: str | os.PathLike | None = None) -> dict:

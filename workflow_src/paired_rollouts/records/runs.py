@@ -166,6 +166,7 @@ class Completeness:
     missing: list[dict[str, Any]] = key(list_of(is_dict))
     defects: list[dict[str, Any]] = key(list_of(is_dict))
     paper_pools: bool | None = key(is_bool, default=None)
+    settings: dict[str, Any] | None = key(is_dict, default=None)  # the evidence it was checked against
 
     def _check(self, at: At) -> None:
         for rel, digest in self.files.items():

@@ -129,6 +129,7 @@ def _table(args) -> int:
         args.number, sources.parse_input_args(args.input), args.scale, io.load_settings(args.settings)
     )
     text = tables.render_model(args.number, model, inputs, args.scale)
+    outputs = [(args.out, text.encode("utf-8"))]
     if args.html:
         import html as html_escape
 
@@ -138,8 +139,8 @@ def _table(args) -> int:
             sources.describe_sources(tables.used_sources(inputs))
         )
         page = html.table_html(model, args.number, html_escape.escape(caption + "."))
-        io.atomic_write_text(args.html, page)
-    io.atomic_write_text(args.out, text)
+        outputs.append((args.html, page.encode("utf-8")))
+    io.atomic_write_all(outputs)  # the table and its page, both or neither
     return 0
 
 

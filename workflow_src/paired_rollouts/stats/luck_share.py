@@ -146,7 +146,13 @@ def luck_share_file(
         )
         return out
     stack = np.stack([built["tables"][t][1] for t in task_ids])
-    share = pairing.luck_share(stack, resamples=resamples, rng=np.random.default_rng(seed))
+    try:
+        share = pairing.luck_share(stack, resamples=resamples, rng=np.random.default_rng(seed))
+    except pairing.PairingError as exc:  # e.g. one sample per schedule: name the file it was read from
+        raise UserError(
+            f"{source}: {exc}; the diagnostic evaluation must give every task K >= 2 schedules x M >= 2 "
+            "samples (diagnostics.schedules and diagnostics.samples)"
+        ) from None
     comps = share.components
     out.update(_summary(share))
     out["ci95"] = share.interval

@@ -545,8 +545,11 @@ def published_curves(path: str | Path) -> dict[str, dict[str, Any]]:
                 raise ValueError(f"{panel}.{column} has {len(values)} points for {len(steps)} steps")
             out[name] = {"steps": steps, "values": values}
     except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
+        from paired_rollouts.io import yaml_problem
+
+        problem = yaml_problem(exc) if isinstance(exc, yaml.YAMLError) else exc
         raise UserError(
-            f"{path}: not a published-curves file ({exc}); see data/published/curves.yaml"
+            f"{path}: not a published-curves file ({problem}); see data/published/curves.yaml"
         ) from None
     return out
 

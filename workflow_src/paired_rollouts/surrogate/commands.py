@@ -341,13 +341,15 @@ def _map_cell(args: argparse.Namespace) -> int:
 
 
 def _map(args: argparse.Namespace) -> int:
-    from paired_rollouts.io import atomic_write_json, load_settings
+    from paired_rollouts.io import atomic_write_json, check_writable_folder, load_settings
     from paired_rollouts.records.regime_map import read_regime_map
     from paired_rollouts.render.regime_map import draw_heatmaps
     from paired_rollouts.settings import Settings
     from paired_rollouts.surrogate.regime_map import assemble
 
     settings = Settings.parse(load_settings(args.settings))
+    if args.figure is not None:  # its folder proven writable before the map is written (no map without it)
+        check_writable_folder(Path(args.figure).parent, "--figure")
     body = assemble(args.cells, settings.regime_map, args.scale)
     atomic_write_json(args.out, body)
     regime_map = read_regime_map(args.out)

@@ -106,9 +106,9 @@ def fault_robustness_table(ctx: Context) -> TableModel:
     return table
 
 
-def _pick_pair(runs: list[RunRegister], settings: dict[str, Any]) -> tuple[RunRegister, RunRegister]:
-    condition = str(settings.get("condition", "")).upper() or None  # c2 or C2, as the user writes it
-    seed = settings.get("seed")
+def _pick_pair(runs: list[RunRegister], ctx: Context) -> tuple[RunRegister, RunRegister]:
+    condition = str(ctx.settings.get("condition", "")).upper() or None  # c2 or C2, as the user writes it
+    seed = ctx.int_setting(9, "seed", 0, 2**63 - 1)
     candidates: dict[tuple[str, int], dict[str, RunRegister]] = defaultdict(dict)
     for run in runs:
         if run.arm in candidates[(run.condition, run.seed)]:
@@ -139,7 +139,7 @@ def _pick_pair(runs: list[RunRegister], settings: dict[str, Any]) -> tuple[RunRe
 
 def seed_pair_curves_table(ctx: Context) -> TableModel:
     runs = [records.read_run_register(p) for p in ctx.inputs.files("registers")]
-    paired, independent = _pick_pair(runs, ctx.settings)
+    paired, independent = _pick_pair(runs, ctx)
     delta = src.pair_differences(ctx.inputs.files("curves"), paired, independent, "table 9")
     regimes = [r for r in design.PERIODIC_REGIMES if paired.curves.get(r) or independent.curves.get(r)]
     headers = [Tex("Step")]

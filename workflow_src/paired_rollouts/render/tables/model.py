@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from paired_rollouts.errors import UserError
 from paired_rollouts.records import DecisionRegister, Hypothesis, ProbeVerdict
 from paired_rollouts.render import format as fmt
 from paired_rollouts.render import sources as src
@@ -101,6 +102,18 @@ class Context:
     inputs: Inputs
     scale: str
     settings: dict[str, Any]
+
+    def int_setting(self, table: int, name: str, low: int, high: int) -> int | None:
+        """A ``--settings`` integer (None when not given); a bool, a string, a fraction or a value outside
+        [low, high] is one UserError naming the key."""
+        value = self.settings.get(name)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise UserError(
+                f"table {table}: --settings {name} must be an integer from {low} to {high}, got {value!r}"
+            )
+        return value
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,7 @@ def probe_traces_table(ctx: Context) -> TableModel:
         for probe in probes
         for step, checkpoint in probe.checkpoints.items()
     ]
-    unit_exp = ctx.settings.get("unit_exponent")
+    unit_exp = ctx.int_setting(12, "unit_exponent", -12, 12)
     if unit_exp is None:
         unit_exp = _exponent([v for r in rows for v in r[2:6]])
     unit = 10.0 ** int(unit_exp)

@@ -156,7 +156,7 @@ TABLES: dict[int, TableSpec] = {
             seed_pair_curves_table,
             settings={
                 "condition": "condition of the pair (default: C2 if present)",
-                "seed": "seed of the pair (default: the smallest with both arms)",
+                "seed": "seed of the pair, a non-negative integer (default: the smallest with both arms)",
             },
         ),
         TableSpec(
@@ -191,7 +191,8 @@ TABLES: dict[int, TableSpec] = {
             {"probe": _PROBE},
             probe_traces_table,
             settings={
-                "unit_exponent": "power of ten for LL, RR and MC (default: from the data; 5 at paper scale)"
+                "unit_exponent": "power of ten for LL, RR and MC, an integer from -12 to 12 (default: from the data; 5 "
+                "at paper scale)"
             },
         ),
         TableSpec(

@@ -226,7 +226,7 @@ def settings_mismatch(complete: Completeness, design: ExpectedEvidence) -> list[
     """Where the evidence complete.json was checked against (its ``settings``) differs from what the
     design calls for: a record made with weaker settings (fewer tasks, steps, regimes) is not evidence
     of the design's run. The run's name is compared elsewhere (the record's ``run``)."""
-    recorded = _flat({k: v for k, v in (complete.raw.get("settings") or {}).items() if k != "run"})
+    recorded = _flat({k: v for k, v in (complete.settings or {}).items() if k != "run"})
     wanted = _flat({k: v for k, v in design.record().items() if k != "run"})
     return [
         f"complete.json was checked with settings.{key} = {json.dumps(recorded.get(key))}; the design's "
