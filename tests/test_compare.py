@@ -235,15 +235,27 @@ def _luck(root: Path) -> None:
     }
     step100 = dict(zip(C2_RUNS, [0.4420, 0.4805, 0.5221, 0.5310, 0.4690, 0.4950], strict=True))
     # the keys of the luck-share record beside lam and its interval (records.read_luck)
-    rest = {"source_sha256": "0" * 64, "defects": [], "per_task": [], "tasks": 16, "tasks_defined": 16}
+    # (the reader recomputes lam and the counts from per_task: 16 tasks, each at the run's share)
+    rest = {"source_sha256": "0" * 64, "defects": [], "tasks": 16, "tasks_defined": 16}
+
+    def per_task(lam: float) -> list[dict]:
+        return [{"task_id": f"validation-{i:05d}", "lam": lam} for i in range(16)]
+
     for run, (lam, lo) in step0.items():
         atomic_write_json(
             root / "diagnostics" / run / "luck-step0.json",
-            {"run": run, "step": 0, "lam": lam, "ci95": [lo, lam + 0.12], **rest},
+            {"run": run, "step": 0, "lam": lam, "ci95": [lo, lam + 0.12], "per_task": per_task(lam), **rest},
         )
         atomic_write_json(
             root / "diagnostics" / run / "luck-step100.json",
-            {"run": run, "step": 100, "lam": step100[run], "ci95": [0.3, 0.6], **rest},
+            {
+                "run": run,
+                "step": 100,
+                "lam": step100[run],
+                "ci95": [0.3, 0.6],
+                "per_task": per_task(step100[run]),
+                **rest,
+            },
         )
 
 

@@ -159,10 +159,31 @@ def test_edited_luck_share_file(study):
     lf = study / "results" / "diagnostics" / "c2-paired-s0" / "luck-step0.json"
     data = json.loads(lf.read_text())
     data["per_task"] = [{**t, "lam": 0.0} for t in data["per_task"]]
+    data["lam"] = 0.0  # an edit its reader finds consistent: only the hash in complete.json gives it away
     lf.write_text(json.dumps(data))
     reg = decide(study, "C2", RUNS)
     _undecided(reg)
     assert any("luck-step0.json: sha256 differs" in r for r in reg["acceptance"]["c2-paired-s0"]["reasons"])
+
+
+def test_a_luck_share_whose_summary_its_tasks_do_not_give_is_refused_by_its_reader(study, tmp_path):
+    """lam and the task counts are recomputed from per_task (records.read_luck): an edited summary is one
+    line naming the file, whatever complete.json says of its hash."""
+    from paired_rollouts.errors import UserError
+    from paired_rollouts.records import read_luck
+
+    lf = study / "results" / "diagnostics" / "c2-paired-s0" / "luck-step0.json"
+    data = json.loads(lf.read_text())
+    assert read_luck(lf).lam == data["lam"]
+    for edit, needle in (
+        ({"lam": data["lam"] + 0.01}, "its per-task values give"),
+        ({"tasks_defined": 0}, "defined"),
+    ):
+        bad = tmp_path / "luck-step0.json"
+        bad.write_text(json.dumps({**data, **edit}))
+        with pytest.raises(UserError) as caught:
+            read_luck(bad)
+        assert str(caught.value).startswith(f"{bad}: ") and needle in str(caught.value)
 
 
 def test_luck_share_of_other_evidence_refused(study):

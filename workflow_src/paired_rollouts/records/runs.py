@@ -3,6 +3,7 @@ register (docs/records.md sections 0-3.1)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -214,6 +215,23 @@ class LuckShare:
     per_task: list[TaskLuck] = key(
         list_of(is_dict), read=lambda v, at: [_task_luck(t, at, i) for i, t in enumerate(v)]
     )
+
+    def _check(self, at: At) -> None:
+        """The summary is its per-task values' (never trusted as written): the task counts, and lam the
+        mean of the defined per-task shares, as pairing.luck_share computes it."""
+        import numpy as np
+
+        defined = [t.lam for t in self.per_task if t.lam is not None]
+        if self.tasks != len(self.per_task) or self.tasks_defined != len(defined):
+            raise UserError(
+                f"{at.path}: tasks {self.tasks} and tasks_defined {self.tasks_defined}, but per_task holds "
+                f"{len(self.per_task)} tasks, {len(defined)} defined; rerun luck-share"
+            )
+        lam = float(np.mean(defined)) if defined else None
+        if (lam is None) != (self.lam is None) or (
+            lam is not None and not math.isclose(lam, self.lam, rel_tol=1e-12, abs_tol=1e-15)
+        ):
+            raise UserError(f"{at.path}: lam is {self.lam}, its per-task values give {lam}; rerun luck-share")
 
 
 def _task_luck(data: dict[str, Any], at: At, index: int) -> TaskLuck:
