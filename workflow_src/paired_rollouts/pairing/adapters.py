@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from paired_rollouts.pairing.errors import PairingError
-from paired_rollouts.pairing.schedules import GroupSchedules, RolloutCounter
+from paired_rollouts.pairing.schedules import GroupSchedules, RolloutCounter, group_seed_value
 
 E = TypeVar("E")
 
@@ -36,12 +36,17 @@ def _with_rollout_seeds(environment: type, seed_column: str) -> type:
 
     def reset(self: Any, **row: Any) -> Any:
         factory, counter = self._pairing_rollout
-        if seed_column not in row:
-            raise PairingError(
-                f"{environment.__name__}.reset got no {seed_column!r} column; give every dataset row its "
-                f"group's schedule seed (pairing.training_schedule_seed)"
+        group_seed = row.get(seed_column)
+        if factory.schedules.mode != "clean":  # clean rollouts draw nothing: the column may be absent
+            if seed_column not in row:
+                raise PairingError(
+                    f"{environment.__name__}.reset got no {seed_column!r} column; give every dataset row "
+                    f"its group's schedule seed (pairing.training_schedule_seed)"
+                )
+            group_seed = group_seed_value(
+                group_seed, f"{environment.__name__}.reset's {seed_column!r} column"
             )
-        seed = counter.next_seed(factory.schedules, int(row[seed_column]), factory.phase)
+        seed = counter.next_seed(factory.schedules, group_seed, factory.phase)
         return base_reset(self, **{**row, seed_column: seed})
 
     reset.__doc__ = base_reset.__doc__
@@ -49,6 +54,32 @@ def _with_rollout_seeds(environment: type, seed_column: str) -> type:
     subclass = type(environment.__name__, (environment,), namespace)
     subclass.__qualname__ = environment.__qualname__
     return subclass
+
+
+def _schedules(schedules: Any) -> GroupSchedules:
+    if not isinstance(schedules, GroupSchedules):
+        raise PairingError(
+            f"schedules must be a GroupSchedules, e.g. GroupSchedules.paired() or .independent(), not {schedules!r}"
+        )
+    return schedules
+
+
+def _phase(phase: Any) -> str:
+    if not isinstance(phase, str):
+        raise PairingError(f'phase must be a str ("train", or e.g. "eval" around evaluations), not {phase!r}')
+    return phase
+
+
+def _phase_property(doc: str) -> property:
+    """``phase`` of the two adapters: read as set, and set only to a str (checked when assigned)."""
+
+    def get(self: Any) -> str:
+        return self._phase
+
+    def set_(self: Any, phase: str) -> None:
+        self._phase = _phase(phase)
+
+    return property(get, set_, doc=doc)
 
 
 class PairedEnvironmentFactory(Generic[E]):
@@ -77,7 +108,7 @@ class PairedEnvironmentFactory(Generic[E]):
         if not isinstance(environment, type) or not callable(getattr(environment, "reset", None)):
             raise PairingError(f"{environment!r} is not an environment class with a reset method")
         self.environment: type[E] = _with_rollout_seeds(environment, seed_column)
-        self.schedules = schedules
+        self.schedules = _schedules(schedules)
         self.seed_column = seed_column
         self.phase = phase
         self.initial_train_episodes = initial_train_episodes
@@ -92,6 +123,10 @@ class PairedEnvironmentFactory(Generic[E]):
         env._pairing_rollout = (self, counter)  # type: ignore[attr-defined]
         self.instances.append(env)
         return env
+
+    phase = _phase_property(
+        'The phase of the next resets ("train..." or e.g. "eval"; set it around evaluations).'
+    )
 
     @staticmethod
     def counter(env: Any) -> RolloutCounter:
@@ -123,19 +158,25 @@ class GroupEnvs(Generic[E]):
     ) -> None:
         if group_size < 1:
             raise PairingError(f"a group needs at least one environment, not {group_size}")
+        self.schedules = _schedules(schedules)
+        self.phase = phase
         self.envs: list[E] = [make_env() for _ in range(group_size)]
         self.counters = [RolloutCounter(first_slot + i) for i in range(group_size)]
-        self.schedules = schedules
         self.seed_keyword = seed_keyword
-        self.phase = phase
 
     @property
     def seeds(self) -> list[int | None]:
         """The rollout seeds of the last reset."""
         return [counter.seed for counter in self.counters]
 
+    phase = _phase_property('The phase of the next reset ("train..." or e.g. "eval").')
+
     def reset(self, group_seed: int, **kwargs: Any) -> list[Any]:
-        """Start one episode per environment, each on its rollout's seed; returns what each reset returns."""
+        """Start one episode per environment, each on its rollout's seed; returns what each reset returns.
+
+        ``group_seed`` is an int in [0, 2**64) (None is fine when clean)."""
+        if self.schedules.mode != "clean":
+            group_seed = group_seed_value(group_seed)
         return [
             env.reset(
                 **{self.seed_keyword: counter.next_seed(self.schedules, group_seed, self.phase)}, **kwargs

@@ -23,12 +23,16 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from paired_rollouts.pairing.bootstrap import (
-    BOOTSTRAP_SEED,
     RESAMPLES,
+    _check_percentiles,
+    _check_resamples,
+    _generator,
+    _percentile_pair,
     percentile_interval,
     task_bootstrap_nanmean,
 )
-from paired_rollouts.pairing.errors import PairingError
+from paired_rollouts.pairing.dice import _number
+from paired_rollouts.pairing.errors import PairingError, whole_number
 
 #: A group's observed rewards are "all equal" when their sample std is at most this.
 ZERO_VARIANCE_TOL = 1e-12
@@ -38,17 +42,21 @@ def variance_components(tables: np.ndarray) -> dict[str, np.ndarray]:
     """Components of a stack of outcome tables (tasks x K x M, or one K x M).
 
     Returns arrays ``ms_between``, ``ms_within``, ``sigma2_env``, ``sigma2_pol`` and ``lam`` (NaN where
-    undefined: an all-equal table), one entry per table (scalars for one table).
+    undefined: an all-equal table), one entry per table (scalars for one table). Outcomes must be
+    finite: a missing one (NaN) would pass for an all-equal table.
     """
-    r = np.asarray(tables, dtype=float)
+    r = _float_array("outcomes", tables)
     single = r.ndim == 2
     if single:
         r = r[None]
     if r.ndim != 3:
         raise PairingError(f"luck share needs K x M tables, got shape {np.shape(tables)}")
-    _, k, m = r.shape
+    n, k, m = r.shape
+    if n == 0:
+        raise PairingError("luck share got no tasks: outcomes need shape (tasks, K, M) with tasks >= 1")
     if k < 2 or m < 2:
         raise PairingError(f"luck share needs K >= 2 schedules and M >= 2 samples, got {k} x {m}")
+    _refuse_non_finite("outcome", r, ("task", "schedule", "sample"))
     row_mean = r.mean(axis=2)
     grand = row_mean.mean(axis=1)
     ms_between = m / (k - 1) * ((row_mean - grand[:, None]) ** 2).sum(axis=1)
@@ -64,22 +72,43 @@ def variance_components(tables: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
+def _float_array(name: str, values: object) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as err:  # strings, ragged lists
+        raise PairingError(f"{name} must be a rectangular array of numbers ({err})") from None
+
+
+def _refuse_non_finite(name: str, values: np.ndarray, axes: tuple[str, ...]) -> None:
+    """Refuse NaN and inf, naming the first bad entry by its axes."""
+    bad = ~np.isfinite(values)
+    if bad.any():
+        index = np.argwhere(bad)[0]
+        at = ", ".join(f"{axis} {i}" for axis, i in zip(axes, index.tolist(), strict=True))
+        raise PairingError(
+            f"{name} at ({at}) is {values[tuple(index)]}; every {name} must be finite (re-run or drop it)"
+        )
+
+
 def luck_share_interval(
     per_task_lam: np.ndarray,
     resamples: int,
-    rng: np.random.Generator,
+    rng: np.random.Generator | int | None,
     lower: float = 2.5,
     upper: float = 97.5,
 ) -> list[float | None]:
     """Percentile interval (default 95 %) of the task bootstrap of the mean per-task lambda.
 
     Undefined tasks (NaN) are skipped within each replicate (``nanmean``, ``nanpercentile``); no defined
-    task gives ``[None, None]``. ``rng`` is consumed, so several calls can share one generator.
+    task, or ``resamples=0``, gives ``[None, None]``. ``rng`` (a Generator, an int seed, or None for
+    ``BOOTSTRAP_SEED``) is consumed, so several calls can share one generator.
     """
+    resamples = _check_resamples(resamples)
+    _check_percentiles(lower, upper)
     v = np.asarray(per_task_lam, dtype=float)
-    if v.size == 0 or np.all(np.isnan(v)):
+    if v.size == 0 or np.all(np.isnan(v)) or resamples == 0:
         return [None, None]
-    return percentile_interval(task_bootstrap_nanmean(v, resamples, rng), lower, upper)
+    return percentile_interval(task_bootstrap_nanmean(v, resamples, _generator(rng)), lower, upper)
 
 
 @dataclass(frozen=True)
@@ -102,7 +131,7 @@ def luck_share(
     outcomes: np.ndarray,
     *,
     resamples: int = RESAMPLES,
-    rng: np.random.Generator | None = None,
+    rng: np.random.Generator | int | None = None,
     percentiles: tuple[float, float] = (2.5, 97.5),
 ) -> LuckShare:
     """The luck share of (task, schedule, sample) outcomes: an array of shape (tasks, K, M).
@@ -110,20 +139,22 @@ def luck_share(
     Collect it by rolling out each task under K schedules (paired: one seed per row) and M policy samples
     per schedule, and record the *true* outcome (before any grader noise). ``interval`` holds the
     ``percentiles`` (default 2.5 and 97.5: 95 %) of ``resamples`` task-bootstrap replicates; ``resamples=0``
-    skips the bootstrap; ``rng`` defaults to ``numpy.random.default_rng(BOOTSTRAP_SEED)``.
+    skips the bootstrap; ``rng`` is a Generator, an int seed, or None for
+    ``numpy.random.default_rng(BOOTSTRAP_SEED)``.
     """
-    stack = np.asarray(outcomes, dtype=float)
+    resamples = _check_resamples(resamples)
+    lower, upper = _percentile_pair(percentiles)
+    generator = _generator(rng)
+    stack = _float_array("outcomes", outcomes)
+    if stack.ndim < 2:
+        raise PairingError(f"luck share needs outcomes of shape (tasks, K, M), got shape {stack.shape}")
     comps = variance_components(stack.reshape((-1,) + stack.shape[-2:]))
     lam = comps["lam"]
     defined = ~np.isnan(lam)
     env_mean = float(comps["sigma2_env"].mean())
     pol_mean = float(comps["sigma2_pol"].mean())
     pooled_den = env_mean + pol_mean
-    bounds = (
-        luck_share_interval(lam, resamples, rng or np.random.default_rng(BOOTSTRAP_SEED), *percentiles)
-        if resamples > 0
-        else [None, None]
-    )
+    bounds = luck_share_interval(lam, resamples, generator, lower, upper) if resamples > 0 else [None, None]
     return LuckShare(
         lam=float(lam[defined].mean()) if defined.any() else None,
         lam_pooled=env_mean / pooled_den if pooled_den > 0 else None,
@@ -139,10 +170,17 @@ def luck_share(
 
 def spurious_rate_closed_form(q: float, group_size: int) -> float:
     """Share of all-correct groups of ``group_size`` whose observed rewards still differ under
-    independent one-sided grader flips at rate ``q``: ``1 - (1 - q)^G - q^G`` (0 for G < 2)."""
-    if group_size < 2:
+    independent one-sided grader flips at rate ``q``: ``1 - (1 - q)^G - q^G`` (0 for G < 2).
+
+    ``q`` is a probability in [0, 1] (not a percent) and ``group_size`` an int.
+    """
+    q = _number("q (the grader's flip rate)", q, 1.0)
+    size = whole_number(group_size)
+    if size < 0:  # G = 0 stays 0.0: the study's group statistics ask for it when no group was usable
+        raise PairingError(f"group_size must be an integer >= 0 (the G of a group), not {group_size!r}")
+    if size < 2:
         return 0.0
-    return 1.0 - (1.0 - q) ** group_size - q**group_size
+    return 1.0 - (1.0 - q) ** size - q**size
 
 
 class GroupFlags(NamedTuple):
@@ -154,16 +192,46 @@ class GroupFlags(NamedTuple):
     spurious: bool
 
 
+#: what a true outcome may be (bool, or a number equal to 0 or 1)
+_TRUTH_VALUES = frozenset((0, 1))
+
+
+def _check_truth(truth: list[Any]) -> None:
+    for i, t in enumerate(truth):
+        try:
+            ok = t in _TRUTH_VALUES
+        except TypeError:  # unhashable
+            ok = False
+        if not ok:
+            raise PairingError(f"true outcome {i} of the group is {t!r}; true outcomes must be 0/1 or bool")
+
+
 def group_flags(true_success: Sequence[Any], observed: Sequence[float]) -> GroupFlags:
-    """The flags of one group from its true outcomes and observed rewards (one entry per rollout)."""
-    obs = [float(x) for x in observed]
+    """The flags of one group from its true outcomes and observed rewards (one entry per rollout).
+
+    True outcomes must be 0/1 or bool and observed rewards finite numbers, one of each per rollout: a NaN
+    reward (a failed rollout) would otherwise count as reward variance.
+    """
+    truth = list(true_success)
+    try:
+        obs = [float(x) for x in observed]
+    except (TypeError, ValueError):
+        raise PairingError(f"observed rewards must be numbers, not {list(observed)!r}") from None
     n = len(obs)
+    if len(truth) != n:
+        raise PairingError(
+            f"{len(truth)} true outcomes but {n} observed rewards; give one of each per rollout"
+        )
+    _check_truth(truth)
+    if not all(map(math.isfinite, obs)):
+        i = next(i for i, x in enumerate(obs) if not math.isfinite(x))
+        raise PairingError(f"observed reward {i} of the group is {obs[i]}; every reward must be finite")
     if n < 2:
         zero_var = True
     else:  # sample std (ddof 1) in plain Python: groups are small and there are thousands of them
         mean = sum(obs) / n
         zero_var = math.sqrt(sum((x - mean) ** 2 for x in obs) / (n - 1)) <= ZERO_VARIANCE_TOL
-    all_correct = bool(all(bool(t) for t in true_success))
+    all_correct = bool(all(bool(t) for t in truth))
     return GroupFlags(zero_var, all_correct, all_correct and not zero_var)
 
 
@@ -187,14 +255,32 @@ def group_diagnostics(
     true_success: np.ndarray, observed: np.ndarray, q: float | None = None
 ) -> GroupDiagnostics:
     """Zero-variance and spurious-variance statistics of groups: arrays of shape (groups, G) of true
-    outcomes (0/1) and observed rewards."""
-    truth, obs = np.asarray(true_success), np.asarray(observed, dtype=float)
-    if truth.ndim != 2 or truth.shape != obs.shape or truth.shape[0] == 0:
+    outcomes (0/1 or bool) and finite observed rewards; ``q``, when given, is the flip rate in [0, 1]."""
+    try:
+        truth = np.asarray(true_success)
+    except ValueError as err:  # ragged lists
+        raise PairingError(f"true outcomes must be a (groups, G) array ({err})") from None
+    obs = _float_array("observed rewards", observed)
+    if truth.ndim != 2 or obs.ndim != 2:
         raise PairingError(
-            f"group diagnostics need (groups, G) arrays of equal shape, got {truth.shape} and {obs.shape}"
+            f"group diagnostics need 2-D (groups, G) arrays, got shapes {truth.shape} and {obs.shape}"
         )
-    flags = [group_flags(t, o) for t, o in zip(truth.tolist(), obs.tolist(), strict=True)]
+    if truth.shape != obs.shape:
+        raise PairingError(f"true outcomes {truth.shape} and observed rewards {obs.shape} differ in shape")
     n, size = truth.shape
+    if n == 0:
+        raise PairingError("group diagnostics got no groups: the arrays need shape (groups, G), groups >= 1")
+    if size < 1:
+        raise PairingError(f"group diagnostics need groups of G >= 1 rollouts, got shape {truth.shape}")
+    if q is not None:
+        q = _number("q (the grader's flip rate)", q, 1.0)
+    _refuse_non_finite("observed reward", obs, ("group", "rollout"))
+    flags = []
+    for i, (t, o) in enumerate(zip(truth.tolist(), obs.tolist(), strict=True)):
+        try:
+            flags.append(group_flags(t, o))
+        except PairingError as err:
+            raise PairingError(f"group {i}: {err}") from None
     zero = sum(f.zero_variance for f in flags)
     correct = sum(f.all_correct for f in flags)
     spurious = sum(f.spurious for f in flags)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import _random
 import math
-import operator
+import numbers
 import os
 import random
 import struct
@@ -27,7 +27,7 @@ from hashlib import sha256 as _sha256
 from itertools import accumulate
 from typing import Any, NamedTuple
 
-from paired_rollouts.pairing.errors import PairingError
+from paired_rollouts.pairing.errors import PairingError, whole_number
 from paired_rollouts.pairing.seeds import derive_seed
 
 #: The waits (seconds) a fate's retry-after draw chooses from.
@@ -58,12 +58,40 @@ class FaultTable(NamedTuple):
 
 
 def _number(name: str, value: Any, upper: float | None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    """``value`` as a float in [0, upper] (or >= 0): any real number (numpy scalars, Fraction), never a
+    bool, a string, None, NaN or inf."""
+    if type(value) is float:  # the common case, without the ABC check
+        number = value
+    else:
+        try:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            number = math.nan
+    if not math.isfinite(number):
         raise PairingError(f"{name} must be a finite number, not {value!r}")
-    if value < 0 or (upper is not None and value > upper):
+    if number < 0 or (upper is not None and number > upper):
         bound = f"[0, {upper:g}]" if upper is not None else ">= 0"
         raise PairingError(f"{name} must lie in {bound}, not {value}")
-    return float(value)
+    return number
+
+
+def _probability(prob: Any) -> float:
+    """A draw's probability: a float in [0, 1] passes as is (the per-call check is one comparison)."""
+    if type(prob) is float and 0.0 <= prob <= 1.0:
+        return prob
+    return _number("probability", prob, 1.0)
+
+
+def _repeat(repeat: Any) -> int:
+    """A repeat index: an int >= 0 (numpy ints too, as ``operator.index`` takes them; never a bool)."""
+    if type(repeat) is int and repeat >= 0:
+        return repeat
+    value = whole_number(repeat)
+    if value < 0:
+        raise PairingError(f"repeat must be an integer >= 0 (the event's 0-based occurrence), not {repeat!r}")
+    return value
 
 
 class FaultMixture:
@@ -73,22 +101,31 @@ class FaultMixture:
     can hit the event (``types`` of :meth:`table`; all of ``weights``, in their order, by default).
     """
 
-    __slots__ = ("rate", "_weights", "_tables")
+    __slots__ = ("_rate", "_weights", "_tables")
 
     def __init__(self, rate: float, weights: Mapping[str, float]) -> None:
-        self.rate = _number("fault rate", rate, 1.0)
+        self._rate = _number("fault rate", rate, 1.0)
         if not isinstance(weights, Mapping):
             raise PairingError("fault weights must be a mapping {fault type: weight}")
         self._weights = {str(k): _number(f"weight of {k}", v, None) for k, v in weights.items()}
-        if self.rate > 0 and sum(self._weights.values()) <= 0:
+        if self._rate > 0 and sum(self._weights.values()) <= 0:
             raise PairingError("a fault rate above 0 needs at least one positive fault weight")
         self._tables: dict[tuple[str, ...] | None, FaultTable | None] = {}
+
+    @property
+    def rate(self) -> float:
+        """The fault rate per event (read-only: the cached tables hold it; build a new mixture)."""
+        return self._rate
 
     @classmethod
     def from_rates(cls, rates: Mapping[str, float]) -> FaultMixture:
         """Each fault type at its own rate per event (``{"timeout": 0.1, "stale": 0.05}``): the mixture
         with ``rate`` = the sum of the rates (at most 1) and the rates as weights."""
-        return cls(sum(_number(f"rate of {k}", v, 1.0) for k, v in rates.items()), rates)
+        if not isinstance(rates, Mapping):
+            raise PairingError("fault rates must be a mapping {fault type: rate}")
+        total = math.fsum(_number(f"rate of {k}", v, 1.0) for k, v in rates.items())
+        # rates meant to add up to 1 (0.33 + 0.56 + 0.11) may sum to 1 + 1 ulp
+        return cls(1.0 if 1.0 < total <= 1.0 + 1e-12 else total, rates)
 
     @property
     def weights(self) -> dict[str, float]:
@@ -99,8 +136,13 @@ class FaultMixture:
         """The draw table of an event that ``types`` (in this order) can hit; None when it cannot fault.
 
         ``choices(types, cum_weights=accumulate(weights))`` is exactly ``choices(types, weights)``.
-        Tables are cached per ``types``.
+        Tables are cached per ``types``. A type the mixture does not hold weighs 0 (so a misspelt name
+        can never be drawn); a single name must still come in a list, as a string is refused.
         """
+        if isinstance(types, str):
+            raise PairingError(
+                f"types must be a list of fault type names, not the string {types!r}; write [{types!r}]"
+            )
         key = None if types is None else tuple(types)
         if key in self._tables:
             return self._tables[key]
@@ -225,21 +267,24 @@ def _below(n: int, prob: float) -> bool:
     return _thread_rng(n).random() < prob if draws is NotImplemented else draws is not None
 
 
+#: what a ``faults`` argument that is neither a FaultMixture nor a FaultTable is told
+_NOT_FAULTS = (
+    "faults must be a FaultMixture, e.g. FaultMixture(0.3, {{'timeout': 1.0}}), or a FaultTable{}, not {!r}"
+)
+
+
 class Dice:
     """The event-keyed draws of one schedule seed (stateless: the caller names the repeat index).
 
     ``key`` parts are any values with a stable ``str`` (tool names, resource ids); they are joined with
     "|" into the hashed text: ``Dice(659565755).fate(faults, "get_order", '{"order_id":"O0011"}',
-    repeat=2)`` hashes ``659565755|event|get_order|{"order_id":"O0011"}|2``.
+    repeat=2)`` hashes ``659565755|event|get_order|{"order_id":"O0011"}|2``. ``repeat`` is an int >= 0.
     """
 
     __slots__ = ("seed", "_prefix")
 
     def __init__(self, seed: int) -> None:
-        try:
-            value = -1 if isinstance(seed, bool) else operator.index(seed)
-        except TypeError:
-            value = -1
+        value = whole_number(seed)
         if not 0 <= value < 2**64:
             raise PairingError(f"a schedule seed must be an integer in [0, 2**64), not {seed!r}")
         self.seed = value
@@ -250,7 +295,7 @@ class Dice:
 
     def event_seed(self, *key: object, repeat: int) -> int:
         """``derive_seed(seed, "event", *key, repeat)``: the generator seed of one draw."""
-        return _seed_of_text(f"{self._prefix}{'|'.join(map(str, key))}|{repeat}")
+        return _seed_of_text(f"{self._prefix}{'|'.join(map(str, key))}|{_repeat(repeat)}")
 
     def rng(self, *key: object, repeat: int) -> random.Random:
         """A fresh ``random.Random`` seeded with :meth:`event_seed`, for draws an environment defines."""
@@ -261,8 +306,8 @@ class Dice:
         return _thread_rng(self.event_seed(*key, repeat=repeat)).random()
 
     def chance(self, prob: float, *key: object, repeat: int) -> bool:
-        """``uniform(*key, repeat=repeat) < prob``: does the event happen?"""
-        return _below(self.event_seed(*key, repeat=repeat), prob)
+        """``uniform(*key, repeat=repeat) < prob``: does the event happen? (``prob`` in [0, 1])"""
+        return _below(self.event_seed(*key, repeat=repeat), _probability(prob))
 
     def fate(
         self,
@@ -278,7 +323,16 @@ class Dice:
         draws cannot matter and are skipped. ``faults`` may be a precomputed ``FaultTable``
         (``types`` is then ignored).
         """
-        table = faults if type(faults) is FaultTable else faults.table(types)
+        if type(faults) is FaultMixture:
+            table = faults.table(types)
+        elif isinstance(faults, FaultTable):
+            table = faults
+        elif isinstance(faults, FaultMixture):
+            table = faults.table(types)
+        else:
+            raise PairingError(_NOT_FAULTS.format("", faults))
+        if type(repeat) is not int or repeat < 0:
+            repeat = _repeat(repeat)
         if table is None:
             return None
         try:  # the hot path of every rollout: keys of str parts joined without str() calls
@@ -297,9 +351,9 @@ class Dice:
         """An episode-level draw: ``Random(derive_seed(seed, name)).random() < prob``.
 
         One draw per episode and name, shared by every rollout with this seed. The study's grader flip
-        is ``flip(q)``: a paired group's rollouts are all flipped or none is.
+        is ``flip(q)``: a paired group's rollouts are all flipped or none is. ``prob`` must lie in [0, 1].
         """
-        return _below(derive_seed(self.seed, name), prob)
+        return _below(derive_seed(self.seed, name), _probability(prob))
 
 
 class Schedule:
@@ -311,8 +365,12 @@ class Schedule:
 
     __slots__ = ("dice", "faults", "flip_rate", "_repeats")
 
-    def __init__(self, seed: int | None, faults: FaultMixture | None = None, flip_rate: float = 0.0) -> None:
+    def __init__(
+        self, seed: int | None, faults: FaultMixture | FaultTable | None = None, flip_rate: float = 0.0
+    ) -> None:
         self.dice = None if seed is None else Dice(seed)
+        if faults is not None and not isinstance(faults, (FaultMixture, FaultTable)):
+            raise PairingError(_NOT_FAULTS.format(" or None", faults))
         self.faults = faults
         self.flip_rate = _number("flip rate", flip_rate, 1.0)
         self._repeats: dict[tuple[object, ...], int] = {}

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import operator
+from typing import Any
+
 from paired_rollouts.errors import UserError
 
 
 class PairingError(UserError, ValueError):
     """A bad argument (a rate outside [0, 1], a ragged outcome table, ...): a ``ValueError`` whose
     message says what was wrong; the study's command line prints it as one line."""
+
+
+def whole_number(value: Any) -> int:
+    """``value`` as an int where it is one (numpy ints too, as ``operator.index`` takes them), else -1: a
+    bool, a float such as 42.9 (refused, never truncated), a str or None. Callers refuse what is below
+    their least allowed value, so -1 reads as "not a whole number in range"."""
+    if isinstance(value, bool):
+        return -1
+    try:
+        return operator.index(value)
+    except TypeError:
+        return -1

@@ -14,14 +14,23 @@ never across groups.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from paired_rollouts.pairing.errors import PairingError
+from paired_rollouts.pairing.errors import PairingError, whole_number
 from paired_rollouts.pairing.seeds import independent_seed, seed_family
 
 Mode = Literal["paired", "independent", "clean"]
 #: The group designs: one schedule per group, one per rollout, none.
 MODES: tuple[Mode, ...] = ("paired", "independent", "clean")
+
+
+def group_seed_value(seed: Any, name: str = "group_seed") -> int:
+    """``seed`` as an int in [0, 2**64) (what ``Dice`` takes); a float such as 42.9 is refused, not
+    truncated, and ``name`` says where the bad value came from."""
+    value = whole_number(seed)
+    if not 0 <= value < 2**64:
+        raise PairingError(f"{name} must be an integer group seed in [0, 2**64), not {seed!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -56,13 +65,15 @@ class GroupSchedules:
 
         ``slot`` identifies the rollout's environment instance (or its position in the batch) and
         ``draw_index`` that instance's episode count; only the independent design uses them, with the
-        family of ``phase`` ("train..." or anything else: "eval").
+        family of ``phase`` ("train..." or anything else: "eval"). ``group_seed`` must be an int in
+        [0, 2**64) unless clean, where it is unused (None is fine).
         """
         if self.mode == "clean":
             return None
+        seed = group_seed_value(group_seed)
         if self.mode == "paired":
-            return int(group_seed)
-        return independent_seed(int(group_seed), slot, draw_index, seed_family(phase))
+            return seed
+        return independent_seed(seed, slot, draw_index, seed_family(phase))
 
     def group_seeds(
         self,
@@ -103,8 +114,14 @@ class RolloutCounter:
 
     def next_seed(self, schedules: GroupSchedules, group_seed: int, phase: str = "train") -> int | None:
         """Count one more episode in ``phase`` and return its rollout seed."""
+        if not isinstance(schedules, GroupSchedules):
+            raise PairingError(
+                f"schedules must be a GroupSchedules, e.g. GroupSchedules.paired(), not {schedules!r}"
+            )
+        training = seed_family(phase) == "train"
+        if schedules.mode != "clean":  # refused before counting, so a bad seed shifts no later draw
+            group_seed = group_seed_value(group_seed)
         self.episode_index += 1
-        training = phase.startswith("train")
         if training:
             self.train_episode_index += 1
         self.draw_index = self.train_episode_index if training else self.episode_index

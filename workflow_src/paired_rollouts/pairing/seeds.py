@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 from typing import Literal
 
+from paired_rollouts.pairing.errors import PairingError
+
 #: Group and evaluation seeds are reduced modulo 2**31 (31-bit seeds, as the study records them).
 MOD31 = 2**31
 
@@ -59,12 +61,14 @@ def independent_seed(schedule_seed: int, slot: int, draw_index: int, family: Fam
     ``family`` "train" or "eval", so evaluation episodes never shift training draws.
     """
     if family not in ("train", "eval"):
-        raise ValueError(f"family must be 'train' or 'eval', not {family!r}")
+        raise PairingError(f"family must be 'train' or 'eval', not {family!r}")
     return derive_seed("independent", schedule_seed, slot, draw_index, family)
 
 
 def seed_family(phase: str) -> Family:
     """ "train" for a training phase (a phase name starting with "train", e.g. "train:step20"), else "eval"."""
+    if not isinstance(phase, str):
+        raise PairingError(f'phase must be a str ("train..." or e.g. "eval"), not {phase!r}')
     return "train" if phase.startswith("train") else "eval"
 
 
@@ -72,7 +76,9 @@ def resolve_seed(
     mode: str, schedule_seed: int, slot: int = 0, draw_index: int = 0, phase: str = "train"
 ) -> int:
     """The seed one rollout draws from: the group's ``schedule_seed`` when ``mode`` is "paired" or
-    "clean", its own :func:`independent_seed` when "independent"."""
+    "clean", its own :func:`independent_seed` when "independent"; any other mode is refused."""
     if mode == "independent":
         return independent_seed(schedule_seed, slot, draw_index, seed_family(phase))
+    if mode not in ("paired", "clean"):  # a misspelt control arm must not run paired
+        raise PairingError(f"mode must be one of paired, independent, clean, not {mode!r}")
     return schedule_seed

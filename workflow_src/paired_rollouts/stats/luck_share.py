@@ -148,11 +148,14 @@ def luck_share_file(
     stack = np.stack([built["tables"][t][1] for t in task_ids])
     try:
         share = pairing.luck_share(stack, resamples=resamples, rng=np.random.default_rng(seed))
-    except pairing.PairingError as exc:  # e.g. one sample per schedule: name the file it was read from
-        raise UserError(
-            f"{source}: {exc}; the diagnostic evaluation must give every task K >= 2 schedules x M >= 2 "
-            "samples (diagnostics.schedules and diagnostics.samples)"
-        ) from None
+    except pairing.PairingError as exc:  # name the file the tables were read from
+        hint = (
+            "; the diagnostic evaluation must give every task K >= 2 schedules x M >= 2 samples "
+            "(diagnostics.schedules and diagnostics.samples)"
+            if "K >= 2" in str(exc)
+            else ""
+        )
+        raise UserError(f"{source}: {exc}{hint}") from None
     comps = share.components
     out.update(_summary(share))
     out["ci95"] = share.interval
