@@ -3,6 +3,7 @@ its comparisons, and what the registered tiers plan from configuration alone (dr
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -42,6 +43,23 @@ def test_config_conditions_are_the_registered_ones() -> None:
 def test_bad_conditions_are_refused_with_one_line(block, needle) -> None:
     with pytest.raises(UserError, match=needle):
         design.parse_conditions(block, "config/config.yaml")
+
+
+def test_conditions_come_inline_or_from_a_file_as_settings_do(tmp_path) -> None:
+    """``--conditions`` takes the block as JSON or as @FILE (JSON or YAML), like ``--settings``; a file or
+    text that is not such a block is one line naming it."""
+    path = tmp_path / "conditions.yaml"
+    path.write_text(yaml.safe_dump(CONFIG["conditions"]))
+    inline = design.parse_conditions(json.dumps(CONFIG["conditions"]))
+    assert design.parse_conditions(f"@{path}") == inline == design.PAPER_CONDITIONS
+    path.write_text("C2: {p: 0.25\n")
+    for raw, needle in (
+        (f"@{path}", f"conditions file {path}: not valid YAML (line 2"),
+        ('{"C2": ', "not valid JSON"),
+    ):
+        with pytest.raises(UserError, match=re.escape(needle)) as caught:
+            design.parse_conditions(raw)
+        assert "\n" not in str(caught.value)
 
 
 def test_final_sets_add_the_at_training_set_only_for_nonstandard_noise() -> None:

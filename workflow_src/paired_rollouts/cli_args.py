@@ -53,8 +53,9 @@ def add_tasks_dir(
 
 
 def add_conditions(parser: Parser, help: str = CONDITIONS_HELP) -> None:
-    """``--conditions``: the design's conditions as JSON (``design.parse_conditions``; default the paper's)."""
-    parser.add_argument("--conditions", default=None, metavar="JSON", help=help)
+    """``--conditions``: the design's conditions as JSON or @FILE (JSON or YAML; ``design.parse_conditions``;
+    default the paper's)."""
+    parser.add_argument("--conditions", default=None, metavar="JSON|@FILE", help=help)
 
 
 def add_run(parser: Parser, help: str = "run name, e.g. c2-paired-s0") -> None:

@@ -463,13 +463,10 @@ def parse_conditions(
     change what the paper's rules decide."""
     if raw is None:
         return dict(PAPER_CONDITIONS)
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError as exc:
-            raise UserError(
-                f"{source}: not a JSON object ({exc}); pass the config's conditions block"
-            ) from None
+    if isinstance(raw, str):  # inline JSON, or @FILE (JSON or YAML), as --settings takes them
+        from paired_rollouts.io import load_settings
+
+        raw = load_settings(raw, source)
     if not isinstance(raw, Mapping):
         raise UserError(f"{source}: conditions must be a mapping NAME -> {{p, q[, mixture]}}")
     out = {}

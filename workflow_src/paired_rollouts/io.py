@@ -281,22 +281,22 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 
 def load_settings(value: str | None, option: str = "--settings") -> dict[str, Any]:
-    """Parse a ``--settings`` argument: inline JSON, or ``@path`` to a JSON/YAML file, or None -> {}."""
+    """Parse a ``--settings`` (or ``--conditions``) argument: inline JSON, or ``@path`` to a JSON/YAML
+    file, or None -> {}."""
     if value is None or value == "":
         return {}
+    what = f"{option.lstrip('-')} file"  # "settings file", "conditions file"
     if value.startswith("@"):
-        path = require_file(value[1:], "settings file")
+        path = require_file(value[1:], what)
         if path.suffix in {".yaml", ".yml"}:
             import yaml
 
             try:
                 data = yaml.safe_load(read_text_utf8(path))
             except yaml.YAMLError as exc:
-                raise UserError(
-                    f"settings file {path}: not valid YAML ({yaml_problem(exc)}); fix the file"
-                ) from exc
+                raise UserError(f"{what} {path}: not valid YAML ({yaml_problem(exc)}); fix the file") from exc
         else:
-            data = parse_json_file(path, "; fix the settings file")
+            data = parse_json_file(path, f"; fix the {what}")
     else:
         try:
             data = loads_strict(value)
