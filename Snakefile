@@ -9,7 +9,7 @@
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from paired_rollouts.config_check import check_config, check_deployment, config_source
+from paired_rollouts.config_check import check_config, check_deployment, config_files
 from paired_rollouts.errors import UserError
 
 min_version("9.0")
@@ -34,10 +34,12 @@ if "accelerator" not in config or "scale" not in config:
     )
 
 
-# Refusals name every file merged into `config` (a profile's and --configfile's over config/config.yaml).
-CONFIG_SOURCE = config_source(workflow.configfiles)
+# The files merged into `config` (a profile's and --configfile's over config/config.yaml): a schema refusal
+# names the one that set the key, the layout's checks all of them.
+CONFIG_FILES = config_files(workflow.configfiles)
+CONFIG_SOURCE = " + ".join(CONFIG_FILES)
 try:
-    check_config(config, "config/schema.json", CONFIG_SOURCE)
+    check_config(config, "config/schema.json", CONFIG_FILES)
     deployment = getattr(getattr(workflow, "deployment_settings", None), "deployment_method", None)
     check_deployment(config["accelerator"], deployment or ())
 except UserError as error:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -217,15 +218,33 @@ def test_train_help_is_the_dataclasses(capsys) -> None:
     assert "max_completion_length: tokens per rollout after the prompt, tool results included [512]" in text
 
 
-def test_a_refusal_names_every_config_file_merged(tmp_path, monkeypatch) -> None:
-    """config/config.yaml alone is named alone; a profile's or --configfile's files follow it in the order
-    they apply, relative to the working directory where they lie under it, each once."""
-    from paired_rollouts.config_check import config_source
+def test_a_refusal_names_the_config_file_that_set_the_key(tmp_path, monkeypatch) -> None:
+    """The files merged are config/config.yaml, then a profile's or --configfile's in the order they apply,
+    relative to the working directory where they lie under it, each once; a schema refusal names the last
+    of them that writes the offending key, and all of them when none does (a --config KEY=VALUE)."""
+    from paired_rollouts.config_check import config_files
 
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "config").mkdir()
     (tmp_path / "profiles").mkdir()
-    assert config_source([]) == "config/config.yaml"
-    assert config_source([tmp_path / "config/config.yaml"]) == "config/config.yaml"
-    outside = tmp_path.parent / "mine.yaml"
-    merged = config_source(["config/config.yaml", tmp_path / "profiles/settings.yaml", outside])
-    assert merged == f"config/config.yaml + profiles/settings.yaml + {outside.resolve()}"
+    outside = tmp_path.parent / f"{tmp_path.name}-mine.yaml"
+    assert config_files([]) == ["config/config.yaml"]
+    files = config_files(["config/config.yaml", tmp_path / "profiles/settings.yaml", outside])
+    assert files == ["config/config.yaml", "profiles/settings.yaml", str(outside.resolve())]
+
+    config = _full_config()
+    (tmp_path / "config/config.yaml").write_text(yaml.safe_dump(config))
+    (tmp_path / "profiles/settings.yaml").write_text(yaml.safe_dump({"accelerator": "cpu", "scale": "tiny"}))
+    outside.write_text(yaml.safe_dump({"scales": {"tiny": {"training": {"steps": 0}}}}))
+    config["scales"]["tiny"]["training"]["steps"] = 0
+    schema = REPO / "config/schema.json"
+    with pytest.raises(
+        UserError, match=rf"^{re.escape(str(outside.resolve()))}: scales\.tiny\.training\.steps: 0 "
+    ):
+        check_config(config, schema, files)
+    outside.write_text("{}\n")  # the value came from the command line: every file is named
+    with pytest.raises(
+        UserError, match=r"^config/config\.yaml \+ profiles/settings\.yaml \+ .*: scales\.tiny"
+    ):
+        check_config(config, schema, files)
+    outside.unlink()

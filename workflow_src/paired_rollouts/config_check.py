@@ -8,7 +8,7 @@ Snakemake's own `validate` prints a multi-line dump of the schema; this names th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,17 +39,16 @@ def _enclosing_description(root: dict[str, Any], path: list[Any]) -> str | None:
             node = target
         if isinstance(node, dict) and node.get("description"):
             found = node["description"]
-        inside = key in node if isinstance(node, dict) else isinstance(key, int) and 0 <= key < len(node)
-        if not isinstance(node, (dict, list)) or not inside:
+        node = _child(node, key)
+        if node is _ABSENT:
             return found
-        node = node[key]
     return found
 
 
-def config_source(files: Iterable[str | Path], workflow_file: str = "config/config.yaml") -> str:
-    """How a refusal names the configuration: the workflow's config/config.yaml, then each file merged over it
-    (a profile's `configfile:`, `--configfile`), in order, the last one winning; paths under the working
-    directory relative to it. Only config/config.yaml: just its name."""
+def config_files(files: Iterable[str | Path], workflow_file: str = "config/config.yaml") -> list[str]:
+    """The files merged into the config, as refusals name them: the workflow's config/config.yaml, then
+    each file merged over it (a profile's `configfile:`, `--configfile`) in order, the last one winning;
+    paths under the working directory relative to it, each once."""
     names = [workflow_file]
     here = Path.cwd().resolve()
     for file in files:
@@ -57,11 +56,46 @@ def config_source(files: Iterable[str | Path], workflow_file: str = "config/conf
         name = str(path.relative_to(here)) if path.is_relative_to(here) else str(path)
         if name not in names:
             names.append(name)
-    return " + ".join(names)
+    return names
 
 
-def check_config(config: dict[str, Any], schema_path: str | Path, config_file: str) -> None:
-    """Raise UserError naming ``config_file``, the key and the fix for the first schema violation."""
+def file_that_sets(path: Sequence[Any], value: Any, files: Sequence[str]) -> str | None:
+    """Of the config files merged in order (``config_files``), the last that writes ``value`` at the key
+    ``path`` (the one Snakemake kept), or None (a ``--config KEY=VALUE`` set it, say)."""
+    import yaml
+
+    found = None
+    for name in files:
+        try:
+            node: Any = yaml.safe_load(Path(name).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        for part in path:
+            node = _child(node, part)
+            if node is _ABSENT:
+                break
+        else:
+            if node == value:
+                found = name
+    return found
+
+
+_ABSENT = object()
+
+
+def _child(node: Any, key: Any) -> Any:
+    """``node[key]`` for a mapping's key or a list's index, else _ABSENT (a walk along a key path)."""
+    if isinstance(node, dict):
+        return node.get(key, _ABSENT)
+    if isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
+        return node[key]
+    return _ABSENT
+
+
+def check_config(config: dict[str, Any], schema_path: str | Path, config_file: str | Sequence[str]) -> None:
+    """Raise UserError naming the config file, the key and the fix for the first schema violation.
+    ``config_file`` is one name, or the files merged (``config_files``): then the line names the one that
+    set the offending key ("a + b" of all of them when none did, e.g. a ``--config KEY=VALUE``)."""
     schema = json.loads(Path(schema_path).read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(
@@ -75,7 +109,9 @@ def check_config(config: dict[str, Any], schema_path: str | Path, config_file: s
         problem = f"{error.instance!r} is not allowed"
     else:
         problem = error.message
-    raise UserError(f"{config_file}: {key}: {problem}; fix: {_allowed(error, schema)}")
+    files = [config_file] if isinstance(config_file, str) else list(config_file)
+    named = file_that_sets(list(error.absolute_path), error.instance, files) if len(files) > 1 else None
+    raise UserError(f"{named or ' + '.join(files)}: {key}: {problem}; fix: {_allowed(error, schema)}")
 
 
 def check_deployment(accelerator: str, methods: Iterable[Any]) -> None:
