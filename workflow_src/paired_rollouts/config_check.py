@@ -35,7 +35,7 @@ def _enclosing_description(root: dict[str, Any], path: list[Any]) -> str | None:
         while isinstance(node, dict) and key not in node and str(node.get("$ref", "")).startswith("#/"):
             target: Any = root
             for part in node["$ref"][2:].split("/"):
-                target = target.get(part) if isinstance(target, dict) else None
+                target = _child(target, part)
             node = target
         if isinstance(node, dict) and node.get("description"):
             found = node["description"]

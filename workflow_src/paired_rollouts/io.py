@@ -253,7 +253,7 @@ def yaml_problem(exc: Exception) -> str:
     """A YAML error in one line: where it is (line and column, 1-based) and what the parser expected.
     PyYAML's own text spans several lines (the offending line and a caret under it)."""
     mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    problem = getattr(exc, "problem", None) or str(exc)
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
     return f"{where}{' '.join(str(problem).split())}"
 

@@ -59,7 +59,7 @@ class Layout:
     tasks_dir: str = "data/tasks"
     decision_rules: str = "prereg/decision_rules.yaml"
     published: str = "data/published/paper.yaml"
-    # how refusals name the configuration: config/config.yaml, or every file merged (config_source)
+    # how refusals name the configuration: config/config.yaml, or the files merged ("a + b", config_files)
     source: str = CONFIG_FILE
 
     @classmethod

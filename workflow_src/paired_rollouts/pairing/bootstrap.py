@@ -38,6 +38,18 @@ def _generator(rng: Any) -> np.random.Generator:
     return np.random.default_rng(int(rng))
 
 
+def _refuse_non_finite(
+    name: str, values: np.ndarray, axes: tuple[str, ...], fix: str = "re-run or drop it"
+) -> None:
+    """Refuse NaN and inf, naming the first bad entry by its axes (scores here, outcomes and rewards in
+    diagnostics)."""
+    bad = ~np.isfinite(values)
+    if bad.any():
+        index = np.argwhere(bad)[0]
+        at = ", ".join(f"{axis} {i}" for axis, i in zip(axes, index.tolist(), strict=True))
+        raise PairingError(f"{name} at ({at}) is {values[tuple(index)]}; every {name} must be finite ({fix})")
+
+
 def _check_resamples(resamples: Any) -> int:
     count = whole_number(resamples)
     if count < 0:
@@ -196,14 +208,7 @@ def arm_gap(
         raise PairingError(f"scores need shape (seeds, tasks) without steps, got {t.shape}")
     axes = ("seed", "step", "task") if t.ndim == 3 else ("seed", "task")
     for name, scores in (("treatment", t), ("control", c)):
-        bad = ~np.isfinite(scores)
-        if bad.any():
-            index = np.argwhere(bad)[0].tolist()
-            at = ", ".join(f"{axis} {i}" for axis, i in zip(axes, index, strict=True))
-            raise PairingError(
-                f"{name} score at ({at}) is {scores[tuple(index)]}; every score must be finite "
-                f"(re-run or drop the missing evaluation)"
-            )
+        _refuse_non_finite(f"{name} score", scores, axes, "re-run or drop the missing evaluation")
     contrib = np.einsum("j,sjt->st", weights, t - c) if steps is not None else t - c
     replicates = paired_bootstrap(contrib, resamples, generator)
     by_seed = contrib.mean(axis=1)

@@ -28,6 +28,7 @@ from paired_rollouts.pairing.bootstrap import (
     _check_resamples,
     _generator,
     _percentile_pair,
+    _refuse_non_finite,
     percentile_interval,
     task_bootstrap_nanmean,
 )
@@ -77,17 +78,6 @@ def _float_array(name: str, values: object) -> np.ndarray:
         return np.asarray(values, dtype=float)
     except (TypeError, ValueError) as err:  # strings, ragged lists
         raise PairingError(f"{name} must be a rectangular array of numbers ({err})") from None
-
-
-def _refuse_non_finite(name: str, values: np.ndarray, axes: tuple[str, ...]) -> None:
-    """Refuse NaN and inf, naming the first bad entry by its axes."""
-    bad = ~np.isfinite(values)
-    if bad.any():
-        index = np.argwhere(bad)[0]
-        at = ", ".join(f"{axis} {i}" for axis, i in zip(axes, index.tolist(), strict=True))
-        raise PairingError(
-            f"{name} at ({at}) is {values[tuple(index)]}; every {name} must be finite (re-run or drop it)"
-        )
 
 
 def luck_share_interval(

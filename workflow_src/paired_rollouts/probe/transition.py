@@ -209,27 +209,17 @@ def summarize_transition(probe: TransitionProbe, vector_gram: np.ndarray) -> dic
             key = f"{est}/{design}"
             i = TRANSITION_VECTOR_KEYS.index(key)
             n = n_groups[design]
-            trace = sum(t.sum_sq[key] for t in tasks) / n - float(vg[i, i]) / n**2
-            within = float(
-                np.mean(
-                    [
-                        t.sum_sq[key] / t.groups[design].shape[0]
-                        - t.self_sq[key] / t.groups[design].shape[0] ** 2
-                        for t in tasks
-                    ]
-                )
-            )
+            # each trace is a difference of two non-negative terms; their sum is its scale (_ratio)
+            norms, norm_of_sum = sum(t.sum_sq[key] for t in tasks) / n, float(vg[i, i]) / n**2
+            per_task = [
+                (t.sum_sq[key] / t.groups[design].shape[0], t.self_sq[key] / t.groups[design].shape[0] ** 2)
+                for t in tasks
+            ]
+            trace = norms - norm_of_sum
+            within = float(np.mean([norm - self_norm for norm, self_norm in per_task]))
             sums[design] = (
-                sum(t.sum_sq[key] for t in tasks) / n + float(vg[i, i]) / n**2,
-                float(
-                    np.mean(
-                        [
-                            t.sum_sq[key] / t.groups[design].shape[0]
-                            + t.self_sq[key] / t.groups[design].shape[0] ** 2
-                            for t in tasks
-                        ]
-                    )
-                ),
+                norms + norm_of_sum,
+                float(np.mean([norm + self_norm for norm, self_norm in per_task])),
             )
             block["trace_var"][design] = trace
             block["trace_var_within"][design] = within

@@ -152,7 +152,7 @@ def luck_share_file(
         hint = (
             "; the diagnostic evaluation must give every task K >= 2 schedules x M >= 2 samples "
             "(diagnostics.schedules and diagnostics.samples)"
-            if "K >= 2" in str(exc)
+            if min(k, m) < 2
             else ""
         )
         raise UserError(f"{source}: {exc}{hint}") from None
