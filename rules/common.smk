@@ -36,7 +36,7 @@ LEDGER = []
 # Package modules a sub-package's commands read beyond its own files: settings, paths, records, pairing.
 SHARED_MODULES = {
     "training": ["settings.py", "settings_fields.py"],
-    "surrogate": ["settings.py", "settings_fields.py", "layout.py", "records"],
+    "surrogate": ["settings.py", "settings_fields.py", "layout.py", "records", "pairing/numeric.py"],
     "stats": ["settings.py", "settings_fields.py", "layout.py", "records", "pairing", "noise/seeds.py"],
     "probe": ["settings.py", "settings_fields.py", "records", "pairing", "noise/seeds.py"],
     "render": ["records"],

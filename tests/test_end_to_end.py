@@ -24,10 +24,10 @@ pytestmark = pytest.mark.slow
 
 
 def _snakemake(
-    work: Path, *args: str, flags: list[str] = TINY, timeout: int = 1800
+    work: Path, *args: str, flags: list[str] = TINY, timeout: int = 1800, **env: str
 ) -> subprocess.CompletedProcess:
     # Targets and flags first: `--config` takes every word after it.
-    return snakemake(*args, *flags, cwd=work, check=False, timeout=timeout, OMP_NUM_THREADS="1")
+    return snakemake(*args, *flags, cwd=work, check=False, timeout=timeout, **{"OMP_NUM_THREADS": "1", **env})
 
 
 def _scratch_study(
@@ -264,6 +264,59 @@ def test_surrogate_study_writes_the_llm_records_and_the_pdf(surrogate_study: Pat
         regime_map = json.loads((root / "map/regime_map.json").read_text())
         assert "When pairing helps: the regime map (tiny surrogate)" in text
         assert f"The map has {regime_map['summary']['cells']} cells" in " ".join(text.split())
+
+
+# What two studies of the same seeds may differ in: wall-clock fields, time stamps, which paired run
+# wrote a checkpoint first (the scheduler's order), and hashes of files (each hashed file is compared on
+# its own). Not compared: logs, benchmarks, TensorBoard events, the RFC 3161 material, the cost ledger
+# (timings), table 17 and the PDF (they print the stamp's time).
+TIMED_KEYS = frozenset(
+    {"seconds", "cpu_seconds", "timing", "timings", "time", "time_epoch", "gen_time", "gen_time_epoch"}
+    | {"first_paired_checkpoint", "files", "registers", "sha256"}
+)
+NOT_COMPARED = ("logs/", "benchmarks/", "prereg/", "ledger.", "paper/tables.pdf", "tables/table17.")
+
+
+def _untimed(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k not in TIMED_KEYS}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value
+
+
+@pytest.fixture(scope="module")
+def surrogate_study_on_older_cpu(surrogate_study: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same tiny surrogate study under an emulated SSE3 machine: OpenBLAS's Prescott kernels, numpy
+    without its AVX2 and AVX-512 loops (docs/ARCHITECTURE.md, "Determinism")."""
+    from test_numeric import OTHER_CPUS
+
+    work = copy_repo(tmp_path_factory.mktemp("e2e-surrogate-sse3"))
+    result = _snakemake(work, "all", flags=TINY_SURROGATE, timeout=900, **OTHER_CPUS["sse3"])
+    assert result.returncode == 0, result.stderr[-5000:]
+    return work
+
+
+def test_surrogate_records_have_the_same_bits_on_an_older_cpu(
+    surrogate_study: Path, surrogate_study_on_older_cpu: Path
+) -> None:
+    """Every record of the tiny surrogate study (episodes, evaluations, checkpoints, calibration, probe,
+    map cells, decisions, power, tables, figures) is the same on an emulated SSE3 machine, but for the
+    fields that are timings, time stamps or hashes of files compared on their own."""
+    here = surrogate_study / "results/tiny_surrogate"
+    there = surrogate_study_on_older_cpu / "results/tiny_surrogate"
+    compared, differ = 0, []
+    for path in sorted(here.rglob("*")):
+        rel = path.relative_to(here).as_posix()
+        if not path.is_file() or rel.startswith(NOT_COMPARED) or "/tensorboard/" in rel:
+            continue
+        other = there / rel
+        same = other.is_file() and other.read_bytes() == path.read_bytes()
+        if not same and other.is_file() and path.suffix == ".json":
+            same = _untimed(json.loads(path.read_text())) == _untimed(json.loads(other.read_text()))
+        compared += 1
+        differ += [] if same else [rel]
+    assert compared > 400 and not differ, f"{len(differ)} of {compared} records differ: {differ[:20]}"
 
 
 def test_surrogate_a3_is_stamped_before_the_first_paired_checkpoint(surrogate_study: Path) -> None:

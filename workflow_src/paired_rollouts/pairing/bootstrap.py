@@ -21,6 +21,7 @@ import numpy as np
 
 from paired_rollouts.pairing.dice import _number
 from paired_rollouts.pairing.errors import PairingError, whole_number
+from paired_rollouts.pairing.numeric import dot
 
 #: The study's pre-registered bootstrap seed and resample count (the defaults here).
 BOOTSTRAP_SEED = 20260911
@@ -104,7 +105,7 @@ def paired_bootstrap(contrib: np.ndarray, resamples: int, rng: np.random.Generat
     seed_idx, task_idx = draw_seed_task_indices(_generator(rng), n_seeds, n_tasks, resamples)
     cs = resample_counts(seed_idx, n_seeds)
     ct = resample_counts(task_idx, n_tasks)
-    return np.einsum("bt,bt->b", cs @ d, ct) / (n_seeds * n_tasks)
+    return np.add.reduce(dot(cs, d) * ct, axis=-1) / (n_seeds * n_tasks)
 
 
 def percentile_interval(replicates: np.ndarray, lower: float, upper: float) -> list[float | None]:
@@ -133,8 +134,8 @@ def task_bootstrap_nanmean(values: np.ndarray, resamples: int, rng: np.random.Ge
     counts = resample_counts(idx, n)
     defined = ~np.isnan(v)
     filled = np.where(defined, v, 0.0)
-    num = counts @ filled
-    den = counts @ defined.astype(float)
+    num = dot(counts, filled)
+    den = dot(counts, defined.astype(float))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
@@ -209,7 +210,7 @@ def arm_gap(
     axes = ("seed", "step", "task") if t.ndim == 3 else ("seed", "task")
     for name, scores in (("treatment", t), ("control", c)):
         _refuse_non_finite(f"{name} score", scores, axes, "re-run or drop the missing evaluation")
-    contrib = np.einsum("j,sjt->st", weights, t - c) if steps is not None else t - c
+    contrib = dot(np.moveaxis(t - c, 1, -1), weights) if steps is not None else t - c
     replicates = paired_bootstrap(contrib, resamples, generator)
     by_seed = contrib.mean(axis=1)
     return ArmGap(

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from paired_rollouts.pairing.numeric import binomial_weights
 from paired_rollouts.probe.enumeration import lhs_rhs, outcome_probe
 
 
@@ -20,7 +21,7 @@ def bandit_enumeration(p: float = 0.5, group_size: int = 8, q: float = 0.1) -> d
     g = group_size
     tuples = ((np.arange(2**g)[:, None] >> np.arange(g)[None, :]) & 1).astype(float)
     ones = tuples.sum(axis=1)
-    probs = p**ones * (1 - p) ** (g - ones)
+    probs = binomial_weights(p, ones, g)
     scores = [a - 0.5 for a in tuples]
     grams = [np.outer(s, s) for s in scores]
     summary = outcome_probe(

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.pairing.numeric import binomial_weights, dot, gram_matrix, quadratic, row_quadratics
 from paired_rollouts.settings import EXACT_OUTCOME_GROUP_MAX
 
 ESTIMATORS = ("mean_centered", "implemented")
@@ -69,7 +70,7 @@ def flip_masks(success: np.ndarray, q: float, design: str) -> tuple[np.ndarray, 
         raise ValueError(f"{k} successes in a group: exact enumeration stops at {EXACT_OUTCOME_GROUP_MAX}")
     bits = ((np.arange(2**k)[:, None] >> np.arange(k)[None, :]) & 1).astype(float)  # 1 = kept
     kept = bits.sum(axis=1)
-    probs = (1.0 - q) ** kept * q ** (k - kept)
+    probs = binomial_weights(1.0 - q, kept, k)  # (1-q)^kept q^(k-kept)
     obs = np.zeros((2**k, r.size))
     obs[:, idx] = bits
     return probs, obs
@@ -81,9 +82,9 @@ def lhs_rhs(gram: np.ndarray, success: np.ndarray) -> tuple[float, float]:
     r = np.asarray(success, dtype=float)
     g = r.size
     a_c = (r - r.mean()) / g
-    lhs = float(a_c @ k @ a_c)
+    lhs = quadratic(a_c, k)
     dev_sq = np.diag(k) - 2.0 / g * k.sum(axis=1) + k.sum() / g**2
-    rhs = float(r @ dev_sq) / g**2
+    rhs = float(dot(r, dev_sq)) / g**2
     return lhs, rhs
 
 
@@ -91,7 +92,7 @@ def _contrast_variance(probs: np.ndarray, obs: np.ndarray) -> float:
     """Var(R_i - R_j) = 2 E[within-group sample variance]."""
     if obs.shape[1] < 2:
         return 0.0
-    return float(probs @ (2.0 * obs.var(axis=1, ddof=1)))
+    return float(dot(probs, 2.0 * obs.var(axis=1, ddof=1)))
 
 
 def enumerate_estimator(
@@ -99,8 +100,8 @@ def enumerate_estimator(
 ) -> tuple[float, np.ndarray]:
     """E||g||^2 = sum_masks prob a^T K a and E a = sum_masks prob a, for a = weights_fn(obs)."""
     a = weights_fn(obs)
-    esq = float(probs @ np.einsum("ni,ij,nj->n", a, gram, a))
-    return esq, probs @ a
+    esq = float(dot(probs, row_quadratics(a, gram)))
+    return esq, dot(probs, a)
 
 
 @dataclass
@@ -152,7 +153,7 @@ def outcome_group(
         esq, ea = enumerate_estimator(k_mat, probs, obs, lambda o: implemented_weights(o, rho_v, t_ref))
         out.esq[f"implemented/{design}"], out.ea[f"implemented/{design}"] = esq, ea
     for key, ea in out.ea.items():
-        out.within[key] = out.esq[key] - float(ea @ k_mat @ ea)
+        out.within[key] = out.esq[key] - quadratic(ea, k_mat)
     return out
 
 
@@ -206,7 +207,7 @@ def summarize_outcome(groups: list[OutcomeGroup], vector_gram: np.ndarray, q: fl
     wn = w / total
     lhs = np.array([g.lhs for g in groups])
     rhs = np.array([g.rhs for g in groups])
-    lhs_mean, rhs_mean = float(wn @ lhs), float(wn @ rhs)
+    lhs_mean, rhs_mean = float(dot(wn, lhs)), float(dot(wn, rhs))
     by_k: dict[str, Any] = {}
     for k in sorted({g.k for g in groups}):
         sel = np.array([g.k == k for g in groups])
@@ -214,9 +215,9 @@ def summarize_outcome(groups: list[OutcomeGroup], vector_gram: np.ndarray, q: fl
         ratios = np.array([gl / gr if gr > 0 else 0.0 for gl, gr in zip(lhs[sel], rhs[sel], strict=True)])
         by_k[str(k)] = {
             "count": int(sel.sum()),
-            "lhs_mean": float(ws @ lhs[sel]),
-            "rhs_mean": float(ws @ rhs[sel]),
-            "lhs_over_rhs": float(ws @ ratios),
+            "lhs_mean": float(dot(ws, lhs[sel])),
+            "rhs_mean": float(dot(ws, rhs[sel])),
+            "lhs_over_rhs": float(dot(ws, ratios)),
         }
     size = len(groups[0].ea[OUTCOME_VECTOR_KEYS[0]])
     out: dict[str, Any] = {
@@ -253,16 +254,16 @@ def summarize_outcome(groups: list[OutcomeGroup], vector_gram: np.ndarray, q: fl
         for design in OUTCOME_DESIGNS:
             key = f"{est}/{design}"
             i = OUTCOME_VECTOR_KEYS.index(key)
-            esq = float(wn @ np.array([g.esq[key] for g in groups]))
+            esq = float(dot(wn, np.array([g.esq[key] for g in groups])))
             update_sq = float(vg[i, i]) / total**2
             trace = esq - update_sq
-            within = float(wn @ np.array([g.within[key] for g in groups]))
+            within = float(dot(wn, np.array([g.within[key] for g in groups])))
             block["trace_var"][design] = trace
             block["trace_var_within"][design] = within
             block["trace_var_between"][design] = trace - within
             block["expected_sq_norm"][design] = esq
             block["expected_update_norm"][design] = float(np.sqrt(max(update_sq, 0.0)))
-            block["reward_variance"][design] = float(wn @ np.array([g.contrast[design] for g in groups]))
+            block["reward_variance"][design] = float(dot(wn, np.array([g.contrast[design] for g in groups])))
         ip, ii = OUTCOME_VECTOR_KEYS.index(f"{est}/paired"), OUTCOME_VECTOR_KEYS.index(f"{est}/independent")
         norm = np.sqrt(max(vg[ip, ip], 0.0) * max(vg[ii, ii], 0.0))
         block["cosine_paired_independent"] = float(vg[ip, ii] / norm) if norm > 0 else None
@@ -292,10 +293,10 @@ def vector_gram_from_scores(
         if s.ndim == 1:
             s = s[:, None]
         for key in keys:
-            contrib = coeffs[key] @ s
+            contrib = dot(coeffs[key], s)
             vecs[key] = contrib if vecs[key] is None else vecs[key] + contrib
     mat = np.stack([vecs[k] for k in keys])
-    return mat @ mat.T
+    return gram_matrix(mat)
 
 
 def vector_gram_from_full_gram(
@@ -306,7 +307,7 @@ def vector_gram_from_full_gram(
     full = np.asarray(full_gram, dtype=float)
     if full.shape != (c.shape[1], c.shape[1]):
         raise UserError(f"full_gram must be {c.shape[1]} x {c.shape[1]} (all rollouts in group order)")
-    return c @ full @ c.T
+    return dot(dot(c, full), c.T)
 
 
 def outcome_probe(

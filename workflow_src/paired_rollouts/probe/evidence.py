@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.pairing.numeric import gram_matrix
 
 
 def plain(obj: Any) -> Any:
@@ -32,7 +33,7 @@ def plain(obj: Any) -> Any:
 def vector_gram(vectors: dict[str, np.ndarray], keys: tuple[str, ...]) -> np.ndarray:
     """The Gram matrix of the named running vectors (rows in the order of ``keys``)."""
     stack = np.stack([vectors[k] for k in keys])
-    return stack @ stack.T
+    return gram_matrix(stack)
 
 
 def _savez_atomic(path: Path, arrays: dict[str, np.ndarray]) -> None:

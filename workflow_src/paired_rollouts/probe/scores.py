@@ -100,6 +100,9 @@ class ScoreEngine:
 
 
 CHUNK = 1 << 20  # coordinates per fp64 block: products are exact-enough fp64 without an fp64 copy of S
+# The LLM's score rows (millions of LoRA coordinates) meet BLAS here, not numeric.py's fixed-order sums
+# (five times slower on these blocks): the rows are torch gradients, whose bits already depend on the
+# device's kernels (docs/ARCHITECTURE.md, "Determinism"). The surrogate's probe runs in surrogate/probe.py.
 
 
 def _gram(scores: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.pairing.numeric import batched_quadratic_sum, quadratic
 from paired_rollouts.probe.enumeration import (
     ESTIMATORS,
     implemented_weights,
@@ -107,10 +108,10 @@ def transition_task(
                 else implemented_weights(obs, rho_v[idx], t_ref)
             )
             key = f"{est}/{design}"
-            out.sum_sq[key] = float(np.einsum("gi,gij,gj->", a, sub, a))
+            out.sum_sq[key] = batched_quadratic_sum(a, sub)
             w = np.bincount(idx.ravel(), weights=a.ravel(), minlength=n)
             out.weights[key] = w
-            out.self_sq[key] = float(w @ k_mat @ w)
+            out.self_sq[key] = quadratic(w, k_mat)
     return out
 
 

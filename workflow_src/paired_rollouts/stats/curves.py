@@ -13,6 +13,7 @@ import numpy as np
 
 from paired_rollouts.errors import UserError
 from paired_rollouts.pairing.bootstrap import auc_weights  # the one implementation (public API)
+from paired_rollouts.pairing.numeric import dot
 
 
 def auc(steps: Sequence[float], values: Sequence[float]) -> float:
@@ -21,7 +22,7 @@ def auc(steps: Sequence[float], values: Sequence[float]) -> float:
     w = auc_weights(steps)
     if v.shape[-1] != w.size:
         raise UserError(f"AUC: {v.shape[-1]} values for {w.size} steps")
-    return float(v @ w)
+    return float(dot(v, w))
 
 
 def steps_to_threshold(steps: Sequence[float], values: Sequence[float], threshold: float) -> float | None:

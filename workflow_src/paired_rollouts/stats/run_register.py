@@ -16,6 +16,7 @@ from typing import Any
 from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
+from paired_rollouts.pairing.numeric import dot
 from paired_rollouts.records import (
     Completeness,
     RunManifest,
@@ -127,7 +128,7 @@ def build_register(run_dir: str | Path, results: str | Path) -> dict[str, Any]:
         steps = sorted(by_step)
         curve = [sum(by_step[s]) / len(by_step[s]) for s in steps]
         curves[regime] = {str(s): round(v, 6) for s, v in zip(steps, curve, strict=True)}
-        auc[regime] = round(float(auc_weights(steps) @ curve), 6)
+        auc[regime] = round(float(dot(auc_weights(steps), curve)), 6)
     manifest_path = run_dir / "manifest.json"
     timing, attempts = _lineage(read_run_manifest(manifest_path) if manifest_path.is_file() else None)
     inventory = sorted(

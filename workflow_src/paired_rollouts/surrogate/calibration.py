@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.pairing.numeric import dot, gram_matrix, least_squares
 from paired_rollouts.settings import Settings
 from paired_rollouts.surrogate.policy import PARAMETERS, PLAIN, Shape
 
@@ -384,11 +385,11 @@ def signal_and_noise(g: np.ndarray, batch: int = SNR_BATCH) -> dict[str, float |
     n = g.shape[0]
     mean = g.mean(axis=0)
     centred = g - mean
-    gram = centred @ centred.T / (n - 1)  # shares its non-zero spectrum with S
+    gram = gram_matrix(centred) / (n - 1)  # shares its non-zero spectrum with S
     trace = float(np.trace(gram))
-    signal = float(mean @ mean) - trace / n
-    projected = centred @ mean
-    quad = float(projected @ projected) / (n - 1)
+    signal = float(dot(mean, mean)) - trace / n
+    projected = dot(centred, mean)
+    quad = float(dot(projected, projected)) / (n - 1)
     se = math.sqrt(max(4 * quad + 2 * float((gram * gram).sum()) / n, 0.0) / n)
     return {
         "signal": signal,
@@ -426,7 +427,7 @@ def calibrate(estimator: Estimator, iterations: int = 8, step: float = 0.4) -> d
             e = np.zeros(len(names))
             e[k] = step
             J[:, k] = (f(x + e) - fx) / step
-        delta = np.linalg.lstsq(J, -fx, rcond=None)[0]
+        delta = least_squares(J, -fx)
         delta = np.clip(delta, -1.0, 1.0)
         x = x + delta
         fx = f(x)

@@ -91,7 +91,7 @@ class Phrasing:
 
     def log_probability(self, tokens: np.ndarray) -> float:
         """log pi of one episode's tokens (the quantity whose gradient is ``score``)."""
-        return float(np.log(self.pi[tokens]).sum())
+        return math.fsum(math.log(p) for p in self.pi[tokens].tolist())
 
     def scores(self, episodes: Sequence[Sequence[Decision]], rng: np.random.Generator) -> np.ndarray:
         """Draw the episodes' tokens and return their exact scores."""

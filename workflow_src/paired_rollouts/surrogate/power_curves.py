@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.pairing.numeric import covariance, psd_factor
 
 FORMAT = "paired-rollouts-power-curves/1"
 SPREADS = ("surrogate", "paper", "paper_normal")
@@ -126,8 +127,9 @@ def draw_residuals(
     """draws x n x columns residuals: resampled rows of ``residuals`` (``surrogate``, ``paper``) or
     normal with their covariance, ddof 1 (``paper_normal``)."""
     if spread == "paper_normal":
-        cov = np.atleast_2d(np.cov(residuals, rowvar=False, ddof=1))
-        return rng.multivariate_normal(np.zeros(residuals.shape[1]), cov, size=(draws, n), method="svd")
+        factor = psd_factor(covariance(residuals))  # L L^T = the covariance (numeric.py: no LAPACK)
+        normal = rng.standard_normal(size=(draws, n, residuals.shape[1]))
+        return np.add.reduce(normal[..., None, :] * factor, axis=-1)  # each draw's L z
     pick = rng.integers(0, residuals.shape[0], size=(draws, n))
     return residuals[pick]
 

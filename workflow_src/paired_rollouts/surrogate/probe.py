@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from paired_rollouts.pairing.numeric import dot, gram_matrix
 from paired_rollouts.settings import Settings
 from paired_rollouts.surrogate.policy import Shape
 
@@ -104,13 +105,13 @@ def _summaries(
     for group, records, scores, _ in clean:
         s = scores[:, columns]
         coeffs = outcome.add_group(
-            s @ s.T,
+            gram_matrix(s),
             [bool(r["true_success"]) for r in records],
             [1.0] * len(records),
             task_id=group.task["task_id"],
         )
         for key, c in coeffs.items():
-            vectors[key] = vectors.get(key, 0.0) + np.asarray(c, dtype=np.float64) @ s
+            vectors[key] = vectors.get(key, 0.0) + dot(c, s)
     outcome_summary = outcome.summary(_gram(vectors, OUTCOME_VECTOR_KEYS))
 
     transition = TransitionProbe(K, M, probe.resamples, t_ref, probe_rng_seed(probe.seed, step))
@@ -120,17 +121,17 @@ def _summaries(
         order = schedule_major_order(seeds, K, M)
         s = scores[order][:, columns]
         coeffs = transition.add_task(
-            s @ s.T,
+            gram_matrix(s),
             [float(records[i]["true_success"]) for i in order],
             [1.0] * len(order),
             task_id=group.task["task_id"],
             schedule_seeds=[seeds[i] for i in order],
         )
         for key, c in coeffs.items():
-            vectors[key] = vectors.get(key, 0.0) + np.asarray(c, dtype=np.float64) @ s
+            vectors[key] = vectors.get(key, 0.0) + dot(c, s)
     return outcome_summary, transition.summary(_gram(vectors, TRANSITION_VECTOR_KEYS))
 
 
 def _gram(vectors: dict[str, np.ndarray], keys: tuple[str, ...]) -> np.ndarray:
     stack = np.stack([vectors[k] for k in keys])
-    return stack @ stack.T
+    return gram_matrix(stack)

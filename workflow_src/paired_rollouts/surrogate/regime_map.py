@@ -36,6 +36,7 @@ import numpy as np
 from paired_rollouts.design import Condition
 from paired_rollouts.errors import UserError
 from paired_rollouts.pairing.bootstrap import BOOTSTRAP_SEED, percentile_interval
+from paired_rollouts.pairing.numeric import dot
 from paired_rollouts.settings import EXACT_OUTCOME_GROUP_MAX, RegimeMapSettings, Settings
 
 NOISE_KINDS = ("transition", "outcome")
@@ -212,8 +213,8 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
         return None
     rx, ry = ranks(x), ranks(y)
     sx, sy = rx - rx.mean(), ry - ry.mean()
-    den = float(np.sqrt((sx @ sx) * (sy @ sy)))
-    return None if den == 0 else float(sx @ sy / den)
+    den = float(np.sqrt(dot(sx, sx) * dot(sy, sy)))
+    return None if den == 0 else float(dot(sx, sy) / den)
 
 
 def _correlation(cells: Sequence[dict[str, Any]], name: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import os
 import platform
 import time
@@ -25,6 +26,7 @@ from paired_rollouts import layout
 from paired_rollouts.design import POOLS
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import atomic_write_json, atomic_write_jsonl, jsonl_line, sha256_file
+from paired_rollouts.pairing.numeric import dot
 from paired_rollouts.records import read_calibration, read_surrogate_checkpoint
 from paired_rollouts.settings import Settings, TrainingSettings
 from paired_rollouts.training.event_log import ScalarLog
@@ -300,7 +302,7 @@ def _run_one(
                 {
                     "step": step,
                     "seconds": round(time.perf_counter() - t0, 4),
-                    "gradient_norm": float(np.linalg.norm(grad)),
+                    "gradient_norm": math.sqrt(float(dot(grad, grad))),
                 }
             )
             metrics.log(step + 1, step_metrics(recs_by_group, timings[-1]))

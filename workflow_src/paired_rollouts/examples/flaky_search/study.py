@@ -254,7 +254,8 @@ def summarise(evidence: dict[str, Any]) -> dict[str, Any]:
         final = [pairing.luck_share(np.array(r["diagnostic_final"]), resamples=0) for r in runs[arm]]
         shared = [len(set(g["seeds"])) == 1 for r in runs[arm] for g in r["groups"]]
         arms[arm] = {
-            "auc_mean": float(np.mean(scores[arm].mean(axis=2) @ weights)),
+            # elementwise and numpy's pairwise sum, not BLAS: the same bits on any CPU (pairing/numeric.py)
+            "auc_mean": float(np.mean(np.add.reduce(scores[arm].mean(axis=2) * weights, axis=-1))),
             "step0_mean": float(scores[arm][:, 0, :].mean()),
             "final_mean": float(scores[arm][:, -1, :].mean()),
             "curve_mean": [float(v) for v in scores[arm].mean(axis=(0, 2))],

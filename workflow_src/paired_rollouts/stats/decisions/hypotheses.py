@@ -19,6 +19,7 @@ from paired_rollouts.pairing import (
     spurious_rate_closed_form,
     variance_components,
 )
+from paired_rollouts.pairing.numeric import dot
 from paired_rollouts.prereg.rules import DecisionRules
 from paired_rollouts.stats.curves import auc_weights, round4
 from paired_rollouts.stats.decisions.evidence import Luck, RunEvidence
@@ -120,10 +121,10 @@ def hypothesis_h2(
     w, weights_applied = applied_auc_weights(steps, rules)
     cp = [p.curve(names["validation"], steps, tasks) for p, _ in pairs]
     ci = [i.curve(names["validation"], steps, tasks) for _, i in pairs]
-    auc_p = np.array([w @ c.mean(axis=1) for c in cp])
-    auc_i = np.array([w @ c.mean(axis=1) for c in ci])
+    auc_p = np.array([dot(w, c.mean(axis=1)) for c in cp])
+    auc_i = np.array([dot(w, c.mean(axis=1)) for c in ci])
     diffs = auc_p - auc_i
-    contrib = np.stack([w @ (a - b) for a, b in zip(cp, ci, strict=True)])
+    contrib = np.stack([dot(w, a - b) for a, b in zip(cp, ci, strict=True)])
     reps = paired_bootstrap(contrib, rules.resamples, np.random.default_rng(rules.seed))
     fin_p = np.array([p.final_scores(names["final"], final_tasks).mean() for p, _ in pairs])
     fin_i = np.array([i.final_scores(names["final"], final_tasks).mean() for _, i in pairs])

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from paired_rollouts.pairing.numeric import dot
 from paired_rollouts.prereg.rules import DecisionRules
 from paired_rollouts.stats.curves import auc_weights, round4, steps_to_threshold
 from paired_rollouts.stats.decisions.evidence import RunEvidence, score
@@ -31,7 +32,7 @@ def _per_run(
             continue
         curve = ev.curve(regime, steps, tasks).mean(axis=1)
         weights = applied_auc_weights(steps, rules)[0] if rules is not None else auc_weights(steps)
-        out["auc"][ev.run][regime] = float(weights @ curve)
+        out["auc"][ev.run][regime] = float(dot(weights, curve))
         out["curves"][ev.run][regime] = {str(step): float(v) for step, v in zip(steps, curve, strict=True)}
         if regime == THRESHOLD_CURVE:
             reached = steps_to_threshold(steps, curve, threshold)
