@@ -137,14 +137,24 @@ def main() -> None:
     for _ in range(args.repeat):
         t0 = time.perf_counter()
         reg = decide(
-            "C2", runs, rules, manifest, groups=groups, luck=luck, complete=complete, expected_seeds=[0, 1, 2]
+            "C2",
+            runs,
+            rules,
+            manifest,
+            groups=groups,
+            luck=luck,
+            complete=complete,
+            expected_seeds=[0, 1, 2],
+            rules_verified=True,  # the frozen rules, read from the repository; no report in a benchmark
         )
         times.append(time.perf_counter() - t0)
     print(
         f"full C2 decision (6 runs, 64 tasks x {len(STEPS)} steps, 200 final tasks, {args.resamples} resamples, "
         f"2400 groups/run): best {min(times):.3f} s, mean {np.mean(times):.3f} s over {args.repeat}"
     )
-    assert reg["decided"], reg["missing"]
+    # synthetic evidence has no design to check the completeness records against, so nothing is
+    # decided (passes stays null) but every statistic is computed: the time is the decision's
+    assert reg["H2a"]["auc_difference_ci95"] is not None, reg["missing"]
     print(
         f"  H2a {reg['H2a']['auc_difference_ci95']}  H3 {reg['H3']['ci95']}  H5 {reg['H5']['difference_ci90']}"
     )
