@@ -1,9 +1,12 @@
-"""Machine-independent arithmetic (workflow_src/paired_rollouts/numeric.py; docs/CONTRACT.md, "Determinism").
+"""Machine-independent arithmetic (workflow_src/paired_rollouts/pairing/numeric.py; docs/ARCHITECTURE.md,
+"Determinism").
 
 A CPU of another generation is emulated on this one: OpenBLAS's Haswell (AVX2) or Prescott (SSE3)
 kernels instead of the one it picks here, and numpy with its AVX2 and AVX-512 loops switched off. Under
-each, ``numeric``'s products, the study's statistics and a short surrogate run must give the same bits,
-while numpy's own ``@`` gives other bits (so the emulation is real and the check can fail).
+each, ``numeric``'s products and the study's statistics (bootstrap, arm gap, signal and noise, the probe's
+outcome enumeration, the power curves' normal draws) must give the same bits, while numpy's own ``@``
+gives other bits (so the emulation is real and the check can fail). The whole tiny surrogate study is
+compared the same way in test_end_to_end.py.
 """
 
 from __future__ import annotations

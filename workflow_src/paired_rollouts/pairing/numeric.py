@@ -1,4 +1,4 @@
-"""Floating-point products whose bits do not depend on the CPU (docs/CONTRACT.md, "Determinism").
+"""Floating-point products whose bits do not depend on the CPU (docs/ARCHITECTURE.md, "Determinism").
 
 numpy's ``@``, ``np.dot``, ``np.einsum`` on two operands, ``np.linalg`` and ``np.cov`` call OpenBLAS, which
 picks its kernels by the CPU when it loads (SkylakeX on an AVX-512 machine, Haswell on an AVX2 one,
