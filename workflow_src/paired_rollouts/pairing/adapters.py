@@ -18,7 +18,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from paired_rollouts.pairing.errors import PairingError
-from paired_rollouts.pairing.schedules import GroupSchedules, RolloutCounter, group_seed_value
+from paired_rollouts.pairing.schedules import (
+    GroupSchedules,
+    RolloutCounter,
+    group_schedules,
+    group_seed_value,
+)
+from paired_rollouts.pairing.seeds import phase_name
 
 E = TypeVar("E")
 
@@ -56,20 +62,6 @@ def _with_rollout_seeds(environment: type, seed_column: str) -> type:
     return subclass
 
 
-def _schedules(schedules: Any) -> GroupSchedules:
-    if not isinstance(schedules, GroupSchedules):
-        raise PairingError(
-            f"schedules must be a GroupSchedules, e.g. GroupSchedules.paired() or .independent(), not {schedules!r}"
-        )
-    return schedules
-
-
-def _phase(phase: Any) -> str:
-    if not isinstance(phase, str):
-        raise PairingError(f'phase must be a str ("train", or e.g. "eval" around evaluations), not {phase!r}')
-    return phase
-
-
 def _phase_property(doc: str) -> property:
     """``phase`` of the two adapters: read as set, and set only to a str (checked when assigned)."""
 
@@ -77,7 +69,7 @@ def _phase_property(doc: str) -> property:
         return self._phase
 
     def set_(self: Any, phase: str) -> None:
-        self._phase = _phase(phase)
+        self._phase = phase_name(phase)
 
     return property(get, set_, doc=doc)
 
@@ -108,7 +100,7 @@ class PairedEnvironmentFactory(Generic[E]):
         if not isinstance(environment, type) or not callable(getattr(environment, "reset", None)):
             raise PairingError(f"{environment!r} is not an environment class with a reset method")
         self.environment: type[E] = _with_rollout_seeds(environment, seed_column)
-        self.schedules = _schedules(schedules)
+        self.schedules = group_schedules(schedules)
         self.seed_column = seed_column
         self.phase = phase
         self.initial_train_episodes = initial_train_episodes
@@ -158,7 +150,7 @@ class GroupEnvs(Generic[E]):
     ) -> None:
         if group_size < 1:
             raise PairingError(f"a group needs at least one environment, not {group_size}")
-        self.schedules = _schedules(schedules)
+        self.schedules = group_schedules(schedules)
         self.phase = phase
         self.envs: list[E] = [make_env() for _ in range(group_size)]
         self.counters = [RolloutCounter(first_slot + i) for i in range(group_size)]
@@ -174,9 +166,7 @@ class GroupEnvs(Generic[E]):
     def reset(self, group_seed: int, **kwargs: Any) -> list[Any]:
         """Start one episode per environment, each on its rollout's seed; returns what each reset returns.
 
-        ``group_seed`` is an int in [0, 2**64) (None is fine when clean)."""
-        if self.schedules.mode != "clean":
-            group_seed = group_seed_value(group_seed)
+        ``group_seed`` is an int in [0, 2**64) (None is fine when clean): the counters refuse another."""
         return [
             env.reset(
                 **{self.seed_keyword: counter.next_seed(self.schedules, group_seed, self.phase)}, **kwargs

@@ -144,7 +144,7 @@ def luck_share(
     env_mean = float(comps["sigma2_env"].mean())
     pol_mean = float(comps["sigma2_pol"].mean())
     pooled_den = env_mean + pol_mean
-    bounds = luck_share_interval(lam, resamples, generator, lower, upper) if resamples > 0 else [None, None]
+    bounds = luck_share_interval(lam, resamples, generator, lower, upper)  # [None, None] for resamples=0
     return LuckShare(
         lam=float(lam[defined].mean()) if defined.any() else None,
         lam_pooled=env_mean / pooled_den if pooled_den > 0 else None,

@@ -27,7 +27,7 @@ from hashlib import sha256 as _sha256
 from itertools import accumulate
 from typing import Any, NamedTuple
 
-from paired_rollouts.pairing.errors import PairingError, whole_number
+from paired_rollouts.pairing.errors import PairingError, seed_value, whole_number
 from paired_rollouts.pairing.seeds import derive_seed
 
 #: The waits (seconds) a fate's retry-after draw chooses from.
@@ -284,11 +284,8 @@ class Dice:
     __slots__ = ("seed", "_prefix")
 
     def __init__(self, seed: int) -> None:
-        value = whole_number(seed)
-        if not 0 <= value < 2**64:
-            raise PairingError(f"a schedule seed must be an integer in [0, 2**64), not {seed!r}")
-        self.seed = value
-        self._prefix = f"{value}|event|"  # derive_seed(seed, "event", *key, repeat) hashes prefix + rest
+        self.seed = seed_value(seed, "a schedule seed")
+        self._prefix = f"{self.seed}|event|"  # derive_seed(seed, "event", *key, repeat) hashes prefix + rest
 
     def __repr__(self) -> str:
         return f"Dice({self.seed})"
@@ -323,12 +320,10 @@ class Dice:
         draws cannot matter and are skipped. ``faults`` may be a precomputed ``FaultTable``
         (``types`` is then ignored).
         """
-        if type(faults) is FaultMixture:
+        if isinstance(faults, FaultMixture):
             table = faults.table(types)
         elif isinstance(faults, FaultTable):
             table = faults
-        elif isinstance(faults, FaultMixture):
-            table = faults.table(types)
         else:
             raise PairingError(_NOT_FAULTS.format("", faults))
         if type(repeat) is not int or repeat < 0:

@@ -23,3 +23,12 @@ def whole_number(value: Any) -> int:
         return operator.index(value)
     except TypeError:
         return -1
+
+
+def seed_value(seed: Any, what: str) -> int:
+    """``seed`` as an int in [0, 2**64), what ``Dice`` hashes; a float such as 42.9 is refused, not
+    truncated, in one line naming ``what`` the seed is."""
+    value = whole_number(seed)
+    if not 0 <= value < 2**64:
+        raise PairingError(f"{what} must be an integer in [0, 2**64), not {seed!r}")
+    return value

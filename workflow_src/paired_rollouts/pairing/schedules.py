@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from paired_rollouts.pairing.errors import PairingError, whole_number
+from paired_rollouts.pairing.errors import PairingError, seed_value
 from paired_rollouts.pairing.seeds import independent_seed, seed_family
 
 Mode = Literal["paired", "independent", "clean"]
@@ -27,10 +27,16 @@ MODES: tuple[Mode, ...] = ("paired", "independent", "clean")
 def group_seed_value(seed: Any, name: str = "group_seed") -> int:
     """``seed`` as an int in [0, 2**64) (what ``Dice`` takes); a float such as 42.9 is refused, not
     truncated, and ``name`` says where the bad value came from."""
-    value = whole_number(seed)
-    if not 0 <= value < 2**64:
-        raise PairingError(f"{name} must be an integer group seed in [0, 2**64), not {seed!r}")
-    return value
+    return seed_value(seed, f"{name} (a group seed)")
+
+
+def group_schedules(schedules: Any) -> GroupSchedules:
+    """``schedules`` if it is a GroupSchedules (what the adapters and counters are given), else one line."""
+    if not isinstance(schedules, GroupSchedules):
+        raise PairingError(
+            f"schedules must be a GroupSchedules, e.g. GroupSchedules.paired() or .independent(), not {schedules!r}"
+        )
+    return schedules
 
 
 @dataclass(frozen=True)
@@ -114,10 +120,7 @@ class RolloutCounter:
 
     def next_seed(self, schedules: GroupSchedules, group_seed: int, phase: str = "train") -> int | None:
         """Count one more episode in ``phase`` and return its rollout seed."""
-        if not isinstance(schedules, GroupSchedules):
-            raise PairingError(
-                f"schedules must be a GroupSchedules, e.g. GroupSchedules.paired(), not {schedules!r}"
-            )
+        group_schedules(schedules)
         training = seed_family(phase) == "train"
         if schedules.mode != "clean":  # refused before counting, so a bad seed shifts no later draw
             group_seed = group_seed_value(group_seed)

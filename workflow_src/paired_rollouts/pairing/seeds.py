@@ -65,11 +65,18 @@ def independent_seed(schedule_seed: int, slot: int, draw_index: int, family: Fam
     return derive_seed("independent", schedule_seed, slot, draw_index, family)
 
 
+def phase_name(phase: object) -> str:
+    """``phase`` if it is a str ("train..." or e.g. "eval"), else one line."""
+    if not isinstance(phase, str):
+        raise PairingError(
+            f'phase must be a str ("train..." or e.g. "eval" around evaluations), not {phase!r}'
+        )
+    return phase
+
+
 def seed_family(phase: str) -> Family:
     """ "train" for a training phase (a phase name starting with "train", e.g. "train:step20"), else "eval"."""
-    if not isinstance(phase, str):
-        raise PairingError(f'phase must be a str ("train..." or e.g. "eval"), not {phase!r}')
-    return "train" if phase.startswith("train") else "eval"
+    return "train" if phase_name(phase).startswith("train") else "eval"
 
 
 def resolve_seed(

@@ -97,6 +97,7 @@ def _summaries(
         probe_rng_seed,
         schedule_major_order,
     )
+    from paired_rollouts.probe.evidence import vector_gram
 
     probe = settings.probe
     K, M = probe.schedules, probe.samples
@@ -112,7 +113,7 @@ def _summaries(
         )
         for key, c in coeffs.items():
             vectors[key] = vectors.get(key, 0.0) + dot(c, s)
-    outcome_summary = outcome.summary(_gram(vectors, OUTCOME_VECTOR_KEYS))
+    outcome_summary = outcome.summary(vector_gram(vectors, OUTCOME_VECTOR_KEYS))
 
     transition = TransitionProbe(K, M, probe.resamples, t_ref, probe_rng_seed(probe.seed, step))
     vectors = {}
@@ -129,9 +130,4 @@ def _summaries(
         )
         for key, c in coeffs.items():
             vectors[key] = vectors.get(key, 0.0) + dot(c, s)
-    return outcome_summary, transition.summary(_gram(vectors, TRANSITION_VECTOR_KEYS))
-
-
-def _gram(vectors: dict[str, np.ndarray], keys: tuple[str, ...]) -> np.ndarray:
-    stack = np.stack([vectors[k] for k in keys])
-    return gram_matrix(stack)
+    return outcome_summary, transition.summary(vector_gram(vectors, TRANSITION_VECTOR_KEYS))
