@@ -284,7 +284,8 @@ rule surrogate_probe:
     input:
         pools=LAYOUT.pools(),
         run_manifest=of_probe_run(LAYOUT.manifest),
-        code=sources(*SIMULATOR, "agents", "evaluation", "training", "probe", "surrogate"),
+        rules=config["decision_rules"],
+        code=sources(*SIMULATOR, "agents", "evaluation", "training", "probe", "surrogate", "prereg"),
     output:
         LAYOUT.probe_file("{trajectory}"),
     log:
@@ -304,7 +305,7 @@ rule surrogate_probe:
         "paired-rollouts surrogate probe --trajectory {wildcards.trajectory:q} --run {params.run:q} "
         "--conditions {params.conditions:q} --run-dir {params.run_dir:q} "
         "--steps {params.steps:q} --tasks-dir {params.tasks_dir:q} --settings {params.settings:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--rules {input.rules:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule surrogate_power:

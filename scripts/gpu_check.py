@@ -280,6 +280,9 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
         probe_diag_tasks=1,
         dtype="float32" if args.device == "cpu" else "bfloat16",
         gradient_checkpointing=args.device == "cuda",
+        # vLLM's CPU build runs its own kernels and imports torch's first; the rehearsal checks the GPU
+        # path's code, not CPU-independent bits (training/kernels.py)
+        portable_cpu_kernels=args.backend == "hf",
     )
     return s
 

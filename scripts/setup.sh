@@ -51,6 +51,7 @@ APT_PACKAGES=(
   poppler-utils
   gcc python3-dev  # builds pairing/_fate_draws.c and backoffice/_world_draws.c (optional: pure-Python draws)
   chromium  # headless browser: the Snakemake report is checked in it (tests/test_report.py)
+  qemu-user  # an emulated AVX2 CPU: torch's pinned kernels give the same bits there (tests/test_kernels.py)
 )
 
 say() { printf '[setup] %s\n' "$*" >&2; }

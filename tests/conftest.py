@@ -6,8 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
+from paired_rollouts.training.kernels import pin_cpu_kernels
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# torch's portable CPU kernels, as every torch command asks for them before its first operation
+# (training/kernels.py): tests run commands in-process after other torch work
+pin_cpu_kernels()
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -85,7 +85,11 @@ def test_runs_really_trained(study: Path) -> None:
         if "independent" in run:
             assert all(len(set(g["schedule_seeds"])) == 4 for g in groups)
         manifest = json.loads((study / f"results/tiny/runs/{run}/manifest.json").read_text())
-        assert json.dumps(manifest)  # parses
+        # trained on torch's portable CPU kernels (training/kernels.py), as the stack's setting asks
+        assert manifest["hardware"]["cpu_kernels"] == {"aten": "DEFAULT", "mkl_cbwr": "COMPATIBLE"}
+        register = json.loads((study / f"results/tiny/runs/{run}/register.json").read_text())
+        assert [a["finished"] for a in register["attempts"]] == [a["ended"] for a in manifest["attempts"]]
+        assert all(a["finished"] for a in register["attempts"])
         assert (study / f"results/tiny/runs/{run}/checkpoints/step0002/COMPLETE").is_file()
 
 
@@ -242,6 +246,10 @@ def test_surrogate_study_writes_the_llm_records_and_the_pdf(surrogate_study: Pat
         outcome = probe["checkpoints"][step]["outcome"]
         assert outcome["lhs_mean"] >= 0 and outcome["rhs_mean"] > 0
         assert outcome["mean_centered"]["ratio_paired_over_independent"] is not None
+    # H1b is decided under the frozen rules' h1b block, as 'probe verdict' decides it at LLM scales
+    rules = surrogate_study / "prereg/decision_rules.yaml"
+    assert probe["verdict"]["rule_source"] == "prereg/decision_rules.yaml"
+    assert probe["verdict"]["rules_sha256"] == hashlib.sha256(rules.read_bytes()).hexdigest()
     power = json.loads((root / "decisions/power.json").read_text())
     assert set(power["hypotheses"]) == {"H2a", "H3", "H5", "H2b"}
     from paired_rollouts.records import read_power_curves

@@ -122,7 +122,8 @@ CPU_DEPENDENT = {
 }  # fmt: skip
 
 
-# the LLM probe's Grams over millions of LoRA coordinates of torch gradients (probe/scores.py says why)
+# the LLM probe's Grams over millions of LoRA coordinates: torch's products of torch tensors, whose CPU
+# kernels training/kernels.py pins (probe/scores.py says why); the source check cannot tell its @ apart
 LLM_SCALE = {Path("probe/scores.py")}
 
 

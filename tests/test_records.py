@@ -33,6 +33,27 @@ def test_run_manifest_in_the_writers_shape_is_typed(tmp_path):
     assert m.pools_sha256 == {"test": SHA} and m.code_versions == ["x"]
 
 
+def test_run_register_keeps_when_a_training_attempt_ended(tmp_path):
+    """training/grpo.py records an attempt's end as ``ended``; the run register's ``finished`` is that
+    time (it was always null: the register looked for a ``finished`` key the manifest never had)."""
+    from paired_rollouts.stats.run_register import _lineage
+
+    attempt = {"attempt": 1, "started": "2026-12-03T12:00:00+00:00", "ended": "2026-12-03T12:12:08+00:00"}
+    data = run_manifest("c2-independent-s0", {"test": SHA}, attempts=[{**attempt, "status": "complete"}])
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(data))
+    _, attempts = _lineage(read_run_manifest(path))
+    assert attempts == [
+        {
+            "attempt": 1,
+            "started": attempt["started"],
+            "finished": attempt["ended"],
+            "resumed_from_step": None,
+            "status": "complete",
+        }
+    ]
+
+
 @pytest.mark.parametrize(
     "edit, needle",
     [

@@ -149,8 +149,9 @@ def test_a_job_gets_its_sections_as_written() -> None:
 
 # The settings a train job's manifest records (the names manifests have always had).
 TRAIN_MANIFEST_KEYS = {
-    "task_filter", "device", "dtype", "backend", "gradient_checkpointing", "steps", "prompts_per_step",
-    "num_generations", "micro_batch", "checkpoint_every", "extra_checkpoint_steps", "learning_rate",
+    "task_filter", "device", "dtype", "backend", "gradient_checkpointing", "portable_cpu_kernels", "steps",
+    "prompts_per_step", "num_generations", "micro_batch", "checkpoint_every", "extra_checkpoint_steps",
+    "learning_rate",
     "loss_type", "scale_rewards", "beta", "lora_r", "lora_alpha", "lora_dropout", "max_tool_calling_iterations",
     "max_completion_length", "temperature", "vllm_gpu_memory_utilization", "vllm_max_model_length",
     "vllm_importance_sampling_correction", "train_episodes", "compact_logprobs",

@@ -67,6 +67,12 @@ class StackSettings(Section):
     gradient_checkpointing: bool = _f(
         False, "activation checkpointing for the loss passes (GPU)", "gradient_checkpointing"
     )
+    portable_cpu_kernels: bool = _f(
+        True,
+        "on device cpu, torch's portable kernels (ATen's default loops, MKL's compatible path): the same "
+        "bits on any x86-64 CPU; false: the CPU's fastest kernels, whose last bits depend on the CPU",
+        "portable_cpu_kernels",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -99,8 +99,10 @@ def initial_adapter(model_dir: str, settings: Settings, folder: Path, seed: int)
 
     from paired_rollouts.training import checkpoints as ckpt
     from paired_rollouts.training.inputs import check_model
+    from paired_rollouts.training.kernels import prepare_torch
     from paired_rollouts.training.model import load_causal_lm, lora_config
 
+    prepare_torch(settings.stack)
     set_seed(seed)
     model = get_peft_model(
         load_causal_lm(check_model(model_dir), settings.stack.dtype), lora_config(settings.training)

@@ -18,6 +18,7 @@ from typing import Any
 
 from paired_rollouts.errors import UserError
 from paired_rollouts.settings import Settings
+from paired_rollouts.training.kernels import prepare_torch
 
 
 def check_checkpoint(path: str | Path) -> Path:
@@ -49,7 +50,6 @@ class PolicyRunner:
         trainable: bool = False,
     ) -> None:
         import datasets
-        import torch
         from peft import PeftModel
         from transformers import AutoTokenizer, set_seed
 
@@ -61,8 +61,8 @@ class PolicyRunner:
         self.settings = settings
         model_path = check_model(model_dir)
         folder = check_checkpoint(checkpoint)
+        prepare_torch(settings.stack)
         set_seed(seed)
-        torch.use_deterministic_algorithms(settings.stack.device == "cpu", warn_only=True)
         tokenizer = AutoTokenizer.from_pretrained(model_path)
         base = load_causal_lm(model_path, settings.stack.dtype)
         model = PeftModel.from_pretrained(base, str(folder), is_trainable=trainable)

@@ -100,26 +100,32 @@ class ScoreEngine:
 
 
 CHUNK = 1 << 20  # coordinates per fp64 block: products are exact-enough fp64 without an fp64 copy of S
-# The LLM's score rows (millions of LoRA coordinates) meet BLAS here, not numeric.py's fixed-order sums
-# (five times slower on these blocks): the rows are torch gradients, whose bits already depend on the
-# device's kernels (docs/ARCHITECTURE.md, "Determinism"). The surrogate's probe runs in surrogate/probe.py.
+# The LLM's score rows (millions of LoRA coordinates) meet torch's matrix product here, not numeric.py's
+# fixed-order sums (five times slower on these blocks) nor numpy's BLAS (its kernels follow the CPU): on
+# the CPU the probe's process has pinned torch's kernels (training/kernels.py), so the Gram has the same
+# bits on any x86-64 machine, like the score rows. The surrogate's probe runs in surrogate/probe.py.
 
 
 def _gram(scores: np.ndarray) -> np.ndarray:
     """S S^T in fp64, over coordinate blocks (never an fp64 copy of the whole score matrix)."""
+    import torch
+
     n = scores.shape[0]
-    out = np.zeros((n, n), dtype=np.float64)
+    out = torch.zeros((n, n), dtype=torch.float64)
     for b in range(0, scores.shape[1], CHUNK):
-        block = scores[:, b : b + CHUNK].astype(np.float64)
+        block = torch.from_numpy(scores[:, b : b + CHUNK]).to(torch.float64)
         out += block @ block.T
-    return out
+    return out.numpy()
 
 
 def _fold(vector: np.ndarray, coeffs: np.ndarray, scores: np.ndarray) -> None:
     """vector += coeffs @ scores in fp64, block by block."""
-    c = np.asarray(coeffs, dtype=np.float64)
+    import torch
+
+    c = torch.from_numpy(np.asarray(coeffs, dtype=np.float64))
     for b in range(0, scores.shape[1], CHUNK):
-        vector[b : b + CHUNK] += c @ scores[:, b : b + CHUNK].astype(np.float64)
+        block = torch.from_numpy(scores[:, b : b + CHUNK]).to(torch.float64)
+        vector[b : b + CHUNK] += (c @ block).numpy()
 
 
 class StreamingProbe:

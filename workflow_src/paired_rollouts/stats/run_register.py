@@ -103,8 +103,14 @@ def _lineage(manifest: RunManifest | None) -> tuple[dict[str, Any], list[dict[st
     """The timing over the timed steps and the attempts as the run manifest records them."""
     timings = manifest.timings if manifest is not None else []
     seconds = [float(t["seconds"]) for t in timings if isinstance(t.get("seconds"), int | float)]
-    attempts = [
-        {k: a.get(k) for k in ("attempt", "started", "finished", "resumed_from_step", "status")}
+    attempts = [  # a training manifest's attempt ends at ``ended`` (a surrogate run records no times)
+        {
+            "attempt": a.get("attempt"),
+            "started": a.get("started"),
+            "finished": a.get("ended"),
+            "resumed_from_step": a.get("resumed_from_step"),
+            "status": a.get("status"),
+        }
         for a in (manifest.attempts if manifest is not None else [])
     ]
     timing = {

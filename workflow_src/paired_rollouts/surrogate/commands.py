@@ -207,8 +207,9 @@ def _stats(args: argparse.Namespace) -> int:
 def _probe(args: argparse.Namespace) -> int:
     from paired_rollouts.backoffice.tasks import load_pool
     from paired_rollouts.design import parse_conditions, parse_run
-    from paired_rollouts.io import atomic_write_json, load_settings
-    from paired_rollouts.probe import build_probe_register
+    from paired_rollouts.io import atomic_write_json, load_settings, sha256_file
+    from paired_rollouts.prereg.rules import load_decision_rules
+    from paired_rollouts.probe import apply_h1b_rules, build_probe_register
     from paired_rollouts.probe.evidence import plain
     from paired_rollouts.settings import Settings
     from paired_rollouts.surrogate.policy import Shape
@@ -216,6 +217,7 @@ def _probe(args: argparse.Namespace) -> int:
     from paired_rollouts.surrogate.run import read_checkpoint
 
     settings = Settings.parse(load_settings(args.settings))
+    h1b = load_decision_rules(args.rules)["h1b"]  # read before the checkpoints are probed
     shape = Shape.of(settings.surrogate)
     ident = parse_run(args.run, parse_conditions(args.conditions))
     tasks = {
@@ -245,6 +247,8 @@ def _probe(args: argparse.Namespace) -> int:
     register = build_probe_register(
         args.trajectory, args.run, checkpoints, settings=settings.manifest_dict(("probe",))
     )
+    # the H1b verdict under the frozen rules' h1b block, naming the file (as 'probe verdict' at LLM scales)
+    register = apply_h1b_rules(register, h1b, str(args.rules), sha256_file(args.rules))
     atomic_write_json(args.out, plain(register))
     return 0
 
@@ -479,6 +483,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", required=True, nargs="+", type=int, help="checkpoint steps, e.g. 0 40 80")
     A.add_tasks_dir(p)
     A.add_settings(p, f"probe design: {A.SETTINGS_HELP}", required=True)
+    p.add_argument(
+        "--rules", required=True, type=Path, help="prereg/decision_rules.yaml (its h1b block decides H1b)"
+    )
     p.add_argument("--out", required=True, type=Path, help="results/<scale>/probe/TRAJECTORY.json")
     p.set_defaults(handler=_probe)
 

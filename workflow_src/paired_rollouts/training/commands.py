@@ -9,6 +9,7 @@ from paired_rollouts import cli_args as A
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import load_settings
 from paired_rollouts.settings import Settings, help_text
+from paired_rollouts.training.kernels import prepare_torch
 
 _STANDIN_SECTIONS = ("model",)
 _TRAIN_SECTIONS = ("stack", "training")
@@ -110,6 +111,7 @@ def _warm_start(args: argparse.Namespace) -> int:
     from paired_rollouts.training.warmstart import save_standin, warm_start
 
     settings = Settings.parse(load_settings(args.settings))
+    prepare_torch(settings.stack)
     if args.threads > 0:
         import torch
 

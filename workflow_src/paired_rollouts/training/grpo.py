@@ -31,6 +31,7 @@ from paired_rollouts.settings import Settings
 from paired_rollouts.training import checkpoints as ckpt
 from paired_rollouts.training import event_log
 from paired_rollouts.training.inputs import check_model, check_pools, check_verification
+from paired_rollouts.training.kernels import prepare_torch
 from paired_rollouts.training.provenance import (
     Manifest,
     code_version,
@@ -66,8 +67,8 @@ def run_training(
     check_verification(verification)
     pool_hashes = check_pools(tasks_dir)
     model_path = check_model(model_dir)
+    prepare_torch(settings.stack)  # before torch's first operation: the kernels it pins are chosen then
 
-    import torch
     from transformers import AutoTokenizer, set_seed
 
     from paired_rollouts.training.callbacks import CheckpointInstaller, StepTimings
@@ -110,7 +111,6 @@ def run_training(
 
     # -- data, model, environment ---------------------------------------------------------------
     set_seed(seed)
-    torch.use_deterministic_algorithms(settings.stack.device == "cpu", warn_only=True)
     dataset = training_dataset(tasks_dir, settings, condition, arm, seed, conditions)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = load_causal_lm(model_path, settings.stack.dtype)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from paired_rollouts.io import atomic_write_json
+from paired_rollouts.training.kernels import kernels_in_use
 
 
 def now() -> str:
@@ -85,6 +86,7 @@ def hardware(device: str) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "device": device,
+        "cpu_kernels": kernels_in_use(),
     }
     if device == "cuda" and torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)

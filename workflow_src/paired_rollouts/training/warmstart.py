@@ -322,7 +322,9 @@ def warm_start(
     short = [encode_transcript(tokenizer, m, []) for m in transcripts] if short_steps else encoded
     lengths = [len(ids) for ids, _ in encoded]
     batch = settings.warm_start_batch
-    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.warm_start_lr, weight_decay=0.0)
+    # fused, as the GRPO trainer's (adamw_torch_fused): the unfused step's sqrt goes through MKL's vector
+    # library, whose last bits follow the CPU even with the kernels pinned (training/kernels.py)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.warm_start_lr, weight_decay=0.0, fused=True)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min(1.0, (s + 1) / 10) * max(0.05, 1 - s / max(1, steps))
     )
