@@ -132,6 +132,17 @@ def test_tiny_study_register_recomputes_and_is_deterministic(tmp_path: Path) -> 
     assert refused.returncode == 1 and "missing or changed" in refused.stderr
 
 
+def test_the_study_writes_its_three_files_together(tmp_path: Path) -> None:
+    """evidence.jsonl, register.json and table.txt are written all or none. Base: a table.txt that could
+    not be written (a folder in its place) left the evidence and a register that names it behind."""
+    out = tmp_path / "study"
+    (out / "table.txt").mkdir(parents=True)
+    run = _cli("flaky-search", "--preset", "tiny", "--out", str(out))
+    errors = [line for line in run.stderr.splitlines() if " INFO " not in line]  # its progress log aside
+    assert run.returncode == 1 and len(errors) == 1 and "table.txt: is a directory" in errors[0], run.stderr
+    assert [p.name for p in out.iterdir()] == ["table.txt"]
+
+
 def test_pairing_removes_spurious_variance_in_training_groups() -> None:
     """One short run per arm at the study's G = 8: the grader flips make independent all-correct groups
     spurious at about the closed form; paired groups never are."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,50 @@ def test_layout_check_names_the_key(edit, needle) -> None:
         layout.Layout.from_config(config, "tiny_surrogate", "cpu").check()
     assert needle in str(caught.value) and "\n" not in str(caught.value)
     layout.Layout.from_config(_config(), "tiny_surrogate", "cpu").check()  # the unedited config passes
+
+
+@pytest.mark.parametrize(
+    ("folder", "overlapped"),
+    [
+        ("results/tiny_surrogate", "results/tiny_surrogate/"),  # the scale being run: all its results
+        ("results/tiny_surrogate/runs", "results/tiny_surrogate/"),
+        ("results/standin", "results/standin/"),  # another scale's results
+        ("results/surrogate/", "results/surrogate/"),
+        ("results/runs", "results/runs/"),  # the paper scale's (its root is results/ itself)
+        ("results/prereg", "results/prereg/a3/"),
+    ],
+)
+def test_freeze_folder_may_not_overlap_a_results_root(folder: str, overlapped: str) -> None:
+    """The cpu profile's freeze rule deletes and remakes prereg.local_freeze_dir. Base: the schema and the
+    layout check let `results/tiny_surrogate` through, and the freeze job deleted that scale's 612 result
+    files before it failed."""
+    config = _config()
+    config["prereg"]["local_freeze_dir"] = folder
+    with pytest.raises(UserError, match=r"^config/config\.yaml: prereg\.local_freeze_dir: ") as caught:
+        layout.Layout.from_config(config, "tiny_surrogate", "cpu").check()
+    assert f"overlaps {overlapped}," in str(caught.value) and "\n" not in str(caught.value)
+    for fine in ("results/prereg/freeze", "results/prereg/freeze-2", "results/freeze"):
+        config["prereg"]["local_freeze_dir"] = fine
+        layout.Layout.from_config(config, "tiny_surrogate", "cpu").check()
+
+
+@pytest.mark.parametrize(
+    ("edit", "key"),
+    [
+        (lambda c: c.update(decision_rules="prereg/decision_rule.yaml"), "decision_rules"),
+        (lambda c: c.update(published="data/published"), "published"),
+        (lambda c: c["prereg"]["documents"].append("prereg/NOTES.txt"), "prereg.documents[2]"),
+        (lambda c: c["prereg"].update(tier_rules="prereg/tier_rule.yaml"), "prereg.tier_rules"),
+    ],
+)
+def test_a_configured_input_file_that_is_not_there_is_refused(edit, key) -> None:
+    """Base: accepted; with the outputs present `snakemake all` said "Nothing to be done" on the mistyped
+    decision_rules, and a forced run failed only in the job that read it."""
+    config = _config()
+    edit(config)
+    with pytest.raises(UserError, match=rf"^config/config\.yaml: {re.escape(key)}: ") as caught:
+        layout.Layout.from_config(config, "tiny_surrogate", "cpu").check()
+    assert "give the path of the committed file" in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_gpu_profiles_require_the_papers_pools(tmp_path: Path) -> None:

@@ -191,6 +191,40 @@ def test_the_reader_refuses_a_tampered_map_or_cell(tiny_map, tmp_path: Path) -> 
         read_regime_map(path)
 
 
+def test_the_map_command_writes_the_map_and_its_figure_together(tiny_map, tmp_path: Path, capsys) -> None:
+    """`surrogate map` checks the map and draws its heatmaps before it writes anything, then writes the map,
+    the PDF and the PNG together. Base: a --figure that could not be written (a folder in its place) left
+    regime_map.json and the PNG behind; a map written away from its cells/ was refused but left there."""
+    from paired_rollouts.cli import main
+
+    folder, _ = tiny_map
+    work = tmp_path / "map"
+    shutil.copytree(folder / "cells", work / "cells")
+    cells = sorted(str(p) for p in (work / "cells").glob("*.json"))
+    grid = json.dumps({"regime_map": scale_block(_config(), TINY)["regime_map"]})
+    argv = ["surrogate", "map", "--cells", *cells, "--settings", grid, "--scale", "tiny surrogate"]
+    figure = ["--figure", str(work / "heatmap.pdf")]
+    (work / "heatmap.pdf").mkdir()
+    assert main([*argv, "--out", str(work / "regime_map.json"), *figure]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "heatmap.pdf: is a directory" in err[0], err
+    assert sorted(p.name for p in work.iterdir()) == ["cells", "heatmap.pdf"]
+    (work / "heatmap.pdf").rmdir()
+    assert main([*argv, "--out", str(work / "regime_map.json"), *figure]) == 0
+    assert (work / "regime_map.json").read_bytes() == (folder / "regime_map.json").read_bytes()
+    assert sorted(p.name for p in work.iterdir()) == [
+        "cells",
+        "heatmap.pdf",
+        "heatmap.png",
+        "regime_map.json",
+    ]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert main([*argv, "--out", str(elsewhere / "regime_map.json")]) == 1
+    assert "missing or not the file the map read" in capsys.readouterr().err
+    assert list(elsewhere.iterdir()) == []
+
+
 def _pdf_pages(path: Path) -> list[str]:
     """The PDF's pages as text (pdftotext), whitespace collapsed."""
     text = subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True, check=True).stdout

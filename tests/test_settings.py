@@ -219,6 +219,33 @@ def test_train_help_is_the_dataclasses(capsys) -> None:
     assert "max_completion_length: tokens per rollout after the prompt, tool results included [512]" in text
 
 
+def test_an_unknown_key_or_a_wrong_type_gets_a_fix_and_its_file(tmp_path, monkeypatch) -> None:
+    """An unknown key is named in the file that added it, with the keys allowed there; a wrong type where
+    the schema has no description says which type. Base: all files named and 'fix: Additional properties
+    are not allowed (...)' / "fix: 'null' is not of type 'object'", the problem again instead of a fix."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config").mkdir()
+    config = _full_config()
+    (tmp_path / "config/config.yaml").write_text(yaml.safe_dump(config))
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"scales": {"tiny": {"training": {"stepz": 10}}}}))
+    config["scales"]["tiny"]["training"]["stepz"] = 10
+    files = ["config/config.yaml", "mine.yaml"]
+    schema = REPO / "config/schema.json"
+    with pytest.raises(UserError) as refused:
+        check_config(config, schema, files)
+    message = str(refused.value)
+    assert message.startswith("mine.yaml: scales.tiny.training: ") and "\n" not in message, message
+    assert "fix: remove or correct 'stepz' (the keys allowed here: beta, checkpoint_every," in message
+    config = _full_config()
+    config["scales"] = None  # `--config scales=null`
+    with pytest.raises(UserError) as refused:
+        check_config(config, schema, files)
+    assert str(refused.value).endswith(
+        "scales: None is not of type 'object'; fix: give it a value of type object (config/schema.json)"
+    ), refused.value
+
+
 def test_a_refusal_names_the_config_file_that_set_the_key(tmp_path, monkeypatch) -> None:
     """The files merged are config/config.yaml, then a profile's or --configfile's in the order they apply,
     relative to the working directory where they lie under it, each once; a schema refusal names the last

@@ -101,3 +101,39 @@ def test_a_warm_start_of_no_steps_saves_the_initial_weights(tokenizer, sim_tasks
     )
     assert code == 0 and (out / "config.json").is_file()
     assert "warm start: no steps (model.warm_start_steps is 0)" in capsys.readouterr().out
+
+
+def test_a_warm_start_that_fails_to_save_leaves_no_partial_model(
+    tokenizer, sim_tasks_dir, tmp_path, capsys, monkeypatch
+):
+    """The model folder is written all or none: a save that fails after config.json (the workflow's
+    declared output) is one line naming the folder, and neither the folder nor a temporary is left.
+    Base: config.json left in the folder beside no weights, for a later job to take as a model."""
+    import errno
+    import json
+
+    from paired_rollouts.cli import main
+    from transformers import PreTrainedModel
+
+    real_save = PreTrainedModel.save_pretrained
+
+    def full_disk(self, folder, *args, **kwargs):
+        self.config.save_pretrained(folder)  # config.json first, as transformers writes it
+        raise OSError(errno.ENOSPC, "No space left on device", str(folder) + "/model.safetensors")
+
+    tokenizer.save_pretrained(tmp_path / "tokenizer")
+    settings = {
+        "model": {"warm_start_steps": 0, "warm_start_tasks": 1, "hidden_size": 32},
+        "task_filter": "simple_id",
+    }
+    out = tmp_path / "models" / "model"
+    argv = ["warm-start", "--tokenizer", str(tmp_path / "tokenizer"), "--tasks-dir", str(sim_tasks_dir)]
+    argv += ["--settings", json.dumps(settings), "--out", str(out)]
+    monkeypatch.setattr(PreTrainedModel, "save_pretrained", full_disk)
+    assert main(argv) == 1
+    err = [x for x in capsys.readouterr().err.splitlines() if x.strip() and "it/s]" not in x]  # no progress
+    assert len(err) == 1 and str(out) in err[0] and "ENOSPC" in err[0], err
+    assert not out.exists() and list((tmp_path / "models").iterdir()) == []
+    monkeypatch.setattr(PreTrainedModel, "save_pretrained", real_save)
+    assert main(argv) == 0 and (out / "config.json").is_file() and (out / "warm_start.json").is_file()
+    assert [p.name for p in (tmp_path / "models").iterdir()] == ["model"]

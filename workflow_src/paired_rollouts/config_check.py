@@ -110,8 +110,30 @@ def check_config(config: dict[str, Any], schema_path: str | Path, config_file: s
     else:
         problem = error.message
     files = [config_file] if isinstance(config_file, str) else list(config_file)
-    named = file_that_sets(list(error.absolute_path), error.instance, files) if len(files) > 1 else None
-    raise UserError(f"{named or ' + '.join(files)}: {key}: {problem}; fix: {_allowed(error, schema)}")
+    path, value = list(error.absolute_path), error.instance
+    if error.validator == "additionalProperties" and isinstance(value, dict):
+        # the file that added the unknown key (the merged block as a whole is in none of them)
+        extra = sorted(str(k) for k in set(value) - set(error.schema.get("properties") or {}))
+        if extra:
+            path, value = [*path, extra[0]], value[extra[0]]
+    named = file_that_sets(path, value, files) if len(files) > 1 else None
+    raise UserError(f"{named or ' + '.join(files)}: {key}: {problem}; fix: {_fix(error, schema)}")
+
+
+def _fix(error: jsonschema.ValidationError, root: dict[str, Any]) -> str:
+    """What to change: an unknown key is removed (the keys allowed there are listed); otherwise the schema's
+    description of the key, or, where it has none, the type or the schema to look the values up in."""
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = sorted(error.schema.get("properties") or {})
+        extra = sorted(str(k) for k in set(error.instance) - set(known))
+        allowed = f" (the keys allowed here: {', '.join(known)})" if known else ""
+        return f"remove or correct {', '.join(map(repr, extra))}{allowed}"
+    allowed = _allowed(error, root)
+    if allowed != error.message:
+        return allowed
+    if error.validator == "type":
+        return f"give it a value of type {error.validator_value} (config/schema.json)"
+    return "give it a value that config/schema.json allows"
 
 
 def check_deployment(accelerator: str, methods: Iterable[Any]) -> None:

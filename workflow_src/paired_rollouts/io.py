@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,10 @@ def _remove_stale_temporaries(target: Path) -> None:
         pid_text = tmp.name[len(prefix) :].split(".", 1)[0]
         if pid_text.isdigit() and not _alive(int(pid_text)):
             try:
-                tmp.unlink(missing_ok=True)
+                if tmp.is_dir() and not tmp.is_symlink():
+                    shutil.rmtree(tmp)  # a killed atomic_write_folder's
+                else:
+                    tmp.unlink(missing_ok=True)
             except OSError:
                 continue  # not ours to fail on: the write goes ahead
 
@@ -136,6 +139,72 @@ def check_writable_folder(folder: str | os.PathLike, what: str = "--out") -> Pat
     except OSError as exc:
         raise os_error(exc, path) from None
     return path
+
+
+def atomic_write_folder(
+    folder: str | os.PathLike, write: Callable[[Path], None], what: str = "--out"
+) -> Path:
+    """Fill a folder output all or none: ``write`` fills a temporary folder beside ``folder``
+    (``.NAME.PID.XXXX.tmp``), which replaces ``folder`` only when it returns. A failed write (a full disk,
+    an unwritable folder, a library's own write error) is one UserError naming ``folder``; nothing of it
+    is left, and an earlier ``folder`` stays as it was."""
+    target = Path(folder)
+    if target.exists() and not target.is_dir():
+        raise UserError(f"{what} {target}: is a file; give a folder")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temporaries(target)
+        tmp = Path(
+            tempfile.mkdtemp(dir=target.parent, prefix=f"{_tmp_prefix(target)}{os.getpid()}.", suffix=".tmp")
+        )
+    except OSError as exc:
+        raise os_error(exc, target) from None
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp creates 0700; give it a plain mkdir's permissions
+        try:
+            write(tmp)
+        except (UserError, KeyboardInterrupt):
+            raise
+        except OSError as exc:
+            raise os_error(exc, target) from None
+        except Exception as exc:  # e.g. the tokenizers library's write errors are plain Exceptions
+            raise UserError(
+                f"{target}: could not be written ({' '.join(str(exc).split())}); "
+                "free space or fix the folder and rerun"
+            ) from None
+        try:
+            _swap_in(tmp, target)
+        except OSError as exc:
+            raise os_error(exc, target) from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def _swap_in(tmp: Path, target: Path) -> None:
+    """Rename the finished folder ``tmp`` to ``target``; an earlier ``target`` is moved aside first and
+    removed after, or put back if the rename fails."""
+    if not target.exists():
+        tmp.rename(target)
+        return
+    old = Path(
+        tempfile.mkdtemp(dir=target.parent, prefix=f"{_tmp_prefix(target)}{os.getpid()}.old.", suffix=".tmp")
+    )
+    target.rename(old / target.name)
+    try:
+        tmp.rename(target)
+    except OSError:
+        (old / target.name).rename(target)  # the earlier folder back in place
+        old.rmdir()
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
@@ -237,7 +306,7 @@ def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    return parse_json_file(require_file(path))
+    return parse_json_file(require_file(path), "; regenerate the file")
 
 
 def read_text_utf8(source: Path) -> str:

@@ -9,6 +9,7 @@ jobs) use the same functions, so each path and step set is written once. Built f
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,30 @@ def results_root(scale: str) -> str:
     """Each scale writes under its own root, so a stand-in run never stands in for a paper run: the paper
     scale keeps `results/`, every other scale `results/<scale>/`."""
     return "results" if scale == "paper" else f"results/{scale}"
+
+
+# The folders a results root holds (`results/` itself at paper scale): the cpu profile's freeze folder,
+# which its rule deletes and remakes, may overlap none of them, nor another scale's root.
+RESULTS_FOLDERS = (
+    "benchmarks",
+    "calibration",
+    "curves",
+    "decisions",
+    "diagnostics",
+    "evals",
+    "examples",
+    "figures",
+    "logs",
+    "map",
+    "models",
+    "paper",
+    "prereg/a3",
+    "probe",
+    "reference",
+    "replay",
+    "runs",
+    "tables",
+)
 
 
 def periodic_steps(steps: int, every: int) -> list[int]:
@@ -61,6 +86,8 @@ class Layout:
     published: str = "data/published/paper.yaml"
     # how refusals name the configuration: config/config.yaml, or the files merged ("a + b", config_files)
     source: str = CONFIG_FILE
+    # every scale the config defines (`scales:`), whose results roots the freeze folder must not overlap
+    scale_names: tuple[str, ...] = ()
 
     @classmethod
     def from_config(
@@ -82,6 +109,7 @@ class Layout:
             config.get("prereg") or {},
             **inputs,
             source=source,
+            scale_names=tuple(config.get("scales") or ()),
         )
 
     def res(self, path: str) -> str:
@@ -532,6 +560,55 @@ class Layout:
             if beyond:
                 raise UserError(f"{at}: steps {beyond} beyond the last training step {last}")
         self._check_settings(where)
+        self._check_freeze_dir()
+        self._check_input_files()
+
+    def _check_input_files(self) -> None:
+        """The committed files the study reads (no rule makes them): a configured path that names no file
+        is refused before any job runs. Else a run whose outputs exist reports "Nothing to be done" on a
+        mistyped path, and a forced one fails in the job that first reads it."""
+        prereg = self.prereg
+        wanted: list[tuple[str, Any]] = [
+            ("decision_rules", self.decision_rules),
+            ("published", self.published),
+            ("prereg.tier_rules", prereg.get("tier_rules")),
+        ]
+        wanted += [(f"prereg.documents[{i}]", d) for i, d in enumerate(prereg.get("documents") or [])]
+        for n, amendment in enumerate(prereg.get("amendments") or []):
+            docs = amendment.get("documents") if isinstance(amendment, Mapping) else None
+            wanted += [(f"prereg.amendments[{n}].documents[{i}]", d) for i, d in enumerate(docs or [])]
+        a3 = prereg.get("prediction_amendment")
+        if isinstance(a3, Mapping):
+            wanted += [
+                (f"prereg.prediction_amendment.documents[{i}]", d)
+                for i, d in enumerate(a3.get("documents") or [])
+            ]
+            wanted.append(("prereg.prediction_amendment.rules", a3.get("rules")))
+        for key, path in wanted:
+            if isinstance(path, str) and not Path(path).is_file():
+                what = "is a folder" if Path(path).is_dir() else "names no file"
+                raise UserError(
+                    f"{self.source}: {key}: {path!r} {what}; give the path of the committed file, relative to "
+                    "the repository root (config/config.yaml has the study's own)"
+                )
+
+    def _check_freeze_dir(self) -> None:
+        """The cpu profile's freeze rule deletes and remakes prereg.local_freeze_dir: a folder that is, holds
+        or lies inside a scale's results root (or one of the folders in it) would take those results with
+        it, so it is refused before any job runs."""
+        folder = self.prereg.get("local_freeze_dir")
+        if not isinstance(folder, str):
+            return
+        freeze = posixpath.normpath(folder)
+        roots = [results_root(name) for name in self.scale_names if results_root(name) != "results"]
+        protected = roots + [f"results/{name}" for name in RESULTS_FOLDERS]
+        for other in protected:
+            if freeze == other or other.startswith(f"{freeze}/") or freeze.startswith(f"{other}/"):
+                raise UserError(
+                    f"{self.source}: prereg.local_freeze_dir: {folder!r} overlaps {other}/, which the "
+                    "freeze rule would delete with it; give the freeze a folder of its own, e.g. "
+                    "results/prereg/freeze"
+                )
 
     def _check_settings(self, where: str) -> None:
         """The scale's sections parsed as the jobs will parse them (e.g. micro_batch must divide the

@@ -174,10 +174,15 @@ def read_regime_map_cell(path: str | Path) -> RegimeMapCell:
 def read_regime_map(path: str | Path, *, check_files: bool = True) -> RegimeMap:
     """R/map/regime_map.json: every cell's statistics and the summary recomputed; with ``check_files`` the
     cell files it names must be present with the SHA-256 it recorded."""
+    data = _load(path, "regime map", MAP_COMMAND)
+    return regime_map_of(data, str(path), Path(path).parent / "cells" if check_files else None)
+
+
+def regime_map_of(data: dict[str, Any], where: str, cells_folder: Path | None) -> RegimeMap:
+    """A regime map's JSON object checked as ``read_regime_map`` checks the file ``where`` (the cell files
+    in ``cells_folder`` too, unless None): the map command checks what it is about to write."""
     from paired_rollouts.surrogate.regime_map import MAP_SCHEMA, summarize
 
-    data = _load(path, "regime map", MAP_COMMAND)
-    where = str(path)
     _need(data, ("schema", "grid", "cells", "summary", "files"), where, MAP_COMMAND)
     if data["schema"] != MAP_SCHEMA:
         raise UserError(f"{where}: schema {data['schema']!r}, expected {MAP_SCHEMA!r}; rerun '{MAP_COMMAND}'")
@@ -200,8 +205,8 @@ def read_regime_map(path: str | Path, *, check_files: bool = True) -> RegimeMap:
         )
     if sorted(data["files"]) != sorted(ids):
         raise UserError(f"{where}: files must name one cell file per cell; rerun '{MAP_COMMAND}'")
-    if check_files:
-        _check_files(Path(path).parent / "cells", data["files"])
+    if cells_folder is not None:
+        _check_files(cells_folder, data["files"])
     return RegimeMap(data["grid"], cells, data["summary"], data["files"])
 
 

@@ -184,8 +184,7 @@ class At:
             return UserError(
                 f"{self.path}: key '{self.prefix}' should be a JSON object ({self.what}); {self.fix}"
             )
-        tail = "" if self.fix == "regenerate the file" else f"; {self.fix}"
-        return UserError(f"{self.where}: a {self.what} must be a JSON object{tail}")
+        return UserError(f"{self.where}: a {self.what} must be a JSON object; {self.fix}")
 
 
 # ---------------------------------------------------------------- validating plain records
@@ -338,7 +337,16 @@ def curves_by_step(value: dict[str, dict[str, Any]], at: At) -> dict[str, dict[i
 
 
 def read_register(cls: type, path: Any, what: str, command: str | None = None, dotted: bool = False) -> Any:
-    """The JSON file at ``path`` read into ``cls`` (the reader of one register)."""
-    from paired_rollouts.io import read_json
+    """The JSON file at ``path`` read into ``cls`` (the reader of one register). A missing, empty or
+    malformed file is one line naming it and the command that rewrites it, like a wrong key."""
+    from pathlib import Path
 
-    return parse(cls, read_json(path), At.of(path, what, command, dotted))
+    from paired_rollouts.io import parse_json_file
+
+    at = At.of(path, what, command, dotted)
+    source = Path(path)
+    if source.is_dir():
+        raise UserError(f"{source}: is a folder; give the file itself")
+    if not source.is_file():
+        raise UserError(f"{source}: {what} not found; check the path, or {at.fix}")
+    return parse(cls, parse_json_file(source, f"; {at.fix}"), at)

@@ -674,8 +674,7 @@ def render_figure(name: str, given: dict[str, list[Path]], scale: str, out: Path
         plt.close(fig)
     out = Path(out)
     png_path = out.with_suffix(".png")
-    io.atomic_write_bytes(png_path, png.getvalue())
-    io.atomic_write_bytes(out, pdf.getvalue())
+    io.atomic_write_all([(png_path, png.getvalue()), (out, pdf.getvalue())])  # both or neither
     return out, png_path
 
 

@@ -33,9 +33,18 @@ def _columns(cells: list[dict[str, Any]]) -> list[tuple[float, int, int]]:
 
 
 def draw_heatmaps(regime_map: RegimeMap, out: Path) -> tuple[Path, Path]:
-    """The heatmaps as ``out`` (PDF) and a PNG beside it."""
+    """The heatmaps as ``out`` (PDF) and a PNG beside it, both or neither."""
+    out = Path(out)
+    png_path = out.with_suffix(".png")
+    io.atomic_write_all(heatmap_files(regime_map, out))
+    return out, png_path
+
+
+def heatmap_files(regime_map: RegimeMap, out: Path) -> list[tuple[Path, bytes]]:
+    """The heatmaps' PNG and PDF (``out``) as (path, bytes), for one all-or-none write."""
     from paired_rollouts.render.figures import _plt
 
+    out = Path(out)
     if out.suffix != ".pdf":
         raise UserError(f"--figure {out}: the heatmap is written as .pdf (the .png goes beside it)")
     plt = _plt()
@@ -86,10 +95,7 @@ def draw_heatmaps(regime_map: RegimeMap, out: Path) -> tuple[Path, Path]:
         fig.savefig(png, format="png", dpi=150, metadata={"Software": None})
     finally:
         plt.close(fig)
-    png_path = out.with_suffix(".png")
-    io.atomic_write_bytes(png_path, png.getvalue())
-    io.atomic_write_bytes(out, pdf.getvalue())
-    return out, png_path
+    return [(out.with_suffix(".png"), png.getvalue()), (out, pdf.getvalue())]
 
 
 def _factors(f: dict[str, Any]) -> str:

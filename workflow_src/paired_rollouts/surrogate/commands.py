@@ -345,20 +345,30 @@ def _map_cell(args: argparse.Namespace) -> int:
 
 
 def _map(args: argparse.Namespace) -> int:
-    from paired_rollouts.io import atomic_write_json, check_writable_folder, load_settings
-    from paired_rollouts.records.regime_map import read_regime_map
-    from paired_rollouts.render.regime_map import draw_heatmaps
+    from paired_rollouts.io import (
+        atomic_write_all,
+        check_writable_folder,
+        dumps_json,
+        load_settings,
+        loads_strict,
+    )
+    from paired_rollouts.records.regime_map import regime_map_of
+    from paired_rollouts.render.regime_map import heatmap_files
     from paired_rollouts.settings import Settings
     from paired_rollouts.surrogate.regime_map import assemble
 
     settings = Settings.parse(load_settings(args.settings))
-    if args.figure is not None:  # its folder proven writable before the map is written (no map without it)
+    if args.figure is not None:  # its folder proven writable before the cells are read
         check_writable_folder(Path(args.figure).parent, "--figure")
     body = assemble(args.cells, settings.regime_map, args.scale)
-    atomic_write_json(args.out, body)
-    regime_map = read_regime_map(args.out)
+    text = dumps_json(body)
+    # the map checked as its reader will check the file, and the heatmaps drawn, before anything is
+    # written: then the map and its figure are written together (no map without its figure)
+    regime_map = regime_map_of(loads_strict(text), str(args.out), Path(args.out).parent / "cells")
+    outputs = [(args.out, text.encode("utf-8"))]
     if args.figure is not None:
-        draw_heatmaps(regime_map, args.figure)
+        outputs += heatmap_files(regime_map, Path(args.figure))
+    atomic_write_all(outputs)
     s = body["summary"]
     print(
         f"{s['cells']} cells: {s['verdicts']['helps']} helps, {s['verdicts']['hurts']} hurts; best predictor "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from paired_rollouts import cli_args as A
 from paired_rollouts.errors import UserError
-from paired_rollouts.io import load_settings
+from paired_rollouts.io import atomic_write_folder, load_settings
 from paired_rollouts.settings import Settings, help_text
 from paired_rollouts.training.kernels import prepare_torch
 
@@ -100,8 +100,7 @@ def _tokenizer(args: argparse.Namespace) -> int:
     tokenizer = build_tokenizer(
         _train_tasks(args, settings), model.warm_start_tasks, model.vocab_size, args.seed
     )
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(args.out)
+    atomic_write_folder(args.out, lambda folder: tokenizer.save_pretrained(str(folder)))
     print(f"tokenizer: {len(tokenizer)} tokens -> {args.out}")
     return 0
 

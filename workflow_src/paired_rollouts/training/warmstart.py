@@ -413,13 +413,15 @@ def copy_accuracy(
 
 
 def save_standin(model: Any, tokenizer: Any, out: str | Path, report: dict[str, Any]) -> None:
-    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.io import atomic_write_folder, atomic_write_json
 
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.bos_token_id = None
-    model.save_pretrained(str(folder))
-    tokenizer.save_pretrained(str(folder))
-    atomic_write_json(folder / "warm_start.json", report)
+
+    def write(folder: Path) -> None:
+        model.save_pretrained(str(folder))
+        tokenizer.save_pretrained(str(folder))
+        atomic_write_json(folder / "warm_start.json", report)
+
+    atomic_write_folder(out, write)  # all or none: config.json is the workflow's output

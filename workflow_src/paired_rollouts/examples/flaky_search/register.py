@@ -15,11 +15,11 @@ from typing import Any
 from paired_rollouts.errors import UserError
 from paired_rollouts.examples.flaky_search.study import ARMS, PRESETS, StudySettings, summarise
 from paired_rollouts.io import (
-    atomic_write_json,
-    atomic_write_text,
+    atomic_write_all,
     dumps_json,
     iter_jsonl_numbered,
     jsonl_line,
+    sha256_bytes,
     sha256_file,
 )
 
@@ -32,16 +32,22 @@ def write_study(evidence: dict[str, Any], preset: str, out_dir: Path) -> dict[st
     lines = [jsonl_line({"kind": "settings", "settings": evidence["settings"]})]
     lines += [jsonl_line({"kind": "run", **run}) for run in evidence["runs"]]
     lines += [jsonl_line({"kind": "diagnostic_step0", **d}) for d in evidence["diagnostic_step0"]]
-    evidence_path = atomic_write_text(out_dir / "evidence.jsonl", "".join(lines))
+    evidence_text = "".join(lines).encode("utf-8")
     register = {
         "example": EXAMPLE,
         "preset": preset,
         "settings": evidence["settings"],
-        "evidence": {"path": evidence_path.name, "sha256": sha256_file(evidence_path)},
+        "evidence": {"path": "evidence.jsonl", "sha256": sha256_bytes(evidence_text)},
         "summary": json.loads(dumps_json(summarise(evidence))),
     }
-    atomic_write_json(out_dir / "register.json", register)
-    atomic_write_text(out_dir / "table.txt", table(register))
+    # the three files together: a path that cannot be written leaves none of them
+    atomic_write_all(
+        [
+            (out_dir / "evidence.jsonl", evidence_text),
+            (out_dir / "register.json", dumps_json(register).encode("utf-8")),
+            (out_dir / "table.txt", table(register).encode("utf-8")),
+        ]
+    )
     return register
 
 
