@@ -225,6 +225,29 @@ def test_the_map_command_writes_the_map_and_its_figure_together(tiny_map, tmp_pa
     assert list(elsewhere.iterdir()) == []
 
 
+def test_the_reader_refuses_a_maps_cell_edited_consistently_away_from_its_file(
+    tiny_map, tmp_path: Path
+) -> None:
+    """A map whose copy of a cell was edited with its gap block, verdict and summary recomputed (the cell
+    files untouched) used to be read, and the document's map page said pairing helped there."""
+    from paired_rollouts.records.regime_map import _gap_block, read_regime_map
+
+    folder, _ = tiny_map
+    shutil.copytree(folder, tmp_path / "map")
+    path = tmp_path / "map/regime_map.json"
+    data = json.loads(path.read_text())
+    cell, resamples = data["cells"][0], data["grid"]["resamples"]
+    cell["auc_gap"] = {"per_pair": [g + 0.2 for g in cell["auc_gap"]["per_pair"]]}
+    cell["auc_gap"].update(_gap_block(cell["auc_gap"]["per_pair"], resamples))
+    cell["verdict"] = rm.verdict(cell["auc_gap"]["interval"])
+    data["summary"] = rm.summarize(data["cells"])
+    path.write_text(json.dumps(data))
+    with pytest.raises(
+        UserError, match=r"regime_map\.json: cells\[0\] \(cell-[0-9a-f]+\) is not its cell file's summary"
+    ):
+        read_regime_map(path)
+
+
 def _pdf_pages(path: Path) -> list[str]:
     """The PDF's pages as text (pdftotext), whitespace collapsed."""
     text = subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True, check=True).stdout

@@ -681,7 +681,7 @@ def test_table11_replication_and_not_run(tmp_path):
 
 def test_not_computed_hypothesis_shows_reason(tmp_path):
     data = json.loads((INPUTS["decisions"][0]).read_text())
-    data["H2a"] = {"hypothesis": "H2a", "passes": False, "computed": False, "reason": "no admitted seed pair"}
+    data["H2a"] = {"hypothesis": "H2a", "passes": None, "computed": False, "reason": "no admitted seed pair"}
     path = tmp_path / "c2.json"
     path.write_text(json.dumps(data))
     text = tables.render_table(3, {"decisions": [path]}, "s")

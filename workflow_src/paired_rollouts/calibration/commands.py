@@ -229,12 +229,13 @@ def _surrogate(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from paired_rollouts.calibration.zero_shot import check_register, describe
+    from paired_rollouts.calibration.zero_shot import check_register, check_targets, describe
     from paired_rollouts.records import read_zero_shot
 
     register = read_zero_shot(args.register).raw  # judged by the gate's own checks, as the writer's output is
     for line in describe(register):
         print(line)
     sys.stdout.flush()
+    check_targets(register, str(args.register))
     check_register(register, str(args.register))
     return 0

@@ -186,10 +186,46 @@ def check_register(register: dict[str, Any], source: str) -> None:
 
 
 def gate(path: str | Path) -> None:
-    """The training gate: the register at ``path`` read and its verdict recomputed (not its existence)."""
+    """The training gate: the register at ``path`` read and its verdict recomputed (not its existence),
+    against the bands of the tier rules it names wherever that file is here with its recorded sha256."""
     from paired_rollouts.records import read_zero_shot
 
-    check_register(read_zero_shot(path).raw, str(path))
+    register = read_zero_shot(path).raw
+    check_targets(register, str(path))
+    check_register(register, str(path))
+
+
+def check_targets(register: dict[str, Any], source: str) -> None:
+    """Each band's target and ``registered`` as the tier rules the register names (``rules.path``) give
+    them for its model, when that file is at hand with the recorded ``rules.sha256``: a band edited
+    together with its status is refused, never judged on its own word."""
+    from paired_rollouts.io import sha256_file
+    from paired_rollouts.prereg.rules import load_tier_rules
+
+    named = register.get("rules") if isinstance(register.get("rules"), dict) else {}
+    rules = named.get("path")
+    if not isinstance(rules, str) or not Path(rules).is_file() or sha256_file(rules) != named.get("sha256"):
+        return
+    calibration = load_tier_rules(rules)["calibration"]
+    model = register.get("model")
+    registered = model in calibration["bands"]
+    band = calibration["bands"][model]["clean_success"] if registered else None
+    targets = {
+        "clean_success": {"low": band[0], "high": band[1]} if band else None,
+        "luck_share": {"at_least": calibration["luck_share_at_least"]},
+    }
+    wrong = [
+        f"{b.get('name')} target {b.get('target')} (the rules give {targets[b['name']]})"
+        for b in register.get("bands") or []
+        if b.get("name") in targets and b.get("target") != targets[b["name"]]
+    ]
+    if register.get("registered") != registered:
+        wrong.append(f"registered {register.get('registered')} (the rules give {registered} for {model!r})")
+    if wrong:
+        raise UserError(
+            f"{source}: not the bands of {rules} ({'; '.join(wrong)}); training does not start - rerun "
+            "'calibrate zero-shot'"
+        )
 
 
 def describe(register: dict[str, Any]) -> list[str]:

@@ -45,7 +45,7 @@ def _verdict(args: argparse.Namespace) -> int:
     from paired_rollouts.records import read_probe_register
 
     rules = load_decision_rules(args.rules)
-    traces = read_probe_register(args.traces).raw  # rewritten whole, with a new verdict
+    traces = read_probe_register(args.traces, verdict=False).raw  # rewritten whole, with a new verdict
     try:
         out = apply_h1b_rules(traces, rules["h1b"], str(args.rules), sha256_file(args.rules))
     except UserError as exc:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from paired_rollouts.records.schema import (
+    At,
     by_name,
     each,
     is_bool,
@@ -57,6 +58,20 @@ class Comparison:
     scale: str = key(is_str)
     scale_label: str = key(is_str)
 
+    def _check(self, at: At) -> None:
+        """The summary is its entries' count by status (never trusted as written)."""
+        counted = {status: sum(e.status == status for e in self.entries) for status in COMPARISON_STATUS}
+        stated = {
+            "reproduced": self.summary.reproduced,
+            "differs": self.summary.differs,
+            "not computed": self.summary.not_computed,
+        }
+        if self.summary.entries != len(self.entries) or stated != counted:
+            raise at.error(
+                f"summary says {self.summary.entries} entries {stated}, its entries are {len(self.entries)} "
+                f"{counted}"
+            )
+
 
 def read_comparison(path: str | Path) -> Comparison:
     """RESULTS/comparison.json, typed."""
@@ -95,6 +110,22 @@ class Ledger:
     runs_in_study: int | None = key(nullable(is_int))
     gpu_hours_per_run: float | None = key(nullable(is_num))
     published_budget: PublishedBudget | None = key(nullable(is_dict), read=one(PublishedBudget))
+
+    def _check(self, at: At) -> None:
+        """The total is its stages' (every job lies in one stage): jobs, wall and CPU time add up (each
+        rounded to the millisecond), peak memory is the largest."""
+        stages = list(self.stages.values())
+        slack = 1e-3 * (len(stages) + 1)
+        peaks = [c.peak_rss_mb for c in stages if c.peak_rss_mb is not None]
+        if (
+            self.total.jobs != sum(c.jobs for c in stages)
+            or abs(self.total.wall_s - sum(c.wall_s for c in stages)) > slack
+            or abs(self.total.cpu_s - sum(c.cpu_s for c in stages)) > slack
+            or self.total.peak_rss_mb != (max(peaks) if peaks else None)
+        ):
+            raise at.error(
+                "total is not the sum of its stages (jobs, wall_s, cpu_s) and their largest peak_rss_mb"
+            )
 
 
 def read_ledger(path: str | Path) -> Ledger:

@@ -342,6 +342,9 @@ class DecisionRegister:
                 f"{at.path}: key 'condition' is {self.condition!r}; tier 1's decision registers are for the "
                 "conditions it decides (C2, C4); a tier's register names its 'comparison'"
             )
+        mismatch = verdict_mismatch(self.raw) if self.comparison is None else None
+        if mismatch is not None:
+            raise UserError(f"{at.path}: {mismatch}; a verdict must follow from its numbers, {at.fix}")
 
     @property
     def name(self) -> str:
@@ -374,6 +377,198 @@ class DecisionRegister:
             by_run = {}
         values = [v for v in by_run.values() if v is not None]
         return sum(values) / len(values) if values else None
+
+
+# ---------------------------------------------------------------- verdicts recomputed from the numbers
+
+# A register's numbers are rounded to 4 decimals after its verdicts were taken. Rounding is monotone: a
+# criterion that held (x >= t, or x > t) still reads x >= t, one that failed (x < t, or x <= t) x <= t.
+_SLACK = 2e-4  # a sum or difference of up to three rounded numbers (each off by at most 5e-5)
+
+
+def _side(held: Any, value: float | None, threshold: float) -> bool:
+    """Whether a stated "value at least (or above) threshold" can be true of the rounded value."""
+    if held:
+        return value is not None and value >= threshold
+    return value is None or value <= threshold
+
+
+def _rules_at_hand(raw: dict[str, Any]) -> Any:
+    """The frozen rules the register names (``rules_source``), when that file is here with the recorded
+    ``rules_sha256``; else None (then what the register holds is checked against itself)."""
+    from paired_rollouts.io import sha256_file
+    from paired_rollouts.prereg.rules import load_rules
+
+    source = raw.get("rules_source")
+    if (
+        not isinstance(source, str)
+        or not Path(source).is_file()
+        or sha256_file(source) != raw["rules_sha256"]
+    ):
+        return None
+    return load_rules(source)
+
+
+def _conjunction(passes: bool, criteria: list[tuple[bool, bool | None]]) -> bool:
+    """``passes`` against its criteria, each (holds, required by the rules; None: not known here, the mean
+    criterion always is): with every requirement known passes is exactly their conjunction; otherwise a
+    pass needs every known-required criterion, a miss at least one criterion that failed."""
+    if all(required is not None for _, required in criteria):
+        return passes == all(held or not required for held, required in criteria)
+    if passes:
+        return all(held for held, required in criteria if required)
+    return not all(held for held, _ in criteria)
+
+
+def _mean_of(values: list[float], mean: float) -> bool:
+    return not values or abs(sum(values) / len(values) - mean) <= _SLACK
+
+
+def _gap_mismatch(name: str, block: dict[str, Any], rules: Any, h2: bool) -> str | None:
+    """H2a/H2b (``h2``) or H3: the mean and every-seed criteria, H2's final direction, and the verdict."""
+    rule = block["rule"]
+    diffs = block["auc_difference_by_seed" if h2 else "difference_by_seed"]
+    mean = block["auc_difference_mean" if h2 else "difference_mean"]
+    if h2 and any(
+        abs(p - i - d) > _SLACK
+        for p, i, d in zip(block["auc_paired"], block["auc_independent"], diffs, strict=True)
+    ):
+        return f"{name}.auc_difference_by_seed is not auc_paired - auc_independent"
+    if not _mean_of(diffs, mean):
+        return f"{name}: the mean difference {mean} is not the mean of its per-seed values {diffs}"
+    threshold = rule["mean_at_least"]
+    if rules is not None and threshold != round(rules.h2_mean_at_least if h2 else rules.h3_mean_at_least, 4):
+        return (
+            f"{name}.rule.mean_at_least is {threshold}, not the frozen rules' ({block.get('rules_source')})"
+        )
+    if not _side(rule["mean_criterion"], mean, threshold):
+        return (
+            f"{name}.rule.mean_criterion is {rule['mean_criterion']} with the mean {mean} against {threshold}"
+        )
+    every = rule["every_seed_positive"]
+    if not (all(d >= 0 for d in diffs) if every else any(d <= 0 for d in diffs)):
+        return f"{name}.rule.every_seed_positive is {every} with the per-seed differences {diffs}"
+    criteria = [
+        (rule["mean_criterion"], True),
+        (
+            every,
+            None if rules is None else (rules.h2_every_seed_positive if h2 else rules.h3_every_seed_positive),
+        ),
+    ]
+    if h2:
+        direction = rule["final_direction"]
+        if not _side(direction, block["final_paired_mean"] - block["final_independent_mean"], 0.0):
+            return f"{name}.rule.final_direction is {direction} with the final means of the two arms"
+        criteria.append((direction, None if rules is None else rules.h2_final_direction))
+    if not _conjunction(block["passes"], criteria):
+        words = ("mean_criterion", "every_seed_positive", "final_direction")
+        held = ", ".join(f"{w} {str(h).lower()}" for w, (h, _) in zip(words, criteria, strict=False))
+        return f"{name}.passes is {block['passes']}, but its rule's criteria say otherwise ({held})"
+    return None
+
+
+def _h5_mismatch(block: dict[str, Any], rules: Any) -> str | None:
+    lower, threshold = block["ci90_lower"], block["rule"]["lower_bound_above"]
+    if block["difference_ci90"][0] != lower:
+        return "H5.ci90_lower is not the lower end of H5.difference_ci90"
+    if not _mean_of(block["difference_by_seed"], block["difference_mean"]):
+        return "H5.difference_mean is not the mean of H5.difference_by_seed"
+    if rules is not None and threshold != round(rules.h5_lower_bound_above, 4):
+        return f"H5.rule.lower_bound_above is {threshold}, not the frozen rules'"
+    if not _side(block["passes"], lower, threshold):
+        return f"H5.passes is {block['passes']} with the interval's lower end {lower} against {threshold}"
+    return None
+
+
+def _h1a_mismatch(condition: str, block: dict[str, Any]) -> str | None:
+    return _h1a_transition_mismatch(block) if condition == "C2" else _h1a_outcome_mismatch(block)
+
+
+def _h1a_transition_mismatch(block: dict[str, Any]) -> str | None:
+    """C2's H1a: each run's luck and sharing criteria from its numbers, the counts and the verdict."""
+    rule, runs = block["rule"], block["runs"]
+    for run, row in runs.items():
+        luck = block["luck_share_step0"].get(run)
+        lam, low = (luck["lam"], luck["ci95"][0]) if luck is not None else (None, None)
+        held = row["luck_criterion"]
+        possible = (
+            _side(True, lam, rule["lambda_at_least"]) and _side(True, low, rule["lower_bound_above"])
+            if held
+            else _side(False, lam, rule["lambda_at_least"]) or _side(False, low, rule["lower_bound_above"])
+        )
+        if not possible:
+            return f"H1a.runs.{run}.luck_criterion is {held} with the luck share {lam} (lower end {low})"
+        sharing = (block.get("seed_sharing") or {}).get(run)
+        if "seed_sharing" in block and row["sharing_criterion"] != bool(sharing and sharing["passes"]):
+            return f"H1a.runs.{run}.sharing_criterion is not its seed_sharing verdict"
+    for what in ("luck", "sharing"):
+        if block[f"runs_meeting_{what}"] != sum(bool(r[f"{what}_criterion"]) for r in runs.values()):
+            return f"H1a.runs_meeting_{what} is not the count of its runs meeting the criterion"
+    if block["passes"] is not None and block["passes"] != all(
+        r["luck_criterion"] and r["sharing_criterion"] for r in runs.values()
+    ):
+        return f"H1a.passes is {block['passes']}, but its runs' criteria say otherwise"
+    return None
+
+
+def _h1a_outcome_mismatch(block: dict[str, Any]) -> str | None:
+    """C4's H1a: the two spurious-rate criteria from the rates, and the verdict."""
+    rule = block["rule"]
+    ind, par = block["spurious_rate_independent"], block["spurious_rate_paired"]
+    expected, within = block["expected_independent_rate"], rule["independent_within"]
+    ind_ok, par_ok = rule["independent_criterion"], rule["paired_criterion"]
+    if not (
+        ind is not None and abs(ind - expected) <= within + _SLACK
+        if ind_ok
+        else ind is None or abs(ind - expected) >= within - _SLACK
+    ):
+        return (
+            f"H1a.rule.independent_criterion is {ind_ok} with the rate {ind} against {expected} +- {within}"
+        )
+    if not (
+        par is not None and par <= rule["paired_at_most"]
+        if par_ok
+        else par is None or par >= rule["paired_at_most"]
+    ):
+        return f"H1a.rule.paired_criterion is {par_ok} with the rate {par} against {rule['paired_at_most']}"
+    if block["passes"] is not None and block["passes"] != (ind_ok and par_ok):
+        return f"H1a.passes is {block['passes']}, but its criteria say otherwise"
+    return None
+
+
+def verdict_mismatch(raw: dict[str, Any]) -> str | None:
+    """Why a tier-1 decision register's verdicts do not follow from its own numbers (None when they do):
+    ``decided`` from its seed pairs, design seeds and ``missing``; no verdict when not decided; each
+    decided hypothesis's criteria from its numbers and its ``passes`` from its criteria (with the frozen
+    rules the register names where that file is here, as ``paired-rollouts decide`` applied them)."""
+    pairs, design_seeds = raw["seed_pairs"], raw["design_seeds"]
+    decided = (
+        bool(pairs) and not raw["missing"] and design_seeds is not None and len(pairs) == len(design_seeds)
+    )
+    for flag in ("decided", "complete"):
+        if raw[flag] != decided:
+            return (
+                f"{flag} is {str(raw[flag]).lower()}, but {len(pairs)} seed pairs of the design's "
+                f"{design_seeds} are admitted with {len(raw['missing'])} problem(s) under 'missing'"
+            )
+    rules = None
+    for name in HYPOTHESES:
+        block = raw.get(name)
+        if not isinstance(block, dict) or block.get("passes") is None:
+            continue
+        if not decided or not block.get("computed"):
+            return f"{name}.passes is {block['passes']} on evidence that decides nothing (not decided or computed)"
+        rules = rules if rules is not None else _rules_at_hand(raw)
+        mismatch = (
+            _h1a_mismatch(raw["condition"], block)
+            if name == "H1a"
+            else _h5_mismatch(block, rules)
+            if name == "H5"
+            else _gap_mismatch(name, block, rules, h2=name != "H3")
+        )
+        if mismatch is not None:
+            return mismatch
+    return None
 
 
 def read_decision_register(path: str | Path) -> DecisionRegister:
@@ -424,11 +619,59 @@ class Predictions:
     registers: list[str] = key(list_of(is_str))
     probes: list[str] = key(list_of(is_str))
 
+    def _check(self, at: At) -> None:
+        """``counts`` is its rows' tally by verdict (never trusted as written)."""
+        tally = {v: sum(p.verdict == v for p in self.predictions) for v in PREDICTION_VERDICTS}
+        stated = {v: self.counts.get(v, 0) for v in PREDICTION_VERDICTS}
+        if stated != tally or not set(self.counts) <= set(PREDICTION_VERDICTS):
+            raise at.error(f"counts {self.counts} is not the tally of its predictions' verdicts {tally}")
+
+
+PREDICTIONS = "paired-rollouts predictions"
+
 
 def read_predictions(path: str | Path) -> Predictions:
     """results/decisions/predictions.json or decisions/tiers/predictions.json (stats/predictions.py),
-    typed: every row and the H4 block (docs/records.md section 4.1)."""
-    return read_register(Predictions, path, "predictions register", "paired-rollouts predictions")
+    typed: every row and the H4 block (docs/records.md section 4.1). Where the register names its
+    ``inputs`` (the decision and probe registers and the tier rules, with their sha256, and the group size)
+    and they are at hand, every verdict is judged again from them and must be the one written."""
+    from paired_rollouts.io import sha256_file
+
+    register = read_register(Predictions, path, "predictions register", PREDICTIONS)
+    inputs = register.raw.get("inputs")
+    if not isinstance(inputs, dict):
+        return register
+    files = {**inputs.get("decisions", {}), **inputs.get("probes", {})}
+    rules = register.raw.get("tier_rules")
+    if not all(Path(f).is_file() for f in (*files, rules)):
+        return register
+    changed = [f for f, digest in files.items() if sha256_file(f) != digest]
+    if sha256_file(rules) != inputs.get("tier_rules_sha256"):
+        changed.append(rules)
+    if changed:
+        raise UserError(
+            f"{path}: {', '.join(changed)} changed since the predictions were judged; {PREDICTIONS}"
+        )
+    from paired_rollouts.prereg.rules import load_tier_rules
+    from paired_rollouts.records.probe import read_probe_register
+    from paired_rollouts.stats.curves import round4
+    from paired_rollouts.stats.predictions import judge
+
+    decisions = {Path(f).stem: read_decision_register(f) for f in inputs["decisions"]}
+    probes = {Path(f).stem: read_probe_register(f) for f in inputs["probes"]}
+    again = round4(judge(load_tier_rules(rules), decisions, probes, inputs["group_size"], source=rules))
+    for part in ("predictions", "counts", "H4"):
+        if again[part] != register.raw.get(part):
+            rows = [
+                f"{a['id']} {b.get('verdict')} (judged again: {a['verdict']})"
+                for a, b in zip(again["predictions"], register.raw["predictions"], strict=False)
+                if a != b
+            ]
+            raise UserError(
+                f"{path}: {part} is not what its inputs give ({'; '.join(rows) or part}); a verdict must follow "
+                f"from its numbers, regenerate it with '{PREDICTIONS}'"
+            )
+    return register
 
 
 # ---------------------------------------------------------------- power table
@@ -468,8 +711,39 @@ class PowerTable:
 
 
 def read_power_table(path: str | Path) -> PowerTable:
-    """results/<scale>/decisions/power.json (surrogate/power.py, docs/records.md section 8.3), typed."""
-    return read_register(PowerTable, path, "power table", "paired-rollouts surrogate power")
+    """results/<scale>/decisions/power.json (surrogate/power.py, docs/records.md section 8.3), typed: each
+    power is its count over the draws, and each ``passes_full`` the verdict of the decision register it
+    names wherever that file is at hand (with the recorded sha256; it is then read, verdicts checked)."""
+    from paired_rollouts.io import sha256_file
+
+    table = read_register(PowerTable, path, "power table", POWER)
+    for name, h in table.hypotheses.items():
+        if set(h.power) != set(h.passes_counted) or any(
+            h.power[n] != h.passes_counted[n] / h.draws for n in h.power
+        ):
+            raise UserError(
+                f"{path}: hypotheses.{name}.power is not passes_counted / draws at each n; "
+                f"a power must follow from its counts, regenerate it with '{POWER}'"
+            )
+    for file, digest in table.decisions.items():
+        if not Path(file).is_file():
+            continue
+        if sha256_file(file) != digest:
+            raise UserError(
+                f"{path}: decision register {file} changed since the power was estimated; {POWER}"
+            )
+        register = read_decision_register(file)
+        for name, h in table.hypotheses.items():
+            block = register.hypothesis(name) if h.condition == register.condition else None
+            if block is not None and h.passes_full != bool(block.passes):
+                raise UserError(
+                    f"{path}: hypotheses.{name}.passes_full is {str(h.passes_full).lower()}, but {file} says "
+                    f"passes: {block.passes}; regenerate it with '{POWER}'"
+                )
+    return table
+
+
+POWER = "paired-rollouts surrogate power"
 
 
 # ---------------------------------------------------------------- power curves

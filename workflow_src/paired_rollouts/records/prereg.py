@@ -120,6 +120,18 @@ class Verification:
     failures: list[str] = key(list_of(is_str))
     test_authority: bool = key(is_bool, default=False)
 
+    def _check(self, at: At) -> None:
+        """``passes`` is its findings' (never trusted as written): no failure, and when it passes every
+        document matches its frozen bytes and every token verified by both checkers."""
+        bad = [d.path for d in self.documents if not d.matches] + [
+            t.name for r in self.records for t in r.tokens if not t.verified
+        ]
+        if self.passes != (not self.failures) or (self.passes and bad):
+            raise at.error(
+                f"passes is {str(self.passes).lower()} with {len(self.failures)} failure(s)"
+                + (f" and unverified {', '.join(bad)}" if bad else "")
+            )
+
     @property
     def tokens(self) -> list[Token]:
         """Every token, each with the record it stamps."""
@@ -133,7 +145,7 @@ def _stamped(token: Token, record: str) -> Token:
 
 
 def read_verification(path: str | Path) -> Verification:
-    return read_register(Verification, path, "pre-registration verification")
+    return read_register(Verification, path, "pre-registration verification", "paired-rollouts prereg verify")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -189,6 +189,34 @@ class ProbeRegister:
     checkpoints: dict[int, ProbeCheckpointSummary] = key(is_dict, read=_checkpoints)
     verdict: ProbeVerdict | None = key(nullable(is_dict), read=one(ProbeVerdict))
 
+    def check_verdict(self, at: At) -> None:
+        """The H1b verdict is its checkpoints' (never trusted as written): recomputed under the rule it
+        states (``probe.probe_verdict``), its verdict, counts and P13 flags must be the same."""
+        stated = self.raw.get("verdict")
+        if not isinstance(stated, dict):
+            return
+        from paired_rollouts.probe import probe_verdict
+
+        rule = stated.get("rule", {})  # none stated: the pre-registered defaults of probe_verdict
+        if not isinstance(rule, dict) or not set(rule) <= {"estimator", "outcome", "transition"}:
+            raise UserError(
+                f"{at.path}: key 'verdict.rule' should name estimator, outcome and transition; {at.fix}"
+            )
+        try:
+            again = probe_verdict({int(s): c for s, c in self.raw["checkpoints"].items()}, **rule)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UserError(
+                f"{at.path}: its checkpoints do not give an H1b verdict ({exc}); {at.fix}"
+            ) from exc
+        keys = ("passes", "checkpoints", "outcome_wins", "transition_wins", "outcome_noise_every_checkpoint")
+        keys += ("transition_noise_majority", *(("p13",) if "p13" in stated else ()))  # no P13: none claimed
+        differ = [k for k in keys if stated.get(k) != again[k]]
+        if differ:
+            raise UserError(
+                f"{at.path}: verdict.{differ[0]} is {stated.get(differ[0])}, its checkpoints give {again[differ[0]]} "
+                f"(differs in {', '.join(differ)}); a verdict must follow from its numbers, {at.fix}"
+            )
+
     @property
     def steps(self) -> list[int]:
         return list(self.checkpoints)
@@ -203,9 +231,17 @@ class ProbeRegister:
         return self.verdict
 
 
-def read_probe_register(path: str | Path) -> ProbeRegister:
-    """results/probe/TRAJECTORY.json, typed at the keys tables, figures and predictions read."""
-    return read_register(ProbeRegister, path, "probe register", "paired-rollouts probe assemble", dotted=True)
+def read_probe_register(path: str | Path, verdict: bool = True) -> ProbeRegister:
+    """results/probe/TRAJECTORY.json, typed at the keys tables, figures and predictions read; its H1b
+    verdict recomputed from its checkpoints (``verdict=False``: only for ``probe verdict``, which
+    replaces it)."""
+    register = read_register(ProbeRegister, path, "probe register", PROBE_COMMAND, dotted=True)
+    if verdict:
+        register.check_verdict(At.of(path, "probe register", PROBE_COMMAND, dotted=True))
+    return register
+
+
+PROBE_COMMAND = "paired-rollouts probe assemble"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -207,6 +207,7 @@ def regime_map_of(data: dict[str, Any], where: str, cells_folder: Path | None) -
         raise UserError(f"{where}: files must name one cell file per cell; rerun '{MAP_COMMAND}'")
     if cells_folder is not None:
         _check_files(cells_folder, data["files"])
+        _check_cells(cells_folder, cells, where)
     return RegimeMap(data["grid"], cells, data["summary"], data["files"])
 
 
@@ -218,3 +219,16 @@ def _check_files(folder: Path, files: dict[str, str]) -> None:
         cell_path = folder / f"{cell_id}.json"
         if not cell_path.is_file() or sha256_file(cell_path) != digest:
             raise UserError(f"{cell_path}: missing or not the file the map read; rerun '{MAP_COMMAND}'")
+
+
+def _check_cells(folder: Path, cells: list[dict[str, Any]], where: str) -> None:
+    """Each cell the map quotes is its cell file's summary (the file read and recomputed from its curves
+    and tables): a map whose copy of a cell was edited, however consistently, is refused."""
+    from paired_rollouts.surrogate.regime_map import cell_summary
+
+    for i, cell in enumerate(cells):
+        read = read_regime_map_cell(folder / f"{cell['cell_id']}.json")
+        if not _close(cell, cell_summary(read.body)):
+            raise UserError(
+                f"{where}: cells[{i}] ({cell['cell_id']}) is not its cell file's summary; rerun '{MAP_COMMAND}'"
+            )

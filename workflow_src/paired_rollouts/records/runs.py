@@ -289,6 +289,45 @@ class GroupStats:
     by_step: list[dict[str, Any]] = key(list_of(is_dict))
     defects: list[dict[str, Any]] = key(list_of(is_dict))
 
+    def _check(self, at: At) -> None:
+        """Every share and verdict is its counts' (never trusted as written): the fractions, the per-step
+        rows' sums and the seed-sharing verdict of the arm (stats/groups.py: seed_sharing)."""
+        mismatch = _group_stats_mismatch(self)
+        if mismatch is not None:
+            raise UserError(f"{at.path}: {mismatch}; {at.fix}")
+
+
+def _group_stats_mismatch(stats: GroupStats) -> str | None:
+    def ratio(a: int, b: int) -> float | None:
+        return a / b if b else None
+
+    def differs(stated: float | None, counted: float | None) -> bool:
+        return (stated is None) != (counted is None) or (
+            stated is not None and not math.isclose(stated, counted, rel_tol=1e-9, abs_tol=1e-12)
+        )
+
+    if differs(stats.zero_variance_frac, ratio(stats.zero_variance_groups, stats.groups)):
+        return f"zero_variance_frac {stats.zero_variance_frac} is not {stats.zero_variance_groups}/{stats.groups}"
+    if differs(stats.spurious_among_all_correct, ratio(stats.spurious_groups, stats.all_correct_groups)):
+        return (
+            f"spurious_among_all_correct {stats.spurious_among_all_correct} is not "
+            f"{stats.spurious_groups}/{stats.all_correct_groups}"
+        )
+    for name in ("groups", "zero_variance_groups", "all_correct_groups", "spurious_groups"):
+        if stats.by_step and sum(int(row.get(name, 0)) for row in stats.by_step) != getattr(stats, name):
+            return f"{name} is {getattr(stats, name)}, its by_step rows sum to another count"
+    sharing = stats.raw["seed_sharing"]
+    n, one = sharing.get("groups"), sharing.get("groups_sharing_one_seed")
+    if not (is_int(n) and is_int(one)) or n != stats.groups:
+        return f"seed_sharing counts {n} groups, the register {stats.groups}"
+    verdict = {"paired": n > 0 and one == n, "independent": n > 0 and one == 0}.get(stats.arm)
+    if stats.seed_sharing.passes != verdict:
+        return (
+            f"seed_sharing.passes is {stats.seed_sharing.passes}, but {one} of the {stats.arm} arm's {n} groups "
+            f"share one seed (passes: {verdict})"
+        )
+    return None
+
 
 def read_group_stats(path: str | Path) -> GroupStats:
     """results/runs/RUN/group_stats.json (stats/groups.py, docs/records.md section 2), typed."""

@@ -149,11 +149,26 @@ def single_runs(paths: Iterable[Path], what: str) -> list[RunRegister]:
     return sorted(by_name.values(), key=lambda r: run_order(r.run, r.condition, r.arm, r.seed))
 
 
+def _curves_register(path: Path) -> CurvesRegister:
+    """A curves register, verified against the run registers it names where they are at hand (under its
+    results root, RESULTS/curves/C.json beside RESULTS/runs/RUN/register.json): their sha256 and the
+    arms' runs, curves and final means they give (``verified_curves``); the means are never taken on
+    trust where the numbers behind them are here."""
+    from paired_rollouts.layout import Layout
+    from paired_rollouts.stats.condition_curves import verified_curves
+
+    register = records.read_curves_register(path)
+    layout = Layout(str(Path(path).parent.parent))
+    if any(Path(layout.register(run)).is_file() for run in register.registers):
+        return verified_curves(path, layout.register)
+    return register
+
+
 def curves_registers(paths: Iterable[Path], what: str) -> list[CurvesRegister]:
     """The curves registers given, one per condition."""
     out: dict[str, CurvesRegister] = {}
     for path in paths:
-        register = records.read_curves_register(path)
+        register = _curves_register(path)
         if register.condition in out:
             raise UserError(f"{what}: two curves registers for {register.condition}; pass one ({path})")
         out[register.condition] = register

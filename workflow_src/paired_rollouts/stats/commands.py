@@ -200,7 +200,7 @@ def _decide(args: argparse.Namespace) -> int:
 
 
 def _predictions(args: argparse.Namespace) -> int:
-    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.io import atomic_write_json, sha256_file
     from paired_rollouts.prereg.rules import load_tier_rules
     from paired_rollouts.records import read_decision_register, read_probe_register
     from paired_rollouts.stats.curves import round4
@@ -216,6 +216,13 @@ def _predictions(args: argparse.Namespace) -> int:
     probes = {Path(p).stem: read_probe_register(p) for p in args.probe}
     register = judge(tier_rules, decisions, probes, args.group_size, source=str(args.tier_rules))
     register["tier_rules"] = str(args.tier_rules)
+    # what the verdicts are recomputed from by every reader (records.read_predictions)
+    register["inputs"] = {
+        "decisions": {str(p): sha256_file(p) for p in args.decisions},
+        "probes": {str(p): sha256_file(p) for p in args.probe},
+        "tier_rules_sha256": sha256_file(args.tier_rules),
+        "group_size": args.group_size,
+    }
     atomic_write_json(args.out, round4(register))
     counts = ", ".join(f"{k} {v}" for k, v in register["counts"].items())
     print(f"predictions: {counts}; H4 passes={register['H4']['passes']} -> {args.out}")
