@@ -285,11 +285,18 @@ TIMED_KEYS = frozenset(
 NOT_COMPARED = ("logs/", "benchmarks/", "prereg/", "ledger.", "paper/tables.pdf", "tables/table17.")
 
 
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
 def _untimed(value: object) -> object:
+    """The JSON without its timings and time stamps, and every sha256 (of a file compared on its own,
+    e.g. the predictions' inputs {path: sha256}) as one placeholder."""
     if isinstance(value, dict):
         return {k: _untimed(v) for k, v in value.items() if k not in TIMED_KEYS}
     if isinstance(value, list):
         return [_untimed(v) for v in value]
+    if isinstance(value, str) and SHA256.fullmatch(value):
+        return "sha256"
     return value
 
 
