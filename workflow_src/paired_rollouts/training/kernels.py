@@ -23,9 +23,9 @@ def pin_cpu_kernels() -> None:
     os.environ.update(PORTABLE_CPU_KERNELS)
 
 
-def prepare_torch(stack: Any) -> dict[str, Any]:
+def prepare_torch(stack: Any) -> None:
     """Pin the kernels where ``stack`` (a ``StackSettings``) runs on the CPU with portable kernels, then
-    make torch deterministic on CPU. Returns what the run manifest records of them."""
+    make torch deterministic on CPU. The run manifest records the kernels through ``kernels_in_use``."""
     portable = stack.device == "cpu" and stack.portable_cpu_kernels
     if portable:
         pin_cpu_kernels()
@@ -38,7 +38,6 @@ def prepare_torch(stack: Any) -> dict[str, Any]:
             "training.kernels.prepare_torch before torch's first operation in the process"
         )
     torch.use_deterministic_algorithms(stack.device == "cpu", warn_only=True)
-    return kernels_in_use()
 
 
 def kernels_in_use() -> dict[str, Any]:
