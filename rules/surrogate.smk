@@ -239,9 +239,13 @@ for _job, _runs in LAYOUT.surrogate_jobs().items():
             settings=surrogate_run_settings(),
             results=results_root,
             conditions=CONDITIONS_JSON,
+            prediction=lambda wildcards, input: (
+                ["--prediction", input.prediction] if input.prediction else []
+            ),
         shell:
             "paired-rollouts surrogate arm --runs {params.runs:q} --tasks-dir {params.tasks_dir:q} "
-            "--calibration {input.calibration:q} --zero-shot {input.zero_shot:q} --settings {params.settings:q} "
+            "--calibration {input.calibration:q} --zero-shot {input.zero_shot:q} "
+            "--verification {input.verification:q} {params.prediction:q} --settings {params.settings:q} "
             "--results {params.results:q} "
             "--conditions {params.conditions:q} > {log:q} 2>&1"
 

@@ -45,6 +45,21 @@ def run_manifest(
     }
 
 
+def verification_report(passes: bool = True, failures: list[str] | None = None) -> dict[str, Any]:
+    """A verification report as prereg/verify.py writes it (the keys records.read_verification reads):
+    one freeze record stamped by two authorities, both tokens verified by both checkers."""
+    token = {"gen_time": "2026-11-29T10:44:00Z", "openssl": {"ok": True}, "rfc3161_client": {"ok": True}}
+    return {
+        "format": "paired-rollouts-prereg-verification/1",
+        "passes": passes,
+        "failures": list(failures or []) if passes else list(failures or ["a document changed"]),
+        "imprint": "ab" * 32,
+        "documents": [{"path": "prereg/decision_rules.yaml", "sha256": "cd" * 32, "matches": True}],
+        "records": [{"record": "freeze", "tokens": [dict(token, name="tsa-a"), dict(token, name="tsa-b")]}],
+        "test_authority": True,
+    }
+
+
 def decision_register(condition: str = "C2", seeds=(0, 1), **blocks: Any) -> dict[str, Any]:
     """A decision register in the shape ``paired-rollouts decide`` writes, with every key beside the
     hypothesis ``blocks`` given (H1a, H2a, ..., secondary); an empty secondary block unless given."""

@@ -678,3 +678,30 @@ def test_paper_runs_expect_the_documented_episodes(run, episodes):
     assert (
         count + training.steps * training.prompts * training.generations == episodes
     )  # with the training rollouts
+
+
+def test_decide_check_catches_a_register_rewritten_consistently(study, capsys):
+    """The reader judges a register's verdicts from its own numbers; ``decide --check`` judges the numbers:
+    recomputed from the evidence, compared key by key, nothing written."""
+    from paired_rollouts.errors import UserError
+    from paired_rollouts.records import read_decision_register
+
+    reg = decide(study, "C2", RUNS)
+    path = study / "dec.json"
+    written = path.read_bytes()
+    assert decide(study, "C2", RUNS, extra=["--check"]) == reg and path.read_bytes() == written
+    assert "equal to its recomputation" in capsys.readouterr().out
+    run = next(iter(reg["secondary"]["auc"]))
+    regime = next(k for k, v in reg["secondary"]["auc"][run].items() if v is not None)
+    reg["secondary"]["auc"][run][regime] += 0.125  # a number no verdict reads back: the reader takes it
+    path.write_text(json.dumps(reg))
+    read_decision_register(path)
+    with pytest.raises(AssertionError):
+        decide(study, "C2", RUNS, extra=["--check"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and "differs from its recomputation" in err[0], err
+    assert "(secondary)" in err[0]
+    with pytest.raises(UserError):  # the reader alone cannot tell, the check can
+        from paired_rollouts.stats.commands import _check_decision
+
+        _check_decision(path, json.loads(written))

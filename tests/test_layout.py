@@ -255,3 +255,22 @@ def test_the_amendment_chain() -> None:
     assert cpu.all_protocol_documents() == cpu.amendment_documents(1)
     with pytest.raises(UserError, match="amendment 002 is not configured"):
         cpu.amendment_index("002")
+
+
+def test_every_results_folder_the_sources_name_is_protected_from_the_freeze() -> None:
+    """``layout.RESULTS_FOLDERS`` (the folders of a results root that the freeze folder may not overlap)
+    is written beside the paths that make them: every top-level folder a path method or rule builds under
+    a results root (``res("X/...")``, ``f"{self.root}/X/..."``) must be listed, so a new stage's folder
+    cannot be left out of the freeze check."""
+    sources = [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
+    sources += sorted((REPO / "workflow_src" / "paired_rollouts").rglob("*.py"))
+    pattern = re.compile(r'(?:\bres\(f?"|\{self\.root\}/|\{root\}/)([A-Za-z_][\w.-]*)(/|")')
+    named = {
+        match.group(1)
+        for path in sources
+        for match in pattern.finditer(path.read_text())
+        if match.group(2) == "/" or "." not in match.group(1)  # a folder, not a file at the root
+    }
+    listed = {folder.split("/")[0] for folder in layout.RESULTS_FOLDERS}
+    assert len(named) >= 15, named  # the pattern finds the paths (a test that can fail)
+    assert named <= listed, f"not in layout.RESULTS_FOLDERS: {sorted(named - listed)}"

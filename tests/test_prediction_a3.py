@@ -265,3 +265,35 @@ def test_a_remade_a2_leaves_a3_unchained(ws, capsys):
     capsys.readouterr()
     assert _verify(ws, out, "--branch", str(ws / BRANCH)) == 1
     assert "does not chain to the previous record's imprint" in capsys.readouterr().err
+
+
+@tsa
+@needs_openssl
+def test_surrogate_training_needs_the_protocol_and_a3_covering_its_calibration(ws, capsys, monkeypatch):
+    """The surrogate's arm job starts only on a passing verification and, from the calibrated surrogate,
+    on a verified A3 that covers the calibration register it reads (before: the workflow ordered the jobs
+    after the reports but the job never read them)."""
+    from paired_rollouts.surrogate.commands import check_protocol
+
+    base, a3 = ws / "results/s/prereg/verification.json", ws / "results/s/prereg/prediction_verification.json"
+    assert _verify(ws, base) == 0
+    assert _verify(ws, a3, "--branch", str(ws / BRANCH), "--require", *A3, CALIBRATION) == 0, (
+        capsys.readouterr()
+    )
+    monkeypatch.chdir(ws)
+    check_protocol(str(base), [str(a3)], CALIBRATION)  # the unpaired arms: no A3; the others: A3
+    check_protocol(str(base), [], CALIBRATION)
+    refusals = [
+        (lambda: check_protocol(str(base), [str(base)], CALIBRATION), "not a branch amendment"),
+        (lambda: check_protocol(str(a3), [str(a3)], "results/s/other.json"), "not covered"),
+    ]
+    forged = json.loads(base.read_text())
+    forged["failures"] = ["a token does not verify"]
+    (ws / "forged.json").write_text(json.dumps(forged))
+    refusals.append((lambda: check_protocol("forged.json", [], CALIBRATION), "passes is true with 1 failure"))
+    for call, fragment in refusals:
+        with pytest.raises(UserError, match=fragment):
+            call()
+    (ws / CALIBRATION).write_text('{"stage": "curves", "passes": false}\n')  # changed after A3
+    with pytest.raises(UserError, match="differ from the verified"):
+        check_protocol(str(base), [str(a3)], CALIBRATION)

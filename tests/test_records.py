@@ -203,6 +203,7 @@ def test_cross_stack_register_of_another_shape_is_refused(tmp_path):
 
     run = {"run": "c4-paired-s1", "root": "/r", "stack": "cpu", "register": True, "auc": 0.5, "final": {}}
     entry = {"condition": "C4", "arm": "paired", "seed": 1, "runs": [run, {**run, "stack": "H100"}]}
+    entry["difference"] = {"auc": 0.0, "final": {}}
     body = {"manifests": 2, "stacks": ["H100", "cpu"], "replications": [entry]}
     path = tmp_path / "cross_stack.json"
     path.write_text(json.dumps(body))

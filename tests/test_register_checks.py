@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from paired_rollouts.cli import main
+from paired_rollouts.errors import UserError
 from test_decision_integrity import RUNS, _rewrite
 from test_prereg import good_freeze, local_tsa  # noqa: F401 - fixtures of the freeze tests
 from test_stats_decisions import (
@@ -174,7 +175,8 @@ def test_the_training_gate_reads_the_verdict(tmp_path, capsys):
     for command in (["train", "--run", "c2-paired-s0"], ["surrogate", "arm", "--runs", "c2-paired-s0"]):
         args = [*command, "--tasks-dir", str(tmp_path), "--zero-shot", str(path), "--settings", "{}"]
         args += ["--model-dir", "m", "--verification", "v", "--out-dir", "o"] if command[0] == "train" else []
-        args += ["--calibration", "c", "--results", str(tmp_path / "r")] if command[0] == "surrogate" else []
+        args += ["--calibration", "c", "--verification", "v"] if command[0] == "surrogate" else []
+        args += ["--results", str(tmp_path / "r")] if command[0] == "surrogate" else []
         assert main(args) == 1
         err = capsys.readouterr().err
         assert "training does not start" in err and str(path) in err
@@ -388,6 +390,38 @@ def test_cross_stack_pairs_runs_of_one_scale_on_two_stacks(study, capsys):
     assert main(["cross-stack", "--manifests", *manifests, "--registers", *registers, "--out", str(out)]) == 0
     (replication,) = json.loads(out.read_text())["replications"]
     assert replication["difference"]["auc"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda r: r["difference"].update(auc=0.05), "difference.auc is 0.05, its runs give 0.0"),
+        (
+            lambda r: r["runs"][0].update(auc=r["runs"][0]["auc"] + 0.25),
+            "difference.auc is 0.0, its runs give",
+        ),
+        (lambda r: r["difference"]["final"].update(clean=-0.5), "difference.final.clean is -0.5"),
+        (lambda r: r.pop("difference"), "difference must be given exactly when two runs"),
+        (
+            lambda r: r["runs"][1].update(stack=r["runs"][0]["stack"]),
+            "2 run(s) on 1 stack(s) replicate nothing",
+        ),
+    ],
+)
+def test_cross_stack_reader_recomputes_the_difference(study, capsys, edit, needle):
+    """A difference its two runs do not give is refused where table 11 reads it (before: read as written)."""
+    from paired_rollouts.records import read_cross_stack
+
+    manifests, registers = _other_stack(study, capsys, lambda m: None)
+    out = study / "cross.json"
+    assert main(["cross-stack", "--manifests", *manifests, "--registers", *registers, "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert read_cross_stack(out).replications[0].difference is not None
+    edit(data["replications"][0])
+    out.write_text(json.dumps(data))
+    with pytest.raises(UserError) as info:
+        read_cross_stack(out)
+    assert needle in str(info.value) and str(out) in str(info.value), info.value
 
 
 # ------------------------------------------------------------------ item 6

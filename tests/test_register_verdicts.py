@@ -68,6 +68,19 @@ def test_the_fixture_registers_are_read():
         (_set("H3", "passes", value=True), "H3.passes is True"),
         (_set("H5", "passes", value=False), "H5.passes is False"),
         (_set("H1a", "passes", value=False), "H1a.passes is False"),
+        # a seed-sharing verdict edited with everything that follows from it: its counts still say otherwise
+        (
+            lambda d: (
+                _set("H1a", "seed_sharing", "c2-paired-s0", "passes", value=False)(d),
+                _set("H1a", "runs", "c2-paired-s0", "sharing_criterion", value=False)(d),
+                d["H1a"].update(runs_meeting_sharing=d["H1a"]["runs_meeting_sharing"] - 1, passes=False),
+            ),
+            "H1a.seed_sharing.c2-paired-s0: passes is False with 0 of 32 groups breaking the rule",
+        ),
+        (
+            _set("H1a", "seed_sharing", "c2-independent-s1", "groups_with_several_seeds", value=31),
+            "H1a.seed_sharing.c2-independent-s1: 0 groups with one seed and 31 with several are not its 32",
+        ),
         # partial evidence: a problem under 'missing' or a seed pair short of the design decides nothing
         (lambda d: d["missing"].append("c2-paired-s1: completeness check failed"), "decided is true"),
         (lambda d: d.update(seed_pairs=d["seed_pairs"][:1], seeds=d["seeds"][:1]), "decided is true"),

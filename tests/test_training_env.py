@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from paired_rollouts.errors import UserError
+from records_fixtures import verification_report
 
 
 @pytest.fixture(scope="module")
@@ -237,12 +238,25 @@ def test_train_refuses_without_verification(tmp_path, sim_tasks_dir):
         run_training(
             "c2-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), Settings(), str(tmp_path / "run")
         )
-    missing.write_text(json.dumps({"passes": False}))
-    with pytest.raises(UserError, match="not verified"):
-        run_training(
-            "c2-paired-s0", str(sim_tasks_dir), str(tmp_path), str(missing), Settings(), str(tmp_path / "run")
-        )
-    missing.write_text(json.dumps({"passes": True}))
+    # a failing report, a bare verdict, and a verdict its own findings contradict: none lets training start
+    for report, fragment in [
+        (verification_report(passes=False), "not verified"),
+        ({"passes": True}, "missing key"),
+        (dict(verification_report(), failures=["a token does not verify"]), "passes is true with 1 failure"),
+        (dict(verification_report(), records=[]), "it verified no record"),
+    ]:
+        missing.write_text(json.dumps(report))
+        with pytest.raises(UserError, match=fragment) as info:
+            run_training(
+                "c2-paired-s0",
+                str(sim_tasks_dir),
+                str(tmp_path),
+                str(missing),
+                Settings(),
+                str(tmp_path / "run"),
+            )
+        assert str(missing) in str(info.value) and "\n" not in str(info.value)
+    missing.write_text(json.dumps(verification_report()))
     with pytest.raises(UserError, match="model-dir"):
         run_training(
             "c2-paired-s0",

@@ -160,6 +160,34 @@ class Replication:
     runs: list[StackRun] = key(list_of(is_dict), read=each(StackRun))
     difference: StackDifference | None = key(is_dict, read=one(StackDifference), default=None)
 
+    def _check(self, at: At) -> None:
+        """The difference is its two runs' (never trusted as written): present exactly when two runs of two
+        stacks replicate each other, and then the first run's AUC and final successes minus the second's
+        (stats/cross_stack.py)."""
+        if len(self.runs) < 2 or len({r.stack for r in self.runs}) < 2:
+            raise at.error(
+                f"{len(self.runs)} run(s) on {len({r.stack for r in self.runs})} stack(s) replicate nothing"
+            )
+        if (self.difference is None) != (len(self.runs) != 2):
+            raise at.error("difference must be given exactly when two runs replicate each other")
+        if self.difference is None:
+            return
+        a, b = self.runs
+
+        def minus(x: float | None, y: float | None) -> float | None:
+            return None if x is None or y is None else x - y
+
+        wanted = {"auc": minus(a.auc, b.auc)} | {
+            f"final.{name}": minus(a.final.get(name), b.final.get(name))
+            for name in sorted(set(a.final) | set(b.final))
+        }
+        stated = {"auc": self.difference.auc} | {f"final.{k}": v for k, v in self.difference.final.items()}
+        wrong = sorted(k for k in set(wanted) | set(stated) if stated.get(k) != wanted.get(k))
+        if wrong:
+            raise at.error(
+                f"difference.{wrong[0]} is {stated.get(wrong[0])}, its runs give {wanted.get(wrong[0])}"
+            )
+
 
 @dataclass(frozen=True)
 class CrossStack:

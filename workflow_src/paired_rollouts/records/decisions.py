@@ -501,6 +501,9 @@ def _h1a_transition_mismatch(block: dict[str, Any]) -> str | None:
         sharing = (block.get("seed_sharing") or {}).get(run)
         if "seed_sharing" in block and row["sharing_criterion"] != bool(sharing and sharing["passes"]):
             return f"H1a.runs.{run}.sharing_criterion is not its seed_sharing verdict"
+        wrong = _sharing_mismatch(sharing) if sharing is not None else None
+        if wrong is not None:
+            return f"H1a.seed_sharing.{run}: {wrong}"
     for what in ("luck", "sharing"):
         if block[f"runs_meeting_{what}"] != sum(bool(r[f"{what}_criterion"]) for r in runs.values()):
             return f"H1a.runs_meeting_{what} is not the count of its runs meeting the criterion"
@@ -508,6 +511,30 @@ def _h1a_transition_mismatch(block: dict[str, Any]) -> str | None:
         r["luck_criterion"] and r["sharing_criterion"] for r in runs.values()
     ):
         return f"H1a.passes is {block['passes']}, but its runs' criteria say otherwise"
+    return None
+
+
+def _sharing_mismatch(sharing: dict[str, Any]) -> str | None:
+    """One run's seed-sharing verdict from its counts (stats/groups.py seed_sharing, report_rule): the
+    groups split into one seed and several, the groups breaking the arm's frozen threshold (with the
+    thresholds 1 and 2, exactly the groups of several seeds, resp. of one), and passes = some group and
+    none breaking."""
+    counts = ("groups", "groups_sharing_one_seed", "groups_with_several_seeds")
+    if not isinstance(sharing, dict) or not all(is_int(sharing.get(k)) for k in counts):
+        return f"its counts {', '.join(counts)} are not all given as integers"
+    n, one, several = (sharing[k] for k in counts)
+    if one + several != n:
+        return f"{one} groups with one seed and {several} with several are not its {n} groups"
+    if sharing.get("arm") not in ("paired", "independent"):
+        return None
+    paired = sharing["arm"] == "paired"
+    default = several if paired else one  # breaking the thresholds 1 (paired) and 2 (independent)
+    breaking = sharing.get("groups_breaking_the_rule", default)
+    limit = sharing.get("paired_max_seeds_per_group" if paired else "independent_min_seeds_per_group")
+    if limit in (None, 1 if paired else 2) and breaking != default:
+        return f"{breaking} groups break the rule, but {default} have {'several seeds' if paired else 'one seed'}"
+    if sharing.get("passes") != (n > 0 and breaking == 0):
+        return f"passes is {sharing.get('passes')} with {breaking} of {n} groups breaking the rule"
     return None
 
 

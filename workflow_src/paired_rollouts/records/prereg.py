@@ -131,6 +131,13 @@ class Verification:
                 f"passes is {str(self.passes).lower()} with {len(self.failures)} failure(s)"
                 + (f" and unverified {', '.join(bad)}" if bad else "")
             )
+        unstamped = [r.record for r in self.records if not r.tokens]
+        if self.passes and (not self.records or unstamped):
+            raise at.error(
+                "passes is true, but "
+                + (f"{', '.join(unstamped)} holds no token" if unstamped else "it verified no record")
+                + " (a verified freeze has at least one stamped record)"
+            )
 
     @property
     def tokens(self) -> list[Token]:

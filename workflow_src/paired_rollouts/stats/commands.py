@@ -184,6 +184,8 @@ def _decide(args: argparse.Namespace) -> int:
         design_evidence=design,
         rules_verified=args.verification is not None,
     )
+    if args.check:
+        return _check_decision(args.out, register)
     atomic_write_json(args.out, register)
     if comparison is not None:
         gap = register["auc_gap"]
@@ -196,6 +198,25 @@ def _decide(args: argparse.Namespace) -> int:
         f"{k}={register[k]['passes']}" for k in ("H1a", "H2a", "H2b", "H3", "H5") if k in register
     )
     print(f"{register['condition']}: {verdicts}; complete={register['complete']} -> {args.out}")
+    return 0
+
+
+def _check_decision(path: Path, register: dict) -> int:
+    """``decide --check``: the register at ``path`` against its recomputation from the evidence (its reader
+    judges the verdicts from the register's own numbers; this judges the numbers). Writes nothing."""
+    import json
+
+    from paired_rollouts.records import read_decision_register
+
+    written = read_decision_register(path).raw
+    rebuilt = json.loads(json.dumps(register))  # the register as its JSON reads back
+    keys = sorted(k for k in set(written) | set(rebuilt) if written.get(k) != rebuilt.get(k))
+    if keys:
+        raise UserError(
+            f"{path}: differs from its recomputation from the evidence given ({', '.join(keys)}); "
+            "rewrite it with 'paired-rollouts decide' (the same arguments without --check)"
+        )
+    print(f"{path}: equal to its recomputation from the evidence given")
     return 0
 
 
@@ -502,6 +523,13 @@ def register(subparsers) -> None:
     )
     A.add_pool_manifest(p)
     p.add_argument("--out", required=True, type=Path, help="results/decisions/{c2,c4}.json")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing: recompute the register from the evidence given and compare it with --out "
+        "(exit 1 naming the keys that differ; catches a register rewritten after decide, however "
+        "consistently)",
+    )
     p.set_defaults(handler=_decide)
 
     p = subparsers.add_parser(

@@ -109,6 +109,23 @@ def _fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_protocol(verification: str, predictions: list[str], calibration: str) -> None:
+    """What a surrogate training job needs before its first step, as the LLM's ``train`` does: the
+    pre-registration verified (read strictly: its verdict judged again from its findings); and, for runs
+    from the calibrated surrogate, amendment A3 verified (``prediction``): a verified A3 record with a
+    time-stamp, covering the very calibration register the runs read, so no such run trains from a
+    register changed after the prediction was frozen."""
+    from paired_rollouts.prereg.verify import require_covered
+    from paired_rollouts.surrogate.prediction import a3_stamp
+    from paired_rollouts.training.inputs import check_verification
+
+    check_verification(verification)
+    for report in predictions:
+        check_verification(report, "amendment A3 (the prediction)")
+        a3_stamp(report)
+        require_covered(report, calibration)
+
+
 def _arm(args: argparse.Namespace) -> int:
     from paired_rollouts.design import parse_conditions
     from paired_rollouts.io import load_settings
@@ -119,6 +136,7 @@ def _arm(args: argparse.Namespace) -> int:
         from paired_rollouts.calibration.zero_shot import gate
 
         gate(args.zero_shot)
+    check_protocol(args.verification, args.prediction, args.calibration)
     settings = Settings.parse(load_settings(args.settings))
     conditions = parse_conditions(args.conditions)
     for run in args.runs:
@@ -459,6 +477,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     A.add_tasks_dir(p)
     p.add_argument("--calibration", required=True, help="results/<scale>/models/surrogate/calibration.json")
     A.add_zero_shot_gate(p)
+    p.add_argument(
+        "--verification",
+        required=True,
+        help="results/<scale>/prereg/verification.json: training starts only if it passes (read strictly)",
+    )
+    p.add_argument(
+        "--prediction",
+        nargs="*",
+        default=[],
+        help="results/<scale>/prereg/prediction_verification.json, for runs from the calibrated surrogate: "
+        "amendment A3 must verify and cover --calibration (none for the unpaired arms that the calibration "
+        "fits)",
+    )
     A.add_settings(
         p,
         f"{A.SETTINGS_HELP}: the scale's surrogate settings (config/config.yaml scales.<scale>)",

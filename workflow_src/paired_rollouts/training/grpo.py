@@ -54,17 +54,21 @@ def run_training(
     run: str,
     tasks_dir: str,
     model_dir: str,
-    verification: str,
+    verification: str | None,
     settings: Settings,
     out_dir: str,
     stop_after: int | None = None,
     conditions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Train one run (or resume it). ``stop_after`` ends the job after that many steps (tests: a 'kill').
-    ``conditions``: the design's conditions (default: the paper's)."""
+    """Train one run (or resume it). ``verification``: the pre-registration's verification report, read
+    strictly and required to pass (None only for code-path checks that freeze no protocol:
+    scripts/gpu_check.py, benchmarks/bench_training.py; the ``train`` command always gives one).
+    ``stop_after`` ends the job after that many steps (tests: a 'kill'). ``conditions``: the design's
+    conditions (default: the paper's)."""
     ident = parse_run(run, conditions if conditions is not None else PAPER_CONDITIONS)
     condition, arm, seed = ident.condition, ident.arm, ident.seed
-    check_verification(verification)
+    if verification is not None:
+        check_verification(verification)
     pool_hashes = check_pools(tasks_dir)
     model_path = check_model(model_dir)
     prepare_torch(settings.stack)  # before torch's first operation: the kernels it pins are chosen then

@@ -4,26 +4,34 @@ hash-checked pools and a usable model folder (one clear line each, naming the fi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import read_json, sha256_file
 
+if TYPE_CHECKING:
+    from paired_rollouts.records import Verification
 
-def check_verification(path: str | Path) -> dict[str, Any]:
+
+def check_verification(path: str | Path, what: str = "the pre-registration") -> Verification:
+    """The verification report at ``path`` read strictly (``records.read_verification``: its ``passes`` is
+    judged again from its failures, documents and tokens), and passing. A bare ``{"passes": true}`` or a
+    report whose verdict its own findings contradict is refused in one line."""
+    from paired_rollouts.records import read_verification
+
     source = Path(path)
     if not source.is_file():
         raise UserError(
             f"{source}: pre-registration verification not found; run 'paired-rollouts prereg verify' "
             "(training may start only after the protocol is frozen and verified)"
         )
-    data = read_json(source)
-    if not isinstance(data, dict) or data.get("passes") is not True:
+    report = read_verification(source)
+    if not report.passes:
         raise UserError(
-            f'{source}: the pre-registration is not verified (need "passes": true); fix the freeze and '
-            "rerun 'paired-rollouts prereg verify'"
+            f"{source}: {what} is not verified ({len(report.failures)} failure(s), e.g. "
+            f"{(report.failures or ['none listed'])[0]}); fix the freeze and rerun 'paired-rollouts prereg verify'"
         )
-    return data
+    return report
 
 
 def check_pools(tasks_dir: str | Path) -> dict[str, str]:
