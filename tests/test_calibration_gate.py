@@ -107,6 +107,9 @@ def test_calibrate_check_cli(tmp_path, capsys):
     assert len(err) == 1 and f"{bad}: zero-shot calibration register" in err[0]
 
 
+TOKEN = {"gen_time": "2026-11-29T10:44:00Z", "openssl": {"ok": True}, "rfc3161_client": {"ok": True}}
+
+
 def _workspace(tmp_path: Path) -> Path:
     """tier_rules.yaml and a passing amendment verification report covering it (cwd-relative)."""
     (tmp_path / "prereg").mkdir()
@@ -118,7 +121,9 @@ def _workspace(tmp_path: Path) -> Path:
         "passes": True,
         "imprint": "0" * 64,
         "documents": [{"path": "prereg/tier_rules.yaml", "sha256": digest, "matches": True}],
-        "records": [],
+        "records": [
+            {"record": "amendments/001", "tokens": [{"name": t, **TOKEN} for t in ("tsa-a", "tsa-b")]}
+        ],
         "failures": [],
         "covered": [
             {
