@@ -18,6 +18,7 @@ from paired_rollouts.cli import main
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
 from paired_rollouts.prereg.rules import load_tier_rules
+from records_fixtures import verification_report
 from workflow_runs import REPO, copy_repo, snakemake
 
 CALIBRATION = load_tier_rules(REPO / "prereg/tier_rules.yaml")["calibration"]
@@ -107,24 +108,14 @@ def test_calibrate_check_cli(tmp_path, capsys):
     assert len(err) == 1 and f"{bad}: zero-shot calibration register" in err[0]
 
 
-TOKEN = {"gen_time": "2026-11-29T10:44:00Z", "openssl": {"ok": True}, "rfc3161_client": {"ok": True}}
-
-
 def _workspace(tmp_path: Path) -> Path:
     """tier_rules.yaml and a passing amendment verification report covering it (cwd-relative)."""
     (tmp_path / "prereg").mkdir()
     shutil.copy(REPO / "prereg/tier_rules.yaml", tmp_path / "prereg/tier_rules.yaml")
     digest = sha256_file(tmp_path / "prereg/tier_rules.yaml")
     # the report's shape as prereg verify writes it (records.read_covered refuses any other)
-    report = {
-        "format": "paired-rollouts-prereg-verification/1",
-        "passes": True,
-        "imprint": "0" * 64,
+    report = verification_report() | {
         "documents": [{"path": "prereg/tier_rules.yaml", "sha256": digest, "matches": True}],
-        "records": [
-            {"record": "amendments/001", "tokens": [{"name": t, **TOKEN} for t in ("tsa-a", "tsa-b")]}
-        ],
-        "failures": [],
         "covered": [
             {
                 "path": "prereg/tier_rules.yaml",

@@ -14,6 +14,7 @@ from paired_rollouts.records.schema import (
     At,
     by_step,
     curves_by_step,
+    differing_keys,
     each,
     is_bool,
     is_condition,
@@ -172,17 +173,14 @@ class Replication:
             raise at.error("difference must be given exactly when two runs replicate each other")
         if self.difference is None:
             return
-        a, b = self.runs
+        from paired_rollouts.stats.cross_stack import run_difference  # the writer's own arithmetic
 
-        def minus(x: float | None, y: float | None) -> float | None:
-            return None if x is None or y is None else x - y
+        def flat(values: dict[str, Any]) -> dict[str, Any]:
+            return {"auc": values["auc"]} | {f"final.{k}": v for k, v in values["final"].items()}
 
-        wanted = {"auc": minus(a.auc, b.auc)} | {
-            f"final.{name}": minus(a.final.get(name), b.final.get(name))
-            for name in sorted(set(a.final) | set(b.final))
-        }
-        stated = {"auc": self.difference.auc} | {f"final.{k}": v for k, v in self.difference.final.items()}
-        wrong = sorted(k for k in set(wanted) | set(stated) if stated.get(k) != wanted.get(k))
+        wanted = flat(run_difference(*({"auc": r.auc, "final": r.final} for r in self.runs)))
+        stated = flat({"auc": self.difference.auc, "final": self.difference.final})
+        wrong = differing_keys(stated, wanted)
         if wrong:
             raise at.error(
                 f"difference.{wrong[0]} is {stated.get(wrong[0])}, its runs give {wanted.get(wrong[0])}"

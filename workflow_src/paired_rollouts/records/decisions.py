@@ -533,7 +533,9 @@ def _sharing_mismatch(sharing: dict[str, Any]) -> str | None:
     limit = sharing.get("paired_max_seeds_per_group" if paired else "independent_min_seeds_per_group")
     if limit in (None, 1 if paired else 2) and breaking != default:
         return f"{breaking} groups break the rule, but {default} have {'several seeds' if paired else 'one seed'}"
-    if sharing.get("passes") != (n > 0 and breaking == 0):
+    from paired_rollouts.stats.groups import sharing_passes
+
+    if sharing.get("passes") != sharing_passes(sharing["arm"], n, breaking):
         return f"passes is {sharing.get('passes')} with {breaking} of {n} groups breaking the rule"
     return None
 

@@ -10,7 +10,7 @@ command that rewrites the file, so a renamed key fails at the reader, never in a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from functools import cache
 from typing import Any
@@ -67,6 +67,12 @@ TYPE_WORDS: dict[Check, str] = {
     is_int_or_none: "an integer or null",
     is_sha256: "a sha256 hex digest",
 }
+
+
+def differing_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """The keys, sorted, whose values differ between two records (a key one lacks counts as None there):
+    how a register is compared with its recomputation."""
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
 
 def word(check: Check) -> str:

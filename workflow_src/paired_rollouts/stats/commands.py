@@ -207,10 +207,11 @@ def _check_decision(path: Path, register: dict) -> int:
     import json
 
     from paired_rollouts.records import read_decision_register
+    from paired_rollouts.records.schema import differing_keys
 
     written = read_decision_register(path).raw
     rebuilt = json.loads(json.dumps(register))  # the register as its JSON reads back
-    keys = sorted(k for k in set(written) | set(rebuilt) if written.get(k) != rebuilt.get(k))
+    keys = differing_keys(written, rebuilt)
     if keys:
         raise UserError(
             f"{path}: differs from its recomputation from the evidence given ({', '.join(keys)}); "

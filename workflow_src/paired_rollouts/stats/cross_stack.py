@@ -9,13 +9,14 @@ Table 11 shows this register as written (docs/records.md section 3.3).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from paired_rollouts.design import parse_run
 from paired_rollouts.errors import UserError
 from paired_rollouts.records import RunManifest, RunRegister, read_run_manifest
+from paired_rollouts.records.schema import differing_keys
 from paired_rollouts.settings import Settings
 from paired_rollouts.stats.run_register import verified_register
 
@@ -39,6 +40,15 @@ def _difference(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
+def run_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """Two runs' difference, the first's values minus the second's: the AUC and each final set (None
+    where either is None). The register's ``difference``, and what its reader recomputes."""
+    return {
+        "auc": _difference(a["auc"], b["auc"]),
+        "final": {r: _difference(a["final"].get(r), b["final"].get(r)) for r in FINAL_SETS},
+    }
+
+
 def _same_experiment(
     members: list[dict[str, Any]], experiment: dict[tuple[str, str], dict[str, Any]]
 ) -> None:
@@ -47,7 +57,7 @@ def _same_experiment(
     want = experiment[(first["root"], first["run"])]
     for other in members[1:]:
         got = experiment[(other["root"], other["run"])]
-        keys = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
+        keys = differing_keys(want, got)
         if keys:
             diffs = ", ".join(f"{k} {want.get(k)!r} vs {got.get(k)!r}" for k in keys[:6])
             raise UserError(
@@ -91,11 +101,7 @@ def build_cross_stack(manifests: Iterable[str | Path], registers: Iterable[str |
         _same_experiment(members, experiment)
         entry: dict[str, Any] = {"condition": condition, "arm": arm, "seed": seed, "runs": members}
         if len(members) == 2:
-            a, b = members
-            entry["difference"] = {
-                "auc": _difference(a["auc"], b["auc"]),
-                "final": {r: _difference(a["final"][r], b["final"][r]) for r in FINAL_SETS},
-            }
+            entry["difference"] = run_difference(*members)
         replications.append(entry)
     return {
         "format": CROSS_STACK_FORMAT,

@@ -26,6 +26,14 @@ def group_flags(true_success: list[Any], observed: list[float]) -> dict[str, boo
     return pairing.group_flags(true_success, observed)._asdict()
 
 
+def sharing_passes(arm: str, groups: int, breaking: int) -> bool | None:
+    """The seed-sharing verdict of an arm: some group and none breaking its threshold (None for an arm
+    without one). ``seed_sharing`` judges with it, and the readers of its registers judge again."""
+    if arm not in ("paired", "independent"):
+        return None
+    return groups > 0 and breaking == 0
+
+
 def seed_sharing(
     groups: Iterable[dict[str, Any]],
     arm: str,
@@ -46,12 +54,7 @@ def seed_sharing(
             several += 1
         too_many += distinct > paired_max
         too_few += distinct < independent_min
-    if arm == "paired":
-        passes: bool | None = n > 0 and too_many == 0
-    elif arm == "independent":
-        passes = n > 0 and too_few == 0
-    else:
-        passes = None
+    passes = sharing_passes(arm, n, too_many if arm == "paired" else too_few)
     out = {
         "arm": arm,
         "groups": n,

@@ -28,6 +28,7 @@ from paired_rollouts.records import (
     read_run_manifest,
     read_run_register,
 )
+from paired_rollouts.records.schema import differing_keys
 from paired_rollouts.stats.curves import auc_weights
 
 REGISTER_FORMAT = "paired-rollouts-run-register/1"
@@ -230,7 +231,7 @@ def register_differences(path: Path, run_dir: Path, results: Path) -> list[str]:
     is a summary: its numbers are never trusted as written)."""
     written = read_run_register(path).raw
     rebuilt = build_register(run_dir, results)
-    keys = sorted(k for k in set(written) | set(rebuilt) if written.get(k) != rebuilt.get(k))
+    keys = differing_keys(written, rebuilt)
     if not keys:
         return []
     return [

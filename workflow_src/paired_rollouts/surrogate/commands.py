@@ -121,8 +121,7 @@ def check_protocol(verification: str, predictions: list[str], calibration: str) 
 
     check_verification(verification)
     for report in predictions:
-        check_verification(report, "amendment A3 (the prediction)")
-        a3_stamp(report)
+        a3_stamp(report)  # reads the report strictly and refuses one that does not pass
         require_covered(report, calibration)
 
 

@@ -4,16 +4,12 @@ hash-checked pools and a usable model folder (one clear line each, naming the fi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import read_json, sha256_file
 
-if TYPE_CHECKING:
-    from paired_rollouts.records import Verification
 
-
-def check_verification(path: str | Path, what: str = "the pre-registration") -> Verification:
+def check_verification(path: str | Path) -> None:
     """The verification report at ``path`` read strictly (``records.read_verification``: its ``passes`` is
     judged again from its failures, documents and tokens), and passing. A bare ``{"passes": true}`` or a
     report whose verdict its own findings contradict is refused in one line."""
@@ -26,12 +22,11 @@ def check_verification(path: str | Path, what: str = "the pre-registration") -> 
             "(training may start only after the protocol is frozen and verified)"
         )
     report = read_verification(source)
-    if not report.passes:
+    if not report.passes:  # the reader holds passes to "no failure": a failing report lists one
         raise UserError(
-            f"{source}: {what} is not verified ({len(report.failures)} failure(s), e.g. "
-            f"{(report.failures or ['none listed'])[0]}); fix the freeze and rerun 'paired-rollouts prereg verify'"
+            f"{source}: the pre-registration is not verified ({len(report.failures)} failure(s), e.g. "
+            f"{report.failures[0]}); fix the freeze and rerun 'paired-rollouts prereg verify'"
         )
-    return report
 
 
 def check_pools(tasks_dir: str | Path) -> dict[str, str]:

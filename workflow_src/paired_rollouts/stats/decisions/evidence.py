@@ -23,6 +23,7 @@ from paired_rollouts.records import (
     read_completeness,
     read_luck,
 )
+from paired_rollouts.records.schema import differing_keys
 from paired_rollouts.stats.completeness.expected import ExpectedEvidence
 
 
@@ -266,7 +267,7 @@ def recheck_completeness(complete: Completeness, design: ExpectedEvidence, data_
         )
     except UserError as exc:
         return [f"complete.json cannot be recomputed from the files it names ({exc})"]
-    keys = sorted(k for k in set(again) | set(complete.raw) if again.get(k) != complete.raw.get(k))
+    keys = differing_keys(again, complete.raw)
     if not keys:
         return []
     return [f"complete.json is not what the completeness check gives on its files now ({', '.join(keys)})"]
