@@ -18,7 +18,7 @@ SKIP_DIRS = ("data/", ".git/", ".venv/", "results/", ".snakemake/")
 
 # Files and texts outside the repository that earlier versions cited.
 OUTSIDE = [
-    (re.compile(r"\.\./shared\b|\bshared/(reference|CONTRACT)"), "a path outside the repository"),
+    (re.compile(r"\.\./shared\b|(?<![\w.-])shared/[\w.-]|(?<![\w.])/work/"), "a path outside the repository"),
     (
         re.compile(r"\b(backoffice_spec|analysis_spec|stack_notes|slurm_local\.md|tsa_local\.md)"),
         "a reference document that is not in the repository",
@@ -37,7 +37,8 @@ ALLOWED = {
     ("workflow_src/paired_rollouts/agents/reference.py", "scripted reference agent (spec 6)"),
 }
 MD_REF = re.compile(r"(?<![\w./#-])((?:\.\./|[\w.-]+/)*[\w.-]+\.md)(#[\w-]+)?")
-SECTION_REF = re.compile(r"\b(docs/[\w.-]+\.md)`?,? sections? (\d+(?:\.\d+)*)")
+# "docs/records.md section 8.4", "docs/records.md` 8.4", "docs/records.md sections 3.1": a numbered heading
+SECTION_REF = re.compile(r"\b(docs/[\w.-]+\.md)`?,? (?:sections? )?(\d+(?:\.\d+)*)\b(?![\w/-])")
 LOCAL_ANCHOR = re.compile(r"\]\((#[\w-]+)\)")
 
 
