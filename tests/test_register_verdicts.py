@@ -153,9 +153,20 @@ def test_group_statistics_shares_and_sharing_verdict_are_their_counts(tmp_path, 
 
 
 def _comparison(summary: dict[str, int]) -> dict[str, Any]:
+    from paired_rollouts.compare.published import PINNED_SHA256
+
     statuses = ["reproduced", "differs", "not computed", "differs"]
+    reproduced = {"reproduced": (0.5, True, 0.0), "differs": (1.0, False, 0.5), "not computed": (None,) * 3}
+    entries = [
+        {"id": f"h.{i}", "status": s, "published": 0.5, "unit": "fraction", "rounding": 0.1, "op": "value"}
+        | dict(zip(("reproduced", "agrees", "difference"), reproduced[s], strict=True))
+        | {"reason": "cannot be computed at tiny surrogate scale" if s == "not computed" else None}
+        for i, s in enumerate(statuses)
+    ]
     return {
-        "entries": [{"id": f"h.{i}", "status": s} for i, s in enumerate(statuses)],
+        "published_source": "elsewhere/paper.yaml",  # not at hand: the rows are checked on their own
+        "published_sha256": PINNED_SHA256["paper.yaml"],
+        "entries": entries,
         "summary": summary,
         "mismatch_expected": True,
         "scale": "tiny_surrogate",

@@ -219,6 +219,13 @@ def _clean(x: float) -> float:
     return float(f"{x:.12g}") if math.isfinite(x) else x
 
 
+def judged(entry: Entry, rep: Any) -> dict[str, Any]:
+    """What a reproduced value (as written: float noise rounded away) says against its published entry:
+    the row's status, agrees and difference. The comparison's reader recomputes every row with it."""
+    ok = agrees(entry, rep)
+    return {"status": "reproduced" if ok else "differs", "agrees": ok, "difference": _difference(entry, rep)}
+
+
 def compare(
     published: Published,
     regs: Registers,
@@ -238,6 +245,7 @@ def compare(
             "published": e.value,
             "unit": e.unit,
             "rounding": e.rounding,
+            "op": e.op,
             "keys": [list(k) if isinstance(k, tuple) else k for k in e.keys],
         }
         try:
@@ -263,14 +271,12 @@ def compare(
                 rep = _clean(rep)
             elif isinstance(rep, list):
                 rep = [_clean(v) for v in rep]
-            ok = agrees(e, rep)
+            verdict = judged(e, rep)
             row.update(
-                status="reproduced" if ok else "differs",
                 reproduced=rep,
-                difference=_difference(e, rep),
-                agrees=ok,
+                **verdict,
                 reason=None
-                if ok or scale == "paper"
+                if verdict["agrees"] or scale == "paper"
                 else f"expected at {scale_label} scale: not the paper's model, runs or step counts",
             )
         rows.append(row)

@@ -20,6 +20,20 @@ from paired_rollouts.layout import Layout
 GPU_STAGES = ("train", "evaluate", "diagnose", "probe", "replay")
 COLUMNS = ("s", "max_rss", "cpu_time")
 NOT_MEASURED = ("NA", "-", "")  # what Snakemake writes where it could not measure a value
+GPU_DIGITS = 4  # GPU-hours are written to 4 decimals
+
+
+def counts_gpu_hours(accelerator: str) -> bool:
+    """Whether a profile's ledger counts GPU-hours (every profile but cpu); elsewhere they are null."""
+    return accelerator != "cpu"
+
+
+def gpu_hours_per_run(total_gpu_hours: float | None, runs: int | None) -> float | None:
+    """The GPU-hours per training run the document quotes: all GPU-hours over the runs in the study,
+    rounded like every GPU-hour figure; None without GPU-hours or runs."""
+    if total_gpu_hours is None or not runs:
+        return None
+    return round(total_gpu_hours / runs, GPU_DIGITS)
 
 
 def read_benchmark(path: Path) -> dict[str, float]:
@@ -64,7 +78,9 @@ def _total(rows: list[dict[str, float]], gpu: bool) -> dict[str, Any]:
         "wall_s": round(add("s"), 3),
         "cpu_s": round(add("cpu_time"), 3),
         "peak_rss_mb": round(max(rss), 1) if rss else None,
-        "gpu_hours": round(sum(r["s"] for r in rows if r["gpu"] and not math.isnan(r["s"])) / 3600, 4)
+        "gpu_hours": round(
+            sum(r["s"] for r in rows if r["gpu"] and not math.isnan(r["s"])) / 3600, GPU_DIGITS
+        )
         if gpu
         else None,
     }
@@ -74,7 +90,7 @@ def build_ledger(
     files: list[Path], results: Path, accelerator: str, budget: dict[str, Any] | None, runs: int | None = None
 ) -> dict[str, Any]:
     """Sum the benchmark files (under the results root ``results``) per stage, per run and overall."""
-    gpu = accelerator != "cpu"
+    gpu = counts_gpu_hours(accelerator)
     layout = Layout(str(results))
     rows = []
     for path in sorted(files):
@@ -89,7 +105,6 @@ def build_ledger(
         per_run[run] = _total([r for r in rows if r["run"] == run], gpu)
     total = _total(rows, gpu)
     n_runs = runs or len(per_run) or None
-    mean_gpu = (total["gpu_hours"] / n_runs) if gpu and n_runs else None
     return {
         "accelerator": accelerator,
         "benchmarks": len(rows),
@@ -97,6 +112,6 @@ def build_ledger(
         "runs": per_run,
         "total": total,
         "runs_in_study": n_runs,
-        "gpu_hours_per_run": round(mean_gpu, 4) if mean_gpu is not None else None,
+        "gpu_hours_per_run": gpu_hours_per_run(total["gpu_hours"], n_runs),
         "published_budget": budget,
     }
