@@ -17,7 +17,9 @@ from paired_rollouts.cli import main
 from paired_rollouts.compare.compare import Registers, compare
 from paired_rollouts.compare.published import load_published
 from paired_rollouts.errors import UserError
-from paired_rollouts.io import atomic_write_json
+from paired_rollouts.io import atomic_write_json, sha256_file
+from paired_rollouts.prereg.rules import load_decision_rules
+from paired_rollouts.probe import apply_h1b_rules
 from records_fixtures import auc_gap_block, decision_register
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -259,15 +261,10 @@ def _luck(root: Path) -> None:
         )
 
 
-# The keys of the probe register's outcome summary and verdict beside the ones the paper's numbers name
-# (records.read_probe_register), at neutral values.
+# The keys of the probe register's outcome summary beside the ones the paper's numbers name
+# (records.read_probe_register), at neutral values; its verdict is the writer's (probe.apply_h1b_rules).
 PROBE_OUTCOME = {"q": 0.1, "rhs_mean": 1.0, "clean_success": 0.5, "nonzero_share": 0.5}
-PROBE_VERDICT = {
-    "passes": True,
-    "outcome_noise_every_checkpoint": True,
-    "transition_noise_majority": True,
-    "ratios_by_step": {},
-}
+RULES = "prereg/decision_rules.yaml"
 
 
 def _probe(root: Path) -> None:
@@ -312,36 +309,43 @@ def _probe(root: Path) -> None:
                         "ratio_paired_over_independent": 1 - out_red[c] / 100,
                         "ratio_within_paired_over_independent": 1 - removed[c],
                         "trace_var": {"independent": ti, "paired": (1 - out_red[c] / 100) * ti},
-                        "trace_var_within": {"independent": mask[c] * ti},
+                        "trace_var_within": {
+                            "independent": mask[c] * ti,
+                            "paired": (1 - removed[c]) * mask[c] * ti,
+                        },
                         "identity_residual": 1.2e-11,
                     },
-                    "implemented": {"ratio_paired_over_independent": 0.8},
+                    "implemented": {
+                        "ratio_paired_over_independent": 0.8,
+                        "trace_var": {"independent": 1.0, "paired": 0.8},
+                    },
                 },
                 "transition": {
                     "mean_centered": {
                         "ratio_paired_over_independent": 1 - tr_red[c] / 100,
                         "ratio_paired_over_stratified": 1 - tr_red[c] / 100,
-                        "trace_var": {"independent_resampled": tt, "paired": (1 - tr_red[c] / 100) * tt},
+                        "trace_var": {
+                            "independent_resampled": tt,
+                            "stratified": tt,
+                            "paired": (1 - tr_red[c] / 100) * tt,
+                        },
                         "trace_var_within": {"independent_resampled": within_t[c] * tt},
                     },
                     "implemented": {
                         "ratio_paired_over_independent": 1.044 if (traj, step) == ("b", 40) else 0.7,
                         "ratio_paired_over_stratified": 0.7,
+                        "trace_var": {
+                            "independent_resampled": 1.0,
+                            "stratified": (1.044 if (traj, step) == ("b", 40) else 0.7) / 0.7,
+                            "paired": 1.044 if (traj, step) == ("b", 40) else 0.7,
+                        },
                     },
                 },
             }
+        register = {"trajectory": traj, "run": run, "steps": sorted(steps), "checkpoints": checkpoints}
+        h1b = load_decision_rules(RULES)["h1b"]
         atomic_write_json(
-            root / "probe" / f"{traj}.json",
-            {
-                "trajectory": traj,
-                "run": run,
-                "steps": steps,
-                "checkpoints": checkpoints,
-                "verdict": {
-                    **PROBE_VERDICT,
-                    **dict.fromkeys(("checkpoints", "outcome_wins", "transition_wins"), len(steps)),
-                },
-            },
+            root / "probe" / f"{traj}.json", apply_h1b_rules(register, h1b, RULES, sha256_file(RULES))
         )
 
 

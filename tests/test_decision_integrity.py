@@ -360,8 +360,9 @@ def test_probe_verdict_comes_from_the_rules_file(tmp_path, capsys):
     fixture = Path(__file__).parent / "fixtures" / "render" / "results" / "probe"
     register = json.loads(sorted(fixture.glob("*.json"))[0].read_text())
     first = sorted(register["checkpoints"], key=int)[0]
-    trace = register["checkpoints"][first]["outcome"]["mean_centered"]["trace_var"]
-    trace["paired"] = trace["independent"] * 2  # outcome wins at 2 of 3 checkpoints
+    block = register["checkpoints"][first]["outcome"]["mean_centered"]
+    block["trace_var"]["paired"] = block["trace_var"]["independent"] * 2  # outcome wins at 2 of 3 checkpoints
+    block["ratio_paired_over_independent"] = 2.0  # the ratio of those traces (the reader checks it)
     traces = tmp_path / "traces.json"
     traces.write_text(json.dumps(register))
     rules = yaml.safe_load(

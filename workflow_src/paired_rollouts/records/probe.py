@@ -8,6 +8,7 @@ for the probe's own commands (``probe verdict``, ``probe recompute``), which rew
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,92 @@ from paired_rollouts.records.schema import (
 
 BY_DESIGN = map_of(nullable(is_num))
 RATIO = nullable(is_num)
+
+
+RULE_KEYS = ("estimator", "outcome", "transition")
+VERDICT_FIX = "rerun 'paired-rollouts probe verdict' (the surrogate scale: 'paired-rollouts surrogate probe')"
+
+# Each ratio a checkpoint states, per noise: (its traces, the denominator's design); the numerator is paired.
+_RATIO_DESIGNS = {
+    "outcome": {
+        "ratio_paired_over_independent": ("trace_var", "independent"),
+        "ratio_within_paired_over_independent": ("trace_var_within", "independent"),
+    },
+    "transition": {
+        "ratio_paired_over_independent": ("trace_var", "independent_resampled"),
+        "ratio_paired_over_stratified": ("trace_var", "stratified"),
+        "ratio_within_paired_over_independent": ("trace_var_within", "independent_resampled"),
+    },
+}
+_RATIO_REL = 1e-9  # the writers store the quotient unrounded (JSON keeps a float exactly)
+
+
+def _ratio_mismatch(noise: str, block: dict[str, Any], ratio: str, traces: str, den: str) -> str | None:
+    """What is wrong with ``block[ratio]`` against the traces it is the quotient of (None: nothing), by the
+    writer's own ``_ratio`` (probe/enumeration.py, probe/transition.py). A stated ratio needs its traces (the
+    writer writes both); one not stated needs nothing."""
+    if ratio not in block:
+        return None
+    stated = block[ratio]
+    values = block.get(traces) or {}
+    if not all(isinstance(values.get(d), (int, float)) for d in ("paired", den)):
+        return f"{stated} without the {traces} of paired and {den} it is the ratio of"
+    num, div = values["paired"], values[den]
+    if noise == "outcome":
+        from paired_rollouts.probe.enumeration import _ratio
+
+        again = _ratio(num, div)
+    else:
+        from paired_rollouts.probe.transition import _ratio
+
+        # a transition trace is a difference of sums, trace + 2 * (its expected update norm)^2 (the writer
+        # gives no ratio where the denominator is lost to rounding of those sums)
+        update = (block.get("expected_update_norm") or {}).get(den)
+        scale = abs(div) + 2 * update**2 if isinstance(update, (int, float)) else 0.0
+        again = _ratio(num, div, scale)
+    if stated is None and again is None:
+        return None
+    if stated is None or again is None or not math.isclose(stated, again, rel_tol=_RATIO_REL):
+        return f"{stated}, its {traces} give {again} (paired {num} over {den} {div})"
+    return None
+
+
+def _frozen_h1b(stated: dict[str, Any], at: At) -> dict[str, Any]:
+    """The rule a verdict must state: the ``h1b`` block of the rules file it names when that file is here
+    (with the recorded sha256; another sha256 is refused), the rule it states when the file is not here
+    (checked against itself), and the code's defaults where it names none (``probe assemble``'s traces;
+    ``probe verdict`` and ``surrogate probe`` always name theirs)."""
+    import inspect
+
+    from paired_rollouts.probe import probe_verdict
+
+    source = stated.get("rule_source")
+    if source is None:
+        if "rules_sha256" in stated:
+            raise UserError(
+                f"{at.path}: key 'verdict.rule_source' is missing beside its rules_sha256 (the rules file "
+                f"its verdict applied); {VERDICT_FIX}"
+            )
+        defaults = inspect.signature(probe_verdict).parameters
+        return {k: defaults[k].default for k in RULE_KEYS}
+    digest = stated.get("rules_sha256")
+    if not isinstance(source, str) or not isinstance(digest, str):
+        raise UserError(
+            f"{at.path}: keys 'verdict.rule_source' and 'verdict.rules_sha256' should name the rules file "
+            f"and its sha256; {VERDICT_FIX}"
+        )
+    if not Path(source).is_file():
+        return stated["rule"]  # not here: the verdict is checked against the rule it states
+    from paired_rollouts.io import sha256_file
+    from paired_rollouts.prereg.rules import load_rules
+
+    if sha256_file(source) != digest:
+        raise UserError(
+            f"{at.path}: verdict.rules_sha256 is {digest}, {source} now has {sha256_file(source)} (the rules "
+            f"changed since the verdict); {VERDICT_FIX}"
+        )
+    h1b = load_rules(source).raw["h1b"]
+    return {k: h1b[k] for k in RULE_KEYS}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -189,18 +276,47 @@ class ProbeRegister:
     checkpoints: dict[int, ProbeCheckpointSummary] = key(is_dict, read=_checkpoints)
     verdict: ProbeVerdict | None = key(nullable(is_dict), read=one(ProbeVerdict))
 
+    def _check(self, at: At) -> None:
+        """The register covers what its writer wrote (``steps``: the checkpoints' steps, in order), and
+        every ratio a table shows is its traces' ratio (the writers' own ``_ratio``)."""
+        steps = self.raw.get("steps")
+        if steps is None:
+            raise at.missing("steps")
+        if steps != list(self.checkpoints):
+            raise at.error(
+                f"steps {steps} are not the steps of its checkpoints {list(self.checkpoints)} "
+                "(a register covers every checkpoint it was assembled from)"
+            )
+        for step, summary in self.raw["checkpoints"].items():
+            for noise, designs in _RATIO_DESIGNS.items():
+                for name in ("mean_centered", "implemented"):
+                    block = summary[noise][name]
+                    for ratio, (traces, den) in designs.items():
+                        wrong = _ratio_mismatch(noise, block, ratio, traces, den)
+                        if wrong:
+                            raise at.error(f"checkpoints.{step}.{noise}.{name}.{ratio} is {wrong}")
+
     def check_verdict(self, at: At) -> None:
         """The H1b verdict is its checkpoints' (never trusted as written): recomputed under the rule it
-        states (``probe.probe_verdict``), its verdict, counts and P13 flags must be the same."""
+        states (``probe.probe_verdict``), its verdict, counts, P13 flags and ratios must be the same; the
+        rule it states is the frozen ``h1b`` block of the rules file it names (``rule_source``) where that
+        file is here, and the code's defaults in a traces register (``probe assemble``: no rules file)."""
         stated = self.raw.get("verdict")
         if not isinstance(stated, dict):
             return
         from paired_rollouts.probe import probe_verdict
 
-        rule = stated.get("rule", {})  # none stated: the pre-registered defaults of probe_verdict
-        if not isinstance(rule, dict) or not set(rule) <= {"estimator", "outcome", "transition"}:
+        rule = stated.get("rule")
+        if not isinstance(rule, dict) or set(rule) != set(RULE_KEYS):
             raise UserError(
                 f"{at.path}: key 'verdict.rule' should name estimator, outcome and transition; {at.fix}"
+            )
+        frozen = _frozen_h1b(stated, at)
+        if rule != frozen:
+            source = stated.get("rule_source") or "the code's defaults (a traces register: no rules file)"
+            raise UserError(
+                f"{at.path}: verdict.rule is {rule}, not the h1b rule of {source} ({frozen}); a verdict is "
+                f"judged under the frozen rules, {VERDICT_FIX}"
             )
         try:
             again = probe_verdict({int(s): c for s, c in self.raw["checkpoints"].items()}, **rule)
@@ -210,6 +326,8 @@ class ProbeRegister:
             ) from exc
         keys = ("passes", "checkpoints", "outcome_wins", "transition_wins", "outcome_noise_every_checkpoint")
         keys += ("transition_noise_majority", *(("p13",) if "p13" in stated else ()))  # no P13: none claimed
+        other = next(k for k in again if k.endswith("_ratios_by_step") and k != "ratios_by_step")
+        keys += ("ratios_by_step", *((other,) if other in stated else ()))  # from the checkpoints' ratios
         differ = [k for k in keys if stated.get(k) != again[k]]
         if differ:
             raise UserError(
@@ -222,11 +340,17 @@ class ProbeRegister:
         return list(self.checkpoints)
 
     def need_verdict(self) -> ProbeVerdict:
-        """The H1b verdict; a register without one (traces only) is refused."""
+        """The H1b verdict under the frozen rules; a register without one, or with the traces' verdict
+        under the code's defaults (no ``rule_source``), is refused."""
         if self.verdict is None:
             raise UserError(
                 f"{self.path}: key 'verdict' is null (a traces register); pass the register "
                 "'paired-rollouts probe verdict' writes"
+            )
+        if "rule_source" not in self.raw["verdict"]:
+            raise UserError(
+                f"{self.path}: its verdict names no rules file (a traces register: the code's default rule, "
+                "not the frozen h1b block); pass the register 'paired-rollouts probe verdict' writes"
             )
         return self.verdict
 
