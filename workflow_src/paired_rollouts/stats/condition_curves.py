@@ -18,6 +18,7 @@ from paired_rollouts.design import ARM_ORDER, parse_run
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
 from paired_rollouts.records import CurvesRegister, RunRegister
+from paired_rollouts.records.schema import differing_keys
 from paired_rollouts.stats.run_register import verified_register
 
 CURVES_FORMAT = "paired-rollouts-curves/1"
@@ -72,28 +73,110 @@ def build_curves_register(
     }
 
 
-def verified_curves(path: str | Path, register_of: Callable[[str], str]) -> CurvesRegister:
+def verified_curves(
+    path: str | Path,
+    register_of: Callable[[str], str],
+    group_stats_of: Callable[[str], str] | None = None,
+    curves_of: Callable[[str], str] | None = None,
+) -> CurvesRegister:
     """A curves register read for quoting: every run register it names has the sha256 it records and
-    equals its recomputation (``verified_register``), and its arms' runs, curves and final means are
-    those these registers give. ``register_of``: run name -> its register's path (``Layout.register``)."""
+    equals its recomputation (``verified_register``), and the whole register equals its recomputation by
+    ``build_curves_register`` from them, with the group statistics of each arm whose runs' files are at
+    hand and the other conditions' curves registers its ``differences`` name (by their sha256) where at
+    hand. An arm's ``group_stats`` or a ``differences`` block whose files are not here keeps only the
+    reader's own arithmetic checks (records/curves.py). ``register_of``: run name -> its register's path
+    (``Layout.register``); ``group_stats_of``: run name -> its group statistics (default: beside its
+    register, ``Layout.group_stats``); ``curves_of``: condition -> its curves register (default: beside
+    this one, ``Layout.curves``)."""
     from paired_rollouts.records import read_curves_register
 
-    register = read_curves_register(path)
+    register = read_curves_register(path, arithmetic=False)  # checked below, after the recomputation
     paths = [register_of(run) for run in register.registers]
     for run, named in zip(register.registers, paths, strict=True):
         if not Path(named).is_file() or sha256_file(named) != register.registers[run]:
             raise UserError(
                 f"{path}: the run register {named} is not the one it was built from; rebuild both"
             )
-    rebuilt = build_curves_register(paths)["arms"]
-    written = register.raw["arms"]
-    for arm in sorted(set(rebuilt) | set(written)):
-        for key in ("runs", "curves", "final"):
-            if (written.get(arm) or {}).get(key) != (rebuilt.get(arm) or {}).get(key):
-                raise UserError(
-                    f"{path}: arms.{arm}.{key} is not what its run registers give; rebuild it (curves-register)"
-                )
+    stats, compare, unchecked = _inputs_at_hand(
+        register,
+        group_stats_of or (lambda run: str(Path(register_of(run)).parent / "group_stats.json")),
+        curves_of or (lambda condition: str(Path(path).parent / f"{condition.lower()}.json")),
+    )
+    try:
+        wanted = _flat(build_curves_register(paths, stats, compare))
+    except UserError as exc:
+        raise UserError(f"{path}: not recomputable from the files it names ({exc}); {CURVES_FIX}") from None
+    written = _flat(register.raw)
+    wrong = [
+        k
+        for k in differing_keys(written, wanted)
+        if not any(k == u or k.startswith(f"{u}.") for u in unchecked)
+    ]
+    if wrong:
+        field = ".".join(wrong[0].split(".")[:3])
+        source = (
+            "its group statistics give"
+            if ".group_stats" in field
+            else "the curves register it names gives"
+            if field.startswith("differences.")
+            else "its run registers give"
+        )
+        raise UserError(
+            f"{path}: {field} is not what {source} ({wrong[0]} is {written.get(wrong[0])!r}, "
+            f"recomputed {wanted.get(wrong[0])!r}); {CURVES_FIX}"
+        )
+    register.check_arithmetic()  # the blocks whose files are not here
     return register
+
+
+CURVES_FIX = "rebuild it (curves-register)"
+
+
+def _inputs_at_hand(
+    register: CurvesRegister, group_stats_of: Callable[[str], str], curves_of: Callable[[str], str]
+) -> tuple[list[str], list[str], list[str]]:
+    """The group statistics (of each arm all its runs' or none) and compared curves registers (with the
+    sha256 its differences record) at hand, and the blocks whose files are not."""
+    unchecked: list[str] = []
+    stats: list[str] = []
+    for arm, block in register.arms.items():
+        files = [group_stats_of(run) for run in block.runs]
+        absent = [f for f in files if not Path(f).is_file()]
+        if len(absent) == len(files):
+            unchecked.append(f"arms.{arm}.group_stats")
+        elif absent:
+            raise UserError(
+                f"{register.path}: the group statistics {absent[0]} of a {arm} run are not at hand; "
+                f"{CURVES_FIX}"
+            )
+        else:
+            stats += files
+    compare: list[str] = []
+    for name, block in register.differences.items():
+        other = curves_of(name)
+        if not Path(other).is_file():
+            unchecked.append(f"differences.{name}")
+        elif sha256_file(other) != block.sha256:
+            raise UserError(
+                f"{register.path}: differences.{name} are not of the curves register {other} (another "
+                f"sha256); {CURVES_FIX}"
+            )
+        else:
+            compare.append(other)
+    return stats, compare, unchecked
+
+
+def _flat(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested record as {dotted key: value} (an empty object and any other value are leaves), so that
+    a difference from its recomputation is named by its full key."""
+    out: dict[str, Any] = {}
+    for name, value in record.items():
+        dotted = f"{prefix}{name}"
+        if isinstance(value, dict) and value:
+            out |= _flat(value, f"{dotted}.")
+        else:
+            out[dotted] = value
+    return out
 
 
 def _arm_means(members: list[RunRegister]) -> dict[str, Any]:

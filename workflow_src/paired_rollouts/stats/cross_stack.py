@@ -49,6 +49,18 @@ def run_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]
     }
 
 
+def run_values(run: str, register: RunRegister | None) -> dict[str, Any]:
+    """What the register holds of a run from its run register (None: none was given): whether one was,
+    its AUC (at training for C2, else clean) and its final clean / p=0.25 / held-out success. The writer
+    takes them here, and the reader (records/curves.py) compares them with the run register at hand."""
+    regime = "at_training" if parse_run(run).condition == "C2" else "clean"
+    return {
+        "register": register is not None,
+        "auc": register.auc.get(regime) if register else None,
+        "final": {r: register.final.get(r) if register else None for r in FINAL_SETS},
+    }
+
+
 def _same_experiment(
     members: list[dict[str, Any]], experiment: dict[tuple[str, str], dict[str, Any]]
 ) -> None:
@@ -82,17 +94,8 @@ def build_cross_stack(manifests: Iterable[str | Path], registers: Iterable[str |
     by_ident: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
     for (root, run), label in sorted(stacks.items()):
         ident = parse_run(run)
-        register = values.get((root, run))
-        regime = "at_training" if ident.condition == "C2" else "clean"
         by_ident[(ident.condition, ident.arm, ident.seed)].append(
-            {
-                "run": run,
-                "root": root,
-                "stack": label,
-                "register": register is not None,
-                "auc": register.auc.get(regime) if register else None,
-                "final": {r: register.final.get(r) if register else None for r in FINAL_SETS},
-            }
+            {"run": run, "root": root, "stack": label, **run_values(run, values.get((root, run)))}
         )
     replications = []
     for (condition, arm, seed), members in sorted(by_ident.items()):
