@@ -319,7 +319,8 @@ def test_table10_pooled_rows_must_pool_the_runs_shown(tmp_path):
     path = tmp_path / "c2.json"
     path.write_text(json.dumps(data))
     given = {"group_stats": INPUTS["group_stats"], "curves": [path]}
-    with pytest.raises(UserError, match="pooled over c2-paired-s0 but the group statistics given"):
+    # pooled over fewer runs than the arm's: its reader refuses it (records/curves.py check_arithmetic)
+    with pytest.raises(UserError, match="arms.paired.group_stats.runs are c2-paired-s0, the arm's runs"):
         tables.render_table(10, given, "stand-in")
     del data["arms"]["paired"]["group_stats"]
     path.write_text(json.dumps(data))
@@ -515,8 +516,15 @@ def test_curves_register_of_other_runs_is_refused(tmp_path):
         lambda d: d["arms"]["paired"]["runs"].pop(),
     )
     registers = INPUTS["registers"]
-    with pytest.raises(UserError, match="the C2 paired means are over c2-paired-s0 but the run registers"):
+    # fewer runs than the registers it names: its reader refuses it (records/curves.py check_arithmetic)
+    with pytest.raises(UserError, match=re.escape(f"{path}: arms.paired.curve_runs.at_training is 2")):
         tables.render_table(8, {"registers": registers, "curves": [path]}, "s")
+    c2 = next(p for p in INPUTS["curves"] if p.stem == "c2")
+    fewer = [p for p in registers if p.parent.name != "c2-paired-s1"]
+    with pytest.raises(
+        UserError, match="the C2 paired means are over c2-paired-s0, c2-paired-s1 but the run"
+    ):
+        tables.render_table(8, {"registers": fewer, "curves": [c2]}, "s")
     with pytest.raises(UserError, match=re.escape(str(path))):
         figures.render_figure(
             "curves_c2", {"registers": registers, "curves": [path]}, "s", tmp_path / "c.pdf"
