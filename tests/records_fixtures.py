@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from paired_rollouts.design import parse_run
+from paired_rollouts.io import sha256_file
 
 
 def run_manifest(
@@ -89,8 +91,10 @@ def decision_register(condition: str = "C2", seeds=(0, 1), **blocks: Any) -> dic
         "pool_sha256": {},
         "paper_pools": True,
         "rules_source": "prereg/decision_rules.yaml",
-        "rules_sha256": "0" * 64,
-        "acceptance": {},
+        "rules_sha256": sha256_file(Path(__file__).resolve().parents[1] / "prereg" / "decision_rules.yaml"),
+        "acceptance": {
+            run: {"admitted": True, "checked": True, "reasons": []} for pair in pairs for run in pair
+        },
         "missing": [],
         "ignored_runs": [],
         "complete": True,
@@ -201,7 +205,17 @@ def predictions_register(
         {Path(p).stem: read_decision_register(p) for p in decisions},
         {Path(p).stem: read_probe_register(p) for p in probes},
         group_size,
+        source=str(tier_rules),
     )
+    # what stats/commands.py's predictions writes beside the verdicts (records.read_predictions judges
+    # them again from it)
+    register["tier_rules"] = str(tier_rules)
+    register["inputs"] = {
+        "decisions": {str(p): sha256_file(p) for p in decisions},
+        "probes": {str(p): sha256_file(p) for p in probes},
+        "tier_rules_sha256": sha256_file(tier_rules),
+        "group_size": group_size,
+    }
     Path(out).write_text(json.dumps(round4(register)))
     return Path(out)
 

@@ -157,6 +157,10 @@ def _computed(name: str, by_seed: list[float]) -> dict:
     }
 
 
+INDEPENDENT = [(0, 1242, 693), (1, 1242, 693), (2, 1242, 694)]  # (seed, all-correct groups, spurious)
+PAIRED = [(0, 1330), (1, 1330), (2, 1329)]
+
+
 def _decision_c4() -> dict:
     auc_p, auc_i = [0.8906, 0.8523, 0.85], [0.8898, 0.832, 0.8633]
     fin_p, fin_i = [0.905, 0.885, 0.8912], [0.9025, 0.8575, 0.8788]
@@ -204,15 +208,22 @@ def _decision_c4() -> dict:
             "passes": True,
             "luck_share_step0": {},
             "spurious_rates": {
-                "independent": {"all_correct_groups": 3726, "spurious": 2080, "rate": 2080 / 3726},
+                "independent": {"all_correct_groups": 3726, "spurious": 2080, "rate": round(2080 / 3726, 4)},
                 "paired": {"all_correct_groups": 3989, "spurious": 0, "rate": 0.0},
             },
             "spurious_rate_paired": 0.0,
-            "spurious_rate_independent": 2080 / 3726,
+            "spurious_rate_independent": round(2080 / 3726, 4),
             "expected_independent_rate": 0.5695,
             "q": 0.1,
             "G": 8,
-            "runs": {},
+            # each run's counts, which sum to its arm's (the reader recomputes the rates from them)
+            "runs": {
+                **{
+                    f"c4-independent-s{s}": {"all_correct_groups": n, "spurious": k}
+                    for s, n, k in INDEPENDENT
+                },
+                **{f"c4-paired-s{s}": {"all_correct_groups": n, "spurious": 0} for s, n in PAIRED},
+            },
             "rule": rule,
         },
         H2b={
@@ -477,6 +488,7 @@ def test_a_perturbed_register_value_is_reported_as_differing(paper_root, tmp_pat
     h2a["auc_paired"] = [round(v + 0.0014, 4) for v in h2a["auc_paired"]]
     h2a["auc_difference_by_seed"] = [round(v + 0.0014, 4) for v in h2a["auc_difference_by_seed"]]
     h2a["auc_difference_mean"] = 0.0384
+    h2a["auc_paired_mean"] = round(h2a["auc_paired_mean"] + 0.0014, 4)
     reg["H3"]["ci95"][1] = 0.1260  # +12.6 points, the paper prints +12.2
     atomic_write_json(root / "decisions" / "c2.json", reg)
     rows = {

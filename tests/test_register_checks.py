@@ -332,14 +332,14 @@ def test_surrogate_summary_reads_the_finished_studys_registers(tmp_path, capsys)
     assert main(["surrogate", "summary", "--results", str(res), "--out", str(out)]) == 0
     assert set(json.loads(out.read_text())["c2_luck_by_step"]["paired"]) == {"0"}
     stray.unlink()
-    (res / "diagnostics" / "c2-independent-s1" / "luck-step0.json").unlink()
+    gone = res / "diagnostics" / "c2-independent-s1" / "luck-step0.json"
+    kept = gone.read_bytes()
+    gone.unlink()
     capsys.readouterr()
     assert main(["surrogate", "summary", "--results", str(res)]) == 1
     assert "c2-independent-s1/luck-step0.json" in capsys.readouterr().err
-    shutil.copy(
-        res / "diagnostics" / "c2-independent-s0" / "luck-step0.json",
-        res / "diagnostics" / "c2-independent-s1" / "luck-step0.json",
-    )
+    # back as it was (another run's file in its place is refused: the C2 decision names this one)
+    gone.write_bytes(kept)
     curves = res / "curves" / "c2.json"
     forged = json.loads(curves.read_text())
     forged["arms"]["paired"]["curves"]["at_training"]["8"] = 0.99

@@ -16,6 +16,7 @@ from paired_rollouts.errors import UserError
 from paired_rollouts.records.schema import (
     At,
     by_name,
+    differing_keys,
     each,
     is_bool,
     is_condition,
@@ -312,6 +313,7 @@ class DecisionRegister:
     seed_pairs: list[list[str]] = key(list_of(pair_of(is_str)))
     bootstrap: Bootstrap = key(is_dict, read=one(Bootstrap))
     paper_pools: bool = key(is_bool)
+    rules_source: str = key(is_str)
     rules_sha256: str = key(is_str)
     comparison: str | None = key(is_str, default=None)
     treatment: str | None = key(one_of(*design.ARMS), default=None)
@@ -393,20 +395,24 @@ def _side(held: Any, value: float | None, threshold: float) -> bool:
     return value is None or value <= threshold
 
 
-def _rules_at_hand(raw: dict[str, Any]) -> Any:
-    """The frozen rules the register names (``rules_source``), when that file is here with the recorded
-    ``rules_sha256``; else None (then what the register holds is checked against itself)."""
+def _rules_at_hand(raw: dict[str, Any]) -> tuple[Any, str | None]:
+    """The frozen rules the register names (``rules_source``, which ``decide`` always writes) and why the
+    register cannot stand on them: (rules, None) when that file is here with the recorded ``rules_sha256``;
+    (None, why) when it is here with another sha256 (decided under other rules); (None, None) only when it
+    is genuinely not at hand (then what the register holds is checked against itself)."""
     from paired_rollouts.io import sha256_file
     from paired_rollouts.prereg.rules import load_rules
 
-    source = raw.get("rules_source")
-    if (
-        not isinstance(source, str)
-        or not Path(source).is_file()
-        or sha256_file(source) != raw["rules_sha256"]
-    ):
-        return None
-    return load_rules(source)
+    source = raw["rules_source"]
+    if not Path(source).is_file():
+        return None, None
+    digest = sha256_file(source)
+    if digest != raw["rules_sha256"]:
+        return None, (
+            f"decided under other rules than {source} (rules_sha256 {raw['rules_sha256']}, the file has "
+            f"{digest}); read it beside the rules that decided it"
+        )
+    return load_rules(source), None
 
 
 def _conjunction(passes: bool, criteria: list[tuple[bool, bool | None]]) -> bool:
@@ -480,13 +486,53 @@ def _h5_mismatch(block: dict[str, Any], rules: Any) -> str | None:
     return None
 
 
-def _h1a_mismatch(condition: str, block: dict[str, Any]) -> str | None:
-    return _h1a_transition_mismatch(block) if condition == "C2" else _h1a_outcome_mismatch(block)
+def _h1a_mismatch(condition: str, block: dict[str, Any], rules: Any) -> str | None:
+    if condition == "C2":
+        return _h1a_transition_mismatch(block, rules)
+    return _h1a_outcome_mismatch(block, rules)
 
 
-def _h1a_transition_mismatch(block: dict[str, Any]) -> str | None:
+def _frozen(name: str, written: dict[str, Any], frozen: dict[str, Any]) -> str | None:
+    """The first threshold of ``written`` that is not the frozen rules' (rounded as the register is)."""
+    for k, value in frozen.items():
+        if k in written and written[k] != round(value, 4):
+            return f"{name}.{k} is {written[k]}, not the frozen rules' {round(value, 4)}"
+    return None
+
+
+def _h1a_transition_rules(block: dict[str, Any], rules: Any) -> str | None:
+    """C2's H1a thresholds (the rule's and each run's seed-sharing ones) are the frozen rules'."""
+    if rules is None:
+        return None
+    sharing = {
+        "paired_max_seeds_per_group": rules.paired_max_seeds,
+        "independent_min_seeds_per_group": rules.independent_min_seeds,
+    }
+    frozen = {
+        "lambda_at_least": rules.h1a_c2_lambda_at_least,
+        "lower_bound_above": rules.h1a_c2_lower_bound_above,
+        **sharing,
+    }
+    for where, written, want in [
+        ("H1a.rule", block["rule"], frozen),
+        *(
+            (f"H1a.seed_sharing.{run}", v, sharing)
+            for run, v in block["seed_sharing"].items()
+            if v is not None
+        ),
+    ]:
+        wrong = _frozen(where, written, want)
+        if wrong is not None:
+            return wrong
+    return None
+
+
+def _h1a_transition_mismatch(block: dict[str, Any], rules: Any) -> str | None:
     """C2's H1a: each run's luck and sharing criteria from its numbers, the counts and the verdict."""
     rule, runs = block["rule"], block["runs"]
+    wrong = _h1a_transition_rules(block, rules)
+    if wrong is not None:
+        return wrong
     for run, row in runs.items():
         luck = block["luck_share_step0"].get(run)
         lam, low = (luck["lam"], luck["ci95"][0]) if luck is not None else (None, None)
@@ -498,8 +544,8 @@ def _h1a_transition_mismatch(block: dict[str, Any]) -> str | None:
         )
         if not possible:
             return f"H1a.runs.{run}.luck_criterion is {held} with the luck share {lam} (lower end {low})"
-        sharing = (block.get("seed_sharing") or {}).get(run)
-        if "seed_sharing" in block and row["sharing_criterion"] != bool(sharing and sharing["passes"]):
+        sharing = block["seed_sharing"].get(run)
+        if row["sharing_criterion"] != bool(sharing and sharing["passes"]):
             return f"H1a.runs.{run}.sharing_criterion is not its seed_sharing verdict"
         wrong = _sharing_mismatch(sharing) if sharing is not None else None
         if wrong is not None:
@@ -540,9 +586,42 @@ def _sharing_mismatch(sharing: dict[str, Any]) -> str | None:
     return None
 
 
-def _h1a_outcome_mismatch(block: dict[str, Any]) -> str | None:
-    """C4's H1a: the two spurious-rate criteria from the rates, and the verdict."""
+def _h1a_outcome_mismatch(block: dict[str, Any], rules: Any) -> str | None:
+    """C4's H1a: the thresholds and q the frozen rules', the expected rate recomputed from q and G as
+    ``decide`` computes it, the two spurious-rate criteria from the rates, and the verdict."""
+    from paired_rollouts.stats.decisions.hypotheses import expected_independent_rate
+
     rule = block["rule"]
+    if rules is not None:
+        wrong = _frozen(
+            "H1a.rule",
+            rule,
+            {
+                "independent_within": rules.h1a_c4_independent_within,
+                "paired_at_most": rules.h1a_c4_paired_at_most,
+            },
+        ) or _frozen(
+            "H1a",
+            block,
+            {
+                "q": rules.h1a_c4_q,
+                "G_rule": rules.h1a_c4_group_size,
+                "expected_independent_rate_rule": rules.h1a_c4_expected_rate,
+            },
+        )
+        if wrong is not None:
+            return wrong
+        frozen, rule_size = rules.h1a_c4_expected_rate, rules.h1a_c4_group_size
+    else:
+        frozen, rule_size = block.get("expected_independent_rate_rule"), block.get("G_rule")
+    if not is_num(block["q"]) or not is_int(block["G"]):
+        return "H1a.q and H1a.G must be a number and an integer"
+    expected_again, _ = expected_independent_rate(block["q"], block["G"], frozen, rule_size)
+    if block["expected_independent_rate"] != round(expected_again, 4):
+        return (
+            f"H1a.expected_independent_rate is {block['expected_independent_rate']}, but q {block['q']} and "
+            f"G {block['G']} give {round(expected_again, 4)}"
+        )
     ind, par = block["spurious_rate_independent"], block["spurious_rate_paired"]
     expected, within = block["expected_independent_rate"], rule["independent_within"]
     ind_ok, par_ok = rule["independent_criterion"], rule["paired_criterion"]
@@ -566,10 +645,16 @@ def _h1a_outcome_mismatch(block: dict[str, Any]) -> str | None:
 
 
 def verdict_mismatch(raw: dict[str, Any]) -> str | None:
-    """Why a tier-1 decision register's verdicts do not follow from its own numbers (None when they do):
-    ``decided`` from its seed pairs, design seeds and ``missing``; no verdict when not decided; each
-    decided hypothesis's criteria from its numbers and its ``passes`` from its criteria (with the frozen
-    rules the register names where that file is here, as ``paired-rollouts decide`` applied them)."""
+    """Why a tier-1 decision register's verdicts do not follow from its own numbers and the evidence it
+    names (None when they do): the rules it names, when here, are the ones it records (``_rules_at_hand``);
+    its seed pairs, runs, admission and blocks cover one another and its summaries are their values'
+    (``evidence_mismatch``); ``decided`` from its seed pairs, design seeds and ``missing``; no verdict when
+    not decided; each decided hypothesis's criteria from its numbers and its ``passes`` from its criteria
+    (with the frozen rules the register names where that file is here, as ``paired-rollouts decide``
+    applied them)."""
+    rules, other_rules = _rules_at_hand(raw)
+    if other_rules is not None:
+        return other_rules
     pairs, design_seeds = raw["seed_pairs"], raw["design_seeds"]
     decided = (
         bool(pairs) and not raw["missing"] and design_seeds is not None and len(pairs) == len(design_seeds)
@@ -580,16 +665,17 @@ def verdict_mismatch(raw: dict[str, Any]) -> str | None:
                 f"{flag} is {str(raw[flag]).lower()}, but {len(pairs)} seed pairs of the design's "
                 f"{design_seeds} are admitted with {len(raw['missing'])} problem(s) under 'missing'"
             )
-    rules = None
+    wrong = evidence_mismatch(raw, rules)
+    if wrong is not None:
+        return wrong
     for name in HYPOTHESES:
         block = raw.get(name)
         if not isinstance(block, dict) or block.get("passes") is None:
             continue
         if not decided or not block.get("computed"):
             return f"{name}.passes is {block['passes']} on evidence that decides nothing (not decided or computed)"
-        rules = rules if rules is not None else _rules_at_hand(raw)
         mismatch = (
-            _h1a_mismatch(raw["condition"], block)
+            _h1a_mismatch(raw["condition"], block, rules)
             if name == "H1a"
             else _h5_mismatch(block, rules)
             if name == "H5"
@@ -598,6 +684,274 @@ def verdict_mismatch(raw: dict[str, Any]) -> str | None:
         if mismatch is not None:
             return mismatch
     return None
+
+
+# ---------------------------------------------------------------- evidence a tier-1 register rests on
+
+
+def evidence_mismatch(raw: dict[str, Any], rules: Any) -> str | None:
+    """Why a tier-1 register's evidence does not hold together (None when it does): the runs and seeds
+    are its seed pairs'; a decided register's seed pairs and ``missing`` are what its ``acceptance`` gives
+    (``decide``'s own pairing); every computed block covers exactly the register's seed pairs (H1a: its
+    runs) and its summaries (means, counts, minima, intervals) are its per-seed and per-run values'; and
+    each run's step-0 luck share is the luck file it names wherever that file is here."""
+    for check in (_pairs_mismatch, _acceptance_mismatch):
+        wrong = check(raw)
+        if wrong is not None:
+            return wrong
+    for name in HYPOTHESES:
+        block = raw.get(name)
+        if not isinstance(block, dict) or not block.get("computed"):
+            continue
+        if name == "H1a":
+            wrong = _h1a_coverage(raw, block) or _luck_mismatch(raw, block, rules)
+        else:
+            wrong = _block_coverage(name, raw, block) or _summary_mismatch(name, block)
+        if wrong is not None:
+            return wrong
+    return None
+
+
+def _pairs_mismatch(raw: dict[str, Any]) -> str | None:
+    """``runs`` and ``seeds`` are the seed pairs' runs and seeds; each pair is the condition's paired and
+    independent run of one seed (``design.Comparison.pair``), every seed one of the design's."""
+    from paired_rollouts.stats.decisions.register import tier1_comparison
+
+    comparison = tier1_comparison(raw["condition"])
+    pairs, seeds = raw["seed_pairs"], raw["seeds"]
+    if len(pairs) != len(seeds) or any(
+        list(pair) != [run.name for run in comparison.pair(seed)]
+        for pair, seed in zip(pairs, seeds, strict=False)
+    ):
+        return f"seeds {seeds} are not the seeds of its seed_pairs {pairs}"
+    if raw["runs"] != [run for pair in pairs for run in pair]:
+        return f"runs {raw['runs']} are not the runs of its seed_pairs"
+    if raw["design_seeds"] is not None and not set(seeds) <= set(raw["design_seeds"]):
+        return f"seeds {seeds} are not all of the design's seeds {raw['design_seeds']}"
+    return None
+
+
+def _candidates(comparison: Any, acceptance: dict[str, Any]) -> dict[str, Any]:
+    """The runs of ``acceptance`` that ``decide`` pairs (the comparison's arms; not the clean reference),
+    as the run name and seed its pairing reads."""
+    from types import SimpleNamespace
+
+    out = {}
+    for run in acceptance:
+        try:
+            ident = design.parse_run(run)
+        except UserError:
+            continue
+        if (
+            ident.condition == comparison.condition
+            and ident.arm in (comparison.treatment, comparison.control)
+            and ident.scaling == comparison.scaling
+        ):
+            out[run] = SimpleNamespace(run=run, seed=ident.seed)
+    return out
+
+
+def _acceptance_mismatch(raw: dict[str, Any]) -> str | None:
+    """A decided register (or any that lists its admission) pairs exactly the runs its ``acceptance``
+    admits, as ``decide`` pairs them, and lists each admission problem and left-out seed under
+    ``missing``."""
+    from paired_rollouts.stats.decisions.register import _seed_pairs, tier1_comparison
+
+    acceptance = raw.get("acceptance")
+    if not raw["decided"] and not acceptance:
+        return None
+    if not isinstance(acceptance, dict) or not all(
+        isinstance(e, dict) and is_bool(e.get("admitted")) and list_of(is_str)(e.get("reasons"))
+        for e in acceptance.values()
+    ):
+        return "acceptance must give each run's admitted (true or false) and reasons (a list of strings)"
+    comparison = tier1_comparison(raw["condition"])
+    candidates = _candidates(comparison, acceptance)
+    expected: list[str] = []
+    for run in candidates:
+        entry = acceptance[run]
+        if entry["admitted"] == bool(entry["reasons"]):
+            return f"acceptance.{run}.admitted is {str(entry['admitted']).lower()} with reasons {entry['reasons']}"
+        expected += [f"{run}: {reason}" for reason in entry["reasons"]]
+    pairs = _seed_pairs(comparison, candidates, acceptance, raw["design_seeds"], expected)
+    again = [[p.run, i.run] for p, i in pairs]
+    if again != raw["seed_pairs"]:
+        return f"seed_pairs {raw['seed_pairs']} are not the pairs its acceptance admits {again}"
+    left = list(raw["missing"])
+    for problem in expected:
+        if problem not in left:
+            return f"missing does not list '{problem}', which its acceptance gives"
+        left.remove(problem)
+    return None
+
+
+def _block_coverage(name: str, raw: dict[str, Any], block: dict[str, Any]) -> str | None:
+    """H2a/H2b, H3, H5 are computed on the register's seed pairs: their seeds and runs, one value a seed."""
+    if block.get("seeds") != raw["seeds"]:
+        return f"{name}.seeds {block.get('seeds')} are not the register's seeds {raw['seeds']}"
+    if "runs" in block and block["runs"] != raw["seed_pairs"]:
+        return f"{name}.runs are not the register's seed_pairs"
+    by_seed = "auc_difference_by_seed" if name in ("H2a", "H2b") else "difference_by_seed"
+    if len(block[by_seed]) != len(raw["seeds"]):
+        return f"{name}.{by_seed} has {len(block[by_seed])} values for the {len(raw['seeds'])} seeds"
+    return None
+
+
+def _between(low: int | float, value: Any, high: int | float) -> bool:
+    return is_num(value) and low <= value <= high
+
+
+def _summary_mismatch(name: str, block: dict[str, Any]) -> str | None:
+    """The means, counts and interval of a gap block are its per-seed values'."""
+    if name == "H5":
+        diffs, interval = block["difference_by_seed"], block["difference_ci90"]
+        mean_key, interval_key, means = "difference_mean", "difference_ci90", {}
+    elif name == "H3":
+        diffs, interval = block["difference_by_seed"], block["ci95"]
+        mean_key, interval_key, means = "difference_mean", "ci95", {}
+    else:
+        diffs, interval = block["auc_difference_by_seed"], block["auc_difference_ci95"]
+        mean_key, interval_key = "auc_difference_mean", "auc_difference_ci95"
+        means = {
+            "auc_paired_mean": block["auc_paired"],
+            "auc_independent_mean": block["auc_independent"],
+            "final_paired_mean": block["final_paired_by_seed"],
+            "final_independent_mean": block["final_independent_by_seed"],
+            "final_difference_mean": block["final_difference_by_seed"],
+        }
+        paired, independent = block["final_paired_by_seed"], block["final_independent_by_seed"]
+        if any(
+            abs(p - i - d) > _SLACK
+            for p, i, d in zip(paired, independent, block["final_difference_by_seed"], strict=True)
+        ):
+            return f"{name}.final_difference_by_seed is not final_paired_by_seed - final_independent_by_seed"
+    for key_, values in {mean_key: diffs, **means}.items():
+        if not _mean_of(values, block[key_]):
+            return f"{name}.{key_} {block[key_]} is not the mean of its per-seed values {values}"
+    count = "difference_positive_seeds" if name == "H3" else "auc_difference_positive_seeds"
+    if name != "H5" and not _between(sum(d > 0 for d in diffs), block[count], sum(d >= 0 for d in diffs)):
+        return f"{name}.{count} is {block[count]}, but {sum(d > 0 for d in diffs)} of {diffs} are positive"
+    low, high = interval
+    if low is not None and high is not None and low > high:
+        return f"{name}.{interval_key} {interval} has its lower end above its upper end"
+    return None
+
+
+def _h1a_coverage(raw: dict[str, Any], block: dict[str, Any]) -> str | None:
+    """H1a judges every run of the register's seed pairs: under tool faults each one's luck share, run
+    row and seed sharing; under grader flips each one's spurious counts (a run without training groups
+    has none, and then the register is not decided), which sum to each arm's rate."""
+    runs = sorted(raw["runs"])
+    if raw["condition"] == "C2":
+        for part in ("runs", "luck_share_step0", "seed_sharing"):
+            if not isinstance(block.get(part), dict):
+                return f"H1a.{part} is missing; H1a under tool faults judges each run's"
+            if sorted(block[part]) != runs:
+                return f"H1a.{part} covers {sorted(block[part])}, not the register's runs {runs}"
+        return None
+    counted = sorted(block["runs"])
+    if not set(counted) <= set(runs) or (raw["decided"] and counted != runs):
+        return f"H1a.runs covers {counted}, not the register's runs {runs}"
+    rates = block.get("spurious_rates")
+    if not isinstance(rates, dict):
+        return "H1a.spurious_rates is missing; H1a under grader flips judges each arm's"
+    for arm in ("paired", "independent"):
+        wrong = _arm_rate_mismatch(block, rates.get(arm), arm)
+        if wrong is not None:
+            return wrong
+    return None
+
+
+def _arm_rate_mismatch(block: dict[str, Any], stated: Any, arm: str) -> str | None:
+    """C4's H1a: an arm's spurious counts and rate are its runs' sums (none without a run with groups)."""
+    rows = [row for run, row in block["runs"].items() if design.parse_run(run).arm == arm]
+    if not rows:
+        if stated is not None or block[f"spurious_rate_{arm}"] is not None:
+            return f"H1a.spurious_rates.{arm}: no run of the arm has training groups"
+        return None
+    sums = {k: sum(row.get(k, 0) for row in rows) for k in ("all_correct_groups", "spurious")}
+    rate = round(sums["spurious"] / sums["all_correct_groups"], 4) if sums["all_correct_groups"] else None
+    again = {**sums, "rate": rate}
+    if not isinstance(stated, dict) or differing_keys(stated, again) or block[f"spurious_rate_{arm}"] != rate:
+        return f"H1a.spurious_rates.{arm} is not its runs' counts {again}"
+    return None
+
+
+def _luck_mismatch(raw: dict[str, Any], block: dict[str, Any], rules: Any) -> str | None:
+    """C2's step-0 luck shares: the minima are the runs' values, and each run's share is the luck file it
+    names (``source``) wherever that file is here; with the frozen rules and every file here, the whole
+    block is recomputed as ``decide`` computes it (the interval draws on one generator across the runs)."""
+    if raw["condition"] != "C2":
+        return None
+    shares = block["luck_share_step0"]
+    wrong = _luck_summary_mismatch(block, shares)
+    if wrong is not None:
+        return wrong
+    luck, here = _luck_files(shares)
+    if isinstance(luck, str):
+        return luck
+    for run, record in here.items():
+        again = {"lam": round(record.lam, 4) if record.lam is not None else None}
+        again |= {"tasks": record.tasks, "tasks_defined": record.tasks_defined, "step": record.step}
+        differ = differing_keys({k: shares[run].get(k) for k in again}, again)
+        if differ:
+            return (
+                f"H1a.luck_share_step0.{run} is not its luck file {shares[run]['source']} "
+                f"(differs in {', '.join(differ)})"
+            )
+    if rules is None or len(here) != len(shares):
+        return None
+    from types import SimpleNamespace
+
+    from paired_rollouts.stats.curves import round4
+    from paired_rollouts.stats.decisions.hypotheses import _luck_shares
+
+    again = round4(_luck_shares([SimpleNamespace(run=r, diagnostic={}) for r in raw["runs"]], luck, rules))
+    for run in raw["runs"]:
+        differ = differing_keys(shares[run], again[run])
+        if differ:
+            return (
+                f"H1a.luck_share_step0.{run} is not its recomputation from {shares[run]['source']} "
+                f"(differs in {', '.join(differ)})"
+            )
+    return None
+
+
+def _luck_summary_mismatch(block: dict[str, Any], shares: dict[str, Any]) -> str | None:
+    """C2's H1a minima are its runs' luck shares and lower ends; each interval is ordered."""
+    lams = [v["lam"] for v in shares.values() if v is not None and v["lam"] is not None]
+    lows = [v["ci95"][0] for v in shares.values() if v is not None and v["ci95"][0] is not None]
+    for key_, values in (("luck_share_step0_min", lams), ("luck_share_step0_lower_min", lows)):
+        if block[key_] != min(values, default=None):
+            return f"H1a.{key_} is {block[key_]}, but the runs' values give {min(values, default=None)}"
+    for run, share in shares.items():
+        low, high = share["ci95"] if share is not None else (None, None)
+        if low is not None and high is not None and low > high:
+            return f"H1a.luck_share_step0.{run}.ci95 has its lower end above its upper end"
+    return None
+
+
+def _luck_files(shares: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The luck files the runs' shares name that are here, read (records.read_luck), as ``decide`` keys
+    them, with each run's record; or why one is not the run's own."""
+    from paired_rollouts.io import sha256_file
+    from paired_rollouts.records.runs import read_luck
+    from paired_rollouts.stats.decisions.evidence import LuckFile
+
+    luck, here = {}, {}
+    for run, share in shares.items():
+        source = share.get("source") if share is not None else None
+        if not isinstance(source, str) or not Path(source).is_file():
+            continue
+        record = read_luck(source)
+        if record.run != run or record.step != share.get("step"):
+            return (
+                f"H1a.luck_share_step0.{run}.source {source} is the luck file of {record.run} at step {record.step}",
+                {},
+            )
+        luck[(record.run, record.step)] = LuckFile(record, sha256_file(source))
+        here[run] = record
+    return luck, here
 
 
 def read_decision_register(path: str | Path) -> DecisionRegister:
@@ -661,26 +1015,33 @@ PREDICTIONS = "paired-rollouts predictions"
 
 def read_predictions(path: str | Path) -> Predictions:
     """results/decisions/predictions.json or decisions/tiers/predictions.json (stats/predictions.py),
-    typed: every row and the H4 block (docs/records.md section 4.1). Where the register names its
-    ``inputs`` (the decision and probe registers and the tier rules, with their sha256, and the group size)
-    and they are at hand, every verdict is judged again from them and must be the one written."""
+    typed: every row and the H4 block (docs/records.md section 4.1). It must name its ``inputs`` (the
+    decision and probe registers and the tier rules, with their sha256, and the group size), as the writer
+    always does; each must be at hand with its sha256 (else it cannot be judged again: refused, as
+    read_power_curves refuses), and every verdict, the counts, H4 and the registers named are judged again
+    from them and must be the ones written."""
     from paired_rollouts.io import sha256_file
 
     register = read_register(Predictions, path, "predictions register", PREDICTIONS)
-    inputs = register.raw.get("inputs")
-    if not isinstance(inputs, dict):
-        return register
-    files = {**inputs.get("decisions", {}), **inputs.get("probes", {})}
-    rules = register.raw.get("tier_rules")
-    if not all(Path(f).is_file() for f in (*files, rules)):
-        return register
-    changed = [f for f, digest in files.items() if sha256_file(f) != digest]
-    if sha256_file(rules) != inputs.get("tier_rules_sha256"):
-        changed.append(rules)
-    if changed:
+    inputs, rules = register.raw.get("inputs"), register.raw.get("tier_rules")
+    if not (
+        isinstance(inputs, dict)
+        and map_of(is_sha256)(inputs.get("decisions"))
+        and map_of(is_sha256)(inputs.get("probes"))
+        and is_sha256(inputs.get("tier_rules_sha256"))
+        and is_int(inputs.get("group_size"))
+        and is_str(rules)
+    ):
         raise UserError(
-            f"{path}: {', '.join(changed)} changed since the predictions were judged; {PREDICTIONS}"
+            f"{path}: no 'tier_rules' and 'inputs' (decisions, probes, tier_rules_sha256, group_size) to "
+            f"judge its verdicts again from; regenerate it with '{PREDICTIONS}'"
         )
+    files = {**inputs["decisions"], **inputs["probes"], rules: inputs["tier_rules_sha256"]}
+    for file, digest in files.items():
+        if not Path(file).is_file():
+            raise UserError(f"{path}: input {file} not found; run it from the checkout that wrote it")
+        if sha256_file(file) != digest:
+            raise UserError(f"{path}: {file} changed since the predictions were judged; {PREDICTIONS}")
     from paired_rollouts.prereg.rules import load_tier_rules
     from paired_rollouts.records.probe import read_probe_register
     from paired_rollouts.stats.curves import round4
@@ -689,17 +1050,18 @@ def read_predictions(path: str | Path) -> Predictions:
     decisions = {Path(f).stem: read_decision_register(f) for f in inputs["decisions"]}
     probes = {Path(f).stem: read_probe_register(f) for f in inputs["probes"]}
     again = round4(judge(load_tier_rules(rules), decisions, probes, inputs["group_size"], source=rules))
-    for part in ("predictions", "counts", "H4"):
-        if again[part] != register.raw.get(part):
-            rows = [
-                f"{a['id']} {b.get('verdict')} (judged again: {a['verdict']})"
-                for a, b in zip(again["predictions"], register.raw["predictions"], strict=False)
-                if a != b
-            ]
-            raise UserError(
-                f"{path}: {part} is not what its inputs give ({'; '.join(rows) or part}); a verdict must follow "
-                f"from its numbers, regenerate it with '{PREDICTIONS}'"
-            )
+    differ = differing_keys(again, {k: register.raw.get(k) for k in again})
+    if differ:
+        part = next(p for p in ("predictions", "counts", "H4", "registers", "probes") if p in differ)
+        rows = [
+            f"{a['id']} {b.get('verdict')} (judged again: {a['verdict']})"
+            for a, b in zip(again["predictions"], register.raw["predictions"], strict=False)
+            if a != b
+        ]
+        raise UserError(
+            f"{path}: {part} is not what its inputs give ({'; '.join(rows) or part}); "
+            f"a verdict must follow from its numbers, regenerate it with '{PREDICTIONS}'"
+        )
     return register
 
 
@@ -754,6 +1116,14 @@ def read_power_table(path: str | Path) -> PowerTable:
                 f"{path}: hypotheses.{name}.power is not passes_counted / draws at each n; "
                 f"a power must follow from its counts, regenerate it with '{POWER}'"
             )
+        wrong = _power_cells_mismatch(table, name, h)
+        if wrong is not None:
+            raise UserError(f"{path}: {wrong}; regenerate it with '{POWER}'")
+    if table.hypotheses and table.full_pairs != min(h.seed_pairs for h in table.hypotheses.values()):
+        raise UserError(
+            f"{path}: full_pairs {table.full_pairs} is not the fewest seed pairs of its hypotheses; "
+            f"regenerate it with '{POWER}'"
+        )
     for file, digest in table.decisions.items():
         if not Path(file).is_file():
             continue
@@ -761,15 +1131,53 @@ def read_power_table(path: str | Path) -> PowerTable:
             raise UserError(
                 f"{path}: decision register {file} changed since the power was estimated; {POWER}"
             )
-        register = read_decision_register(file)
-        for name, h in table.hypotheses.items():
-            block = register.hypothesis(name) if h.condition == register.condition else None
-            if block is not None and h.passes_full != bool(block.passes):
-                raise UserError(
-                    f"{path}: hypotheses.{name}.passes_full is {str(h.passes_full).lower()}, but {file} says "
-                    f"passes: {block.passes}; regenerate it with '{POWER}'"
-                )
+        wrong = _power_register_mismatch(table, file, read_decision_register(file))
+        if wrong is not None:
+            raise UserError(f"{path}: {wrong}; regenerate it with '{POWER}'")
     return table
+
+
+# the hypotheses surrogate/power.py estimates per decided condition; all but H5 read no bootstrap interval,
+# so their verdict on all the register's pairs (passes_full_recomputed) is the register's own
+POWER_HYPOTHESES = {"C2": ("H2a", "H3", "H5"), "C4": ("H2b",)}
+
+
+def _power_cells_mismatch(table: PowerTable, name: str, h: HypothesisPower) -> str | None:
+    """One hypothesis's cells: the table's draws, a count within them at each of the table's sizes and
+    at the hypothesis's full number of seed pairs (and at no other)."""
+    sizes = {str(n) for n in table.pairs} | {str(h.seed_pairs)}
+    if set(h.power) != sizes:
+        return f"hypotheses.{name} has cells at {sorted(h.power)}, not at the sizes {sorted(sizes)}"
+    if h.draws != table.draws or not all(0 <= c <= h.draws for c in h.passes_counted.values()):
+        return f"hypotheses.{name}: counts {h.passes_counted} are not within its table's {table.draws} draws"
+    return None
+
+
+def _power_register_mismatch(table: PowerTable, file: str, register: DecisionRegister) -> str | None:
+    """What a power table says of a decision register it names (read, verdicts checked): its rules, the
+    hypotheses of its condition, its number of seed pairs and its verdicts."""
+    if register.rules_sha256 != table.rules_sha256:
+        return f"rules_sha256 is not {file}'s ({register.rules_sha256}); power is estimated with the rules that decided"
+    names = sorted(n for n, h in table.hypotheses.items() if h.condition == register.condition)
+    if names != sorted(POWER_HYPOTHESES.get(register.condition, ())):
+        return f"hypotheses {names} of {register.condition} are not those {file} decides"
+    for name in names:
+        h, block = table.hypotheses[name], register.hypothesis(name)
+        if block is None or h.passes_full != bool(block.passes):
+            return (
+                f"hypotheses.{name}.passes_full is {str(h.passes_full).lower()}, but {file} says "
+                f"passes: {None if block is None else block.passes}"
+            )
+        if h.seed_pairs != len(register.seed_pairs):
+            return (
+                f"hypotheses.{name}.seed_pairs is {h.seed_pairs}, but {file} has {len(register.seed_pairs)}"
+            )
+        if name != "H5" and h.passes_full_recomputed != h.passes_full:
+            return (
+                f"hypotheses.{name}.passes_full_recomputed is {str(h.passes_full_recomputed).lower()} on the "
+                f"same seed pairs as {file}'s verdict (its rule reads no bootstrap interval)"
+            )
+    return None
 
 
 POWER = "paired-rollouts surrogate power"

@@ -393,6 +393,21 @@ def _h1a_transition(
     }
 
 
+def expected_independent_rate(
+    q: float, size: int, frozen: float | None, rule_size: int | None
+) -> tuple[float, str]:
+    """H1a's expected spurious rate of the independent arm under grader flips (C4) and where it comes
+    from: the frozen rate when the trained group size ``size`` is the rule's, else the closed form at the
+    trained G (records.decisions recomputes a register's rate with this very function)."""
+    if frozen is not None and rule_size is not None and size == int(rule_size):
+        return float(frozen), "rules"
+    # a scale that trains another G cannot apply the frozen rate: the closed form at the trained G
+    return (
+        spurious_rate_closed_form(q, size),
+        f"closed form 1-(1-q)^G-q^G at the trained G={size} (the frozen rate is for G={rule_size})",
+    )
+
+
 def _h1a_outcome(
     rates: dict[str, Any], per_run: dict[str, Any], sizes: set[int], out: dict[str, Any], rules: DecisionRules
 ) -> dict[str, Any]:
@@ -402,14 +417,7 @@ def _h1a_outcome(
     rule_size = rules.h1a_c4_group_size
     size = max(sizes) if sizes else int(rule_size or 8)
     frozen = rules.h1a_c4_expected_rate
-    if frozen is not None and rule_size is not None and size == int(rule_size):
-        expected, expected_source = float(frozen), "rules"
-    else:
-        # a scale that trains another G cannot apply the frozen rate: the closed form at the trained G
-        expected = spurious_rate_closed_form(q, size)
-        expected_source = (
-            f"closed form 1-(1-q)^G-q^G at the trained G={size} (the frozen rate is for G={rule_size})"
-        )
+    expected, expected_source = expected_independent_rate(q, size, frozen, rule_size)
     ind, par = out["spurious_rate_independent"], out["spurious_rate_paired"]
     ind_ok = bool(ind is not None and abs(ind - expected) <= rules.h1a_c4_independent_within)
     par_ok = bool(par is not None and par <= rules.h1a_c4_paired_at_most)
