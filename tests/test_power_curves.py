@@ -248,6 +248,12 @@ def test_command_writes_the_register_and_refuses_bad_inputs(tmp_path, capsys) ->
     data = json.loads(c4.read_text())
     data["rules_sha256"] = "0" * 64
     c4.write_text(json.dumps(data))
+    # the rules file it names is here with another sha256: its reader refuses it
+    with pytest.raises(UserError, match=r"c4\.json: .*decided under other rules"):
+        pc.power_curves([c2, c4], RULES, PUBLISHED, draws=10)
+    # decided under rules that are not at hand: read as written, but not the rules the curves are given
+    data["rules_source"] = str(tmp_path / "elsewhere" / "decision_rules.yaml")
+    c4.write_text(json.dumps(data))
     with pytest.raises(UserError, match=r"c4\.json: decided with rules of sha256 0+,"):
         pc.power_curves([c2, c4], RULES, PUBLISHED, draws=10)
 

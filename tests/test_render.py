@@ -715,16 +715,15 @@ def test_help_lists_each_tables_inputs(capsys):
 
 
 def _undecided_register(tmp_path):
-    data = json.loads((INPUTS["decisions"][0]).read_text())
-    reason = "not decided: 1 of 2 seed pairs of the design admitted (3 problem(s) under 'missing')"
-    for name in ("H1a", "H2a", "H3", "H5"):
-        data[name]["passes"] = None
-        data[name]["reason"] = reason
-    data.update(complete=False, decided=False, design_seeds=[0, 1], seed_pairs=data["seed_pairs"][:1])
+    """The C2 register ``decide`` writes when only seed 0's pair of the design's two is given."""
+    from test_stats_decisions import decide
+
+    root = INPUTS["decisions"][0].parents[2]  # the synthetic study: ROOT/results/decisions/c2.json
     path = tmp_path / "decisions" / "c2.json"
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(data))
-    return path, reason
+    data = decide(root, "C2", ["c2-paired-s0", "c2-independent-s0"], out_name=str(path))
+    assert data["decided"] is False and data["H2a"]["passes"] is None
+    return path, data["H2a"]["reason"]
 
 
 def test_table2_says_not_decided_on_partial_evidence(tmp_path):
