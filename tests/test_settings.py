@@ -238,9 +238,17 @@ def test_an_unknown_key_or_a_wrong_type_gets_a_fix_and_its_file(tmp_path, monkey
     assert message.startswith("mine.yaml: scales.tiny.training: ") and "\n" not in message, message
     assert "fix: remove or correct 'stepz' (the keys allowed here: beta, checkpoint_every," in message
     config = _full_config()
-    config["scales"] = None  # `--config scales=null`
+    config["scales"] = None  # `--config scales=null`: a described key gets its description as the fix
     with pytest.raises(UserError) as refused:
         check_config(config, schema, files)
+    assert "scales: None is not of type 'object'; fix: The scales, by name" in str(refused.value), (
+        refused.value
+    )
+    bare = json.loads(schema.read_text())  # the same schema without that description: the type is the fix
+    del bare["properties"]["scales"]["description"]
+    (tmp_path / "config/schema.json").write_text(json.dumps(bare))
+    with pytest.raises(UserError) as refused:
+        check_config(config, tmp_path / "config/schema.json", files)
     assert str(refused.value).endswith(
         "scales: None is not of type 'object'; fix: give it a value of type object (config/schema.json)"
     ), refused.value
