@@ -255,13 +255,7 @@ def regime_map_of(data: dict[str, Any], where: str, cells_folder: Path | None) -
     cells = data["cells"]
     if not isinstance(cells, list) or not cells:
         raise UserError(f"{where}: cells must be a non-empty list; rerun '{MAP_COMMAND}'")
-    resamples = data["grid"].get("resamples") if isinstance(data["grid"], dict) else None
-    if not _count(resamples, 1):
-        raise UserError(f"{where}: grid.resamples must be a positive integer; rerun '{MAP_COMMAND}'")
-    if not all(isinstance(c, dict) and isinstance(c.get("cell_id"), str) for c in cells):
-        raise UserError(f"{where}: cells must be objects, each with its cell_id; rerun '{MAP_COMMAND}'")
-    if not isinstance(data["summary"], dict) or not isinstance(data["files"], dict):
-        raise UserError(f"{where}: summary and files must be objects; rerun '{MAP_COMMAND}'")
+    resamples = _map_shape(data, where)
     ids = [c.get("cell_id") for c in cells]
     if len(set(ids)) != len(ids):
         raise UserError(f"{where}: a cell is listed twice; rerun '{MAP_COMMAND}'")
@@ -279,6 +273,19 @@ def regime_map_of(data: dict[str, Any], where: str, cells_folder: Path | None) -
         _check_files(cells_folder, data["files"])
         _check_cells(cells_folder, cells, where)
     return RegimeMap(data["grid"], cells, data["summary"], data["files"])
+
+
+def _map_shape(data: dict[str, Any], where: str) -> int:
+    """The map's grid.resamples (a positive integer), its cells objects with a cell_id, its summary and
+    files objects; one line otherwise."""
+    resamples = data["grid"].get("resamples") if isinstance(data["grid"], dict) else None
+    if not _count(resamples, 1):
+        raise UserError(f"{where}: grid.resamples must be a positive integer; rerun '{MAP_COMMAND}'")
+    if not all(isinstance(c, dict) and isinstance(c.get("cell_id"), str) for c in data["cells"]):
+        raise UserError(f"{where}: cells must be objects, each with its cell_id; rerun '{MAP_COMMAND}'")
+    if not isinstance(data["summary"], dict) or not isinstance(data["files"], dict):
+        raise UserError(f"{where}: summary and files must be objects; rerun '{MAP_COMMAND}'")
+    return resamples
 
 
 def _check_files(folder: Path, files: dict[str, str]) -> None:
