@@ -193,6 +193,31 @@ def _check_task(task: Any, where: str) -> dict[str, Any]:
     return task
 
 
+def _manifest_pools(manifest: dict[str, Any], where: Any, folder: Path) -> dict[str, dict[str, Any]]:
+    """The manifest's ``pools: {name: {path, sha256, count}}``, each key's type checked as the typed
+    reader (records.read_pool_manifest) checks it, so a malformed manifest is one line naming it; the
+    count is checked against the pool's tasks after they are read."""
+    from paired_rollouts.records.schema import At, is_dict, is_sha256, is_str
+
+    at = At(str(where), "pool manifest", f"regenerate the pools with `paired-rollouts tasks --out {folder}`")
+    if "pools" not in manifest:
+        raise at.missing("pools")
+    pools = manifest["pools"]
+    if not isinstance(pools, dict):
+        raise at.wrong("pools", pools, is_dict)
+    for name, entry in pools.items():
+        if not isinstance(entry, dict):
+            raise at.at("pools").error(f"{name}: expected {{path, sha256, count}}")
+        here = at.at(f"pools.{name}")
+        if "sha256" not in entry:
+            raise here.missing("sha256")
+        if not is_sha256(entry["sha256"]):
+            raise here.wrong("sha256", entry["sha256"], is_sha256)
+        if "path" in entry and not is_str(entry["path"]):
+            raise here.wrong("path", entry["path"], is_str)
+    return pools
+
+
 def _manifest_entry(path: Path, manifest: Any) -> tuple[dict | None, Path | None]:
     if manifest is False:
         return None, None
@@ -213,9 +238,8 @@ def _manifest_entry(path: Path, manifest: Any) -> tuple[dict | None, Path | None
             raise UserError(
                 f"{manifest_path}: not a pool manifest (expected an object); regenerate the pools"
             )
-    pools = manifest.get("pools") or manifest.get("files") or {}
-    for name, entry in pools.items():
-        if isinstance(entry, dict) and Path(entry.get("path", f"{name}.jsonl")).name == path.name:
+    for name, entry in _manifest_pools(manifest, manifest_path or "the manifest", path.parent).items():
+        if Path(entry.get("path", f"{name}.jsonl")).name == path.name:
             return entry, manifest_path
     raise UserError(
         f"{path}: not listed in {manifest_path or 'the manifest'}; use a pool file from "

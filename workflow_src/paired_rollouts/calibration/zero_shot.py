@@ -168,7 +168,8 @@ def check_register(register: dict[str, Any], source: str) -> None:
         )
     missed = [b for b in bands if b.get("applies") and band_status(b) != "pass"]
     if missed:
-        rules = register.get("rules", {}).get("path", "the tier rules")
+        named = register.get("rules") if isinstance(register.get("rules"), dict) else {}
+        rules = named.get("path", "the tier rules")
         parts = []
         for b in missed:
             target = b["target"] or {}

@@ -295,7 +295,7 @@ def _base_record(freeze_path: Path, allow_test_authority: bool) -> dict:
             f"{record_file}: no freeze record; run 'paired-rollouts prereg freeze' (or freeze-local) "
             "or point --freeze at the folder holding freeze.json"
         )
-    base = read_json(record_file)
+    base = _record(record_file)
     if base.get("format") != fz.FORMAT or base.get("kind") != "freeze":
         raise UserError(f"{record_file}: not a {fz.FORMAT} freeze record; restore it from version control")
     if base.get("test_authority") and not allow_test_authority:
@@ -326,7 +326,7 @@ def _amendment_records(freeze_path: Path, amendments: int | None) -> list[tuple[
         amendment_file = folder / fz.RECORD["amendment"]
         if not amendment_file.is_file():
             raise UserError(f"{amendment_file}: amendment record missing; {REFREEZE}")
-        records.append(("amendment", folder, read_json(amendment_file)))
+        records.append(("amendment", folder, _record(amendment_file)))
     return records
 
 
@@ -338,7 +338,35 @@ def _branch_record(folder: Path) -> dict:
             f"{record_file}: branch amendment record missing; make it with 'paired-rollouts prereg amend "
             "--into' (docs/prereg.md#amendment-a3-the-paired-arms-as-a-registered-prediction)"
         )
-    return read_json(record_file)
+    return _record(record_file)
+
+
+def _record(record_file: Path) -> dict:
+    """A freeze or amendment record, with the shape the chain and document checks read outside
+    ``verify_record`` (which turns any other malformed value into one line): an object whose
+    ``documents`` are ``{path, sha256}`` strings and whose ``amendment`` (if any) is an object with a
+    ``previous`` object; anything else is one line naming the file and key."""
+    record = read_json(record_file)
+    if not isinstance(record, dict):
+        raise UserError(f"{record_file}: a freeze record must be a JSON object; {REFREEZE}")
+    documents = record.get("documents", [])
+    if not isinstance(documents, list):
+        raise UserError(f"{record_file}: key 'documents' is {documents!r}, expected a list; {REFREEZE}")
+    for i, doc in enumerate(documents):
+        for name in ("path", "sha256"):
+            value = doc.get(name) if isinstance(doc, dict) else None
+            if not isinstance(value, str) or not value:
+                raise UserError(
+                    f"{record_file}: documents[{i}].{name} is {value!r}, expected a non-empty string; {REFREEZE}"
+                )
+    amendment = record.get("amendment")
+    if amendment is not None and not (
+        isinstance(amendment, dict) and isinstance(amendment.get("previous", {}), dict)
+    ):
+        raise UserError(
+            f"{record_file}: key 'amendment' must be an object with a 'previous' object; {REFREEZE}"
+        )
+    return record
 
 
 def _check_chain(records: list[tuple[str, Path, dict]], root: Path, echo, failures: list[str]) -> list[dict]:
@@ -351,7 +379,7 @@ def _check_chain(records: list[tuple[str, Path, dict]], root: Path, echo, failur
             failures.append(f"{folder}: test_authority differs from the base freeze; {REFREEZE}")
         if (
             kind == "amendment"
-            and record.get("amendment", {}).get("previous", {}).get("imprint") != previous_imprint
+            and ((record.get("amendment") or {}).get("previous") or {}).get("imprint") != previous_imprint
         ):
             failures.append(
                 f"{folder / fz.RECORD[kind]}: does not chain to the previous record's imprint; {REFREEZE}"

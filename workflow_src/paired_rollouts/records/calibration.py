@@ -31,6 +31,7 @@ from paired_rollouts.records.schema import (
     nullable,
     one,
     one_of,
+    pair_of,
     parse,
     read_register,
 )
@@ -284,11 +285,30 @@ ZERO_SHOT_FORMAT = "paired-rollouts-zero-shot-calibration/1"
 STATUS = one_of("pass", "fail", "not_applicable")
 
 
+def _band_target(v: Any) -> bool:
+    return v is None or (
+        isinstance(v, dict)
+        and (set(v) == {"low", "high"} or set(v) == {"at_least"})
+        and all(is_num(x) for x in v.values())
+    )
+
+
+_band_target.__name__ = "null, {low, high} or {at_least} of finite numbers"
+
+
+def _band_interval(v: Any) -> bool:
+    return v is None or pair_of(nullable(is_num))(v)
+
+
+_band_interval.__name__ = "null or a pair [low, high] of finite numbers or nulls"
+
+
 @dataclass(frozen=True, kw_only=True)
 class ZeroShotBand:
     name: str = key(is_str)
-    target: dict[str, Any] | None = key(nullable(is_dict))
+    target: dict[str, Any] | None = key(_band_target)
     achieved: float | None = key(nullable(is_num))
+    interval: list[float | None] | None = key(_band_interval, default=None)
     applies: bool = key(is_bool)
     status: str = key(STATUS)
 

@@ -63,6 +63,20 @@ def _need(data: dict[str, Any], keys: tuple[str, ...], where: str, command: str)
         raise UserError(f"{where}: missing key(s) {', '.join(missing)}; rerun '{command}'")
 
 
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _count(v: Any, least: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= least
+
+
+def _typed(ok: bool, where: str, what: str, command: str) -> None:
+    """One line naming the file and the key whose value is of the wrong type."""
+    if not ok:
+        raise UserError(f"{where}: {what}; rerun '{command}'")
+
+
 def _close(a: Any, b: Any) -> bool:
     """Equal numbers (to rounding), equal None, or equal lists/dicts of them."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -106,6 +120,23 @@ def _check_cell_summary(cell: dict[str, Any], where: str, resamples: int, comman
         where,
         command,
     )
+    _typed(isinstance(cell["cell_id"], str), where, "cell_id must be a string", command)
+    _typed(isinstance(cell["factors"], dict), where, "factors must be an object", command)
+    _typed(isinstance(cell["luck_share"], dict), where, "luck_share must be an object", command)
+    gradient = cell["gradient_variance"]
+    _typed(
+        isinstance(gradient, dict) and (gradient.get("ratio") is None or _number(gradient.get("ratio"))),
+        where,
+        "gradient_variance must be an object whose ratio is a number or null",
+        command,
+    )
+    eq5 = cell["eq5"]
+    _typed(
+        eq5 is None or (isinstance(eq5, dict) and _number(eq5.get("lhs")) and _number(eq5.get("rhs"))),
+        where,
+        "eq5 must be null or an object with numbers lhs and rhs",
+        command,
+    )
     factors = Cell.parse(cell["factors"], f"{where}: factors")
     if factors.id != cell["cell_id"]:
         raise UserError(
@@ -114,7 +145,7 @@ def _check_cell_summary(cell: dict[str, Any], where: str, resamples: int, comman
     for name in ("auc_gap", "final_gap"):
         block = cell[name]
         gaps = block.get("per_pair") if isinstance(block, dict) else None
-        if not isinstance(gaps, list) or not gaps or not all(isinstance(g, (int, float)) for g in gaps):
+        if not isinstance(gaps, list) or not gaps or not all(_number(g) for g in gaps):
             raise UserError(
                 f"{where}: {name}.per_pair must be a non-empty list of numbers; rerun '{command}'"
             )
@@ -138,7 +169,12 @@ def read_regime_map_cell(path: str | Path) -> RegimeMapCell:
 
     data = _load(path, "regime-map cell", CELL_COMMAND)
     where = str(path)
-    _need(data, ("schema", "eval_steps", "curves", "resamples", "auc", "final"), where, CELL_COMMAND)
+    _need(
+        data,
+        ("schema", "eval_steps", "curves", "resamples", "auc", "final", "seed_pairs", "steps", "luck_share"),
+        where,
+        CELL_COMMAND,
+    )
     if data["schema"] != CELL_SCHEMA:
         raise UserError(
             f"{where}: schema {data['schema']!r}, expected {CELL_SCHEMA!r}; rerun '{CELL_COMMAND}'"
@@ -147,19 +183,32 @@ def read_regime_map_cell(path: str | Path) -> RegimeMapCell:
     if not isinstance(curves, dict) or sorted(curves) != ["independent", "paired"]:
         raise UserError(f"{where}: curves must hold the paired and independent runs; rerun '{CELL_COMMAND}'")
     steps = data["eval_steps"]
+    _typed(
+        isinstance(steps, list) and bool(steps) and all(_count(t, 0) for t in steps),
+        where,
+        "eval_steps must be a non-empty list of step numbers",
+        CELL_COMMAND,
+    )
+    resamples = data["resamples"]
+    _typed(_count(resamples, 1), where, "resamples must be a positive integer", CELL_COMMAND)
+    _typed(_count(data["seed_pairs"], 1), where, "seed_pairs must be a positive integer", CELL_COMMAND)
+    _typed(_count(data["steps"], 0), where, "steps must be a non-negative integer", CELL_COMMAND)
+    _typed(_number(data.get("cpu_seconds")), where, "cpu_seconds must be a number", CELL_COMMAND)
     for arm, runs in curves.items():
-        if not isinstance(runs, list) or not all(isinstance(c, list) and len(c) == len(steps) for c in runs):
-            raise UserError(f"{where}: curves.{arm} must be one curve of {len(steps)} values per seed pair")
-    if len(curves["paired"]) != len(curves["independent"]) or len(curves["paired"]) != data.get("seed_pairs"):
+        if not isinstance(runs, list) or not all(
+            isinstance(c, list) and len(c) == len(steps) and all(_number(v) for v in c) for c in runs
+        ):
+            raise UserError(f"{where}: curves.{arm} must be one curve of {len(steps)} numbers per seed pair")
+    if len(curves["paired"]) != len(curves["independent"]) or len(curves["paired"]) != data["seed_pairs"]:
         raise UserError(f"{where}: the arms' curves are not seed_pairs pairs; rerun '{CELL_COMMAND}'")
-    stats = cell_statistics(curves, steps, int(data["resamples"]))
+    stats = cell_statistics(curves, steps, resamples)
     for key, value in stats.items():
         if not _close(data.get(key), value):
             raise UserError(f"{where}: {key} does not follow from the curves; rerun '{CELL_COMMAND}'")
-    luck = luck_share_of(data["luck_share"]["tables"], int(data["resamples"]))
+    luck = luck_share_of(_tables(data["luck_share"], where), resamples)
     if not _close({k: data["luck_share"].get(k) for k in luck}, luck):
         raise UserError(f"{where}: luck_share does not follow from its tables; rerun '{CELL_COMMAND}'")
-    _check_cell_summary(data, where, int(data["resamples"]), CELL_COMMAND)
+    _check_cell_summary(data, where, resamples, CELL_COMMAND)
     return RegimeMapCell(
         data["cell_id"],
         data["factors"],
@@ -169,6 +218,23 @@ def read_regime_map_cell(path: str | Path) -> RegimeMapCell:
         data["predictions"],
         data,
     )
+
+
+def _tables(luck_share: Any, where: str) -> Any:
+    """The cell's reward tables (tasks x schedules x samples of numbers), or one line."""
+    import numpy as np
+
+    tables = luck_share.get("tables") if isinstance(luck_share, dict) else None
+    try:
+        array = np.asarray(tables, dtype=float) if isinstance(tables, list) else None
+    except (TypeError, ValueError):  # ragged, or not numbers
+        array = None
+    if array is None or array.ndim != 3 or array.size == 0 or not np.all(np.isfinite(array)):
+        raise UserError(
+            f"{where}: luck_share.tables must be a tasks x schedules x samples list of numbers; "
+            f"rerun '{CELL_COMMAND}'"
+        )
+    return tables
 
 
 def read_regime_map(path: str | Path, *, check_files: bool = True) -> RegimeMap:
@@ -189,9 +255,7 @@ def regime_map_of(data: dict[str, Any], where: str, cells_folder: Path | None) -
     cells = data["cells"]
     if not isinstance(cells, list) or not cells:
         raise UserError(f"{where}: cells must be a non-empty list; rerun '{MAP_COMMAND}'")
-    resamples = data["grid"].get("resamples")
-    if not isinstance(resamples, int):
-        raise UserError(f"{where}: grid.resamples must be an integer; rerun '{MAP_COMMAND}'")
+    resamples = _map_shape(data, where)
     ids = [c.get("cell_id") for c in cells]
     if len(set(ids)) != len(ids):
         raise UserError(f"{where}: a cell is listed twice; rerun '{MAP_COMMAND}'")
@@ -209,6 +273,19 @@ def regime_map_of(data: dict[str, Any], where: str, cells_folder: Path | None) -
         _check_files(cells_folder, data["files"])
         _check_cells(cells_folder, cells, where)
     return RegimeMap(data["grid"], cells, data["summary"], data["files"])
+
+
+def _map_shape(data: dict[str, Any], where: str) -> int:
+    """The map's grid.resamples (a positive integer), its cells objects with a cell_id, its summary and
+    files objects; one line otherwise."""
+    resamples = data["grid"].get("resamples") if isinstance(data["grid"], dict) else None
+    if not _count(resamples, 1):
+        raise UserError(f"{where}: grid.resamples must be a positive integer; rerun '{MAP_COMMAND}'")
+    if not all(isinstance(c, dict) and isinstance(c.get("cell_id"), str) for c in data["cells"]):
+        raise UserError(f"{where}: cells must be objects, each with its cell_id; rerun '{MAP_COMMAND}'")
+    if not isinstance(data["summary"], dict) or not isinstance(data["files"], dict):
+        raise UserError(f"{where}: summary and files must be objects; rerun '{MAP_COMMAND}'")
+    return resamples
 
 
 def _check_files(folder: Path, files: dict[str, str]) -> None:
