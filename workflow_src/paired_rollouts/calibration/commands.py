@@ -78,15 +78,18 @@ def _rules_block(path: Path, verification: Path) -> tuple[dict, dict]:
     }
 
 
-def _finish(register: dict, out: Path) -> int:
+def _finish(register: dict, out: Path, episodes: tuple[tuple[Path, bytes], ...] = ()) -> int:
+    """Print the register, gate it and write it with its ``episodes`` files: all of them or none (a band
+    missed or a bad path writes nothing, and an earlier register is removed)."""
     from paired_rollouts.calibration.zero_shot import check_register, describe
-    from paired_rollouts.io import atomic_write_json
+    from paired_rollouts.io import _check_output, atomic_write_all, dumps_json
 
     for line in describe(register):
         print(line)
+    _check_output(out)
     out.unlink(missing_ok=True)
     check_register(register, str(out))
-    atomic_write_json(out, register)
+    atomic_write_all([*episodes, (out, dumps_json(register).encode("utf-8"))])
     print(f"-> {out}")
     return 0
 
@@ -121,12 +124,18 @@ def _zero_shot(args: argparse.Namespace) -> int:
     from paired_rollouts.calibration.zero_shot import LUCK_SEED, build_register
     from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows, roll_rows
     from paired_rollouts.evaluation.rollout import PolicyRunner
-    from paired_rollouts.io import atomic_write_jsonl, load_settings, sha256_file
+    from paired_rollouts.io import _check_output, jsonl_line, load_settings, sha256_bytes
     from paired_rollouts.stats.luck_share import luck_share_file
 
     calibration, rules = _rules_block(args.rules, args.verification)
     settings = Settings.parse(load_settings(args.settings))
     diagnostics = settings.diagnostics
+    clean_path, diag_path = (
+        args.episodes_dir / "zero_shot-clean.jsonl",
+        args.episodes_dir / "zero_shot-diag.jsonl",
+    )
+    for path in (clean_path, diag_path, args.out):  # a bad path is refused before the roll-outs
+        _check_output(path)
     clean_rows = evaluation_rows(args.tasks_dir, "periodic", "clean", CONDITION, settings)
     diag_rows = diagnostic_rows(args.tasks_dir, CONDITION, SEED, settings)
     with tempfile.TemporaryDirectory(prefix="paired-rollouts-zero-shot-") as tmp:
@@ -147,18 +156,15 @@ def _zero_shot(args: argparse.Namespace) -> int:
             diag = roll_rows(runner, diag_rows, phase="diagnostic", regime="diag", **common)
         finally:
             runner.close()
-    clean_path, diag_path = (
-        args.episodes_dir / "zero_shot-clean.jsonl",
-        args.episodes_dir / "zero_shot-diag.jsonl",
-    )
-    atomic_write_jsonl(clean_path, clean)
-    atomic_write_jsonl(diag_path, diag)
+    # The episode files are written with the register, all or none (_finish); their hashes are the bytes'.
+    clean_bytes = "".join(jsonl_line(r) for r in clean).encode("utf-8")
+    diag_bytes = "".join(jsonl_line(r) for r in diag).encode("utf-8")
     luck = luck_share_file(
         diag,
         run=RUN,
         step=0,
         source=str(diag_path),
-        source_sha256=sha256_file(diag_path),
+        source_sha256=sha256_bytes(diag_bytes),
         resamples=args.resamples,
         seed=LUCK_SEED,
         schedules=diagnostics.schedules,
@@ -177,14 +183,14 @@ def _zero_shot(args: argparse.Namespace) -> int:
         luck,
         rules=rules,
         evidence={
-            "clean": {"file": str(clean_path), "sha256": sha256_file(clean_path)},
-            "diagnostic": {"file": str(diag_path), "sha256": sha256_file(diag_path)},
+            "clean": {"file": str(clean_path), "sha256": sha256_bytes(clean_bytes)},
+            "diagnostic": {"file": str(diag_path), "sha256": sha256_bytes(diag_bytes)},
             "model_dir": args.model_dir,
             "diagnostic_pool": diagnostics.pool,
             "bootstrap": {"resamples": args.resamples, "seed": LUCK_SEED},
         },
     )
-    return _finish(register, args.out)
+    return _finish(register, args.out, ((clean_path, clean_bytes), (diag_path, diag_bytes)))
 
 
 def _surrogate(args: argparse.Namespace) -> int:

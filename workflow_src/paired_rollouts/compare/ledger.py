@@ -19,7 +19,9 @@ from paired_rollouts.layout import Layout
 
 GPU_STAGES = ("train", "evaluate", "diagnose", "probe", "replay")
 COLUMNS = ("s", "max_rss", "cpu_time")
-NOT_MEASURED = ("NA", "-", "")  # what Snakemake writes where it could not measure a value
+# What Snakemake's benchmark writer puts where it could not measure a value: "NA" (no data collected) and
+# "-" (a None value); an empty field is kept as not measured too. A field missing from a row is not.
+NOT_MEASURED = ("NA", "-", "")
 GPU_DIGITS = 4  # GPU-hours are written to 4 decimals
 
 
@@ -40,18 +42,21 @@ def read_benchmark(path: Path) -> dict[str, float]:
     """The last row of one Snakemake benchmark TSV (a `--benchmark-repeats` file keeps every repeat)."""
     try:
         with path.open(encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
+            reader = csv.DictReader(handle, delimiter="\t")
+            numbered = [(reader.line_num, row) for row in reader]
     except FileNotFoundError:
         raise UserError(f"{path}: benchmark file not found; run the job that writes it") from None
     except UnicodeDecodeError:
         raise UserError(f"{path}: not a Snakemake benchmark file (not UTF-8 text); rerun the job") from None
     except IsADirectoryError:
         raise UserError(f"{path}: is a folder; give the benchmark .tsv file itself") from None
+    rows = [row for _, row in numbered]
     if not rows or any(c not in rows[-1] for c in COLUMNS):
         raise UserError(f"{path}: not a Snakemake benchmark file (columns {', '.join(COLUMNS)} expected)")
+    _check_widths(path, numbered)
     out = {}
     for column in COLUMNS:
-        raw = (rows[-1][column] or "").strip()
+        raw = rows[-1][column].strip()
         if raw in NOT_MEASURED:
             out[column] = math.nan  # counted as not measured, never as a time
             continue
@@ -66,6 +71,23 @@ def read_benchmark(path: Path) -> dict[str, float]:
             )
         out[column] = value
     return out
+
+
+def _check_widths(path: Path, numbered: list[tuple[int, dict[str | None, Any]]]) -> None:
+    """Every row has the header's fields: a row with fewer (a write cut mid-row, whose missing columns
+    DictReader fills with None) or more is refused, naming the file and line, never read as not measured."""
+    for number, row in numbered:
+        if None in row or None in row.values():
+            raise UserError(
+                f"{path}:{number}: row has {_fields(row)} fields, the header {len(row) - (None in row)}; "
+                "the file was cut or edited: rerun the job that writes it"
+            )
+
+
+def _fields(row: dict[str | None, Any]) -> int:
+    """How many fields a DictReader row had: the header's not filled (None) left out, extras counted."""
+    extra = row.get(None) or []
+    return sum(1 for k, v in row.items() if k is not None and v is not None) + len(extra)
 
 
 def _total(rows: list[dict[str, float]], gpu: bool) -> dict[str, Any]:

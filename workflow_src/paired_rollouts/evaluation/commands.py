@@ -6,7 +6,7 @@ import argparse
 import time
 
 from paired_rollouts import cli_args as A
-from paired_rollouts.io import atomic_write_jsonl, load_settings
+from paired_rollouts.io import atomic_write_all, atomic_write_jsonl, jsonl_line, load_settings
 from paired_rollouts.settings import Settings, help_text
 
 _SECTIONS = ("stack", "training", "evaluation", "diagnostics")
@@ -133,23 +133,48 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise UserError(
             f"--out names {len(args.out)} file(s) for {len(args.regime)} regime(s); give one file per --regime"
         )
+    _check_outputs(args.out)
     plans = [(r, evaluation_rows(args.tasks_dir, args.phase, r, condition, settings)) for r in args.regime]
     runner = PolicyRunner(args.model_dir, args.checkpoint, settings, args.tasks_dir, seed)
+    done = []
     try:
-        for (regime, rows), out in zip(plans, args.out, strict=True):
+        for regime, rows in plans:
             runner.restart_episodes()
             began = time.perf_counter()
             records = _roll(runner, rows, args, settings, identity, args.phase, regime)
-            atomic_write_jsonl(out, records)
-            seconds = time.perf_counter() - began
-            ok = sum(r["true_success"] for r in records)
-            print(
-                f"{args.run} {args.phase} step {args.step} {regime}: {ok}/{len(records)} successes, "
-                f"{len(records) / max(seconds, 1e-9):.2f} episodes/s -> {out}"
-            )
+            done.append((regime, records, time.perf_counter() - began))
     finally:
         runner.close()
+    # Every regime's file or none: a bad second path leaves no first file behind.
+    atomic_write_all(
+        [
+            (out, "".join(jsonl_line(r) for r in records).encode("utf-8"))
+            for (_, records, _), out in zip(done, args.out, strict=True)
+        ]
+    )
+    for (regime, records, seconds), out in zip(done, args.out, strict=True):
+        ok = sum(r["true_success"] for r in records)
+        print(
+            f"{args.run} {args.phase} step {args.step} {regime}: {ok}/{len(records)} successes, "
+            f"{len(records) / max(seconds, 1e-9):.2f} episodes/s -> {out}"
+        )
     return 0
+
+
+def _check_outputs(outs: list[str]) -> None:
+    """Refuse, before any roll-out, an --out named twice or one that names a folder or lies under a file."""
+    from pathlib import Path
+
+    from paired_rollouts.errors import UserError
+    from paired_rollouts.io import _check_output
+
+    seen: set[Path] = set()
+    for out in outs:
+        path = Path(out)
+        if path.resolve() in seen:
+            raise UserError(f"--out {out}: named twice; give one file per --regime")
+        seen.add(path.resolve())
+        _check_output(path)
 
 
 def _diagnose(args: argparse.Namespace) -> int:
