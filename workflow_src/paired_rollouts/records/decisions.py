@@ -112,13 +112,62 @@ class H1a(Hypothesis):
     luck_share_step0: dict[str, Step0Luck | None] = key(_LUCK_BY_RUN, read=_step0_luck, when="computed")
     spurious_rate_paired: float | None = key(nullable(is_num), when="computed")
     spurious_rate_independent: float | None = key(nullable(is_num), when="computed")
-    runs: dict[str, dict[str, Any]] = key(map_of(is_dict), when="computed")
+    runs: dict[str, Any] = key(map_of(is_dict), when="computed")
+
+
+def _by_name_or_null(cls: type) -> Any:
+    """Read an object of objects or nulls, each object as ``cls`` (errors name ``key.NAME``)."""
+    return lambda value, at: {n: None if v is None else parse(cls, v, at.at(n)) for n, v in value.items()}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransitionRun:
+    """One run's row in C2's H1a: its luck and sharing criteria (and why it cannot meet them)."""
+
+    arm: str = key(is_str)
+    luck_criterion: bool = key(is_bool)
+    sharing_criterion: bool = key(is_bool)
+    reasons: list[str] | None = key(list_of(is_str), default=None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeedSharing:
+    """One run's seed sharing in C2's H1a (stats/groups.py seed_sharing with its rule reported)."""
+
+    arm: str = key(is_str)
+    groups: int = key(is_int)
+    groups_sharing_one_seed: int = key(is_int)
+    groups_with_several_seeds: int = key(is_int)
+    passes: bool = key(is_bool)
+    groups_breaking_the_rule: int | None = key(is_int, default=None)
+    paired_max_seeds_per_group: float | None = key(is_num, default=None)
+    independent_min_seeds_per_group: float | None = key(is_num, default=None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpuriousCounts:
+    """One run's (C4's H1a ``runs``) all-correct training groups and the spurious ones among them."""
+
+    all_correct_groups: int = key(is_int)
+    spurious: int = key(is_int)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArmSpurious(SpuriousCounts):
+    """One arm's sums of its runs' counts and its spurious rate (null without all-correct groups)."""
+
+    rate: float | None = key(nullable(is_num))
 
 
 @dataclass(frozen=True, kw_only=True)
 class H1aTransition(H1a):
-    """H1a under tool faults (C2): every run's step-0 luck share and seed sharing meet the rule."""
+    """H1a under tool faults (C2): every run's step-0 luck share and seed sharing meet the rule (the
+    coverage check names a missing ``seed_sharing``)."""
 
+    runs: dict[str, TransitionRun] = key(map_of(is_dict), read=by_name(TransitionRun), when="computed")
+    seed_sharing: dict[str, SeedSharing | None] | None = key(
+        map_of(nullable(is_dict)), read=_by_name_or_null(SeedSharing), default=None
+    )
     runs_meeting_luck: int = key(is_int, when="computed")
     runs_meeting_sharing: int = key(is_int, when="computed")
     luck_share_step0_min: float | None = key(nullable(is_num), when="computed")
@@ -129,8 +178,14 @@ class H1aTransition(H1a):
 @dataclass(frozen=True, kw_only=True)
 class H1aOutcome(H1a):
     """H1a under grader flips (C4): the independent arm's spurious rate meets the closed form, the
-    paired arm's stays near zero."""
+    paired arm's stays near zero (the coverage check names a missing ``spurious_rates``)."""
 
+    runs: dict[str, SpuriousCounts] = key(map_of(is_dict), read=by_name(SpuriousCounts), when="computed")
+    spurious_rates: dict[str, ArmSpurious | None] | None = key(
+        map_of(nullable(is_dict)), read=_by_name_or_null(ArmSpurious), default=None
+    )
+    expected_independent_rate_rule: float | None = key(nullable(is_num), default=None)
+    group_size_rule: int | None = key(nullable(is_int), name="G_rule", default=None)
     expected_independent_rate: float = key(is_num, when="computed")
     q: float = key(is_num, when="computed")
     group_size: int = key(is_int, name="G", when="computed")
@@ -297,6 +352,14 @@ def _hypothesis(cls: type, name: str, tier1: bool = True) -> Any:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Acceptance:
+    """One run's admission (``acceptance.RUN``): admitted or not, and why not."""
+
+    admitted: bool = key(is_bool)
+    reasons: list[str] = key(list_of(is_str))
+
+
+@dataclass(frozen=True, kw_only=True)
 class DecisionRegister:
     """results/decisions/{c2,c4}.json (tier 1) or decisions/tiers/NAME.json (a registered tier's
     comparison, measured, not decided), written by ``paired-rollouts decide``."""
@@ -328,6 +391,7 @@ class DecisionRegister:
     heldout: HeldoutGap | None = _hypothesis(HeldoutGap, "heldout", tier1=False)
     tier_luck: TierLuck | None = key(is_dict, name="luck_share_step0", read=one(TierLuck), default=None)
     secondary: Secondary = key(is_dict, read=one(Secondary))
+    acceptance: dict[str, Acceptance] | None = key(map_of(is_dict), read=by_name(Acceptance), default=None)
 
     @classmethod
     def _resolve(cls, values: dict[str, Any], at: At) -> dict[str, Any]:

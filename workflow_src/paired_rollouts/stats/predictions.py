@@ -108,8 +108,8 @@ def check_auc_gap_and_final_range(spec, regs: Registers, group_size: int) -> tup
     found, verdict = regs.need(spec["condition"].lower())
     if found is None:
         return verdict, {}
-    h2 = found[0].h2a
-    gap, final = h2.auc_difference_mean, h2.final_difference_mean
+    h2 = found[0].h2a  # None only in a register without H2a (a tier's, or C4's): nothing to judge
+    gap, final = (h2.auc_difference_mean, h2.final_difference_mean) if h2 is not None else (None, None)
     ok = _in(gap, spec["min"], spec["max"]) and _in(final, spec["final_min"], spec["final_max"])
     return (MET if ok else MISSED), {"auc_gap": gap, "final_gap": final}
 
