@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from paired_rollouts.design import parse_run
+from paired_rollouts.design import PAPER_CONDITIONS, TIER1_HYPOTHESES, parse_run
 from paired_rollouts.io import sha256_file
 
 
@@ -81,6 +81,19 @@ def decision_register(condition: str = "C2", seeds=(0, 1), **blocks: Any) -> dic
     }
     key = condition.lower()
     pairs = [[f"{key}-paired-s{s}", f"{key}-independent-s{s}"] for s in seeds]
+    # decide writes every hypothesis block of its condition, computed or not: a block not given here is
+    # one that could not be computed
+    kind = PAPER_CONDITIONS[condition].kind
+    absent = {
+        name: {
+            "hypothesis": name,
+            "passes": None,
+            "computed": False,
+            "reason": "not computed in this fixture",
+        }
+        for name in TIER1_HYPOTHESES.get(kind, ())
+        if name not in blocks
+    }
     return {
         "condition": condition,
         "runs": [run for pair in pairs for run in pair],
@@ -99,6 +112,7 @@ def decision_register(condition: str = "C2", seeds=(0, 1), **blocks: Any) -> dic
         "ignored_runs": [],
         "complete": True,
         "decided": True,
+        **absent,
         **blocks,
         "secondary": {**secondary, **blocks.get("secondary", {})},
     }

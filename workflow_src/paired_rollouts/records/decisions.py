@@ -408,6 +408,14 @@ class DecisionRegister:
                 f"{at.path}: key 'condition' is {self.condition!r}; tier 1's decision registers are for the "
                 "conditions it decides (C2, C4); a tier's register names its 'comparison'"
             )
+        if self.comparison is None:
+            kind = design.PAPER_CONDITIONS[self.condition].kind
+            absent = [name for name in design.TIER1_HYPOTHESES[kind] if self.hypothesis(name) is None]
+            if absent:
+                raise UserError(
+                    f"{at.path}: no {', '.join(absent)} block, which '{DECIDE}' always writes for "
+                    f"{self.condition} (computed or not); {at.fix}"
+                )
         mismatch = verdict_mismatch(self.raw) if self.comparison is None else None
         if mismatch is not None:
             raise UserError(f"{at.path}: {mismatch}; a verdict must follow from its numbers, {at.fix}")
