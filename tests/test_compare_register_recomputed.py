@@ -16,6 +16,7 @@ import pytest
 from paired_rollouts import records
 from paired_rollouts.cli import main
 from paired_rollouts.errors import UserError
+from test_compare import _bench
 
 ROOT = Path(__file__).resolve().parents[1]
 RES = ROOT / "tests" / "fixtures" / "render" / "results"
@@ -173,27 +174,6 @@ def test_a_reproduced_value_of_another_kind_is_refused(written, tmp_path):
 
 
 # ---------------------------------------------------------------- ledger
-
-
-def _bench(path: Path, seconds: float, rss: float, cpu: float) -> Path:
-    """A benchmark file written by Snakemake's own writer."""
-    from snakemake.benchmark import BenchmarkRecord, write_benchmark_records
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    record = BenchmarkRecord(
-        running_time=seconds,
-        max_rss=rss,
-        max_vms=rss,
-        max_uss=rss,
-        max_pss=rss,
-        io_in=0.0,
-        io_out=0.0,
-        cpu_usage=cpu,
-        cpu_time=cpu,
-    )
-    record.data_collected = True  # as after a sampled job
-    write_benchmark_records([record], str(path), False)
-    return path
 
 
 def _ledger(tmp_path: Path, accelerator: str) -> dict[str, Any]:

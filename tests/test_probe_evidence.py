@@ -20,14 +20,21 @@ from paired_rollouts.probe.scores import StreamingProbe
 K, M, G, P = 3, 4, 4, 40
 
 
-def _stream(seed: int) -> StreamingProbe:
-    """A checkpoint streamed group by group, as `probe checkpoint` does (random scores, no model)."""
+def _stream(seed: int, aligned: bool = False) -> StreamingProbe:
+    """A checkpoint streamed group by group, as `probe checkpoint` does (random scores, no model).
+    ``aligned``: each clean rollout's score is its success times one direction, so lhs = k rhs and pairing
+    raises the outcome trace (the MC outcome probe fails there)."""
     rng = np.random.default_rng(seed)
     stream = StreamingProbe(P, 0.1, K, M, 64, 7 + seed)
+    direction = rng.normal(size=P) if aligned else None
     for t in range(3):
+        scores = rng.normal(size=(G, P))
+        success = [True, True, True, False] if aligned else [bool(x) for x in rng.integers(0, 2, G)]
+        if direction is not None:
+            scores = np.outer(success, direction) + 0.01 * scores
         stream.add_clean(
-            rng.normal(size=(G, P)).astype(np.float32),
-            [bool(x) for x in rng.integers(0, 2, G)],
+            scores.astype(np.float32),
+            success,
             list(rng.uniform(0.5, 1.5, G)),
             rng.integers(5, 40, G).astype(float),
             f"validation-{t:05d}",

@@ -9,15 +9,14 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 from paired_rollouts.errors import UserError
 from paired_rollouts.io import sha256_file
 from paired_rollouts.prereg.rules import load_decision_rules
 from paired_rollouts.probe import apply_h1b_rules, build_probe_register, probe_verdict
 from paired_rollouts.probe.evidence import plain
-from paired_rollouts.probe.scores import StreamingProbe
 from paired_rollouts.records import read_probe_register
+from test_probe_evidence import _stream
 
 RULES = "prereg/decision_rules.yaml"
 K, M, G, P = 3, 4, 4, 40
@@ -25,35 +24,9 @@ WEAKER = {"estimator": "mean_centered", "outcome": "strict_majority", "transitio
 
 
 def _checkpoint(seed: int, aligned: bool) -> dict:
-    """One checkpoint streamed group by group (random scores, no model). ``aligned``: each clean
-    rollout's score is its success times one direction, so lhs = k rhs and pairing raises the outcome
-    trace (the MC outcome probe fails there)."""
-    rng = np.random.default_rng(seed)
-    stream = StreamingProbe(P, 0.1, K, M, 64, 7 + seed)
-    direction = rng.normal(size=P)
-    for t in range(3):
-        scores = rng.normal(size=(G, P))
-        success = [True, True, True, False] if aligned else [bool(x) for x in rng.integers(0, 2, G)]
-        if aligned:
-            scores = np.outer(success, direction) + 0.01 * scores
-        stream.add_clean(
-            scores.astype(np.float32),
-            success,
-            list(rng.uniform(0.5, 1.5, G)),
-            rng.integers(5, 40, G).astype(float),
-            f"validation-{t:05d}",
-        )
-    for t in range(2):
-        seeds = [1000 * t + k for k in range(K) for _ in range(M)]
-        perm = rng.permutation(K * M)
-        stream.add_diagnostic(
-            rng.normal(size=(K * M, P)).astype(np.float32),
-            [float(x) for x in rng.integers(0, 2, K * M)],
-            rng.uniform(0.5, 1.5, K * M),
-            [seeds[i] for i in perm],
-            rng.integers(5, 40, K * M).astype(float),
-            f"diagnostic-{t:05d}",
-        )
+    """One checkpoint's summaries (``test_probe_evidence._stream``: random scores, no model; ``aligned``
+    makes the MC outcome probe fail there)."""
+    stream = _stream(seed, aligned)
     t_ref, outcome, transition = stream.summaries(24, 8)
     return {"t_ref": t_ref, "outcome": outcome, "transition": transition}
 
@@ -62,7 +35,7 @@ def _checkpoint(seed: int, aligned: bool) -> dict:
 def traces() -> dict:
     """A trajectory's traces as 'probe assemble' writes them: the outcome probe fails at step 20 only,
     the transition probe passes at all three."""
-    checkpoints = {0: _checkpoint(0, False), 20: _checkpoint(1, True), 40: _checkpoint(3, False)}
+    checkpoints = {0: _checkpoint(0, False), 20: _checkpoint(1, True), 40: _checkpoint(4, False)}
     return json.loads(json.dumps(plain(build_probe_register("a", "c2-paired-s0", checkpoints))))
 
 
