@@ -16,6 +16,7 @@ from paired_rollouts.errors import UserError
 from paired_rollouts.records.schema import (
     At,
     by_name,
+    by_name_or_null,
     differing_keys,
     each,
     is_bool,
@@ -74,10 +75,6 @@ class Step0Luck:
     ci95: list[float | None] = key(INTERVAL)
 
 
-def _step0_luck(value: dict[str, Any], at: At) -> dict[str, Step0Luck | None]:
-    return {run: None if v is None else parse(Step0Luck, v, at.at(run)) for run, v in value.items()}
-
-
 @dataclass(frozen=True, kw_only=True)
 class LuckRule:
     lambda_at_least: float = key(is_num)
@@ -109,15 +106,12 @@ class Hypothesis:
 class H1a(Hypothesis):
     """H1a: each run's step-0 luck share and each arm's spurious rate among all-correct training groups."""
 
-    luck_share_step0: dict[str, Step0Luck | None] = key(_LUCK_BY_RUN, read=_step0_luck, when="computed")
+    luck_share_step0: dict[str, Step0Luck | None] = key(
+        _LUCK_BY_RUN, read=by_name_or_null(Step0Luck), when="computed"
+    )
     spurious_rate_paired: float | None = key(nullable(is_num), when="computed")
     spurious_rate_independent: float | None = key(nullable(is_num), when="computed")
     runs: dict[str, Any] = key(map_of(is_dict), when="computed")
-
-
-def _by_name_or_null(cls: type) -> Any:
-    """Read an object of objects or nulls, each object as ``cls`` (errors name ``key.NAME``)."""
-    return lambda value, at: {n: None if v is None else parse(cls, v, at.at(n)) for n, v in value.items()}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,7 +160,7 @@ class H1aTransition(H1a):
 
     runs: dict[str, TransitionRun] = key(map_of(is_dict), read=by_name(TransitionRun), when="computed")
     seed_sharing: dict[str, SeedSharing | None] | None = key(
-        map_of(nullable(is_dict)), read=_by_name_or_null(SeedSharing), default=None
+        map_of(nullable(is_dict)), read=by_name_or_null(SeedSharing), default=None
     )
     runs_meeting_luck: int = key(is_int, when="computed")
     runs_meeting_sharing: int = key(is_int, when="computed")
@@ -182,7 +176,7 @@ class H1aOutcome(H1a):
 
     runs: dict[str, SpuriousCounts] = key(map_of(is_dict), read=by_name(SpuriousCounts), when="computed")
     spurious_rates: dict[str, ArmSpurious | None] | None = key(
-        map_of(nullable(is_dict)), read=_by_name_or_null(ArmSpurious), default=None
+        map_of(nullable(is_dict)), read=by_name_or_null(ArmSpurious), default=None
     )
     expected_independent_rate_rule: float | None = key(nullable(is_num), default=None)
     group_size_rule: int | None = key(nullable(is_int), name="G_rule", default=None)
@@ -515,10 +509,15 @@ def _gap_mismatch(name: str, block: dict[str, Any], rules: Any, h2: bool) -> str
     if not _mean_of(diffs, mean):
         return f"{name}: the mean difference {mean} is not the mean of its per-seed values {diffs}"
     threshold = rule["mean_at_least"]
-    if rules is not None and threshold != round(rules.h2_mean_at_least if h2 else rules.h3_mean_at_least, 4):
-        return (
-            f"{name}.rule.mean_at_least is {threshold}, not the frozen rules' ({block.get('rules_source')})"
+    wrong = (
+        None
+        if rules is None
+        else _frozen(
+            f"{name}.rule", rule, {"mean_at_least": rules.h2_mean_at_least if h2 else rules.h3_mean_at_least}
         )
+    )
+    if wrong is not None:
+        return wrong
     if not _side(rule["mean_criterion"], mean, threshold):
         return (
             f"{name}.rule.mean_criterion is {rule['mean_criterion']} with the mean {mean} against {threshold}"
@@ -551,8 +550,13 @@ def _h5_mismatch(block: dict[str, Any], rules: Any) -> str | None:
         return "H5.ci90_lower is not the lower end of H5.difference_ci90"
     if not _mean_of(block["difference_by_seed"], block["difference_mean"]):
         return "H5.difference_mean is not the mean of H5.difference_by_seed"
-    if rules is not None and threshold != round(rules.h5_lower_bound_above, 4):
-        return f"H5.rule.lower_bound_above is {threshold}, not the frozen rules'"
+    wrong = (
+        None
+        if rules is None
+        else _frozen("H5.rule", block["rule"], {"lower_bound_above": rules.h5_lower_bound_above})
+    )
+    if wrong is not None:
+        return wrong
     if not _side(block["passes"], lower, threshold):
         return f"H5.passes is {block['passes']} with the interval's lower end {lower} against {threshold}"
     return None
@@ -686,8 +690,6 @@ def _h1a_outcome_mismatch(block: dict[str, Any], rules: Any) -> str | None:
         frozen, rule_size = rules.h1a_c4_expected_rate, rules.h1a_c4_group_size
     else:
         frozen, rule_size = block.get("expected_independent_rate_rule"), block.get("G_rule")
-    if not is_num(block["q"]) or not is_int(block["G"]):
-        return "H1a.q and H1a.G must be a number and an integer"
     expected_again, _ = expected_independent_rate(block["q"], block["G"], frozen, rule_size)
     if block["expected_independent_rate"] != round(expected_again, 4):
         return (
@@ -832,10 +834,7 @@ def _acceptance_mismatch(raw: dict[str, Any]) -> str | None:
     acceptance = raw.get("acceptance")
     if not raw["decided"] and not acceptance:
         return None
-    if not isinstance(acceptance, dict) or not all(
-        isinstance(e, dict) and is_bool(e.get("admitted")) and list_of(is_str)(e.get("reasons"))
-        for e in acceptance.values()
-    ):
+    if not isinstance(acceptance, dict):  # each entry's shape is read as Acceptance before this
         return "acceptance must give each run's admitted (true or false) and reasons (a list of strings)"
     comparison = tier1_comparison(raw["condition"])
     candidates = _candidates(comparison, acceptance)

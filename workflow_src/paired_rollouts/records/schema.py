@@ -332,6 +332,13 @@ def by_name(cls: type) -> Read:
     return lambda value, at: {name: parse(cls, item, at.at(name)) for name, item in value.items()}
 
 
+def by_name_or_null(cls: type) -> Read:
+    """Read an object of objects or nulls, each object as ``cls`` (errors name ``key.NAME``)."""
+    return lambda value, at: {
+        name: None if item is None else parse(cls, item, at.at(name)) for name, item in value.items()
+    }
+
+
 def by_step(value: dict[str, Any], at: At) -> dict[int, Any]:
     """An object keyed by step numbers, with integer keys."""
     return {int(step): item for step, item in value.items()}
