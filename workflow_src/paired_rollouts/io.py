@@ -255,8 +255,13 @@ def _check_output(target: Path) -> None:
             break
 
 
+def jsonl_bytes(records: Iterable[dict[str, Any]]) -> bytes:
+    """The bytes of a JSONL file of ``records`` (for writers that write several files at once)."""
+    return "".join(jsonl_line(r) for r in records).encode("utf-8")
+
+
 def atomic_write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> Path:
-    return atomic_write_text(path, "".join(jsonl_line(r) for r in records))
+    return atomic_write_bytes(path, jsonl_bytes(records))
 
 
 def require_file(path: str | os.PathLike, what: str = "file") -> Path:

@@ -124,7 +124,7 @@ def _zero_shot(args: argparse.Namespace) -> int:
     from paired_rollouts.calibration.zero_shot import LUCK_SEED, build_register
     from paired_rollouts.evaluation.evaluate import diagnostic_rows, evaluation_rows, roll_rows
     from paired_rollouts.evaluation.rollout import PolicyRunner
-    from paired_rollouts.io import _check_output, jsonl_line, load_settings, sha256_bytes
+    from paired_rollouts.io import _check_output, jsonl_bytes, load_settings, sha256_bytes
     from paired_rollouts.stats.luck_share import luck_share_file
 
     calibration, rules = _rules_block(args.rules, args.verification)
@@ -157,8 +157,7 @@ def _zero_shot(args: argparse.Namespace) -> int:
         finally:
             runner.close()
     # The episode files are written with the register, all or none (_finish); their hashes are the bytes'.
-    clean_bytes = "".join(jsonl_line(r) for r in clean).encode("utf-8")
-    diag_bytes = "".join(jsonl_line(r) for r in diag).encode("utf-8")
+    clean_bytes, diag_bytes = jsonl_bytes(clean), jsonl_bytes(diag)
     luck = luck_share_file(
         diag,
         run=RUN,

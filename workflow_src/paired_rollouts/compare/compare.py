@@ -129,26 +129,11 @@ def _step(obj: Any, part: str, file: str, above: list[str]) -> Any:
             raise Missing(f"{file}: {where} is not computed ({obj.get('reason')})")
         if _scale_dependent(part):
             raise Missing(f"{file}: {where} has no key {part!r}")
-        if not above and part in design.TIER1_HYPOTHESES.get(_kind(obj), ()):
-            raise UserError(
-                f"{file}: no {part} block, which 'paired-rollouts decide' always writes for "
-                f"{obj['condition']}; regenerate the register with 'paired-rollouts decide'"
-            )
         raise UserError(
             f"{file}: {where} has no key {part!r} at any scale (not a key of this register, docs/records.md); "
             "fix the published key"
         )
     raise Missing(f"{file}: {'.'.join(above)} is a value, not an object")
-
-
-def _kind(register: dict[str, Any]) -> str:
-    """The kind (transition, outcome) of a tier-1 decision register's condition, else ''."""
-    from paired_rollouts.stats.decisions.register import H2_NAME, PAPER_CONDITIONS
-
-    condition = register.get("condition")
-    if "comparison" in register or not isinstance(condition, str) or condition not in H2_NAME:
-        return ""
-    return PAPER_CONDITIONS[condition].kind
 
 
 def _scale_dependent(part: str) -> bool:

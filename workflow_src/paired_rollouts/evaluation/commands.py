@@ -6,7 +6,7 @@ import argparse
 import time
 
 from paired_rollouts import cli_args as A
-from paired_rollouts.io import atomic_write_all, atomic_write_jsonl, jsonl_line, load_settings
+from paired_rollouts.io import atomic_write_all, atomic_write_jsonl, jsonl_bytes, load_settings
 from paired_rollouts.settings import Settings, help_text
 
 _SECTIONS = ("stack", "training", "evaluation", "diagnostics")
@@ -147,10 +147,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         runner.close()
     # Every regime's file or none: a bad second path leaves no first file behind.
     atomic_write_all(
-        [
-            (out, "".join(jsonl_line(r) for r in records).encode("utf-8"))
-            for (_, records, _), out in zip(done, args.out, strict=True)
-        ]
+        [(out, jsonl_bytes(records)) for (_, records, _), out in zip(done, args.out, strict=True)]
     )
     for (regime, records, seconds), out in zip(done, args.out, strict=True):
         ok = sum(r["true_success"] for r in records)

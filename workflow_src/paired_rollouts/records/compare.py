@@ -245,12 +245,12 @@ class Ledger:
                 f"gpu_hours of {', '.join(wrong)} {'is null' if gpu else 'is not null'}, but the "
                 f"{self.accelerator} profile {'counts' if gpu else 'has no'} GPU-hours"
             )
-        if gpu and abs(self.total.gpu_hours - sum(c.gpu_hours for c in stages)) > 10**-GPU_DIGITS * (
+        stage_sum = sum(c.gpu_hours for c in stages) if gpu else None
+        if stage_sum is not None and abs(self.total.gpu_hours - stage_sum) > 10**-GPU_DIGITS * (
             len(stages) + 1
         ):
             raise at.error(
-                f"total.gpu_hours {self.total.gpu_hours} is not the sum of its stages' "
-                f"({sum(c.gpu_hours for c in stages):.{GPU_DIGITS}f})"
+                f"total.gpu_hours {self.total.gpu_hours} is not the sum of its stages' ({stage_sum:.{GPU_DIGITS}f})"
             )
         per_run = gpu_hours_per_run(self.total.gpu_hours, self.runs_in_study)
         if self.gpu_hours_per_run != per_run:

@@ -113,9 +113,10 @@ def _frozen_h1b(stated: dict[str, Any], at: At) -> dict[str, Any]:
     from paired_rollouts.io import sha256_file
     from paired_rollouts.prereg.rules import load_rules
 
-    if sha256_file(source) != digest:
+    now = sha256_file(source)
+    if now != digest:
         raise UserError(
-            f"{at.path}: verdict.rules_sha256 is {digest}, {source} now has {sha256_file(source)} (the rules "
+            f"{at.path}: verdict.rules_sha256 is {digest}, {source} now has {now} (the rules "
             f"changed since the verdict); {VERDICT_FIX}"
         )
     h1b = load_rules(source).raw["h1b"]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from paired_rollouts.errors import UserError
+from paired_rollouts.records.schema import is_int, is_num
 
 MAP_COMMAND = "paired-rollouts surrogate map"
 CELL_COMMAND = "paired-rollouts surrogate map-cell"
@@ -63,12 +64,8 @@ def _need(data: dict[str, Any], keys: tuple[str, ...], where: str, command: str)
         raise UserError(f"{where}: missing key(s) {', '.join(missing)}; rerun '{command}'")
 
 
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _count(v: Any, least: int) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= least
+    return is_int(v) and v >= least
 
 
 def _typed(ok: bool, where: str, what: str, command: str) -> None:
@@ -125,14 +122,14 @@ def _check_cell_summary(cell: dict[str, Any], where: str, resamples: int, comman
     _typed(isinstance(cell["luck_share"], dict), where, "luck_share must be an object", command)
     gradient = cell["gradient_variance"]
     _typed(
-        isinstance(gradient, dict) and (gradient.get("ratio") is None or _number(gradient.get("ratio"))),
+        isinstance(gradient, dict) and (gradient.get("ratio") is None or is_num(gradient.get("ratio"))),
         where,
         "gradient_variance must be an object whose ratio is a number or null",
         command,
     )
     eq5 = cell["eq5"]
     _typed(
-        eq5 is None or (isinstance(eq5, dict) and _number(eq5.get("lhs")) and _number(eq5.get("rhs"))),
+        eq5 is None or (isinstance(eq5, dict) and is_num(eq5.get("lhs")) and is_num(eq5.get("rhs"))),
         where,
         "eq5 must be null or an object with numbers lhs and rhs",
         command,
@@ -145,7 +142,7 @@ def _check_cell_summary(cell: dict[str, Any], where: str, resamples: int, comman
     for name in ("auc_gap", "final_gap"):
         block = cell[name]
         gaps = block.get("per_pair") if isinstance(block, dict) else None
-        if not isinstance(gaps, list) or not gaps or not all(_number(g) for g in gaps):
+        if not isinstance(gaps, list) or not gaps or not all(is_num(g) for g in gaps):
             raise UserError(
                 f"{where}: {name}.per_pair must be a non-empty list of numbers; rerun '{command}'"
             )
@@ -193,10 +190,10 @@ def read_regime_map_cell(path: str | Path) -> RegimeMapCell:
     _typed(_count(resamples, 1), where, "resamples must be a positive integer", CELL_COMMAND)
     _typed(_count(data["seed_pairs"], 1), where, "seed_pairs must be a positive integer", CELL_COMMAND)
     _typed(_count(data["steps"], 0), where, "steps must be a non-negative integer", CELL_COMMAND)
-    _typed(_number(data.get("cpu_seconds")), where, "cpu_seconds must be a number", CELL_COMMAND)
+    _typed(is_num(data.get("cpu_seconds")), where, "cpu_seconds must be a number", CELL_COMMAND)
     for arm, runs in curves.items():
         if not isinstance(runs, list) or not all(
-            isinstance(c, list) and len(c) == len(steps) and all(_number(v) for v in c) for c in runs
+            isinstance(c, list) and len(c) == len(steps) and all(is_num(v) for v in c) for c in runs
         ):
             raise UserError(f"{where}: curves.{arm} must be one curve of {len(steps)} numbers per seed pair")
     if len(curves["paired"]) != len(curves["independent"]) or len(curves["paired"]) != data["seed_pairs"]:
