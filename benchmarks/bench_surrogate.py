@@ -12,7 +12,8 @@ process also generates its worlds). Budget: the whole surrogate study within
 8 minutes on 2 cores, i.e. about 5 CPU seconds per run for the arm jobs. The runs are C2 runs of one arm
 (``--arm``, independent by default: every training rollout on its own schedule, so none of a paired
 group's shared episodes; docs/simulator.md#speed, fourth pass), seeds 0, 1, ... in one process, as an
-arm job runs them. The first line says which paths draw the fates and generate the worlds.
+arm job runs them. The first line says which paths draw the fates, generate the worlds and play the
+episodes.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from paired_rollouts.surrogate.calibration import (  # noqa: E402
     estimator_settings,
     step0_register,
 )
+from paired_rollouts.surrogate.lean import LEAN_EPISODE  # noqa: E402
 from paired_rollouts.surrogate.policy import Shape  # noqa: E402
 from paired_rollouts.surrogate.run import run_one  # noqa: E402
 
@@ -64,7 +66,7 @@ def main() -> int:
     sections = scale_sections()
     settings = Settings.parse(sections)
     training, evaluation = settings.training, settings.evaluation
-    print(f"fate draws: {FATE_DRAWS}; worlds: {WORLD_DRAWS}")
+    print(f"fate draws: {FATE_DRAWS}; worlds: {WORLD_DRAWS}; episodes: {LEAN_EPISODE}")
     with tempfile.TemporaryDirectory() as tmp:
         calibration = args.calibration or Path(tmp) / "calibration.json"
         if args.calibration is None:

@@ -49,7 +49,7 @@ APT_PACKAGES=(
   munge slurmctld slurmd slurm-client
   texlive-latex-base texlive-latex-recommended lmodern latexmk
   poppler-utils
-  gcc python3-dev  # builds pairing/_fate_draws.c and backoffice/_world_draws.c (optional: pure-Python draws)
+  gcc python3-dev  # builds the C helpers of setup.py (optional: the pure-Python paths)
   chromium  # headless browser: the Snakemake report is checked in it (tests/test_report.py)
   qemu-user  # an emulated AVX2 CPU: torch's pinned kernels give the same bits there (tests/test_kernels.py)
 )
@@ -60,10 +60,13 @@ say() { printf '[setup] %s\n' "$*" >&2; }
 # proves both were built.
 C_HELPERS=(
   workflow_src/paired_rollouts/pairing/_mersenne.h
+  workflow_src/paired_rollouts/pairing/_fate_core.h
   workflow_src/paired_rollouts/pairing/_fate_draws.c
   workflow_src/paired_rollouts/backoffice/_world_draws.c
+  workflow_src/paired_rollouts/surrogate/_sha256.h
+  workflow_src/paired_rollouts/surrogate/_lean_episode.c
 )
-C_PROBE='import paired_rollouts.pairing._fate_draws, paired_rollouts.backoffice._world_draws'
+C_PROBE='import paired_rollouts.pairing._fate_draws, paired_rollouts.backoffice._world_draws, paired_rollouts.surrogate._lean_episode'
 
 # --print-plan: print what a GPU stack install would run (venv, pip commands) and run nothing.
 run() { if ((PLAN)); then printf '+ %s\n' "$*"; else "$@"; fi; }

@@ -201,13 +201,38 @@ class EpisodeSession:
         if self.api is None or self.task is None or self.world is None:
             raise RuntimeError("finish_and_grade() before reset()")
         api = self.api
+        self.record = self.record_of(
+            self.world,
+            api.call_log,
+            [fault["kind"] for fault in api.fault_log],
+            self.calls,
+            self.budget,
+            self.budget_exceeded,
+            api.finished,
+        )
+        return self.record
+
+    def record_of(
+        self,
+        world: World,
+        call_log: list[dict[str, Any]],
+        fault_kinds: list[str],
+        calls: int,
+        budget: int,
+        budget_exceeded: bool,
+        finished: bool,
+    ) -> dict[str, Any]:
+        """The full episode record of a played episode: its final world, call log and logged faults, on
+        this session's task, schedule and meta fields (``finish_and_grade``'s, and the compiled lean
+        episode's replay in surrogate/lean.py)."""
+        assert self.task is not None
         # The record keeps the first MAX_DIFFS_IN_RECORD diffs; the diff list is built in order, so a
         # smaller limit yields exactly that prefix.
-        result = grade(self.task, self.world, initial=self.world.history[0], limit=MAX_DIFFS_IN_RECORD)
-        outcome = self._outcome(result.success)
+        result = grade(self.task, world, initial=world.history[0], limit=MAX_DIFFS_IN_RECORD)
+        outcome = self.outcome_of(result.success, calls, budget, budget_exceeded, finished, bool(fault_kinds))
         clean = self.schedule is None
         failed = []
-        for entry in api.call_log:
+        for entry in call_log:
             if not entry["ok"]:
                 failed.append(
                     {
@@ -218,10 +243,10 @@ class EpisodeSession:
                 )
                 if len(failed) >= MAX_FAILED_CALLS_IN_RECORD:
                     break
-        counts: dict[str, int] = {}  # api.exposure_counts without building a Counter
-        for fault in api.fault_log:
-            counts[fault["kind"]] = counts.get(fault["kind"], 0) + 1
-        self.record = {
+        counts: dict[str, int] = {}  # exposure counts without building a Counter
+        for kind in fault_kinds:
+            counts[kind] = counts.get(kind, 0) + 1
+        return {
             **outcome,
             "faults": {kind: counts[kind] for kind in sorted(counts)},
             "changed_from_initial": result.changed_from_initial,
@@ -236,12 +261,11 @@ class EpisodeSession:
                     "event": e.get("event"),
                     "repeat": e.get("repeat"),
                 }
-                for e in api.call_log
+                for e in call_log
             ],
             "failed_calls": failed,
             "noise": self.config.to_json() if self.config is not None else None,
         }
-        return self.record
 
     def finish_outcome(self) -> dict[str, Any]:
         """The outcome of the episode without its account: the record's meta fields and ``true_success``,
@@ -261,18 +285,47 @@ class EpisodeSession:
         of it, and the call counts and exposure of the live episode."""
         api = self.api
         assert api is not None
+        return self.outcome_of(
+            success, self.calls, self.budget, self.budget_exceeded, api.finished, api.exposed
+        )
+
+    def outcome_of(
+        self, success: bool, calls: int, budget: int, budget_exceeded: bool, finished: bool, exposed: bool
+    ) -> dict[str, Any]:
+        """The outcome record (``finish_outcome``'s) of an episode played elsewhere on this session's
+        schedule and meta fields: the compiled lean episode's (surrogate/lean.py)."""
         observed, flipped = observe(success, self.schedule)
         return {
             **self._meta,
             "true_success": success,
             "observed_reward": observed,
             "flipped": flipped,
-            "calls": self.calls,
-            "budget": self.budget,
-            "budget_exceeded": self.budget_exceeded,
-            "finished": api.finished and not self.budget_exceeded,
-            "exposed": api.exposed,
+            "calls": calls,
+            "budget": budget,
+            "budget_exceeded": budget_exceeded,
+            "finished": finished and not budget_exceeded,
+            "exposed": exposed,
         }
+
+    def begin_elsewhere(
+        self,
+        task: dict[str, Any],
+        schedule_seed: int | None = None,
+        noise: NoiseConfig | str | dict | None = None,
+        resolved_seed: int | None = None,
+        slot: int = 0,
+        phase: str = "train",
+        condition: str = "",
+        attempt: int = 1,
+    ) -> NoiseSchedule | None:
+        """Count and start an episode that is played elsewhere (the compiled lean episode): its meta
+        fields and schedule as ``reset`` sets them, no live world; returns the schedule (None: clean)."""
+        config, resolved = self._begin(
+            task, schedule_seed, noise, resolved_seed, slot, phase, condition, attempt
+        )
+        self.schedule = None if resolved is None else shared_schedule(int(resolved), config)
+        self.world = self.api = None
+        return self.schedule
 
     @staticmethod
     def course_of(record: dict[str, Any]) -> dict[str, Any]:

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from paired_rollouts.backoffice.tools import dumps_sorted
 from paired_rollouts.backoffice.world import WORLD_CACHE, State, World
 
 MAX_DIFFS = 20
+T = TypeVar("T")
 
 
 class GradingError(RuntimeError):
@@ -118,36 +120,43 @@ def _expected_state(world_seed: int, plan_json: str) -> State:
     return replay_plan(world_seed, json.loads(plan_json)).frozen()
 
 
-_BY_TASK: dict[int, tuple[dict[str, Any], Any, Any, Any, State]] = {}
+class ByTask(Generic[T]):
+    """Values derived from a task record (its expected state, its compiled episode), found by task object:
+    a hit needs the same task dict, world seed and plan object, and a plan still equal to the one the value
+    was derived from (task records are pool lines; they are not meant to be edited in place). Skips
+    serialising the plan on every episode. Emptied when it holds ``limit`` tasks."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._entries: dict[int, tuple[dict[str, Any], Any, Any, Any, T]] = {}
+
+    def get(self, task: dict[str, Any], derive: Callable[[dict[str, Any]], T]) -> T:
+        entry = self._entries.get(id(task))
+        if (
+            entry is not None
+            and entry[0] is task
+            and entry[1] == task["world_seed"]
+            and entry[2] is task["oracle_plan"]
+            and entry[3] == task["oracle_plan"]
+        ):
+            return entry[4]
+        value = derive(task)
+        if len(self._entries) >= self.limit:
+            self._entries.clear()
+        plan = task["oracle_plan"]
+        self._entries[id(task)] = (task, task["world_seed"], plan, copy.deepcopy(plan), value)
+        return value
+
+
+_EXPECTED: ByTask[State] = ByTask()
 
 
 def expected_state(task: dict[str, Any]) -> State:
-    """The state the task asks for (cached per world seed and plan).
-
-    A front cache by task object skips re-serialising the plan on every episode: a hit needs the same
-    task dict, world seed and plan object, and a plan still equal to the one graded (task records are
-    pool lines; they are not meant to be edited in place).
-    """
-    entry = _BY_TASK.get(id(task))
-    if (
-        entry is not None
-        and entry[0] is task
-        and entry[1] == task["world_seed"]
-        and entry[2] is task["oracle_plan"]
-        and entry[3] == task["oracle_plan"]
-    ):
-        return entry[4]
-    state = _expected_state(int(task["world_seed"]), json.dumps(task["oracle_plan"], sort_keys=True))
-    if len(_BY_TASK) >= 4096:
-        _BY_TASK.clear()
-    _BY_TASK[id(task)] = (
+    """The state the task asks for (cached per world seed and plan, found by task object: ``ByTask``)."""
+    return _EXPECTED.get(
         task,
-        task["world_seed"],
-        task["oracle_plan"],
-        copy.deepcopy(task["oracle_plan"]),
-        state,
+        lambda t: _expected_state(int(t["world_seed"]), json.dumps(t["oracle_plan"], sort_keys=True)),
     )
-    return state
 
 
 def _changed_keys(expected: dict, actual: dict) -> list[str]:

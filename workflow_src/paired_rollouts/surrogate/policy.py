@@ -146,10 +146,8 @@ class Policy:
             probs = self._probs[key] = [w / total for w in weights]
         return probs
 
-    def choose(self, ctx: str, avail: tuple[int, ...], rng: random.Random) -> int:
-        """Sample one available position (inverse CDF on one uniform draw)."""
-        if len(avail) == 1:
-            return avail[0]
+    def cdf(self, ctx: str, avail: tuple[int, ...]) -> list[float]:
+        """The cumulative probabilities over the menu that ``choose`` bisects; cached per menu."""
         key = (ctx, avail)
         cdf = self._cdf.get(key)
         if cdf is None:
@@ -158,6 +156,13 @@ class Policy:
                 acc += p
                 cdf.append(acc)
             self._cdf[key] = cdf
+        return cdf
+
+    def choose(self, ctx: str, avail: tuple[int, ...], rng: random.Random) -> int:
+        """Sample one available position (inverse CDF on one uniform draw)."""
+        if len(avail) == 1:
+            return avail[0]
+        cdf = self._cdf.get((ctx, avail)) or self.cdf(ctx, avail)
         # the first position whose cumulative probability exceeds u (the cdf never decreases: a sum of
         # non-negative floats), the last one if rounding left u above them all
         k = bisect_right(cdf, rng.random())

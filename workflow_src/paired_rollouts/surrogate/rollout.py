@@ -13,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from paired_rollouts.backoffice.tasks import budget_for
 from paired_rollouts.episode import EpisodeSession
 from paired_rollouts.noise.config import NoiseConfig
 from paired_rollouts.noise.seeds import derive_seed
+from paired_rollouts.surrogate import lean
 from paired_rollouts.surrogate import policy as _actions
 from paired_rollouts.surrogate.menu import play
 from paired_rollouts.surrogate.phrasing import DIMENSION, Phrasing, phrase_names
@@ -58,17 +60,21 @@ class _Recorder:
         self.policy, self.forced, self.node = policy, forced[::-1], root
 
     def choose(self, ctx: str, avail: tuple[int, ...], rng: random.Random) -> int:
+        chosen = self.forced.pop() if self.forced else self.policy.choose(ctx, avail, rng)
+        self.step(ctx, avail, chosen)
+        return chosen
+
+    def step(self, ctx: str, avail: tuple[int, ...], chosen: int) -> None:
+        """Extend the tree by one decision (also one the compiled episode has taken)."""
         node = self.node
         if node.menu is None:
             node.menu = (ctx, avail)
         elif node.menu != (ctx, avail):
             raise AssertionError(f"the episode offered {(ctx, avail)} where it offered {node.menu} before")
-        chosen = self.forced.pop() if self.forced else self.policy.choose(ctx, avail, rng)
         child = node.children.get(chosen)
         if child is None:
             child = node.children[chosen] = _Node()
         self.node = child
-        return chosen
 
 
 class Trajectories:
@@ -145,6 +151,10 @@ class SurrogateRunner:
         self.phrasing = Phrasing(self.theta[P:], shape.tokens, shape.error_tokens)
         self.last_decisions: list[list[Decision]] = []
         self.last_policies: list[Policy] = []
+        self.last_scores: list[np.ndarray | None] = []
+        # the exact action score of the last ``play_row``'s episode where the compiled episode
+        # computed it while playing (None: ``score`` computes it from the decisions)
+        self.played_score: np.ndarray | None = None
 
     def policy_for(self, task_id: str) -> Policy:
         """The action policy on one task (its difficulty applied), cached."""
@@ -172,16 +182,46 @@ class SurrogateRunner:
             "condition": row["condition"],
         }
         policy = self.policy_for(task["task_id"])
+        self.played_score = None
+        compiled = lean.compiled_task(task)
         tree = self.trajectories
         if tree is None or resolved_seed is not None or not isinstance(row["noise"], str):
             # a rollout's own schedule (independent arms) is met once: nothing to share
-            self.session.reset(task, budget=row.get("budget"), **start)
-            decisions = play(self.session, task, policy, rng)
-            record = dict(self._finish())
+            if compiled is not None:
+                record, decisions = self._play_compiled(compiled, policy, task, row, rng, start, [])
+            else:
+                self.session.reset(task, budget=row.get("budget"), **start)
+                decisions = play(self.session, task, policy, rng)
+                record = dict(self._finish())
         else:
-            record, decisions = self._play_shared(tree, policy, task, row, rng, start)
+            record, decisions = self._play_shared(tree, policy, task, row, rng, start, compiled)
         record["decisions"] = counted_decisions(decisions)
         return record, decisions
+
+    def _play_compiled(
+        self,
+        compiled: Any,
+        policy: Policy,
+        task: dict[str, Any],
+        row: dict[str, Any],
+        rng: random.Random,
+        start: dict,
+        forced: list[int],
+    ) -> tuple[dict[str, Any], list[Decision]]:
+        """An episode played by the compiled episode (surrogate/lean.py): the same decisions and record as
+        ``play`` then ``finish_outcome`` (lean) or ``finish_and_grade`` (its calls replayed for the full
+        record)."""
+        schedule = self.session.begin_elsewhere(task, **start)
+        budget = budget_for(task) if row.get("budget") is None else int(row["budget"])
+        trace: list[tuple[int, int, int, int]] | None = None if self.lean else []
+        played = lean.play(compiled, policy, rng, schedule, budget, forced, trace)
+        self.played_score = played.score_vector()
+        if trace is not None:
+            return lean.full_record(self.session, task, compiled, trace, played, budget), played.decisions
+        record = self.session.outcome_of(
+            played.success, played.calls, budget, played.budget_exceeded, True, played.exposed
+        )
+        return record, played.decisions
 
     def _play_shared(
         self,
@@ -191,8 +231,10 @@ class SurrogateRunner:
         row: dict[str, Any],
         rng: random.Random,
         start: dict,
+        compiled: Any = None,
     ) -> tuple[dict[str, Any], list[Decision]]:
-        """``play_row`` on a schedule others may share: down the tree as far as it is known, then play."""
+        """``play_row`` on a schedule others may share: down the tree as far as it is known, then play
+        (the compiled episode where ``compiled`` is given)."""
         node = root = tree.root(task, row)
         decisions: list[Decision] = []
         while node.course is None and node.menu is not None:
@@ -206,10 +248,17 @@ class SurrogateRunner:
         else:
             if node.course is not None:
                 return dict(self.session.repeat(node.course, task, **start)), decisions
-        recorder = _Recorder(policy, [chosen for _, _, chosen in decisions], root)
-        self.session.reset(task, budget=row.get("budget"), **start)
-        decisions = play(self.session, task, recorder, rng)  # type: ignore[arg-type]
-        record = self._finish()
+        forced = [chosen for _, _, chosen in decisions]
+        if compiled is not None:
+            record, decisions = self._play_compiled(compiled, policy, task, row, rng, start, forced)
+            recorder = _Recorder(policy, [], root)
+            for ctx, avail, chosen in decisions:  # the tree grows as the recorder grows it in play
+                recorder.step(ctx, avail, chosen)
+        else:
+            recorder = _Recorder(policy, forced, root)
+            self.session.reset(task, budget=row.get("budget"), **start)
+            decisions = play(self.session, task, recorder, rng)  # type: ignore[arg-type]
+            record = self._finish()
         recorder.node.course = EpisodeSession.course_of(record)
         tree.courses += 1
         return dict(record), decisions
@@ -220,18 +269,19 @@ class SurrogateRunner:
 
     def rollout(self, rows: list[dict[str, Any]], phase: str, sampling_seed: int) -> tuple[list[dict], None]:
         """One record per row (paired evaluation schedules: the row's seed is the resolved seed)."""
-        out, self.last_decisions, self.last_policies = [], [], []
+        out, self.last_decisions, self.last_policies, self.last_scores = [], [], [], []
         for j, row in enumerate(rows):
             record, decisions = self.play_row(row, policy_rng(sampling_seed, j), phase=phase, slot=j)
             out.append(record)
             self.last_decisions.append(decisions)
             self.last_policies.append(self.policy_for(row["task_id"]))
+            self.last_scores.append(self.played_score)
         return out, None
 
     def scores(self, phrasing_rng: np.random.Generator) -> np.ndarray:
         """Exact score vectors (n x DIMENSION) of the last rollout's rows: the action part, then the
         phrasing tokens (drawn now from ``phrasing_rng``)."""
-        return episode_scores(self, self.last_decisions, self.last_policies, phrasing_rng)
+        return episode_scores(self, self.last_decisions, self.last_policies, phrasing_rng, self.last_scores)
 
     def close(self) -> None:
         """Nothing to release (the LLM runner's interface)."""
@@ -242,8 +292,16 @@ def episode_scores(
     decisions: Sequence[Sequence[Decision]],
     policies: Sequence[Policy],
     phrasing_rng: np.random.Generator,
+    played: Sequence[np.ndarray | None] | None = None,
 ) -> np.ndarray:
     """Score vectors (n x DIMENSION) of episodes played by ``runner``: exact action scores under each
-    episode's own task policy, then the phrasing scores."""
-    actions = np.stack([score(runner.theta, d, p) for d, p in zip(decisions, policies, strict=True)])
+    episode's own task policy (``played``: those the compiled lean episode computed, None where it did
+    not), then the phrasing scores."""
+    known = played if played is not None else [None] * len(decisions)
+    actions = np.stack(
+        [
+            score(runner.theta, d, p) if k is None else k
+            for d, p, k in zip(decisions, policies, known, strict=True)
+        ]
+    )
     return np.concatenate([actions, runner.phrasing.scores(decisions, phrasing_rng)], axis=1)

@@ -91,7 +91,7 @@ def train_step(
     sampling_seed = derive_seed("train", seed, step)
     phrases = phrasing_rng("train", seed, step)
     for g, row in enumerate(rows):
-        recs, decisions_, seeds = [], [], []
+        recs, decisions_, seeds, played = [], [], [], []
         for i in range(G):
             slot = g * G + i
             resolved = (
@@ -104,12 +104,13 @@ def train_step(
             )
             recs.append(record)
             decisions_.append(decisions)
+            played.append(runner.played_score)
             total_decisions += record["decisions"]
             seeds.append(int(row["schedule_seed"]) if resolved is None else int(resolved))
         rewards = [float(r["observed_reward"]) for r in recs]
         adv = group_advantages(rewards, scaling)
         policy = runner.policy_for(row["task_id"])
-        scores = episode_scores(runner, decisions_, [policy] * G, phrases)
+        scores = episode_scores(runner, decisions_, [policy] * G, phrases, played)
         own = np.zeros(DIMENSION)
         for a, s in zip(adv, scores, strict=True):
             own += a * s
