@@ -1,18 +1,18 @@
-/* The surrogate's lean episode, compiled: surrogate/menu.py's ``play`` in the back office's noisy call
- * path, then the grader's success, for the rollouts whose records keep the outcome only
- * (docs/simulator.md#speed, the compiled lean episode).
+/* The surrogate's episode, compiled: surrogate/menu.py's ``play`` in the back office's budgeted, noisy
+ * call path, then the grader's success (docs/simulator.md#speed, seventh pass).
  *
- * It is a second implementation of the same episode, not a model of it. surrogate/lean.py compiles a
- * task into the calls its episode can make (the plan's, their wrong variants, the reads of their orders)
- * with every argument check that does not depend on the world's state already made, and the world into
- * its orders and stock; this file keeps the state that changes (order records copied on write, stock and
- * reservations, the shipments and tickets created, the clock, rate limits, outages and repeat counts),
- * takes the policy's draws from the episode's own random.Random and each fate from the schedule's
- * ``fate`` (so both stay CPython's), and grades by comparing the final orders, stock, shipments and
- * tickets with the expected state's, as the grader's normalisation does. Only the outcome that
- * ``EpisodeSession.finish_outcome`` reads comes back: the decisions, the success, the calls counted, the
- * budget's end and the exposure. tests/test_lean_episode.py plays both implementations on every task of
- * the pools under every regime and compares them decision by decision.
+ * It is a second implementation of the same episode, not a model of it; the Python one stays the
+ * reference. surrogate/lean.py compiles a task into the calls its episode can make (the plan's, their
+ * wrong variants, the reads of their orders) with every argument check that does not depend on the
+ * world's state already made, and the world into its orders and stock; this file keeps the state that
+ * changes (order records copied on write, stock and reservations, the shipments and tickets created, the
+ * clock, rate limits, outages and repeat counts), takes the policy's draws from the episode's own
+ * random.Random, computes each fate as NoiseSchedule.fate does (or asks it), and grades by comparing the
+ * final orders, stock, shipments and tickets with the expected state's, as the grader's normalisation
+ * does. It returns the decisions, the success, the calls counted, the budget's end, the exposure and the
+ * exact action score, and, for a full record, the calls that reached the API (lean.full_record replays
+ * them for the Python grader and record). tests/test_lean_episode.py compares both paths decision by
+ * decision and record by record.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
