@@ -2,7 +2,8 @@
 also counts other people's work).
 
 Run: ``OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/bench_surrogate.py [--tasks-dir data/tasks] [--runs 2]
-[--arm independent] [--calibration results/surrogate/models/surrogate/calibration.json]``.
+[--arm independent] [--calibration results/surrogate/models/surrogate/calibration.json]
+[--prompts-per-step 8 --eval-tasks 32]``.
 The runs start from a real calibration register: the one given, or the step-0 register this script fits
 first with the calibration stage's own code (``surrogate calibrate``, printed too), so the arm job reads it
 through the same typed reader as in the study. The shape is the surrogate scale's in config/config.yaml.
@@ -12,7 +13,8 @@ process also generates its worlds). Budget: the whole surrogate study within
 8 minutes on 2 cores, i.e. about 5 CPU seconds per run for the arm jobs. The runs are C2 runs of one arm
 (``--arm``, independent by default: every training rollout on its own schedule, so none of a paired
 group's shared episodes; docs/simulator.md#speed, fourth pass), seeds 0, 1, ... in one process, as an
-arm job runs them. The first line says which paths draw the fates, generate the worlds and play the
+arm job runs them. ``--prompts-per-step`` and ``--eval-tasks`` change the run's shape (with 8 and 32 it
+plays the 11,108 episodes of the run that issue #24 timed, with the calibrated policy). The first line says which paths draw the fates, generate the worlds and play the
 episodes.
 """
 
@@ -62,8 +64,24 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--calibration", type=Path, default=None, help="a calibration register to reuse")
     parser.add_argument("--arm", choices=("independent", "paired"), default="independent")
+    parser.add_argument(
+        "--prompts-per-step",
+        type=int,
+        default=None,
+        help="tasks per training step instead of the scale's (8 plays the run shape of 2026-12-01)",
+    )
+    parser.add_argument(
+        "--eval-tasks",
+        type=int,
+        default=None,
+        help="validation tasks per checkpoint instead of the scale's (32 on 2026-12-01)",
+    )
     args = parser.parse_args()
     sections = scale_sections()
+    if args.prompts_per_step is not None:
+        sections["training"] = {**sections["training"], "prompts_per_step": args.prompts_per_step}
+    if args.eval_tasks is not None:
+        sections["evaluation"] = {**sections["evaluation"], "eval_tasks": args.eval_tasks}
     settings = Settings.parse(sections)
     training, evaluation = settings.training, settings.evaluation
     print(f"fate draws: {FATE_DRAWS}; worlds: {WORLD_DRAWS}; episodes: {LEAN_EPISODE}")

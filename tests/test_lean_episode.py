@@ -180,6 +180,36 @@ def test_truncated_pages_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(pages) >= 10
 
 
+def test_full_records_replay_each_course_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full record replays only what executed (writes, waits, the finish) on a fresh world, and each
+    such course once per task: the records served from the memo are the Python path's, no read is
+    replayed, and with no memo every record is replayed and the same again."""
+    noise = conditions()["all_types_p0.50_q0.30"]
+    replays: list[tuple[dict[str, Any], tuple]] = []
+    real_replay = lean._replay
+    monkeypatch.setattr(
+        lean, "_replay", lambda *args: replays.append((args[1], args[3])) or real_replay(*args)
+    )
+    for kept in (lean.REPLAYS_PER_TASK, 0):
+        monkeypatch.setattr(lean, "REPLAYS_PER_TASK", kept)
+        replays.clear()
+        tasks = [dict(task) for task in _tasks("validation", 20)]  # new objects: compiled afresh
+        rows = _rows(tasks, noise, range(1, 4), None, False) + _rows(tasks, noise, range(4, 8), None, True)
+        played = _play_both(monkeypatch, _policy("competent", 11), tasks, rows, False, lean_records=False)
+        keys = [(task["task_id"], course) for task, course in replays]
+        if kept:
+            assert len(set(keys)) == len(keys), "a course was replayed twice"
+            served = played - len(keys)
+            assert served >= played // 5, f"the memo served {served} of {played} records"
+        else:
+            assert len(keys) == played
+        for task, course in replays:
+            calls = lean.compiled_task(task).calls
+            assert all(
+                spec < 0 or calls[spec][0] not in ("search_customers", "get_order") for spec, _ in course
+            )
+
+
 @pytest.mark.parametrize("path", ["schedule_fates", "policy_tables"])
 def test_the_python_fallbacks_agree(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     """Where the compiled fates or menus did not agree with Python's on import, the episode asks the

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from paired_rollouts.backoffice.grader import grade, observe
+from paired_rollouts.backoffice.grader import GradeResult, grade, observe
 from paired_rollouts.backoffice.tasks import budget_for
 from paired_rollouts.backoffice.tools import (
     CONTROL_TOOLS,
@@ -201,8 +201,8 @@ class EpisodeSession:
         if self.api is None or self.task is None or self.world is None:
             raise RuntimeError("finish_and_grade() before reset()")
         api = self.api
-        self.record = self.record_of(
-            self.world,
+        self.record = self.graded_record(
+            self.grade_of(self.world),
             api.call_log,
             [fault["kind"] for fault in api.fault_log],
             self.calls,
@@ -212,9 +212,16 @@ class EpisodeSession:
         )
         return self.record
 
-    def record_of(
+    def grade_of(self, world: World) -> GradeResult:
+        """The grade a full record states for this session's task ended in ``world``."""
+        assert self.task is not None
+        # The record keeps the first MAX_DIFFS_IN_RECORD diffs; the diff list is built in order, so a
+        # smaller limit yields exactly that prefix.
+        return grade(self.task, world, initial=world.history[0], limit=MAX_DIFFS_IN_RECORD)
+
+    def graded_record(
         self,
-        world: World,
+        result: GradeResult,
         call_log: list[dict[str, Any]],
         fault_kinds: list[str],
         calls: int,
@@ -222,13 +229,10 @@ class EpisodeSession:
         budget_exceeded: bool,
         finished: bool,
     ) -> dict[str, Any]:
-        """The full episode record of a played episode: its final world, call log and logged faults, on
-        this session's task, schedule and meta fields (``finish_and_grade``'s, and the compiled lean
-        episode's replay in surrogate/lean.py)."""
-        assert self.task is not None
-        # The record keeps the first MAX_DIFFS_IN_RECORD diffs; the diff list is built in order, so a
-        # smaller limit yields exactly that prefix.
-        result = grade(self.task, world, initial=world.history[0], limit=MAX_DIFFS_IN_RECORD)
+        """The full episode record of a played episode: the grade of its final world (``grade_of``), its
+        call log and logged faults, on this session's task, schedule and meta fields
+        (``finish_and_grade``'s, and the compiled lean episode's in surrogate/lean.py, which grades each
+        course of executed calls once)."""
         outcome = self.outcome_of(result.success, calls, budget, budget_exceeded, finished, bool(fault_kinds))
         clean = self.schedule is None
         failed = []

@@ -10,9 +10,9 @@ episode draws the policy's choices from the rollout's own ``random.Random``; it 
 ``NoiseSchedule.fate`` does (the same SHA-256 seed and CPython's Mersenne draws, checked on import, else
 it asks the schedule) and each menu's probabilities as ``Policy`` does (checked on import, else it takes
 the policy's). An outcome record comes back directly, with the episode's exact action score; a full
-record is built by ``full_record``, which replays the calls the episode made on a fresh world without
-noise and hands that world and call log to ``EpisodeSession.record_of``, the grader and record of the
-Python path.
+record is built by ``full_record``, which replays the writes, waits and finish the episode executed on a
+fresh world without noise (each such course once per task) and hands the world's grade and the call log to
+``EpisodeSession.graded_record``, the grader and record of the Python path.
 
 A task or world the compiled episode does not cover (arguments of other types than the pools', a tool
 the menu never calls, an oracle plan that does not replay, records of other shapes) compiles to None and
@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from paired_rollouts.backoffice import words
-from paired_rollouts.backoffice.grader import ByTask
+from paired_rollouts.backoffice.grader import ByTask, GradeResult
 from paired_rollouts.backoffice.tools import _PARAM_NAMES, _REQUIRED_SET, WRITE_TOOLS, ToolAPI, _search_hits
 from paired_rollouts.backoffice.world import (
     SHIPPING_WINDOW_DAYS,
@@ -280,7 +280,7 @@ def _compile_task(task: dict[str, Any]) -> CompiledTask | None:
         return None
     oracle = tuple(next_call for next_call, _, _, _ in steps[len(lookups) :])
     capsule = _C.task(world.capsule, tuple(specs.rows), tuple(steps), oracle, len(specs.keys))
-    return None if capsule is None else CompiledTask(capsule, specs.calls, {})
+    return None if capsule is None else CompiledTask(capsule, specs.calls, {}, {})
 
 
 class CompiledTask(NamedTuple):
@@ -291,6 +291,9 @@ class CompiledTask(NamedTuple):
     capsule: Any
     calls: list[tuple[str, dict[str, Any], str]]
     read_codes: dict[tuple[int, int], str | None]
+    #: each course of executed writes, waits and finish replayed so far (its calls and pages, in order) ->
+    #: their codes and the final world's grade
+    replays: dict[tuple, tuple[list[str | None], GradeResult]]
 
 
 _TASKS: ByTask[CompiledTask | None] = ByTask()
@@ -460,33 +463,82 @@ def full_record(
     """The full episode record (``finish_and_grade``'s) of a compiled episode: its traced calls replayed
     without noise on a fresh world (what the noisy API executed, in its order: a blocked call executes
     nothing, a stale read or a truncated page changes nothing), giving every call's code and the final
-    world that ``EpisodeSession.record_of`` grades."""
-    world = World.generate(int(task["world_seed"]))
-    api = ToolAPI(world)
+    world that ``EpisodeSession.grade_of`` grades for ``graded_record``. Only the writes, waits and the finish that executed
+    change the world, so each such course is replayed once per task; a blocked call's code is its
+    fault's and a read's code is its task's."""
+    faults = [TRACE_FAULTS[logged] for _, _, logged, _ in trace]
+    course = tuple(
+        (spec, offset)
+        for (spec, offset, _, _), fault in zip(trace, faults, strict=True)
+        if spec < 0 or (fault not in _BLOCKED and compiled.calls[spec][0] not in _READS)
+    )
+    replayed = compiled.replays.get(course)
+    if replayed is None:
+        replayed = _replay(session, task, compiled, course)
+        if len(compiled.replays) < REPLAYS_PER_TASK:
+            compiled.replays[course] = replayed
+    executed, result = replayed
+    codes = iter(executed)
     noisy = session.schedule is not None
     call_log: list[dict[str, Any]] = []
     fault_kinds: list[str] = []
-    for spec, offset, logged, k in trace:
+    for (spec, offset, _, k), fault in zip(trace, faults, strict=True):
         if spec < 0:  # wait (offset: its seconds) or the closing finish
             tool, args = ("wait", {"seconds": offset}) if spec == -1 else ("finish", {"summary": "done"})
-            _, code = api.execute(tool, args)
+            code = next(codes)
             call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code})
             continue
         tool, args, event = compiled.calls[spec]
         if offset >= 0:
             args = {**args, "offset": offset}
-        fault = TRACE_FAULTS[logged]
         code = _BLOCKED.get(fault)  # type: ignore[arg-type]
-        if code is None and tool in _READS:
-            code = compiled.read_codes.get((spec, offset), _UNKNOWN)
-            if code is _UNKNOWN:
-                code = compiled.read_codes[spec, offset] = api.execute(tool, args)[1]
-        elif code is None:
-            code = api.execute(tool, args)[1]
+        if code is None:
+            code = _read_code(task, compiled, spec, offset) if tool in _READS else next(codes)
         if fault is not None:
             fault_kinds.append(fault)
         entry = {"tool": tool, "args": args, "ok": code is None, "code": code}
         if noisy:
             entry.update(fault=fault, event=event, repeat=k)
         call_log.append(entry)
-    return session.record_of(world, call_log, fault_kinds, played.calls, budget, played.budget_exceeded, True)
+    return session.graded_record(
+        result, call_log, fault_kinds, played.calls, budget, played.budget_exceeded, True
+    )
+
+
+#: courses of calls kept per compiled task (a bound on memory; a course not kept is replayed again)
+REPLAYS_PER_TASK = 256
+
+
+def _read_code(task: dict[str, Any], compiled: CompiledTask, spec: int, offset: int) -> str | None:
+    """A read's code, the same in every state of its task's world (met once, on a fresh world)."""
+    code = compiled.read_codes.get((spec, offset), _UNKNOWN)
+    if code is _UNKNOWN:
+        tool, args, _ = compiled.calls[spec]
+        if offset >= 0:
+            args = {**args, "offset": offset}
+        code = compiled.read_codes[spec, offset] = ToolAPI(World.generate(int(task["world_seed"]))).execute(
+            tool, args
+        )[1]
+    return code
+
+
+def _replay(
+    session: EpisodeSession,
+    task: dict[str, Any],
+    compiled: CompiledTask,
+    course: tuple[tuple[int, int], ...],
+) -> tuple[list[str | None], GradeResult]:
+    """The codes of a course of writes, waits and the finish executed in order on a fresh world, and the
+    final world's grade."""
+    world = World.generate(int(task["world_seed"]))
+    api = ToolAPI(world)
+    codes: list[str | None] = []
+    for spec, offset in course:
+        if spec < 0:
+            tool, args = ("wait", {"seconds": offset}) if spec == -1 else ("finish", {"summary": "done"})
+        else:
+            tool, args, _ = compiled.calls[spec]
+            if offset >= 0:
+                args = {**args, "offset": offset}
+        codes.append(api.execute(tool, args)[1])
+    return codes, session.grade_of(world)
