@@ -14,8 +14,8 @@ process also generates its worlds). Budget: the whole surrogate study within
 (``--arm``, independent by default: every training rollout on its own schedule, so none of a paired
 group's shared episodes; docs/simulator.md#speed, fourth pass), seeds 0, 1, ... in one process, as an
 arm job runs them. ``--prompts-per-step`` and ``--eval-tasks`` change the run's shape (with 8 and 32 it
-plays the 11,108 episodes of the run that issue #24 timed, with the calibrated policy). The first line says which paths draw the fates, generate the worlds and play the
-episodes.
+plays the 11,108 episodes of the run that issue #24 timed, with the calibrated policy). The first line
+says which paths draw the fates, generate the worlds and play the episodes.
 """
 
 from __future__ import annotations

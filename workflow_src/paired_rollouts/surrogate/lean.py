@@ -463,9 +463,9 @@ def full_record(
     """The full episode record (``finish_and_grade``'s) of a compiled episode: its traced calls replayed
     without noise on a fresh world (what the noisy API executed, in its order: a blocked call executes
     nothing, a stale read or a truncated page changes nothing), giving every call's code and the final
-    world that ``EpisodeSession.grade_of`` grades for ``graded_record``. Only the writes, waits and the finish that executed
-    change the world, so each such course is replayed once per task; a blocked call's code is its
-    fault's and a read's code is its task's."""
+    world that ``EpisodeSession.grade_of`` grades for ``graded_record``. Only the writes, waits and the
+    finish that executed change the world, so each such course is replayed once per task; a blocked
+    call's code is its fault's and a read's code is its task's."""
     faults = [TRACE_FAULTS[logged] for _, _, logged, _ in trace]
     course = tuple(
         (spec, offset)
@@ -483,14 +483,11 @@ def full_record(
     call_log: list[dict[str, Any]] = []
     fault_kinds: list[str] = []
     for (spec, offset, _, k), fault in zip(trace, faults, strict=True):
-        if spec < 0:  # wait (offset: its seconds) or the closing finish
-            tool, args = ("wait", {"seconds": offset}) if spec == -1 else ("finish", {"summary": "done"})
+        tool, args = _call_of(compiled, spec, offset)
+        if spec < 0:  # wait or the closing finish
             code = next(codes)
             call_log.append({"tool": tool, "args": args, "ok": code is None, "code": code})
             continue
-        tool, args, event = compiled.calls[spec]
-        if offset >= 0:
-            args = {**args, "offset": offset}
         code = _BLOCKED.get(fault)  # type: ignore[arg-type]
         if code is None:
             code = _read_code(task, compiled, spec, offset) if tool in _READS else next(codes)
@@ -498,7 +495,7 @@ def full_record(
             fault_kinds.append(fault)
         entry = {"tool": tool, "args": args, "ok": code is None, "code": code}
         if noisy:
-            entry.update(fault=fault, event=event, repeat=k)
+            entry.update(fault=fault, event=compiled.calls[spec][2], repeat=k)
         call_log.append(entry)
     return session.graded_record(
         result, call_log, fault_kinds, played.calls, budget, played.budget_exceeded, True
@@ -513,13 +510,18 @@ def _read_code(task: dict[str, Any], compiled: CompiledTask, spec: int, offset: 
     """A read's code, the same in every state of its task's world (met once, on a fresh world)."""
     code = compiled.read_codes.get((spec, offset), _UNKNOWN)
     if code is _UNKNOWN:
-        tool, args, _ = compiled.calls[spec]
-        if offset >= 0:
-            args = {**args, "offset": offset}
-        code = compiled.read_codes[spec, offset] = ToolAPI(World.generate(int(task["world_seed"]))).execute(
-            tool, args
-        )[1]
+        api = ToolAPI(World.generate(int(task["world_seed"])))
+        code = compiled.read_codes[spec, offset] = api.execute(*_call_of(compiled, spec, offset))[1]
     return code
+
+
+def _call_of(compiled: CompiledTask, spec: int, offset: int) -> tuple[str, dict[str, Any]]:
+    """The tool and arguments of a trace entry: a wait (``offset``: its seconds, spec -1), the closing
+    finish (spec -2), or the compiled call ``spec`` (with its page's ``offset`` where one was asked)."""
+    if spec < 0:
+        return ("wait", {"seconds": offset}) if spec == -1 else ("finish", {"summary": "done"})
+    tool, args, _ = compiled.calls[spec]
+    return tool, args if offset < 0 else {**args, "offset": offset}
 
 
 def _replay(
@@ -534,11 +536,5 @@ def _replay(
     api = ToolAPI(world)
     codes: list[str | None] = []
     for spec, offset in course:
-        if spec < 0:
-            tool, args = ("wait", {"seconds": offset}) if spec == -1 else ("finish", {"summary": "done"})
-        else:
-            tool, args, _ = compiled.calls[spec]
-            if offset >= 0:
-                args = {**args, "offset": offset}
-        codes.append(api.execute(tool, args)[1])
+        codes.append(api.execute(*_call_of(compiled, spec, offset))[1])
     return codes, session.grade_of(world)
